@@ -1,0 +1,161 @@
+/**
+ * The node session: the one seam between podctl's commands/TUI and its engine, runtime and store.
+ *
+ * A session is what every podctl process opens first. It owns, for the life of the process:
+ * - the CRI connection (or the embedded simulator's) and the runtime-backed PodStatusCache;
+ * - this process's in-process PodWorkers engine, restored from the checkpoint store for the pods
+ *   this process drives (holds the lease of);
+ * - the per-pod leases it holds, their heartbeats, and persistence of every engine transition.
+ *
+ * Invariants:
+ * - Exactly one process drives a pod at a time (the lease holder). A session that wants to change a
+ *   pod another live process owns writes a request into the store; the owner applies it through
+ *   `updatePod` (so a second `kill --grace 1` shortens the first one's in-flight termination).
+ * - A pod whose owner died is taken over by the next session that touches it, and resumed from its
+ *   checkpoint (finished stays finished; terminating continues with its remembered grace, never
+ *   longer).
+ * - `close()` persists everything and releases leases; a crash (SIGKILL) loses nothing that was
+ *   already reported done, and leaves no corrupt checkpoint.
+ *
+ * This file holds types only; `openSession` lives in `session.ts`.
+ */
+import type {
+  Clock,
+  PodStatus,
+  PodSyncStatusView,
+  PodWorkerEvent,
+  PodWorkerState,
+  PodWorkerSync,
+  V1Pod,
+} from '../engine/types.js';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type Logger = (level: LogLevel, message: string) => void;
+
+export interface SessionOptions {
+  /** Default `/var/lib/podctl` (env PODCTL_STATE_DIR). */
+  stateDir: string;
+  /** `unix:///path` or a path; default: CONTAINER_RUNTIME_ENDPOINT, then the well-known sockets. */
+  runtimeEndpoint?: string;
+  /** When set, desired pods / evictions go through the API server. */
+  kubeconfig?: string;
+  node?: string;
+  clock?: Clock;
+  log?: Logger;
+  /** Deadline for each CRI call, ms (default 10_000). */
+  rpcTimeoutMs?: number;
+}
+
+/** One entry of a pod's bounded timeline (persisted in its checkpoint). */
+export interface TransitionRecord {
+  at: number;
+  /** The engine event type, or a store/session event such as 'lease-taken', 'request-applied'. */
+  type: string;
+  /** Human-readable detail: "grace 30s → 5s", "StopContainer: DeadlineExceeded", … */
+  detail: string;
+  pid: number;
+}
+
+export interface LeaseInfo {
+  pid: number;
+  /** Owner process start time (epoch ms), to tell a reused PID from the owner. */
+  startedAt: number;
+  heartbeatAt: number;
+  /** The owner process is still alive (false: the lease is stale and may be taken over). */
+  alive: boolean;
+}
+
+export interface RuntimeErrorInfo {
+  message: string;
+  at: number;
+  /** When the worker will retry (epoch ms), if known. */
+  retryAt?: number;
+}
+
+/** Everything podctl knows about one pod on this node: one row of `status`, one line of `watch`. */
+export interface PodInfo {
+  uid: string;
+  namespace: string;
+  name: string;
+  /** The pod's spec: from the API server, the checkpoint, or rebuilt from CRI labels/annotations. */
+  pod?: V1Pod;
+  static: boolean;
+  /** 'runtime' = seen in the runtime only, no worker has ever tracked it. */
+  state: PodWorkerState | 'finished' | 'runtime';
+  /** The worker status (this process's engine, or the owner's last checkpoint). */
+  worker?: PodSyncStatusView;
+  /** Latest runtime status, if the pod still exists in the runtime. */
+  runtime?: PodStatus;
+  containersRunning: number;
+  containersTotal: number;
+  /** When the current state was entered (epoch ms). */
+  since: number;
+  /** Grace period in force (seconds) and when it runs out (epoch ms), while terminating. */
+  gracePeriod?: number;
+  graceDeadline?: number;
+  owner?: LeaseInfo;
+  lastError?: RuntimeErrorInfo;
+  history: TransitionRecord[];
+}
+
+export interface KillRequest {
+  uid: string;
+  /** Shorter than the pod's current grace to take effect; never lengthens it. */
+  gracePeriodSeconds?: number;
+  evict?: boolean;
+  reason?: string;
+  message?: string;
+}
+
+export interface KillHandle {
+  uid: string;
+  /** 'local': this session drives the pod; 'delegated': written to the live owner's inbox. */
+  handledBy: 'local' | 'delegated';
+  ownerPid: number;
+}
+
+export interface WaitOptions {
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** Called on every change of any awaited pod (for progress on stderr). */
+  onProgress?: (pod: PodInfo) => void;
+}
+
+export type WaitOutcome = 'terminated' | 'timeout' | 'gone';
+
+export interface SyncKnownResult {
+  /** The engine's known-workers map after the sync. */
+  workers: Map<string, PodWorkerSync>;
+  /** Runtime pods no worker knew, now being terminated. */
+  orphanedRuntimePods: string[];
+  /** Pods whose dead owner's lease this session took over and resumed. */
+  resumed: string[];
+  /** Finished workers forgotten by this sync. */
+  forgotten: string[];
+}
+
+/** What `subscribe` delivers: this process's engine, other processes (via the store), the runtime. */
+export type SessionEvent =
+  | { source: 'engine'; event: PodWorkerEvent }
+  | { source: 'store'; uid: string; at: number; kind: 'checkpoint-changed' | 'lease-changed' | 'request-written' | 'removed' }
+  | { source: 'runtime'; at: number; kind: 'relisted' | 'container-event'; uids: string[] }
+  | { source: 'session'; at: number; kind: 'warning'; message: string };
+
+export interface NodeSession {
+  readonly endpoint: string;
+  readonly stateDir: string;
+  /** True when talking to the embedded simulator rather than a real runtime. */
+  readonly simulated: boolean;
+  /** Every pod podctl knows about: tracked workers (any process) and runtime pods. */
+  listPods(): Promise<PodInfo[]>;
+  getPod(uid: string): Promise<PodInfo | undefined>;
+  /** Starts (or shortens) a termination; returns at once. */
+  requestKill(request: KillRequest): Promise<KillHandle>;
+  /** Waits until every pod is terminated (or gone), the timeout passes, or the signal aborts. */
+  waitTerminated(uids: string[], options: WaitOptions): Promise<Map<string, WaitOutcome>>;
+  /** The kubelet's housekeeping step; `desired` undefined = desired pods from the API server. */
+  syncKnown(desired: V1Pod[] | undefined): Promise<SyncKnownResult>;
+  subscribe(listener: (event: SessionEvent) => void): () => void;
+  /** Persists all state, stops the engine, releases leases and the CRI connection. */
+  close(): Promise<void>;
+}
