@@ -172,7 +172,8 @@ export type PodWorkerEvent =
   | { type: 'restart-requested'; uid: string; fullname: string; at: number }
   | { type: 'sync-started'; uid: string; fullname: string; at: number; phase: SyncPhase }
   | { type: 'sync-succeeded'; uid: string; fullname: string; at: number; phase: SyncPhase }
-  | { type: 'sync-failed'; uid: string; fullname: string; at: number; phase: SyncPhase; error: string; retryInMs: number }
+  /** `aborted`: the sync was cancelled (termination requested or grace shortened); pending work follows at once. */
+  | { type: 'sync-failed'; uid: string; fullname: string; at: number; phase: SyncPhase; error: string; retryInMs: number; aborted?: boolean }
   | { type: 'state-changed'; uid: string; fullname: string; at: number; from: PodWorkerState | 'new'; to: PodWorkerState }
   | { type: 'finished'; uid: string; fullname: string; at: number }
   | { type: 'forgotten'; uid: string; fullname: string; at: number }
@@ -212,8 +213,13 @@ export interface PodWorkers {
   isPodForMirrorPodTerminatingByFullName(podFullName: string): boolean;
   /** Read-only view of every tracked pod's sync status. */
   snapshot(): Map<string, PodSyncStatusView>;
-  /** Resolves when no worker has a pending or running sync (timers for later resyncs may remain). */
-  whenIdle(): Promise<void>;
+  /**
+   * Resolves when no worker has a pending or running sync (timers for later resyncs may remain).
+   * `except`: UIDs whose work is ignored (e.g. workers a test holds in `beforeWorkerWakes`).
+   */
+  whenIdle(options?: { except?: Iterable<string> }): Promise<void>;
+  /** One pod's view (same shape as a `snapshot()` entry), or undefined when the pod is not tracked. */
+  statusOf(uid: string): PodSyncStatusView | undefined;
   /** Stops all workers (aborts running syncs) and releases timers. */
   close(): Promise<void>;
   /** Adds a transition-event listener; returns the function that removes it. */

@@ -1,0 +1,205 @@
+/**
+ * Benchmark of `podctl watch` with a 200-pod node: how fast a transition reaches the screen, and what
+ * the screen costs in CPU while nothing happens and while pods count down.
+ *
+ * Setup: the embedded CRI simulator serves 200 demo pods from a child process (so its CPU is not
+ * counted); this process opens a real node session on it, runs the watch feed and renders the Ink
+ * screen into an in-memory 160×50 terminal, timestamping every frame written.
+ *
+ * Figures:
+ * - latency, local: `requestKill` here → the engine's state-changed event → the first frame showing
+ *   the pod as terminating (or later): frame time − event time.
+ * - latency, other process: a second session (standing in for another podctl process; it shares
+ *   only the checkpoint store) kills a pod → its checkpoint → this watch's store watcher → frame.
+ * - idle CPU: process.cpuUsage() over a window with no change on the node (the screen's, the feed's
+ *   and the session's own cost), with the number of listings and frames in that window.
+ * - countdown CPU: the same with pods terminating under long grace periods (1 s countdown tick).
+ *
+ *   npm run bench:watch [-- --pods 200 --window 10 --samples 10]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { openSession } from '../src/services/session.js';
+import type { NodeSession, PodInfo } from '../src/services/session-api.js';
+import { WatchFeed } from '../src/services/watch-feed.js';
+
+const { values } = parseArgs({
+  options: {
+    pods: { type: 'string', default: '200' },
+    window: { type: 'string', default: '10' },
+    samples: { type: 'string', default: '10' },
+  },
+});
+const POD_COUNT = Number(values.pods);
+const WINDOW_MS = Number(values.window) * 1000;
+const SAMPLES = Number(values.samples);
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** An in-memory terminal: records every frame Ink writes, with its time. */
+class FakeTerminal extends Writable {
+  isTTY = true;
+  columns = 160;
+  rows = 50;
+  frames = 0;
+  #last = '';
+  #watchers: { test: (screen: string) => boolean; resolve: (at: number) => void }[] = [];
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
+    const at = Date.now();
+    this.frames += 1;
+    this.#last = chunk.toString().replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
+    this.#watchers = this.#watchers.filter((w) => (w.test(this.#last) ? (w.resolve(at), false) : true));
+    done();
+  }
+  /** Resolves with the time of the first frame (from now on) for which `test` holds. */
+  until(test: (screen: string) => boolean, timeoutMs = 10_000): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no such frame within the bound')), timeoutMs);
+      this.#watchers.push({
+        test,
+        resolve: (at) => {
+          clearTimeout(timer);
+          resolve(at);
+        },
+      });
+    });
+  }
+}
+
+function startSimulatorProcess(socketPath: string): Promise<ChildProcess> {
+  const code = `
+    import { startSimulator } from ${JSON.stringify(join(root, 'src/cri/simulator/index.ts'))};
+    const sim = await startSimulator({ socketPath: ${JSON.stringify(socketPath)}, pods: ${POD_COUNT} });
+    process.stdout.write('ready\\n');
+    process.on('SIGTERM', async () => { await sim.close(); process.exit(0); });
+  `;
+  const child = spawn(process.execPath, ['--import', join(root, 'bench/register.mjs'), '--input-type=module', '-e', code], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (c) => reject(new Error(`simulator exited with ${c}`)));
+    child.stdout!.on('data', (d: Buffer) => {
+      if (d.toString().includes('ready')) resolve(child);
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function percentile(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+}
+
+/** CPU of this process as a share of one core over `ms`, with listings and frames in the window. */
+async function cpuWindow(ms: number, session: { listCalls: number }, term: FakeTerminal): Promise<{ cpu: number; lists: number; frames: number }> {
+  const lists0 = session.listCalls;
+  const frames0 = term.frames;
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  await sleep(ms);
+  const c = process.cpuUsage(c0);
+  const wall = performance.now() - t0;
+  return { cpu: ((c.user + c.system) / 1000 / wall) * 100, lists: session.listCalls - lists0, frames: term.frames - frames0 };
+}
+
+/** Counts listings of a session (to show that idle means no listing). */
+function counted(session: NodeSession): NodeSession & { listCalls: number } {
+  const s = session as NodeSession & { listCalls: number };
+  s.listCalls = 0;
+  const list = session.listPods.bind(session);
+  s.listPods = async () => {
+    s.listCalls += 1;
+    return list();
+  };
+  return s;
+}
+
+const rowOf = (screen: string, p: PodInfo) => screen.split('\n').find((l) => l.includes(` ${p.namespace}/${p.name} `));
+const shownTerminating = (p: PodInfo) => (screen: string) => /terminat|finished/.test(rowOf(screen, p) ?? '');
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'podctl-bench-watch-'));
+  const socketPath = join(dir, 'sim.sock');
+  const sim = await startSimulatorProcess(socketPath);
+  await stat(socketPath);
+  const stateDir = join(dir, 'state');
+  const session = counted(await openSession({ stateDir, runtimeEndpoint: `unix://${socketPath}` }));
+  const other = await openSession({ stateDir, runtimeEndpoint: `unix://${socketPath}` });
+  const term = new FakeTerminal();
+  const feed = new WatchFeed(session);
+  await feed.start();
+  const { renderWatch } = await import('../src/tui/index.js');
+  const stop = new AbortController();
+  const screen = renderWatch({
+    source: feed,
+    requestKill: (r) => session.requestKill(r),
+    color: true,
+    stdout: term as unknown as NodeJS.WriteStream,
+    stdin: new PassThrough() as unknown as NodeJS.ReadStream,
+    stderr: term as unknown as NodeJS.WriteStream,
+    signal: stop.signal,
+  });
+  await term.until((s) => s.includes('NAMESPACE/NAME') && s.includes(`${POD_COUNT}/${POD_COUNT} pods`));
+  await sleep(2_000);
+
+  const idle = await cpuWindow(WINDOW_MS, session, term);
+
+  // Pods in name order; kill from the start (local) and the end (other process) of the list.
+  const pods = [...(await session.listPods())].sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
+  const stateChangedAt = new Map<string, number>();
+  const record = (e: { source: string; event?: { type: string; uid: string; at: number; to?: string } }) => {
+    if (e.source === 'engine' && e.event?.type === 'state-changed' && e.event.to === 'terminating') stateChangedAt.set(e.event.uid, e.event.at);
+  };
+  session.subscribe(record as never);
+  other.subscribe(record as never);
+
+  const local: number[] = [];
+  for (const p of pods.slice(0, SAMPLES)) {
+    const shown = term.until(shownTerminating(p));
+    await session.requestKill({ uid: p.uid, gracePeriodSeconds: 120 });
+    const at = await shown;
+    local.push(at - (stateChangedAt.get(p.uid) ?? at));
+    await sleep(150);
+  }
+  const remote: number[] = [];
+  for (const p of pods.slice(-SAMPLES)) {
+    const shown = term.until(shownTerminating(p));
+    await other.requestKill({ uid: p.uid, gracePeriodSeconds: 120 });
+    const at = await shown;
+    remote.push(at - (stateChangedAt.get(p.uid) ?? at));
+    await sleep(150);
+  }
+  await sleep(1_500);
+  const terminating = (await session.listPods()).filter((p) => p.state === 'terminating').length;
+  const countdown = await cpuWindow(WINDOW_MS, session, term);
+
+  stop.abort();
+  await screen;
+  feed.close();
+  await other.close();
+  await session.close();
+  sim.kill('SIGTERM');
+  await new Promise((r) => sim.once('exit', r));
+  await rm(dir, { recursive: true, force: true });
+
+  const ms = (x: number) => `${x.toFixed(0)} ms`;
+  const rows: [string, string][] = [
+    ['pods on the node', String(POD_COUNT)],
+    [`latency, this process (n=${local.length}) p50 / p95 / max`, `${ms(percentile(local, 50))} / ${ms(percentile(local, 95))} / ${ms(Math.max(...local))}`],
+    [`latency, other process via store (n=${remote.length}) p50 / p95 / max`, `${ms(percentile(remote, 50))} / ${ms(percentile(remote, 95))} / ${ms(Math.max(...remote))}`],
+    [`idle CPU over ${WINDOW_MS / 1000} s (listings, frames)`, `${idle.cpu.toFixed(2)} % (${idle.lists}, ${idle.frames})`],
+    [`countdown CPU over ${WINDOW_MS / 1000} s, ${terminating} terminating (listings, frames)`, `${countdown.cpu.toFixed(2)} % (${countdown.lists}, ${countdown.frames})`],
+  ];
+  const w = Math.max(...rows.map((r) => r[0].length));
+  console.log(`${'measure'.padEnd(w)}  value`);
+  console.log(`${'-'.repeat(w)}  ${'-'.repeat(30)}`);
+  for (const [k, v] of rows) console.log(`${k.padEnd(w)}  ${v}`);
+}
+
+await main();

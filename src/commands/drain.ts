@@ -1,0 +1,95 @@
+/**
+ * `podctl drain`: parse and validate, call the drain service, render. No logic of its own.
+ */
+import { Flags } from '@oclif/core';
+import { PodctlCommand } from '../lib/command.js';
+import { parseDuration } from '../lib/duration.js';
+import { UsageError } from '../lib/errors.js';
+import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
+import { renderJson, renderTable, renderYaml } from '../lib/output.js';
+import { parseSelection } from '../lib/refs.js';
+import {
+  DEFAULT_CRITICAL_GRACE_SECONDS,
+  DEFAULT_DRAIN_GRACE_SECONDS,
+  defaultGroups,
+  parseExcludes,
+  parseGroups,
+} from '../services/drain-plan.js';
+import { drainExitCode, drainNode, drainSummaryLine, drainTable, type DrainResult } from '../services/drain.js';
+
+export default class Drain extends PodctlCommand {
+  static override summary = 'Terminate every pod on the node in priority groups, as the kubelet\'s graceful node shutdown does.';
+  static override description = `Pods are grouped by priority, lowest first; critical pods (static, mirror, or priority ≥ 2000000000) always go last. Each group gets a time budget; its pods are killed with grace = min(group budget, the pod's own grace), and the next group starts when the group's pods are gone or its budget is spent. Pods still terminating then get until their killPodNow bound.
+
+Budgets: --grace-period is the whole shutdown budget and --critical-grace-period the critical pods' share of it (the kubelet's shutdownGracePeriod and shutdownGracePeriodCriticalPods), or give explicit groups with repeatable --group PRIORITY:SECONDS (the kubelet's shutdownGracePeriodByPodPriority).
+
+--dry-run prints the plan and changes nothing. The result (stdout) is a per-pod summary; --json gives it as JSON for scripts.
+
+${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.TimedOut, ExitCode.Partial, ExitCode.Interrupted])}`;
+
+  static override examples = [
+    { description: 'Show the plan for the default budgets (30s, of which 10s for critical pods):', command: '<%= config.bin %> <%= command.id %> --dry-run' },
+    { description: 'Drain with a 60 second budget, 20 of them for critical pods, as JSON:', command: '<%= config.bin %> <%= command.id %> --grace-period 60 --critical-grace-period 20 --json' },
+    { description: 'Drain by priority groups, leaving kube-system alone:', command: '<%= config.bin %> <%= command.id %> --group 0:20 --group 10000:30 --group 2000000000:10 --exclude "kube-system/*"' },
+    { description: 'Drain only the pods labelled tier=batch, bounded to 2 minutes:', command: '<%= config.bin %> <%= command.id %> -l tier=batch --timeout 2m' },
+  ];
+
+  static override flags = {
+    'grace-period': Flags.integer({
+      summary: `Whole drain budget in seconds, critical pods' share included (default ${DEFAULT_DRAIN_GRACE_SECONDS}).`,
+      min: 0,
+      helpValue: 'SECONDS',
+    }),
+    'critical-grace-period': Flags.integer({
+      summary: `Seconds of the budget reserved for critical pods (default ${DEFAULT_CRITICAL_GRACE_SECONDS}).`,
+      min: 0,
+      helpValue: 'SECONDS',
+    }),
+    group: Flags.string({
+      summary: 'A priority group PRIORITY:SECONDS (repeatable); replaces --grace-period/--critical-grace-period.',
+      multiple: true,
+      helpValue: 'PRIORITY:SECONDS',
+    }),
+    selector: Flags.string({ char: 'l', summary: 'Drain only pods matching this label selector (key=value,…).' }),
+    exclude: Flags.string({ summary: 'Leave a pod alone: ns/name, ns/* or a UID (repeatable).', multiple: true, helpValue: 'POD' }),
+    'dry-run': Flags.boolean({ summary: 'Print the plan (groups, order, grace per pod) and change nothing.', default: false }),
+    timeout: Flags.string({
+      summary: 'Bound of the whole drain (default: every group budget plus the longest killPodNow bound).',
+      helpValue: 'DURATION',
+    }),
+    output: Flags.option({ char: 'o', summary: 'Result format on stdout.', options: ['table', 'json', 'yaml'] as const, default: 'table' as const })(),
+  };
+
+  async run(): Promise<DrainResult> {
+    const { flags } = await this.parse(Drain);
+    this.configure(flags);
+    const explicitBudgets = flags['grace-period'] !== undefined || flags['critical-grace-period'] !== undefined;
+    if (flags.group && explicitBudgets) {
+      throw new UsageError('--group cannot be combined with --grace-period/--critical-grace-period', 'give either priority groups or the two budgets');
+    }
+    const groups = flags.group
+      ? parseGroups(flags.group)
+      : defaultGroups(flags['grace-period'] ?? DEFAULT_DRAIN_GRACE_SECONDS, flags['critical-grace-period'] ?? DEFAULT_CRITICAL_GRACE_SECONDS);
+    const selection = parseSelection({ args: [], selector: flags.selector, allNamespaces: true, allowEmpty: true });
+    const isExcluded = flags.exclude ? parseExcludes(flags.exclude) : undefined;
+    const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, 'timeout');
+    const result = await drainNode({
+      session: await this.session(),
+      selection,
+      groups,
+      ...(isExcluded ? { isExcluded } : {}),
+      dryRun: flags['dry-run'],
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      reporter: this.reporter,
+      signal: this.abort.signal,
+    });
+    if (!this.jsonEnabled()) {
+      if (flags.output === 'json') this.log(renderJson(result));
+      else if (flags.output === 'yaml') this.log(await renderYaml(result));
+      else this.log(await renderTable(drainTable(result, this.styler), this.styler));
+      this.logToStderr(drainSummaryLine(result));
+    }
+    this.setExitCode(drainExitCode(result));
+    return result;
+  }
+}

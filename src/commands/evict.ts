@@ -1,0 +1,84 @@
+/**
+ * `podctl evict`: parse and validate, call the evict service, render. No logic of its own.
+ */
+import { Args, Flags } from '@oclif/core';
+import { connectKube, detectKube } from '../kube/index.js';
+import { PodctlCommand } from '../lib/command.js';
+import { parseDuration } from '../lib/duration.js';
+import { RuntimeFailure, UsageError } from '../lib/errors.js';
+import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
+import { nodeName, selectionFlags, terminationFlags } from '../lib/flags.js';
+import { renderTable } from '../lib/output.js';
+import { parseSelection } from '../lib/refs.js';
+import { DEFAULT_EVICTION_REASON, evictPods, type EvictResult } from '../services/evict.js';
+import { terminateExitCode, terminateSummary, terminateTable } from '../services/terminate.js';
+
+export default class Evict extends PodctlCommand {
+  static override summary = 'Evict pods: a kill whose stopped containers and sandboxes are then removed.';
+  static override description = `Like \`podctl kill\`, with eviction semantics: once the pod is terminated its containers and sandboxes are removed from the runtime. With an API server (--kubeconfig, $KUBECONFIG or in-cluster), podctl also posts a Warning Event with --reason/--message and sets the pod's status to phase Failed, reason Evicted, as the kubelet's eviction manager does.
+
+Waiting, --grace and --timeout work as for kill.
+
+${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.TimedOut, ExitCode.NotFound, ExitCode.Interrupted])}`;
+
+  static override examples = [
+    { description: 'Evict a pod with a reason recorded in its Event:', command: '<%= config.bin %> <%= command.id %> batch/report-7f3c1 --reason DiskPressure --message "node is low on disk"' },
+    { description: 'Evict all pods of namespace batch with a 10 second grace:', command: '<%= config.bin %> <%= command.id %> -n batch --all --grace 10' },
+  ];
+
+  static override strict = false;
+  static override args = {
+    ref: Args.string({ description: 'Pods to evict: ns/name, or name with -n (repeatable).' }),
+  };
+  static override flags = {
+    ...selectionFlags,
+    ...terminationFlags,
+    reason: Flags.string({ summary: `Eviction reason for the Event and the pod status (default ${DEFAULT_EVICTION_REASON}).`, helpValue: 'REASON' }),
+    message: Flags.string({ summary: 'Human-readable eviction message for the Event and the pod status.', helpValue: 'TEXT' }),
+  };
+
+  async run(): Promise<EvictResult> {
+    const { argv, flags } = await this.parse(Evict);
+    this.configure(flags);
+    const selection = parseSelection({
+      args: argv as string[],
+      uids: flags.uid,
+      namespace: flags.namespace,
+      allNamespaces: flags['all-namespaces'],
+      selector: flags.selector,
+      all: flags.all,
+    });
+    if (flags['no-wait'] && flags.timeout !== undefined) throw new UsageError('--timeout has no effect with --no-wait', 'drop one of them');
+    if (flags.reason !== undefined && !/^[A-Za-z][A-Za-z0-9]*$/.test(flags.reason)) {
+      throw new UsageError(`--reason "${flags.reason}" is not a CamelCase reason`, 'e.g. --reason DiskPressure');
+    }
+    const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, 'timeout');
+    const source = detectKube(flags.kubeconfig);
+    let kube;
+    if (source) {
+      try {
+        kube = await connectKube(source, { node: nodeName(flags.node) });
+      } catch (error) {
+        throw new RuntimeFailure((error as Error).message, 'fix --kubeconfig, or unset KUBECONFIG to evict from the runtime alone');
+      }
+    }
+    const result = await evictPods({
+      session: await this.session(),
+      selection,
+      ...(flags.grace !== undefined ? { gracePeriodSeconds: flags.grace } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      wait: !flags['no-wait'],
+      ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
+      ...(flags.message !== undefined ? { message: flags.message } : {}),
+      ...(kube ? { kube } : {}),
+      reporter: this.reporter,
+      signal: this.abort.signal,
+    });
+    if (!this.jsonEnabled()) {
+      this.log(await renderTable(terminateTable(result, this.styler), this.styler));
+      this.logToStderr(terminateSummary(result));
+    }
+    this.setExitCode(terminateExitCode(result));
+    return result;
+  }
+}

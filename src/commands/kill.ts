@@ -1,0 +1,67 @@
+/**
+ * `podctl kill`: parse and validate, call the kill service, render. No logic of its own.
+ */
+import { Args } from '@oclif/core';
+import { PodctlCommand } from '../lib/command.js';
+import { parseDuration } from '../lib/duration.js';
+import { UsageError } from '../lib/errors.js';
+import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
+import { selectionFlags, terminationFlags } from '../lib/flags.js';
+import { renderTable } from '../lib/output.js';
+import { parseSelection } from '../lib/refs.js';
+import { killPods, type KillResult } from '../services/kill.js';
+import { terminateExitCode, terminateSummary, terminateTable } from '../services/terminate.js';
+
+export default class Kill extends PodctlCommand {
+  static override summary = 'Terminate pods with the kubelet\'s grace semantics and wait for them.';
+  static override description = `Each pod is driven by a pod worker exactly as the kubelet would: preStop hooks, then its containers are stopped within the grace period, then its sandbox. A grace given with --grace only ever shortens the pod's grace; a second kill with a shorter grace shortens a kill already in flight (even one driven by another podctl process).
+
+podctl waits until the pods are terminated, showing progress on stderr, for at most --timeout (default: the kubelet's killPodNow bound, max(10s, 1.5 × grace)). When the wait times out the termination goes on in the background; see \`podctl status REF --explain\`.
+
+REF is ns/name, or name with -n (namespace "default" when omitted).
+
+${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.TimedOut, ExitCode.NotFound, ExitCode.Interrupted])}`;
+
+  static override examples = [
+    { description: 'Kill one pod with its own grace period:', command: '<%= config.bin %> <%= command.id %> web/frontend-1a2b3' },
+    { description: 'Shorten the grace to 5 seconds and wait at most 20 seconds:', command: '<%= config.bin %> <%= command.id %> frontend-1a2b3 -n web --grace 5 --timeout 20s' },
+    { description: 'Kill every pod labelled app=api in namespace web, without waiting:', command: '<%= config.bin %> <%= command.id %> -n web -l app=api --no-wait' },
+    { description: 'Kill by UID and read the result as JSON:', command: '<%= config.bin %> <%= command.id %> --uid 0b6f4c1e-… --json' },
+  ];
+
+  static override strict = false;
+  static override args = {
+    ref: Args.string({ description: 'Pods to kill: ns/name, or name with -n (repeatable).' }),
+  };
+  static override flags = { ...selectionFlags, ...terminationFlags };
+
+  async run(): Promise<KillResult> {
+    const { argv, flags } = await this.parse(Kill);
+    this.configure(flags);
+    const selection = parseSelection({
+      args: argv as string[],
+      uids: flags.uid,
+      namespace: flags.namespace,
+      allNamespaces: flags['all-namespaces'],
+      selector: flags.selector,
+      all: flags.all,
+    });
+    if (flags['no-wait'] && flags.timeout !== undefined) throw new UsageError('--timeout has no effect with --no-wait', 'drop one of them');
+    const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, 'timeout');
+    const result = await killPods({
+      session: await this.session(),
+      selection,
+      ...(flags.grace !== undefined ? { gracePeriodSeconds: flags.grace } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      wait: !flags['no-wait'],
+      reporter: this.reporter,
+      signal: this.abort.signal,
+    });
+    if (!this.jsonEnabled()) {
+      this.log(await renderTable(terminateTable(result, this.styler), this.styler));
+      this.logToStderr(terminateSummary(result));
+    }
+    this.setExitCode(terminateExitCode(result));
+    return result;
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * `podctl status`: parse and validate, call the status service, render. No logic of its own.
+ */
+import { Args, Flags } from '@oclif/core';
+import { PodctlCommand } from '../lib/command.js';
+import { UsageError } from '../lib/errors.js';
+import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
+import { selectionFlags } from '../lib/flags.js';
+import { renderJson, renderTable, renderYaml } from '../lib/output.js';
+import { parseSelection } from '../lib/refs.js';
+import { explainText, podStatus, statusExitCode, statusTable, type StatusResult } from '../services/status.js';
+
+export default class Status extends PodctlCommand {
+  static override summary = 'Show the node\'s pods as podctl\'s pod workers see them; --explain says why a pod is still here.';
+  static override description = `One row per pod tracked by any podctl process or found in the runtime: namespace/name, short UID, worker state (running, terminating, terminated, finished, runtime-only), grace left/total while terminating, time in state, containers running/total, owning podctl process, last runtime error.
+
+Without REF or -n, every namespace is shown. With --explain, for each named pod: every engine predicate (couldHaveRunningContainers, shouldPodContainersBeTerminating, …), what its worker is waiting for, the remaining grace, the last runtime error and next retry, and its timeline.
+
+${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFound])}`;
+
+  static override examples = [
+    { description: 'Every pod on the node:', command: '<%= config.bin %> <%= command.id %>' },
+    { description: 'Why is this pod still terminating?', command: '<%= config.bin %> <%= command.id %> web/api-7c9d2 --explain' },
+    { description: 'Pods labelled app=frontend in namespace web, with more columns:', command: '<%= config.bin %> <%= command.id %> -n web -l app=frontend -o wide' },
+    { description: 'Everything as YAML:', command: '<%= config.bin %> <%= command.id %> -o yaml' },
+  ];
+
+  static override strict = false;
+  static override args = {
+    ref: Args.string({ description: 'Pods to show: ns/name, or name with -n (repeatable). Default: every pod.' }),
+  };
+  static override flags = {
+    namespace: selectionFlags.namespace,
+    'all-namespaces': Flags.boolean({ char: 'A', summary: 'Every namespace (the default without -n).', default: false }),
+    uid: selectionFlags.uid,
+    selector: selectionFlags.selector,
+    output: Flags.option({ char: 'o', summary: 'Result format on stdout.', options: ['table', 'wide', 'json', 'yaml'] as const, default: 'table' as const })(),
+    explain: Flags.boolean({ summary: 'For the named pods: predicates, what the worker waits for, last error, timeline.', default: false }),
+  };
+
+  async run(): Promise<StatusResult> {
+    const { argv, flags } = await this.parse(Status);
+    this.configure(flags);
+    const selection = parseSelection({
+      args: argv as string[],
+      uids: flags.uid,
+      namespace: flags.namespace,
+      allNamespaces: flags['all-namespaces'],
+      selector: flags.selector,
+      defaultAllNamespaces: true,
+      allowEmpty: true,
+    });
+    if (flags.explain && selection.refs.length === 0) {
+      throw new UsageError('--explain needs the pods to explain', 'name them: podctl status ns/name --explain (or --uid UID)');
+    }
+    const result = await podStatus({ session: await this.session(), selection, explain: flags.explain });
+    for (const ref of result.missing) this.reporter.warn(`pod not found: ${ref}`);
+    if (!this.jsonEnabled()) {
+      if (flags.output === 'json') this.log(renderJson(result));
+      else if (flags.output === 'yaml') this.log(await renderYaml(result));
+      else if (flags.explain) this.log((result.explain ?? []).map((e) => explainText(e, this.styler, Date.now())).join('\n\n'));
+      else if (result.pods.length === 0) this.logToStderr('no pods');
+      else this.log(await renderTable(statusTable(result, flags.output === 'wide', this.styler), this.styler));
+    }
+    this.setExitCode(statusExitCode(result));
+    return result;
+  }
+}

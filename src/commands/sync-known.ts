@@ -1,0 +1,58 @@
+/**
+ * `podctl sync-known`: parse and validate, call the sync-known service, render. No logic of its own.
+ */
+import { Flags } from '@oclif/core';
+import { detectKube } from '../kube/index.js';
+import { PodctlCommand } from '../lib/command.js';
+import { UsageError } from '../lib/errors.js';
+import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
+import { renderJson, renderTable, renderYaml } from '../lib/output.js';
+import { syncKnown, syncKnownSummary, syncKnownTable, type DesiredSource, type SyncKnownResult } from '../services/sync-known.js';
+
+export default class SyncKnown extends PodctlCommand {
+  static override summary = 'Run the kubelet\'s housekeeping step: forget finished pods, finish orphans, resume abandoned pods.';
+  static override description = `Desired pods come from the API server when one is configured (--kubeconfig, $KUBECONFIG, in-cluster), else from --desired FILE (a PodList, a list of pods or one pod, JSON or YAML) or --desired-from runtime (every pod still in the runtime is desired).
+
+Then, as the kubelet's SyncKnownPods: finished workers of pods no longer desired are forgotten; unfinished workers of pods no longer desired (orphans) are driven to termination; runtime pods no worker knows are terminated (orphaned runtime pods); pods whose owning podctl process died are taken over and resumed from their checkpoint. This is how a pod stuck after a crash is recovered.
+
+Prints the known-workers map (state, orphan, hasConfig, static).
+
+${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Interrupted])}`;
+
+  static override examples = [
+    { description: 'Recover after a crash, treating what the runtime runs as desired:', command: '<%= config.bin %> <%= command.id %> --desired-from runtime' },
+    { description: 'Desired pods from a file exported with kubectl:', command: '<%= config.bin %> <%= command.id %> --desired pods.yaml' },
+    { description: 'Desired pods from the API server, as JSON:', command: '<%= config.bin %> <%= command.id %> --kubeconfig ~/.kube/config --json' },
+  ];
+
+  static override flags = {
+    desired: Flags.string({ summary: 'File of desired pods: PodList, list or pod, JSON or YAML.', helpValue: 'FILE' }),
+    'desired-from': Flags.option({ summary: 'Where desired pods come from without --desired.', options: ['api', 'runtime'] as const })(),
+    output: Flags.option({ char: 'o', summary: 'Result format on stdout.', options: ['table', 'json', 'yaml'] as const, default: 'table' as const })(),
+  };
+
+  async run(): Promise<SyncKnownResult> {
+    const { flags } = await this.parse(SyncKnown);
+    this.configure(flags);
+    if (flags.desired !== undefined && flags['desired-from'] !== undefined) {
+      throw new UsageError('--desired and --desired-from are mutually exclusive', 'give one source of desired pods');
+    }
+    const kube = detectKube(flags.kubeconfig);
+    let source: DesiredSource;
+    if (flags.desired !== undefined) source = { kind: 'file', path: flags.desired };
+    else if (flags['desired-from'] === 'runtime') source = { kind: 'runtime' };
+    else if (kube) source = { kind: 'api' };
+    else if (flags['desired-from'] === 'api') throw new UsageError('--desired-from api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
+    else throw new UsageError('no source of desired pods', 'pass --desired FILE or --desired-from runtime, or configure an API server with --kubeconfig');
+    const result = await syncKnown({ session: await this.session(), source, reporter: this.reporter });
+    if (!this.jsonEnabled()) {
+      if (flags.output === 'json') this.log(renderJson(result));
+      else if (flags.output === 'yaml') this.log(await renderYaml(result));
+      else {
+        this.log(await renderTable(syncKnownTable(result, this.styler), this.styler));
+        this.logToStderr(syncKnownSummary(result));
+      }
+    }
+    return result;
+  }
+}

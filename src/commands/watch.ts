@@ -1,0 +1,91 @@
+/**
+ * `podctl watch`: the node's pod workers live. On a terminal, an Ink screen with actions (kill, evict,
+ * shorten a grace); otherwise (stdout not a terminal, `--json` or `-o json`) one JSON object per line
+ * for scripts. A thin door to `services/watch.ts`; Ink is loaded by the service, only for the screen.
+ */
+import { Flags } from '@oclif/core';
+import { PodctlCommand } from '../lib/command.js';
+import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
+import type { LogLevel, SessionOptions } from '../services/session-api.js';
+import type { WatchFormat, WatchResult } from '../services/watch.js';
+import type { WatchFeed } from '../services/watch-feed.js';
+
+export default class Watch extends PodctlCommand {
+  static override summary = 'Follow the node\'s pods live: a screen with actions, or a JSON stream for scripts.';
+
+  static override description = [
+    'On a terminal: a header with the working-pods breakdown, the pod table (state, grace countdown,',
+    'containers, time in state, owner PID, last error) and the latest events; keys ↑/↓ select, k kill,',
+    'e evict, g shorten a terminating pod\'s grace, / filter, s sort, ? help, q quit.',
+    '',
+    'When stdout is not a terminal, or with --json / -o json: one JSON object per line — a "pod" record',
+    'per pod at start, then "transition" and "event" records — until SIGINT/SIGTERM or the reader goes away.',
+    '',
+    exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage]),
+  ].join('\n');
+
+  static override examples = [
+    { description: 'Watch the node on the terminal.', command: '<%= config.bin %> watch' },
+    { description: 'Stream transitions to a script.', command: '<%= config.bin %> watch -o json | jq -c \'select(.type=="transition")\'' },
+    {
+      description: 'Watch the embedded simulator and keep the metrics when done.',
+      command: '<%= config.bin %> watch --runtime-endpoint unix:///tmp/sim.sock --state-dir /tmp/podctl --metrics-file /tmp/podctl.prom',
+    },
+  ];
+
+  static override flags = {
+    output: Flags.option({
+      char: 'o',
+      summary: 'json: stream JSON lines instead of the screen (the default when stdout is not a terminal).',
+      options: ['json'] as const,
+    })(),
+    'metrics-file': Flags.string({
+      summary: 'Write the Prometheus text exposition (podctl_working_pods, transitions, …) to FILE on exit.',
+      helpValue: 'FILE',
+    }),
+  };
+
+  /** Log lines of the session while the screen is up go to its events pane, not over it. */
+  #screenLog: { feed?: WatchFeed; pending: { level: LogLevel; message: string }[] } | undefined;
+
+  protected override sessionOptions(): SessionOptions {
+    const options = super.sessionOptions();
+    const screen = this.#screenLog;
+    if (screen === undefined) return options;
+    return {
+      ...options,
+      log: (level, message) => {
+        if (level === 'debug' || level === 'info') return;
+        if (screen.feed === undefined) screen.pending.push({ level, message });
+        else screen.feed.note({ source: 'session', level, kind: 'log', detail: message });
+      },
+    };
+  }
+
+  async run(): Promise<WatchResult | undefined> {
+    const { flags } = await this.parse(Watch);
+    this.configure(flags);
+    const format: WatchFormat = this.jsonEnabled() || flags.output === 'json' || process.stdout.isTTY !== true ? 'json' : 'tui';
+    if (format === 'tui') this.#screenLog = { pending: [] };
+    const session = await this.session();
+    const { runWatch } = await import('../services/watch.js');
+    const result = await runWatch(session, {
+      format,
+      signal: this.abort.signal,
+      stdout: process.stdout,
+      stdin: process.stdin,
+      stderr: process.stderr,
+      node: flags.node,
+      color: this.styler.enabled,
+      ...(flags['metrics-file'] !== undefined ? { metricsFile: flags['metrics-file'] } : {}),
+      onFeed: (feed) => {
+        const screen = this.#screenLog;
+        if (screen === undefined) return;
+        screen.feed = feed;
+        for (const line of screen.pending.splice(0)) feed.note({ source: 'session', level: line.level === 'error' ? 'error' : 'warn', kind: 'log', detail: line.message });
+      },
+    });
+    // The JSON stream is the output; a final pretty-printed object would break one-object-per-line.
+    return format === 'json' ? undefined : result;
+  }
+}

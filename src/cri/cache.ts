@@ -1,0 +1,366 @@
+/**
+ * The runtime-backed PodStatusCache: pod statuses from relisting the runtime.
+ *
+ * One relist (ListPodSandbox + ListContainers, plus ContainerStatus once per newly exited container
+ * for its exit code and times) serves every pod. A relist is stamped with the clock time at which it
+ * *started*: everything it reports was true at or after that time.
+ *
+ * Freshness: `getNewerThan(uid, t)` resolves as soon as a relist stamped ≥ t completes, triggering
+ * one if none is running or queued (no fixed 1 s tick as in the kubelet's PLEG). `refresh()` is
+ * called by the syncer right after podctl's own actions, and on every runtime event when the
+ * runtime streams them (GetContainerEvents); runtimes without events fall back to polling only when
+ * `pollIntervalMs` is set.
+ *
+ * Invariants:
+ * - At most one relist runs at a time; requests during a relist share one queued follow-up relist.
+ * - Every wait is bounded (relists are RPCs with deadlines) and abortable by the waiter's signal;
+ *   one waiter's abort never cancels a relist others wait on.
+ * - A failed relist rejects its waiters with the CriError and leaves the last good state in place.
+ * - `close()` ends the event stream and polling; later waits reject.
+ */
+import type { Clock, PodStatus, PodStatusCache } from '../engine/types.js';
+import type { CriClient } from './client.js';
+import { ContainerStateCode } from './codes.js';
+import { isNotFound, isUnimplemented } from './errors.js';
+import type { Container } from './generated/runtime_v1.js';
+import { emptyPodStatus, groupRuntimePods, nanosToMs, toPodStatus, type ContainerDetails, type RuntimePod } from './pods.js';
+
+export type RuntimeCacheEvent =
+  | { kind: 'relisted'; at: number; uids: string[] }
+  | { kind: 'container-event'; at: number; uids: string[] }
+  | { kind: 'events-unsupported'; at: number; message: string }
+  | { kind: 'error'; at: number; message: string };
+
+export interface RuntimePodCacheOptions {
+  client: CriClient;
+  clock?: Clock;
+  /** Deadline for each relist RPC, ms (default: the client's). */
+  rpcTimeoutMs?: number;
+  /** Periodic relist when the runtime does not stream events (default: none). */
+  pollIntervalMs?: number;
+  /** Concurrent ContainerStatus calls during a relist (default 16). */
+  statusConcurrency?: number;
+  /** Upper bound of one getNewerThan wait, ms (default 60_000). */
+  maxWaitMs?: number;
+}
+
+interface Relist {
+  startedAt: number;
+  promise: Promise<void>;
+}
+
+function abortError(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+}
+
+/** Resolves with `promise` unless `signal` aborts first (the promise itself is not cancelled). */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(abortError(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(abortError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortError(signal));
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(t);
+      reject(abortError(signal as AbortSignal));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await fn(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+function fingerprint(status: PodStatus): string {
+  return JSON.stringify(status);
+}
+
+export class RuntimePodCache implements PodStatusCache {
+  #client: CriClient;
+  #clock: Clock;
+  #rpcTimeoutMs: number | undefined;
+  #pollIntervalMs: number | undefined;
+  #statusConcurrency: number;
+  #maxWaitMs: number;
+
+  #pods = new Map<string, RuntimePod>();
+  #statuses = new Map<string, PodStatus>();
+  #fingerprints = new Map<string, string>();
+  /** Exit details of exited containers: immutable once exited, so fetched once. */
+  #details = new Map<string, ContainerDetails>();
+  /** Stamp of the newest completed relist (-Infinity: none yet). */
+  #observedAt = Number.NEGATIVE_INFINITY;
+  #inflight: Relist | undefined;
+  #queued: Promise<void> | undefined;
+  #listeners = new Set<(event: RuntimeCacheEvent) => void>();
+  #lifecycle = new AbortController();
+  #closed = false;
+  #eventsSupported: boolean | undefined;
+  #relistCount = 0;
+
+  constructor(options: RuntimePodCacheOptions) {
+    this.#client = options.client;
+    this.#clock = options.clock ?? { now: () => Date.now() };
+    this.#rpcTimeoutMs = options.rpcTimeoutMs;
+    this.#pollIntervalMs = options.pollIntervalMs;
+    this.#statusConcurrency = options.statusConcurrency ?? 16;
+    this.#maxWaitMs = options.maxWaitMs ?? 60_000;
+  }
+
+  // ------------------------------------------------------------------------- PodStatusCache
+
+  get(uid: string): PodStatus | undefined {
+    return this.#statuses.get(uid);
+  }
+
+  async getNewerThan(uid: string, minTime: number, signal?: AbortSignal): Promise<PodStatus> {
+    if (signal?.aborted) throw abortError(signal);
+    const giveUpAt = Date.now() + this.#maxWaitMs;
+    while (this.#observedAt < minTime) {
+      this.#assertOpen();
+      if (Date.now() >= giveUpAt) {
+        throw new Error(`no runtime status newer than ${new Date(minTime).toISOString()} within ${this.#maxWaitMs} ms`);
+      }
+      // a relist stamps the time it starts: it can only satisfy minTime once the clock reaches it
+      const wait = minTime - this.#clock.now();
+      if (wait > 0) await sleep(Math.min(wait, 1000), signal);
+      await raceAbort(this.#requestRelist(minTime), signal);
+    }
+    return this.#statuses.get(uid) ?? emptyPodStatus(uid);
+  }
+
+  // ------------------------------------------------------------------------------ the rest
+
+  /** Time stamp of the newest completed relist (epoch ms), or undefined before the first. */
+  get observedAt(): number | undefined {
+    return Number.isFinite(this.#observedAt) ? this.#observedAt : undefined;
+  }
+
+  /** How many relists completed (for tests and metrics). */
+  get relistCount(): number {
+    return this.#relistCount;
+  }
+
+  /** True/false once known whether the runtime streams container events. */
+  get eventsSupported(): boolean | undefined {
+    return this.#eventsSupported;
+  }
+
+  /** Relists now (or joins a relist that started now or later); resolves when it completes. */
+  refresh(signal?: AbortSignal): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('runtime pod cache is closed'));
+    return raceAbort(this.#requestRelist(this.#clock.now()), signal);
+  }
+
+  /** Pods as last relisted (no RPC). */
+  pods(): RuntimePod[] {
+    return [...this.#pods.values()];
+  }
+
+  pod(uid: string): RuntimePod | undefined {
+    return this.#pods.get(uid);
+  }
+
+  /** Rebuilt pods from a relist no older than `maxAgeMs` (default 0: a fresh relist). */
+  async listPods(signal?: AbortSignal, maxAgeMs = 0): Promise<RuntimePod[]> {
+    const minTime = this.#clock.now() - maxAgeMs;
+    if (this.#observedAt < minTime) await raceAbort(this.#requestRelist(this.#clock.now()), signal);
+    return this.pods();
+  }
+
+  subscribe(listener: (event: RuntimeCacheEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Starts following the runtime: the container event stream (reconnecting with backoff while the
+   * runtime is away), or periodic relists when the runtime has no events and pollIntervalMs is set.
+   */
+  start(): void {
+    if (this.#closed) return;
+    void this.#followEvents(this.#lifecycle.signal);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#lifecycle.abort(new Error('runtime pod cache closed'));
+    this.#listeners.clear();
+  }
+
+  // ------------------------------------------------------------------------------ relisting
+
+  /** A relist stamped ≥ minStart: the running one if it qualifies, else the (shared) next one. */
+  #requestRelist(minStart: number): Promise<void> {
+    const inflight = this.#inflight;
+    if (inflight && inflight.startedAt >= minStart) return inflight.promise;
+    if (!inflight) return this.#startRelist().promise;
+    this.#queued ??= inflight.promise
+      .catch(() => undefined)
+      .then(() => {
+        this.#queued = undefined;
+        return this.#startRelist().promise;
+      });
+    return this.#queued;
+  }
+
+  #startRelist(): Relist {
+    const startedAt = this.#clock.now();
+    const relist: Relist = {
+      startedAt,
+      promise: this.#relist(startedAt).finally(() => {
+        if (this.#inflight === relist) this.#inflight = undefined;
+      }),
+    };
+    this.#inflight = relist;
+    return relist;
+  }
+
+  async #relist(startedAt: number): Promise<void> {
+    const call = {
+      signal: this.#lifecycle.signal,
+      ...(this.#rpcTimeoutMs !== undefined ? { timeoutMs: this.#rpcTimeoutMs } : {}),
+    };
+    let sandboxes, containers;
+    try {
+      [sandboxes, containers] = await Promise.all([this.#client.listPodSandbox(undefined, call), this.#client.listContainers(undefined, call)]);
+      await this.#fetchExitDetails(containers, call);
+    } catch (err) {
+      this.#emit({ kind: 'error', at: this.#clock.now(), message: err instanceof Error ? err.message : String(err) });
+      throw err;
+    }
+    const present = new Set(containers.map((c) => c.id));
+    for (const id of this.#details.keys()) if (!present.has(id)) this.#details.delete(id);
+
+    const pods = groupRuntimePods(sandboxes, containers, this.#details);
+    const changed: string[] = [];
+    const statuses = new Map<string, PodStatus>();
+    for (const [uid, pod] of pods) {
+      const status = toPodStatus(pod);
+      statuses.set(uid, status);
+      const fp = fingerprint(status);
+      if (this.#fingerprints.get(uid) !== fp) changed.push(uid);
+    }
+    for (const uid of this.#statuses.keys()) if (!pods.has(uid)) changed.push(uid);
+    // a late relist never overwrites a newer one
+    if (startedAt < this.#observedAt) return;
+    this.#pods = pods;
+    this.#statuses = statuses;
+    this.#fingerprints = new Map([...statuses].map(([uid, s]) => [uid, fingerprint(s)]));
+    this.#observedAt = startedAt;
+    this.#relistCount += 1;
+    this.#emit({ kind: 'relisted', at: startedAt, uids: changed });
+  }
+
+  /** ContainerStatus for exited containers whose exit code is not known yet. */
+  async #fetchExitDetails(containers: readonly Container[], call: { signal: AbortSignal; timeoutMs?: number }): Promise<void> {
+    const missing = containers.filter((c) => c.state === ContainerStateCode.EXITED && !this.#details.has(c.id));
+    await mapLimit(missing, this.#statusConcurrency, async (c) => {
+      try {
+        const res = await this.#client.containerStatus(c.id, call);
+        const s = res.status;
+        if (!s) return;
+        const details: ContainerDetails = { exitCode: s.exitCode };
+        const started = nanosToMs(s.startedAt);
+        const finished = nanosToMs(s.finishedAt);
+        if (started !== undefined) details.startedAt = started;
+        if (finished !== undefined) details.finishedAt = finished;
+        if (s.reason) details.reason = s.reason;
+        this.#details.set(c.id, details);
+      } catch (err) {
+        if (!isNotFound(err)) throw err; // removed since the listing: nothing to report
+      }
+    });
+  }
+
+  // --------------------------------------------------------------------------------- events
+
+  async #followEvents(signal: AbortSignal): Promise<void> {
+    let backoffMs = 250;
+    while (!signal.aborted) {
+      try {
+        for await (const event of this.#client.containerEvents(signal)) {
+          this.#eventsSupported = true;
+          backoffMs = 250;
+          const uid = event.podSandboxStatus?.labels?.['io.kubernetes.pod.uid'] ?? event.podSandboxStatus?.metadata?.uid;
+          this.#emit({ kind: 'container-event', at: this.#clock.now(), uids: uid ? [uid] : [] });
+          this.#requestRelist(this.#clock.now()).catch(() => undefined);
+        }
+        if (signal.aborted) return;
+        // the runtime ended the stream (restart): reconnect and relist to catch up
+      } catch (err) {
+        if (signal.aborted) return;
+        if (isUnimplemented(err)) {
+          this.#eventsSupported = false;
+          this.#emit({ kind: 'events-unsupported', at: this.#clock.now(), message: String((err as Error).message) });
+          await this.#poll(signal);
+          return;
+        }
+        this.#emit({ kind: 'error', at: this.#clock.now(), message: err instanceof Error ? err.message : String(err) });
+      }
+      try {
+        await sleep(backoffMs, signal);
+      } catch {
+        return;
+      }
+      backoffMs = Math.min(backoffMs * 2, 5000);
+      this.#requestRelist(this.#clock.now()).catch(() => undefined);
+    }
+  }
+
+  async #poll(signal: AbortSignal): Promise<void> {
+    if (this.#pollIntervalMs === undefined) return;
+    while (!signal.aborted) {
+      try {
+        await sleep(this.#pollIntervalMs, signal);
+      } catch {
+        return;
+      }
+      await this.#requestRelist(this.#clock.now()).catch(() => undefined);
+    }
+  }
+
+  #emit(event: RuntimeCacheEvent): void {
+    for (const l of this.#listeners) {
+      try {
+        l(event);
+      } catch {
+        // listeners must not throw; one that does must not break relisting
+      }
+    }
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new Error('runtime pod cache is closed');
+  }
+}

@@ -1,0 +1,295 @@
+/**
+ * The CRI v1 RuntimeService client: @grpc/grpc-js over a unix socket.
+ *
+ * Owns one gRPC channel per client. Invariants:
+ * - Every unary call has a deadline (default 10 s, per-client `timeoutMs`, per-call override) and
+ *   honours an AbortSignal: an abort cancels the in-flight RPC and rejects with `signal.reason`.
+ * - Calls that ask the runtime to wait (StopContainer's timeout, ExecSync's timeout) get that wait
+ *   added to their deadline, as the kubelet does, so a long grace period is not cut short by the
+ *   RPC deadline.
+ * - Every other failure rejects with a CriError(method, code, details).
+ * - Loading this module costs nothing beyond itself: grpc-js and the generated protobuf module are
+ *   imported on `connectCri()`, not at module load.
+ */
+import type { ClientReadableStream, ClientUnaryCall, Metadata as GrpcMetadata, ServiceError } from '@grpc/grpc-js';
+import type {
+  Container,
+  ContainerConfig,
+  ContainerEventResponse,
+  ContainerFilter,
+  ContainerStatusResponse,
+  DeepPartial,
+  ExecSyncResponse,
+  PodSandbox,
+  PodSandboxConfig,
+  PodSandboxFilter,
+  PodSandboxStatusResponse,
+  RuntimeServiceClient,
+  VersionResponse,
+} from './generated/runtime_v1.js';
+import { CriError, GrpcStatus, toCriError } from './errors.js';
+import { parseEndpoint } from './endpoint.js';
+
+export type {
+  Container,
+  ContainerConfig,
+  ContainerEventResponse,
+  ContainerStatus,
+  ContainerStatusResponse,
+  PodSandbox,
+  PodSandboxConfig,
+  PodSandboxStatus,
+  PodSandboxStatusResponse,
+  VersionResponse,
+  DeepPartial,
+} from './generated/runtime_v1.js';
+
+export const DEFAULT_RPC_TIMEOUT_MS = 10_000;
+
+export { ContainerStateCode, SandboxStateCode, ContainerEventCode, NamespaceModeCode } from './codes.js';
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  /** Deadline for this call, ms (default: the client's timeoutMs). */
+  timeoutMs?: number;
+}
+
+export interface CriClientOptions {
+  /** `unix:///path` or an absolute socket path. */
+  endpoint: string;
+  /** Default deadline for each call, ms (default 10_000). */
+  timeoutMs?: number;
+}
+
+export interface ExecResult {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+}
+
+export interface CriClient {
+  readonly endpoint: string;
+  readonly timeoutMs: number;
+  version(options?: CallOptions): Promise<VersionResponse>;
+  runPodSandbox(config: DeepPartial<PodSandboxConfig>, options?: CallOptions & { runtimeHandler?: string }): Promise<string>;
+  stopPodSandbox(podSandboxId: string, options?: CallOptions): Promise<void>;
+  removePodSandbox(podSandboxId: string, options?: CallOptions): Promise<void>;
+  podSandboxStatus(podSandboxId: string, options?: CallOptions & { verbose?: boolean }): Promise<PodSandboxStatusResponse>;
+  listPodSandbox(filter?: DeepPartial<PodSandboxFilter>, options?: CallOptions): Promise<PodSandbox[]>;
+  createContainer(
+    podSandboxId: string,
+    config: DeepPartial<ContainerConfig>,
+    sandboxConfig: DeepPartial<PodSandboxConfig>,
+    options?: CallOptions,
+  ): Promise<string>;
+  startContainer(containerId: string, options?: CallOptions): Promise<void>;
+  /** Stop signal, then SIGKILL after `timeoutSeconds` (0 = at once). Deadline = timeout + call deadline. */
+  stopContainer(containerId: string, timeoutSeconds: number, options?: CallOptions): Promise<void>;
+  removeContainer(containerId: string, options?: CallOptions): Promise<void>;
+  listContainers(filter?: DeepPartial<ContainerFilter>, options?: CallOptions): Promise<Container[]>;
+  containerStatus(containerId: string, options?: CallOptions & { verbose?: boolean }): Promise<ContainerStatusResponse>;
+  /** Runs `cmd` in the container; `timeoutSeconds` 0 = no runtime limit (the call deadline still applies). */
+  execSync(containerId: string, cmd: string[], timeoutSeconds: number, options?: CallOptions): Promise<ExecResult>;
+  /**
+   * The runtime's container event stream. Ends quietly when `signal` aborts; throws a CriError when
+   * the stream fails (Unimplemented on runtimes without events, Unavailable when the runtime goes).
+   */
+  containerEvents(signal: AbortSignal): AsyncIterable<ContainerEventResponse>;
+  /** Closes the channel; in-flight calls fail with Cancelled/Unavailable. */
+  close(): void;
+}
+
+type GrpcModule = typeof import('@grpc/grpc-js');
+type ProtoModule = typeof import('./generated/runtime_v1.js');
+
+let modules: Promise<{ grpc: GrpcModule; proto: ProtoModule }> | undefined;
+
+/** Loads grpc-js and the generated module once (the only heavy imports of the CRI layer). */
+export function loadGrpcModules(): Promise<{ grpc: GrpcModule; proto: ProtoModule }> {
+  modules ??= Promise.all([import('@grpc/grpc-js'), import('./generated/runtime_v1.js')]).then(([grpc, proto]) => ({
+    grpc,
+    proto,
+  }));
+  return modules;
+}
+
+/** Channel options: a runtime restart is noticed within ~1 s instead of grpc's 2-minute backoff cap. */
+const CHANNEL_OPTIONS = {
+  'grpc.max_receive_message_length': 16 * 1024 * 1024,
+  'grpc.max_send_message_length': 16 * 1024 * 1024,
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 1000,
+  'grpc.enable_retries': 0,
+};
+
+/** Opens a client (lazily loading grpc-js). No RPC is made: a dead socket shows on the first call. */
+export async function connectCri(options: CriClientOptions): Promise<CriClient> {
+  const { endpoint } = parseEndpoint(options.endpoint);
+  const { grpc, proto } = await loadGrpcModules();
+  const raw = new proto.RuntimeServiceClient(endpoint, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+  return new GrpcCriClient(endpoint, options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS, raw, grpc, proto);
+}
+
+type UnaryInvoker<Req, Res> = (
+  request: Req,
+  metadata: GrpcMetadata,
+  options: { deadline: Date },
+  callback: (error: ServiceError | null, response: Res) => void,
+) => ClientUnaryCall;
+
+class GrpcCriClient implements CriClient {
+  readonly endpoint: string;
+  readonly timeoutMs: number;
+  #raw: RuntimeServiceClient;
+  #grpc: GrpcModule;
+  #proto: ProtoModule;
+  #closed = false;
+
+  constructor(endpoint: string, timeoutMs: number, raw: RuntimeServiceClient, grpc: GrpcModule, proto: ProtoModule) {
+    this.endpoint = endpoint;
+    this.timeoutMs = timeoutMs;
+    this.#raw = raw;
+    this.#grpc = grpc;
+    this.#proto = proto;
+  }
+
+  /** One unary RPC with a deadline, an abort hook and CriError mapping. */
+  #unary<Req, Res>(
+    method: string,
+    invoker: UnaryInvoker<Req, Res>,
+    request: Req,
+    options: CallOptions | undefined,
+    extraMs = 0,
+  ): Promise<Res> {
+    const signal = options?.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.#closed) return Promise.reject(new CriError(method, GrpcStatus.CANCELLED, 'client closed'));
+    const deadline = new Date(Date.now() + (options?.timeoutMs ?? this.timeoutMs) + extraMs);
+    return new Promise<Res>((resolve, reject) => {
+      let settled = false;
+      let call: ClientUnaryCall | undefined;
+      const onAbort = (): void => {
+        if (settled) return;
+        settled = true;
+        call?.cancel();
+        reject(signal?.reason);
+      };
+      try {
+        call = invoker.call(this.#raw, request, new this.#grpc.Metadata(), { deadline }, (err, res) => {
+          if (settled) return;
+          settled = true;
+          signal?.removeEventListener('abort', onAbort);
+          if (err) reject(toCriError(method, err));
+          else resolve(res);
+        });
+      } catch (err) {
+        settled = true;
+        reject(toCriError(method, err));
+        return;
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  version(options?: CallOptions): Promise<VersionResponse> {
+    return this.#unary('Version', this.#raw.version, this.#proto.VersionRequest.fromPartial({ version: 'v1' }), options);
+  }
+
+  async runPodSandbox(config: DeepPartial<PodSandboxConfig>, options?: CallOptions & { runtimeHandler?: string }): Promise<string> {
+    const req = this.#proto.RunPodSandboxRequest.fromPartial({ config, runtimeHandler: options?.runtimeHandler ?? '' });
+    const res = await this.#unary('RunPodSandbox', this.#raw.runPodSandbox, req, options);
+    return res.podSandboxId;
+  }
+
+  async stopPodSandbox(podSandboxId: string, options?: CallOptions): Promise<void> {
+    await this.#unary('StopPodSandbox', this.#raw.stopPodSandbox, { podSandboxId }, options);
+  }
+
+  async removePodSandbox(podSandboxId: string, options?: CallOptions): Promise<void> {
+    await this.#unary('RemovePodSandbox', this.#raw.removePodSandbox, { podSandboxId }, options);
+  }
+
+  podSandboxStatus(podSandboxId: string, options?: CallOptions & { verbose?: boolean }): Promise<PodSandboxStatusResponse> {
+    return this.#unary(
+      'PodSandboxStatus',
+      this.#raw.podSandboxStatus,
+      { podSandboxId, verbose: options?.verbose ?? false },
+      options,
+    );
+  }
+
+  async listPodSandbox(filter?: DeepPartial<PodSandboxFilter>, options?: CallOptions): Promise<PodSandbox[]> {
+    const req = this.#proto.ListPodSandboxRequest.fromPartial({ filter });
+    const res = await this.#unary('ListPodSandbox', this.#raw.listPodSandbox, req, options);
+    return res.items;
+  }
+
+  async createContainer(
+    podSandboxId: string,
+    config: DeepPartial<ContainerConfig>,
+    sandboxConfig: DeepPartial<PodSandboxConfig>,
+    options?: CallOptions,
+  ): Promise<string> {
+    const req = this.#proto.CreateContainerRequest.fromPartial({ podSandboxId, config, sandboxConfig });
+    const res = await this.#unary('CreateContainer', this.#raw.createContainer, req, options);
+    return res.containerId;
+  }
+
+  async startContainer(containerId: string, options?: CallOptions): Promise<void> {
+    await this.#unary('StartContainer', this.#raw.startContainer, { containerId }, options);
+  }
+
+  async stopContainer(containerId: string, timeoutSeconds: number, options?: CallOptions): Promise<void> {
+    const timeout = Math.max(0, Math.ceil(timeoutSeconds));
+    await this.#unary('StopContainer', this.#raw.stopContainer, { containerId, timeout: BigInt(timeout) }, options, timeout * 1000);
+  }
+
+  async removeContainer(containerId: string, options?: CallOptions): Promise<void> {
+    await this.#unary('RemoveContainer', this.#raw.removeContainer, { containerId }, options);
+  }
+
+  async listContainers(filter?: DeepPartial<ContainerFilter>, options?: CallOptions): Promise<Container[]> {
+    const req = this.#proto.ListContainersRequest.fromPartial({ filter });
+    const res = await this.#unary('ListContainers', this.#raw.listContainers, req, options);
+    return res.containers;
+  }
+
+  containerStatus(containerId: string, options?: CallOptions & { verbose?: boolean }): Promise<ContainerStatusResponse> {
+    return this.#unary('ContainerStatus', this.#raw.containerStatus, { containerId, verbose: options?.verbose ?? false }, options);
+  }
+
+  async execSync(containerId: string, cmd: string[], timeoutSeconds: number, options?: CallOptions): Promise<ExecResult> {
+    const timeout = Math.max(0, Math.ceil(timeoutSeconds));
+    const res: ExecSyncResponse = await this.#unary(
+      'ExecSync',
+      this.#raw.execSync,
+      { containerId, cmd, timeout: BigInt(timeout) },
+      options,
+      timeout * 1000,
+    );
+    return { stdout: Buffer.from(res.stdout).toString('utf8'), stderr: Buffer.from(res.stderr).toString('utf8'), exitCode: res.exitCode };
+  }
+
+  async *containerEvents(signal: AbortSignal): AsyncIterable<ContainerEventResponse> {
+    if (signal.aborted) return;
+    const stream: ClientReadableStream<ContainerEventResponse> = this.#raw.getContainerEvents({}, new this.#grpc.Metadata());
+    const onAbort = (): void => stream.cancel();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      for await (const event of stream as AsyncIterable<ContainerEventResponse>) {
+        yield event;
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      throw toCriError('GetContainerEvents', err);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      stream.cancel();
+    }
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#raw.close();
+  }
+}

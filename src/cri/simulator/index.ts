@@ -1,0 +1,71 @@
+/**
+ * The embedded CRI simulator: public surface.
+ *
+ * `startSimulator` runs it in-process (tests, benchmarks); `runSimulator` runs it as a long-lived
+ * foreground process for `podctl simulator` (serves until the signal aborts or SIGINT/SIGTERM,
+ * then closes cleanly and removes its socket).
+ */
+import path from 'node:path';
+import { SIMULATOR_SOCKET_NAME } from '../endpoint.js';
+import { startSimulator, type RunningSimulator, type StartSimulatorOptions } from './server.js';
+import type { FaultRule, SimPodSpec } from './types.js';
+
+export { startSimulator, type RunningSimulator, type StartSimulatorOptions } from './server.js';
+export { demoNode, seedPods, podConfigs, pauseCommand, stableUid, SIM_IMAGE } from './seed.js';
+export { SimRuntime, SimError, behaviourOf, ANN_SIM_SIGTERM } from './state.js';
+export { FaultInjector } from './faults.js';
+export type { CriMethod, FaultRule, SigtermBehaviour, SimClock, SimContainerSpec, SimPodSpec, SimRecord } from './types.js';
+
+export interface RunSimulatorOptions {
+  /** Socket path; default `<stateDir>/simulator.sock`. */
+  socketPath?: string;
+  stateDir?: string;
+  /** Pods to seed, or a demo-node pod count. Default 36 demo pods. */
+  pods?: SimPodSpec[] | number;
+  faults?: FaultRule[];
+  timeScale?: number;
+  events?: boolean;
+  /** Stops the simulator when aborted. */
+  signal?: AbortSignal;
+  /** Also stop on SIGINT/SIGTERM of this process (default true). */
+  handleProcessSignals?: boolean;
+  /** Called once serving, with the endpoint (for "serving on …" output). */
+  onReady?: (sim: RunningSimulator) => void;
+}
+
+/** Default socket of the simulator for a state directory. */
+export function simulatorSocketPath(stateDir: string): string {
+  return path.join(stateDir, SIMULATOR_SOCKET_NAME);
+}
+
+/** Serves until `signal` aborts (or SIGINT/SIGTERM); resolves after a clean close. */
+export async function runSimulator(options: RunSimulatorOptions): Promise<void> {
+  const socketPath = options.socketPath ?? (options.stateDir ? simulatorSocketPath(options.stateDir) : undefined);
+  if (!socketPath) throw new Error('runSimulator: socketPath or stateDir is required');
+  const startOptions: StartSimulatorOptions = {
+    socketPath,
+    pods: options.pods ?? 36,
+    ...(options.faults ? { faults: options.faults } : {}),
+    ...(options.timeScale !== undefined ? { timeScale: options.timeScale } : {}),
+    ...(options.events !== undefined ? { events: options.events } : {}),
+  };
+  const sim = await startSimulator(startOptions);
+  options.onReady?.(sim);
+  await new Promise<void>((resolve) => {
+    const stop = (): void => {
+      options.signal?.removeEventListener('abort', stop);
+      if (options.handleProcessSignals !== false) {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+      }
+      resolve();
+    };
+    if (options.signal?.aborted) return stop();
+    options.signal?.addEventListener('abort', stop, { once: true });
+    if (options.handleProcessSignals !== false) {
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    }
+  });
+  await sim.close();
+}

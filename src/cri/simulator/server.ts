@@ -1,0 +1,241 @@
+/**
+ * The embedded CRI simulator's gRPC server: the RuntimeService of `proto/runtime_v1.proto` on a
+ * unix socket, backed by the SimRuntime model.
+ *
+ * Invariants:
+ * - It is a real grpc-js server: clients talk to it exactly as to containerd (same proto, same
+ *   socket transport), so everything tested against it exercises the real client code.
+ * - Every handler first consults the fault injector (delay, then error; `proceed` runs the
+ *   operation before the error); a client cancel or deadline aborts the handler's wait.
+ * - `close()` stops the model's timers, ends event streams, shuts the server down and unlinks the
+ *   socket; it is idempotent.
+ * - A stale socket file (nothing serving it) is replaced; a live one is an error.
+ */
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { handleServerStreamingCall, handleUnaryCall, sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
+import type { RuntimeServiceServer } from '../generated/runtime_v1.js';
+import { loadGrpcModules } from '../client.js';
+import { checkSocket } from '../endpoint.js';
+import { GrpcStatus } from '../errors.js';
+import { FaultInjector } from './faults.js';
+import { seedPods, demoNode } from './seed.js';
+import { SimError, SimRuntime } from './state.js';
+import type { CriMethod, FaultRule, SimClock, SimPodSpec } from './types.js';
+
+export interface StartSimulatorOptions {
+  socketPath: string;
+  /** Pods to create at start, or a number of demo pods (see `demoNode`). */
+  pods?: SimPodSpec[] | number;
+  faults?: FaultRule[];
+  clock?: SimClock;
+  /** Real-time factor for simulated waits (0.1 = ten times faster). Default 1. */
+  timeScale?: number;
+  /** Serve GetContainerEvents (default true); false answers Unimplemented, as containerd 1.6 does. */
+  events?: boolean;
+  /** Random source for fault probabilities (tests). */
+  random?: () => number;
+}
+
+export interface RunningSimulator {
+  socketPath: string;
+  /** `unix:///…` */
+  endpoint: string;
+  state: SimRuntime;
+  faults: FaultInjector;
+  /** Replaces the fault rules. */
+  setFaults(rules: FaultRule[]): void;
+  close(): Promise<void>;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(new SimError(GrpcStatus.CANCELLED, 'cancelled'));
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(t);
+      reject(new SimError(GrpcStatus.CANCELLED, 'cancelled'));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function toStatus(err: unknown): { code: number; details: string } {
+  if (err instanceof SimError) return { code: err.code, details: err.message };
+  return { code: GrpcStatus.UNKNOWN, details: err instanceof Error ? err.message : String(err) };
+}
+
+/** Starts a simulator serving on `socketPath`. */
+export async function startSimulator(options: StartSimulatorOptions): Promise<RunningSimulator> {
+  const socketPath = path.resolve(options.socketPath);
+  const { grpc, proto } = await loadGrpcModules();
+  const state = new SimRuntime({
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.timeScale !== undefined ? { timeScale: options.timeScale } : {}),
+  });
+  const faults = new FaultInjector(options.faults ?? [], options.random);
+  const streams = new Set<{ end(): void }>();
+
+  /** Wraps a model operation as a unary handler: journal, faults, cancel, status mapping. */
+  function unary<Req, Res>(
+    method: CriMethod,
+    idOf: (req: Req) => string | undefined,
+    op: (req: Req, signal: AbortSignal) => Res | Promise<Res>,
+    detailOf?: (req: Req) => string,
+  ): handleUnaryCall<Req, Res> {
+    return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
+      const ac = new AbortController();
+      call.on('cancelled', () => ac.abort());
+      state.recordRpc(method, idOf(call.request), detailOf?.(call.request));
+      const run = async (): Promise<Res> => {
+        const fault = faults.decide(method);
+        if (fault) {
+          state.record({ at: Date.now(), kind: 'fault', method, ...(fault.code !== undefined ? { code: fault.code } : {}), delayMs: fault.delayMs });
+          if (fault.proceed) {
+            const res = await op(call.request, ac.signal);
+            if (fault.delayMs > 0) await sleep(fault.delayMs, ac.signal);
+            if (fault.code !== undefined) throw new SimError(fault.code, fault.details);
+            return res;
+          }
+          if (fault.delayMs > 0) await sleep(fault.delayMs, ac.signal);
+          if (fault.code !== undefined) throw new SimError(fault.code, fault.details);
+        }
+        return op(call.request, ac.signal);
+      };
+      run().then(
+        (res) => callback(null, res),
+        (err: unknown) => callback(toStatus(err)),
+      );
+    };
+  }
+
+  const getContainerEvents: handleServerStreamingCall<unknown, unknown> = (call) => {
+    state.recordRpc('GetContainerEvents');
+    const fault = faults.decide('GetContainerEvents');
+    if (fault?.code !== undefined) {
+      call.emit('error', { code: fault.code, details: fault.details });
+      return;
+    }
+    const unsubscribe = state.subscribe((event) => call.write(event));
+    const entry = {
+      end: () => {
+        unsubscribe();
+        call.end();
+      },
+    };
+    streams.add(entry);
+    call.on('cancelled', () => {
+      unsubscribe();
+      streams.delete(entry);
+    });
+  };
+
+  const impl: Partial<RuntimeServiceServer> = {
+    version: unary('Version', () => undefined, () => ({
+      version: '0.1.0',
+      runtimeName: 'podctl-simulator',
+      runtimeVersion: '0.1.0',
+      runtimeApiVersion: 'v1',
+    })),
+    runPodSandbox: unary('RunPodSandbox', (r) => r.config?.metadata?.uid, (r) => ({
+      podSandboxId: state.runPodSandbox(r.config ?? {}, r.runtimeHandler),
+    })),
+    stopPodSandbox: unary('StopPodSandbox', (r) => r.podSandboxId, (r) => {
+      state.stopPodSandbox(r.podSandboxId);
+      return {};
+    }),
+    removePodSandbox: unary('RemovePodSandbox', (r) => r.podSandboxId, (r) => {
+      state.removePodSandbox(r.podSandboxId);
+      return {};
+    }),
+    podSandboxStatus: unary('PodSandboxStatus', (r) => r.podSandboxId, (r) => ({
+      status: state.podSandboxStatus(r.podSandboxId),
+      info: {},
+      containersStatuses: [],
+      timestamp: 0n,
+    })),
+    listPodSandbox: unary('ListPodSandbox', () => undefined, (r) => ({ items: state.listPodSandbox(r.filter) })),
+    createContainer: unary('CreateContainer', (r) => r.podSandboxId, (r) => ({
+      containerId: state.createContainer(r.podSandboxId, r.config ?? {}),
+    })),
+    startContainer: unary('StartContainer', (r) => r.containerId, (r) => {
+      state.startContainer(r.containerId);
+      return {};
+    }),
+    stopContainer: unary(
+      'StopContainer',
+      (r) => r.containerId,
+      async (r, signal) => {
+        await state.stopContainer(r.containerId, Number(r.timeout), signal);
+        return {};
+      },
+      (r) => `timeout=${r.timeout}`,
+    ),
+    removeContainer: unary('RemoveContainer', (r) => r.containerId, (r) => {
+      state.removeContainer(r.containerId);
+      return {};
+    }),
+    listContainers: unary('ListContainers', () => undefined, (r) => ({ containers: state.listContainers(r.filter) })),
+    containerStatus: unary('ContainerStatus', (r) => r.containerId, (r) => ({
+      status: state.containerStatus(r.containerId),
+      info: {},
+    })),
+    execSync: unary(
+      'ExecSync',
+      (r) => r.containerId,
+      async (r, signal) => {
+        const res = await state.execSync(r.containerId, r.cmd, Number(r.timeout), signal);
+        return { stdout: Buffer.from(res.stdout), stderr: Buffer.from(res.stderr), exitCode: res.exitCode };
+      },
+      (r) => `timeout=${r.timeout} cmd=${JSON.stringify(r.cmd)}`,
+    ),
+  };
+  if (options.events !== false) impl.getContainerEvents = getContainerEvents as RuntimeServiceServer['getContainerEvents'];
+
+  await fs.mkdir(path.dirname(socketPath), { recursive: true });
+  const existing = await checkSocket(socketPath, 300);
+  if (existing.ok) throw new Error(`simulator socket ${socketPath} is already being served`);
+  if (existing.reason !== 'missing') await fs.rm(socketPath, { force: true });
+
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
+  server.addService(proto.RuntimeServiceService, impl as RuntimeServiceServer);
+  await new Promise<void>((resolve, reject) => {
+    server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
+  });
+
+  if (options.pods !== undefined) {
+    const specs = typeof options.pods === 'number' ? demoNode(options.pods) : options.pods;
+    seedPods(state, specs);
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    socketPath,
+    endpoint: `unix://${socketPath}`,
+    state,
+    faults,
+    setFaults: (rules) => faults.set(rules),
+    close() {
+      closing ??= (async () => {
+        for (const s of streams) s.end();
+        streams.clear();
+        state.close();
+        await new Promise<void>((resolve) => {
+          const force = setTimeout(() => {
+            server.forceShutdown();
+            resolve();
+          }, 500);
+          server.tryShutdown(() => {
+            clearTimeout(force);
+            resolve();
+          });
+        });
+        await fs.rm(socketPath, { force: true });
+      })();
+      return closing;
+    },
+  };
+}

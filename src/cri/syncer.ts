@@ -1,0 +1,396 @@
+/**
+ * The runtime-backed PodSyncer: the engine's four lifecycle operations carried out over CRI.
+ *
+ * podctl is not a kubelet: it never creates or starts anything. It observes running pods and
+ * terminates them the way the kubelet's killPod does:
+ *   1. per running container, in parallel: its preStop hook (exec via ExecSync, or sleep) within
+ *      the grace period, then StopContainer(timeout = the grace that remains);
+ *   2. only when every container has stopped: StopPodSandbox (containerd SIGKILLs whatever still
+ *      runs in a sandbox it stops, so it must come last);
+ *   3. a check that nothing of the pod still runs, and a relist of the status cache.
+ *
+ * Invariants:
+ * - The grace period is a deadline fixed when the attempt starts; a re-run with a shorter grace
+ *   (the engine aborts the running attempt first) issues StopContainer again with the shorter
+ *   timeout, which makes the runtime kill earlier. A preStop hook runs at most once per container.
+ * - An aborted attempt cancels everything it started (RPCs, hook waits) through the same signal,
+ *   waits for its lanes to settle, and rejects with `signal.reason`; nothing keeps running for it.
+ * - Runtime failures surface as CriError (the engine retries with backoff); NotFound on stop or
+ *   remove means "already gone" and is success.
+ * - syncTerminatedPod removes containers and sandboxes only for evicted pods, pods annotated
+ *   `podctl.io/remove=true`, or when the `removeOnTerminated` option says so.
+ */
+import type { V1LifecycleHandler, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { Clock, PodStatus, PodSyncer, RunningPod, SyncPodType } from '../engine/types.js';
+import type { CriClient, Container, PodSandbox } from './client.js';
+import type { RuntimePodCache } from './cache.js';
+import { ContainerStateCode, SandboxStateCode } from './codes.js';
+import { isCriError, isNotFound } from './errors.js';
+import { ANN_PRESTOP, ANN_REMOVE, LABEL_CONTAINER_NAME, LABEL_POD_UID, type RestartPolicy } from './kubelet-labels.js';
+import { parsePreStop } from './pods.js';
+
+/** The kubelet's default terminationGracePeriodSeconds. */
+export const DEFAULT_GRACE_SECONDS = 30;
+/** The kubelet's minimum shutdown window after a preStop hook (minimumGracePeriodInSeconds). */
+export const MINIMUM_GRACE_SECONDS = 2;
+/** Grace for pods known only from the runtime (the kubelet's runtime-pod override). */
+export const RUNTIME_POD_GRACE_SECONDS = 1;
+
+export type SyncerLog = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
+
+export interface RuntimeSyncerOptions {
+  client: CriClient;
+  /** Refreshed after every action so the engine's next getNewerThan does not wait. */
+  cache?: RuntimePodCache;
+  clock?: Clock;
+  /** Remove containers and sandboxes of every terminated pod (default: only evicted / annotated). */
+  removeOnTerminated?: boolean;
+  /** Extra "remove this pod's runtime objects" decision, e.g. the engine's `evicted` flag. */
+  shouldRemove?: (pod: V1Pod) => boolean;
+  log?: SyncerLog;
+  /** Called for each preStop hook outcome (events/timeline). */
+  onHook?: (event: { uid: string; container: string; ok: boolean; message: string }) => void;
+}
+
+/** One runtime object view of a pod, listed fresh (by the UID label) for each attempt. */
+interface PodRuntimeView {
+  containers: Container[];
+  sandboxes: PodSandbox[];
+}
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(abortReason(signal));
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, Math.max(0, ms));
+    const onAbort = (): void => {
+      clearTimeout(t);
+      reject(abortReason(signal));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function podUid(pod: V1Pod): string {
+  const uid = pod.metadata?.uid;
+  if (!uid) throw new Error(`pod ${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''} has no UID`);
+  return uid;
+}
+
+function podName(pod: V1Pod): string {
+  return `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`;
+}
+
+function restartPolicyOf(pod: V1Pod): RestartPolicy {
+  const p = pod.spec?.restartPolicy;
+  return p === 'Never' || p === 'OnFailure' ? p : 'Always';
+}
+
+/** Throws the first failure of settled lanes (a CriError when there is one), after all settled. */
+function throwFirstFailure(results: PromiseSettledResult<unknown>[]): void {
+  const failures = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as unknown);
+  if (failures.length === 0) return;
+  throw failures.find(isCriError) ?? failures[0];
+}
+
+/**
+ * Whether a pod that podctl only observes is terminal: its restart policy says none of its
+ * (newest) containers will run again. Never: all exited. OnFailure: all exited with 0. Always:
+ * never terminal. Containers named in the spec but absent from the status have not run yet.
+ */
+export function isTerminalByRestartPolicy(pod: V1Pod, status: PodStatus | undefined): boolean {
+  const policy = restartPolicyOf(pod);
+  if (policy === 'Always' || !status) return false;
+  const newest = new Map<string, PodStatus['containerStatuses'][number]>();
+  for (const c of status.containerStatuses) if (!newest.has(c.name)) newest.set(c.name, c);
+  const names = pod.spec?.containers?.map((c) => c.name) ?? [...newest.keys()];
+  if (names.length === 0) return false;
+  return names.every((name) => {
+    const c = newest.get(name);
+    if (!c || c.state !== 'exited') return false;
+    return policy === 'Never' || c.exitCode === 0;
+  });
+}
+
+export class RuntimeSyncer implements PodSyncer {
+  #client: CriClient;
+  #cache: RuntimePodCache | undefined;
+  #clock: Clock;
+  #removeOnTerminated: boolean;
+  #shouldRemove: ((pod: V1Pod) => boolean) | undefined;
+  #log: SyncerLog;
+  #onHook: RuntimeSyncerOptions['onHook'];
+  /** Containers whose preStop hook has started: it never runs twice. */
+  #hooksStarted = new Set<string>();
+  /** Pods whose final status was marked Evicted by the engine's podStatusFn. */
+  #evicted = new Set<string>();
+  /** Final API statuses reported through podStatusFn, by UID. */
+  #finalStatuses = new Map<string, V1PodStatus>();
+
+  constructor(options: RuntimeSyncerOptions) {
+    this.#client = options.client;
+    this.#cache = options.cache;
+    this.#clock = options.clock ?? { now: () => Date.now() };
+    this.#removeOnTerminated = options.removeOnTerminated ?? false;
+    this.#shouldRemove = options.shouldRemove;
+    this.#log = options.log ?? (() => undefined);
+    this.#onHook = options.onHook;
+  }
+
+  /** The final V1PodStatus of a terminated pod (after podStatusFn), if this syncer produced one. */
+  finalStatus(uid: string): V1PodStatus | undefined {
+    return this.#finalStatuses.get(uid);
+  }
+
+  // ------------------------------------------------------------------------------- syncPod
+
+  async syncPod(
+    signal: AbortSignal,
+    _updateType: SyncPodType,
+    pod: V1Pod,
+    _mirrorPod: V1Pod | undefined,
+    podStatus: PodStatus | undefined,
+  ): Promise<boolean> {
+    signal.throwIfAborted();
+    const status = podStatus ?? this.#cache?.get(podUid(pod));
+    return isTerminalByRestartPolicy(pod, status);
+  }
+
+  // ------------------------------------------------------------------- syncTerminatingPod
+
+  async syncTerminatingPod(
+    signal: AbortSignal,
+    pod: V1Pod,
+    _podStatus: PodStatus | undefined,
+    gracePeriodSeconds: number | undefined,
+    podStatusFn: ((s: V1PodStatus) => void) | undefined,
+  ): Promise<void> {
+    const uid = podUid(pod);
+    const grace = Math.max(0, gracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS);
+    const deadline = this.#clock.now() + grace * 1000;
+    this.#log('debug', `terminating ${podName(pod)} with grace ${grace}s`);
+    try {
+      const view = await this.#listPod(uid, signal);
+      await this.#killPod(signal, uid, view, deadline, grace, pod);
+      const after = await this.#verifyStopped(uid, signal);
+      if (podStatusFn) await this.#reportFinalStatus(uid, after, podStatusFn, signal);
+    } finally {
+      this.#refreshCache();
+    }
+  }
+
+  async syncTerminatingRuntimePod(signal: AbortSignal, runningPod: RunningPod): Promise<void> {
+    const uid = runningPod.id;
+    const grace = RUNTIME_POD_GRACE_SECONDS;
+    const deadline = this.#clock.now() + grace * 1000;
+    this.#log('debug', `terminating runtime pod ${runningPod.namespace}/${runningPod.name} with grace ${grace}s`);
+    try {
+      const view = await this.#listPod(uid, signal);
+      // objects the caller saw that the label listing does not return (no kubelet labels)
+      const known = new Set(view.containers.map((c) => c.id));
+      for (const c of runningPod.containers) {
+        if (known.has(c.id) || c.state !== 'running') continue;
+        view.containers.push({ id: c.id, podSandboxId: '', metadata: { name: c.name, attempt: 0 }, image: undefined, imageRef: '', state: ContainerStateCode.RUNNING, createdAt: 0n, labels: {}, annotations: {}, imageId: '' });
+      }
+      const knownSb = new Set(view.sandboxes.map((s) => s.id));
+      for (const s of runningPod.sandboxes) {
+        if (knownSb.has(s.id) || s.state !== 'ready') continue;
+        view.sandboxes.push({ id: s.id, metadata: undefined, state: SandboxStateCode.READY, createdAt: 0n, labels: {}, annotations: {}, runtimeHandler: '' });
+      }
+      await this.#killPod(signal, uid, view, deadline, grace, undefined);
+      await this.#verifyStopped(uid, signal);
+    } finally {
+      this.#refreshCache();
+    }
+  }
+
+  // --------------------------------------------------------------------- syncTerminatedPod
+
+  async syncTerminatedPod(signal: AbortSignal, pod: V1Pod, _podStatus: PodStatus | undefined): Promise<void> {
+    const uid = podUid(pod);
+    try {
+      const view = await this.#verifyStopped(uid, signal);
+      if (!this.#wantsRemoval(pod)) return;
+      const removals = await Promise.allSettled(
+        view.containers.map((c) => this.#ignoreNotFound(this.#client.removeContainer(c.id, { signal }))),
+      );
+      signal.throwIfAborted();
+      throwFirstFailure(removals);
+      for (const c of view.containers) this.#hooksStarted.delete(c.id);
+      const sbRemovals = await Promise.allSettled(
+        view.sandboxes.map((s) => this.#ignoreNotFound(this.#client.removePodSandbox(s.id, { signal }))),
+      );
+      signal.throwIfAborted();
+      throwFirstFailure(sbRemovals);
+      this.#evicted.delete(uid);
+      this.#log('info', `removed ${view.containers.length} containers and ${view.sandboxes.length} sandboxes of ${podName(pod)}`);
+    } finally {
+      this.#refreshCache();
+    }
+  }
+
+  // ------------------------------------------------------------------------------ killPod
+
+  /** Stops every running container (hooks first, in parallel lanes), then the sandboxes. */
+  async #killPod(
+    signal: AbortSignal,
+    uid: string,
+    view: PodRuntimeView,
+    deadline: number,
+    grace: number,
+    pod: V1Pod | undefined,
+  ): Promise<void> {
+    const running = view.containers.filter((c) => c.state === ContainerStateCode.RUNNING);
+    const lanes = await Promise.allSettled(running.map((c) => this.#killContainer(signal, uid, c, deadline, grace, pod)));
+    signal.throwIfAborted();
+    throwFirstFailure(lanes);
+
+    const ready = view.sandboxes.filter((s) => s.state === SandboxStateCode.READY);
+    const stops = await Promise.allSettled(ready.map((s) => this.#ignoreNotFound(this.#client.stopPodSandbox(s.id, { signal }))));
+    signal.throwIfAborted();
+    throwFirstFailure(stops);
+  }
+
+  /** One container's lane: its preStop hook (once, within the grace), then StopContainer. */
+  async #killContainer(
+    signal: AbortSignal,
+    uid: string,
+    c: Container,
+    deadline: number,
+    grace: number,
+    pod: V1Pod | undefined,
+  ): Promise<void> {
+    const name = c.labels?.[LABEL_CONTAINER_NAME] ?? c.metadata?.name ?? c.id;
+    const hook = this.#preStopOf(pod, name, c);
+    let ranHook = false;
+    if (hook && grace > 0 && !this.#hooksStarted.has(c.id)) {
+      this.#hooksStarted.add(c.id);
+      ranHook = true;
+      await this.#runPreStop(signal, uid, c.id, name, hook, deadline);
+    }
+    const remaining = Math.ceil((deadline - this.#clock.now()) / 1000);
+    // after a hook, the kubelet always leaves a short shutdown window (never more than the grace)
+    const floor = ranHook ? Math.min(MINIMUM_GRACE_SECONDS, grace) : 0;
+    const timeout = Math.max(remaining, floor, 0);
+    this.#log('debug', `StopContainer ${name} (${c.id.slice(0, 12)}) timeout ${timeout}s`);
+    await this.#ignoreNotFound(this.#client.stopContainer(c.id, timeout, { signal }));
+  }
+
+  #preStopOf(pod: V1Pod | undefined, name: string, c: Container): V1LifecycleHandler | undefined {
+    const fromSpec = pod?.spec?.containers?.find((x) => x.name === name)?.lifecycle?.preStop;
+    return fromSpec ?? parsePreStop(c.annotations?.[ANN_PRESTOP]);
+  }
+
+  /** Runs a preStop hook bounded by the grace deadline; failures are reported, not fatal. */
+  async #runPreStop(
+    signal: AbortSignal,
+    uid: string,
+    containerId: string,
+    name: string,
+    hook: V1LifecycleHandler,
+    deadline: number,
+  ): Promise<void> {
+    const remainingMs = deadline - this.#clock.now();
+    if (remainingMs <= 0) return;
+    const report = (ok: boolean, message: string): void => {
+      this.#log(ok ? 'debug' : 'warn', `preStop hook of ${name}: ${message}`);
+      this.#onHook?.({ uid, container: name, ok, message });
+    };
+    try {
+      if (hook.exec?.command?.length) {
+        const seconds = Math.max(1, Math.ceil(remainingMs / 1000));
+        const res = await this.#client.execSync(containerId, hook.exec.command, seconds, { signal });
+        report(res.exitCode === 0, `exec exited ${res.exitCode}${res.stderr ? `: ${res.stderr.trim()}` : ''}`);
+      } else if (hook.sleep) {
+        const ms = Math.min(Math.max(0, Number(hook.sleep.seconds) * 1000), remainingMs);
+        await sleep(ms, signal);
+        report(true, `slept ${Math.round(ms / 100) / 10}s`);
+      } else {
+        report(false, 'only exec and sleep preStop hooks are supported; skipped');
+      }
+    } catch (err) {
+      if (signal.aborted) throw abortReason(signal);
+      report(false, err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  // ---------------------------------------------------------------------------- helpers
+
+  async #listPod(uid: string, signal: AbortSignal): Promise<PodRuntimeView> {
+    const selector = { labelSelector: { [LABEL_POD_UID]: uid } };
+    const [sandboxes, containers] = await Promise.all([
+      this.#client.listPodSandbox(selector, { signal }),
+      this.#client.listContainers(selector, { signal }),
+    ]);
+    return { sandboxes, containers };
+  }
+
+  /** Lists the pod again and throws when any of its containers still runs. */
+  async #verifyStopped(uid: string, signal: AbortSignal): Promise<PodRuntimeView> {
+    const view = await this.#listPod(uid, signal);
+    const running = view.containers.filter((c) => c.state === ContainerStateCode.RUNNING);
+    if (running.length > 0) {
+      const names = running.map((c) => c.labels?.[LABEL_CONTAINER_NAME] ?? c.metadata?.name ?? c.id.slice(0, 12));
+      throw new Error(`pod ${uid} still has ${running.length} running container(s): ${names.join(', ')}`);
+    }
+    return view;
+  }
+
+  /**
+   * Builds the final API status (Succeeded when every newest container exited 0, else Failed),
+   * hands it to podStatusFn (eviction marks it Failed/Evicted), and remembers an eviction.
+   */
+  async #reportFinalStatus(
+    uid: string,
+    view: PodRuntimeView,
+    podStatusFn: (s: V1PodStatus) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const newest = new Map<string, Container>();
+    for (const c of [...view.containers].sort((a, b) => Number(b.createdAt - a.createdAt))) {
+      const name = c.labels?.[LABEL_CONTAINER_NAME] ?? c.metadata?.name ?? c.id;
+      if (!newest.has(name)) newest.set(name, c);
+    }
+    const exitCodes = await Promise.all(
+      [...newest.values()].map(async (c) => {
+        try {
+          return (await this.#client.containerStatus(c.id, { signal })).status?.exitCode;
+        } catch (err) {
+          if (isNotFound(err)) return undefined;
+          throw err;
+        }
+      }),
+    );
+    const failed = exitCodes.length === 0 || exitCodes.some((code) => code !== 0);
+    const status: V1PodStatus = { phase: failed ? 'Failed' : 'Succeeded' };
+    podStatusFn(status);
+    if (status.reason === 'Evicted') this.#evicted.add(uid);
+    this.#finalStatuses.set(uid, status);
+  }
+
+  #wantsRemoval(pod: V1Pod): boolean {
+    if (this.#removeOnTerminated) return true;
+    if (pod.metadata?.annotations?.[ANN_REMOVE] === 'true') return true;
+    if (this.#evicted.has(podUid(pod))) return true;
+    if (pod.status?.reason === 'Evicted') return true;
+    return this.#shouldRemove?.(pod) ?? false;
+  }
+
+  async #ignoreNotFound(p: Promise<void>): Promise<void> {
+    try {
+      await p;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  #refreshCache(): void {
+    this.#cache?.refresh().catch(() => undefined);
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * The pod-worker engine's public surface: a TypeScript port of the kubelet's pod workers.
+ * No I/O; nothing here imports from the rest of podctl.
+ */
+import { PodWorkerEngine } from './workers.js';
+import type { PodWorkers, PodWorkersOptions } from './types.js';
+
+export * from './types.js';
+export { calculateEffectiveGracePeriod, type EffectiveGracePeriod } from './grace.js';
+export { killPodNow, killTimeoutMs, KillPodTimeoutError, EXCEEDED_GRACE_PERIOD_REASON, type KillPodFunc } from './kill-now.js';
+export { viewOfRecord as toPodSyncStatusView } from './status.js';
+export { isStaticPod, podFullName, CONFIG_SOURCE_ANNOTATION } from './pods.js';
+export { NETWORK_NOT_READY_MESSAGE } from './requeue.js';
+export { DEFAULT_RESYNC_INTERVAL_MS, DEFAULT_BACKOFF_PERIOD_MS } from './workers.js';
+
+export function createPodWorkers(options: PodWorkersOptions): PodWorkers {
+  return new PodWorkerEngine(options);
+}

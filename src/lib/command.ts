@@ -1,0 +1,140 @@
+/**
+ * The base of every podctl command: global flags, the error/exit-code contract, stderr reporting,
+ * signal handling and the node session's life cycle.
+ *
+ * Invariants:
+ * - `run()` returns the command's typed result, which oclif prints as the `--json` output.
+ * - Errors end the command with the exit code of `exit-codes.ts`, shown as one line on stderr (or a
+ *   JSON `{ error }` object on stdout with --json); the stack only with `--log-level debug`.
+ * - A session opened by a command is closed in `finally`, whatever happened (state is persisted and
+ *   leases released by `NodeSession.close`).
+ * - The first SIGINT/SIGTERM aborts the command's signal (waits stop, the session is closed cleanly,
+ *   exit 130); a second one exits at once.
+ * - Heavy modules are never imported here: the session module is loaded on first `session()` call.
+ */
+import { Command, Errors } from '@oclif/core';
+import type { NodeSession, SessionOptions } from '../services/session-api.js';
+import { exitCodeOf, oneLine } from './errors.js';
+import { ExitCode, type ExitCodeValue } from './exit-codes.js';
+import { globalFlags, nodeName, type GlobalFlags } from './flags.js';
+import { colorEnabled, createStyler, renderJson, renderYaml, type Styler } from './output.js';
+import { Reporter } from './reporter.js';
+
+export type SessionFactory = (options: SessionOptions) => Promise<NodeSession>;
+
+/** The real session (the store's `openSession`), loaded on first use. */
+export const defaultSessionFactory: SessionFactory = async (options) => {
+  const { openSession } = await import('../services/session.js');
+  return openSession(options);
+};
+
+export abstract class PodctlCommand extends Command {
+  static override enableJsonFlag = true;
+  static override baseFlags = globalFlags;
+  /** Test seam: how commands open their node session. */
+  static sessionFactory: SessionFactory = defaultSessionFactory;
+
+  protected reporter = new Reporter('info');
+  protected styler: Styler = createStyler(false);
+  protected globals: GlobalFlags | undefined;
+  protected readonly abort = new AbortController();
+  /** What the first SIGINT/SIGTERM prints (commands that stop normally on a signal override it). */
+  protected interruptMessage = 'stopping; pod state is saved and the next podctl run resumes it';
+  #session: NodeSession | undefined;
+  #onSignal: ((signal: NodeJS.Signals) => void) | undefined;
+
+  /** Applies the global flags: log level, colour, signal handling. Call right after `parse`. */
+  protected configure(flags: GlobalFlags): void {
+    this.globals = flags;
+    this.reporter = new Reporter(flags['log-level']);
+    this.styler = createStyler(colorEnabled(flags['no-color'], process.stdout));
+    let signals = 0;
+    this.#onSignal = (signal) => {
+      signals += 1;
+      if (signals > 1) process.exit(ExitCode.Interrupted);
+      this.reporter.done();
+      this.reporter.warn(`${signal}: ${this.interruptMessage}`);
+      this.abort.abort(new DOMException(`interrupted by ${signal}`, 'AbortError'));
+    };
+    process.on('SIGINT', this.#onSignal);
+    process.on('SIGTERM', this.#onSignal);
+  }
+
+  protected sessionOptions(): SessionOptions {
+    const g = this.requireGlobals();
+    return {
+      stateDir: g['state-dir'],
+      ...(g['runtime-endpoint'] ? { runtimeEndpoint: g['runtime-endpoint'] } : {}),
+      ...(g.kubeconfig ? { kubeconfig: g.kubeconfig } : {}),
+      node: nodeName(g.node),
+      log: this.reporter.asLogger(),
+    };
+  }
+
+  /** Opens the node session once; closed in `finally`. */
+  protected async session(): Promise<NodeSession> {
+    if (!this.#session) {
+      const factory = (this.constructor as typeof PodctlCommand).sessionFactory;
+      this.#session = await factory(this.sessionOptions());
+      this.reporter.debug(`session: runtime ${this.#session.endpoint}${this.#session.simulated ? ' (simulator)' : ''}, state ${this.#session.stateDir}`);
+    }
+    return this.#session;
+  }
+
+  /** The outcome of a successful run that still is not "done" (timed out, not found, partial). */
+  protected setExitCode(code: ExitCodeValue): void {
+    process.exitCode = code;
+  }
+
+  /** Prints a result for `-o json|yaml` (with --json oclif prints the returned value instead). */
+  protected async printStructured(value: unknown, format: 'json' | 'yaml'): Promise<void> {
+    if (this.jsonEnabled()) return;
+    this.log(format === 'json' ? renderJson(value) : await renderYaml(value));
+  }
+
+  override async catch(error: Error & { exitCode?: number }): Promise<unknown> {
+    if (error instanceof Errors.ExitError) throw error;
+    const code = exitCodeOf(error);
+    process.exitCode = code;
+    this.reporter.done();
+    const parseError = (error as { parse?: unknown }).parse !== undefined;
+    const line = parseError ? `${oneLine(error)} (see podctl ${this.id ?? ''} --help)` : oneLine(error);
+    if (this.jsonEnabled()) {
+      this.logJson({ error: { name: error.name, message: line, exitCode: code } });
+    } else {
+      process.stderr.write(`error: ${line}\n`);
+    }
+    if (this.debugEnabled() && error.stack) process.stderr.write(`${error.stack}\n`);
+    throw new Errors.ExitError(code);
+  }
+
+  override async finally(error: Error | undefined): Promise<void> {
+    if (this.#onSignal) {
+      process.off('SIGINT', this.#onSignal);
+      process.off('SIGTERM', this.#onSignal);
+    }
+    this.reporter.done();
+    const session = this.#session;
+    this.#session = undefined;
+    if (session) {
+      try {
+        await session.close();
+      } catch (closeError) {
+        process.stderr.write(`error: closing the session: ${oneLine(closeError)}\n`);
+        if (!error) process.exitCode = ExitCode.Failure;
+      }
+    }
+    await super.finally(error);
+  }
+
+  private debugEnabled(): boolean {
+    if (this.globals) return this.globals['log-level'] === 'debug';
+    const i = this.argv.indexOf('--log-level');
+    return this.argv.includes('--log-level=debug') || (i >= 0 && this.argv[i + 1] === 'debug') || process.env.PODCTL_LOG_LEVEL === 'debug';
+  }
+
+  private requireGlobals(): GlobalFlags {
+    if (!this.globals) throw new Error('configure() must run before the session is opened');
+    return this.globals;
+  }
+}

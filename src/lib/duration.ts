@@ -1,0 +1,43 @@
+/**
+ * Durations on the command line: `90s`, `2m`, `1m30s`, `500ms`, `1h`, or a bare number of seconds.
+ *
+ * Invariant: a value that does not parse is a UsageError naming the flag, never a silent default.
+ */
+import { UsageError } from './errors.js';
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Milliseconds for a duration string; `flag` names the flag in the error. */
+export function parseDuration(text: string, flag: string): number {
+  const value = text.trim();
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1000);
+  const part = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
+  let total = 0;
+  let consumed = 0;
+  for (let match = part.exec(value); match; match = part.exec(value)) {
+    total += Number(match[1]) * (UNIT_MS[match[2] ?? 's'] ?? 1000);
+    consumed = part.lastIndex;
+  }
+  if (consumed === 0 || consumed !== value.length) {
+    throw new UsageError(`--${flag}: "${text}" is not a duration`, 'use e.g. 30s, 2m, 1m30s, 500ms or a number of seconds');
+  }
+  return Math.round(total);
+}
+
+/** Short human form: `850ms`, `12s`, `3m05s`, `1h02m`. */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms)) return '-';
+  const negative = ms < 0;
+  const abs = Math.abs(ms);
+  let text: string;
+  if (abs < 1000) text = `${Math.round(abs)}ms`;
+  else if (abs < 60_000) text = `${Math.floor(abs / 1000)}s`;
+  else if (abs < 3_600_000) {
+    const s = Math.floor(abs / 1000);
+    text = `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  } else {
+    const m = Math.floor(abs / 60_000);
+    text = `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+  }
+  return negative ? `-${text}` : text;
+}

@@ -1,0 +1,113 @@
+/**
+ * Flags shared by podctl commands: the globals every command takes, and the pod-selection and
+ * waiting flags of the commands that act on pods.
+ *
+ * Invariants: every flag has a summary (shown by --help); names and short characters are frozen in
+ * `docs/cli-contract.json` (checked by test/commands/contract.test.ts).
+ */
+import { hostname } from 'node:os';
+import { Flags } from '@oclif/core';
+
+export const DEFAULT_STATE_DIR = '/var/lib/podctl';
+
+export const globalFlags = {
+  'runtime-endpoint': Flags.string({
+    summary: 'CRI socket of the container runtime (unix:///path or a path).',
+    description:
+      'Default: $CONTAINER_RUNTIME_ENDPOINT, else the first of the containerd, CRI-O and cri-dockerd default sockets that exists.',
+    env: 'CONTAINER_RUNTIME_ENDPOINT',
+    helpGroup: 'GLOBAL',
+    helpValue: 'unix:///run/containerd/containerd.sock',
+  }),
+  'state-dir': Flags.string({
+    summary: 'Directory of podctl\'s checkpoint store.',
+    description: 'Shared by every podctl process on the node; created 0700.',
+    env: 'PODCTL_STATE_DIR',
+    default: DEFAULT_STATE_DIR,
+    helpGroup: 'GLOBAL',
+    helpValue: 'DIR',
+  }),
+  kubeconfig: Flags.string({
+    summary: 'Kubeconfig of an API server to read desired pods from and report evictions to.',
+    description: 'Also $KUBECONFIG, or the in-cluster service account. Without one podctl works from the runtime alone.',
+    env: 'KUBECONFIG',
+    helpGroup: 'GLOBAL',
+    helpValue: 'FILE',
+  }),
+  node: Flags.string({
+    summary: 'Name of this node in the API server.',
+    description: 'Default: $NODE_NAME, else the host name (as the kubelet does).',
+    env: 'NODE_NAME',
+    helpGroup: 'GLOBAL',
+    helpValue: 'NAME',
+  }),
+  'log-level': Flags.option({
+    summary: 'Least severe log lines shown on stderr; debug adds stack traces to errors.',
+    options: ['debug', 'info', 'warn', 'error'] as const,
+    env: 'PODCTL_LOG_LEVEL',
+    default: 'info' as const,
+    helpGroup: 'GLOBAL',
+  })(),
+  'no-color': Flags.boolean({
+    summary: 'Plain output without colours (also NO_COLOR).',
+    default: false,
+    helpGroup: 'GLOBAL',
+  }),
+};
+
+/** Flags naming which pods a command acts on (together with its REF arguments). */
+export const selectionFlags = {
+  namespace: Flags.string({
+    char: 'n',
+    summary: 'Namespace of the pods named by REF, -l or --all (default "default").',
+  }),
+  'all-namespaces': Flags.boolean({
+    char: 'A',
+    summary: 'With -l or --all: pods in every namespace.',
+    default: false,
+  }),
+  uid: Flags.string({
+    summary: 'Pod UID (repeatable); for pods whose name is ambiguous or unknown.',
+    multiple: true,
+  }),
+  selector: Flags.string({
+    char: 'l',
+    summary: 'Label selector: key=value, key!=value, key, !key, comma-separated.',
+  }),
+  all: Flags.boolean({
+    summary: 'Every pod in the namespace (every pod on the node with -A).',
+    default: false,
+  }),
+};
+
+/** Flags of commands that terminate pods and wait for them. */
+export const terminationFlags = {
+  grace: Flags.integer({
+    summary: 'Grace period in seconds; only ever shortens a pod\'s grace (minimum 1).',
+    min: 0,
+    helpValue: 'SECONDS',
+  }),
+  timeout: Flags.string({
+    summary: 'How long to wait for termination (default: the kubelet\'s bound, max(10s, 1.5×grace)).',
+    description: 'A duration: 30s, 2m, 1m30s or a number of seconds. When it passes podctl exits 3; termination continues.',
+    helpValue: 'DURATION',
+  }),
+  'no-wait': Flags.boolean({
+    summary: 'Request the termination and return without waiting.',
+    default: false,
+  }),
+};
+
+export type GlobalFlags = {
+  'runtime-endpoint'?: string | undefined;
+  'state-dir': string;
+  kubeconfig?: string | undefined;
+  node?: string | undefined;
+  'log-level': 'debug' | 'info' | 'warn' | 'error';
+  'no-color': boolean;
+};
+
+/** This node's name: --node / $NODE_NAME, else the host name in lower case (the kubelet's default). */
+export function nodeName(flag: string | undefined): string {
+  return flag ?? hostname().toLowerCase();
+}

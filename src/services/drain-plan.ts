@@ -1,0 +1,194 @@
+/**
+ * Planning a node drain the way the kubelet's graceful node shutdown orders it (pure functions).
+ *
+ * - Pods are put into priority groups: each group has a minimum pod priority and a time budget. A pod
+ *   goes to the group with the highest minimum ≤ its priority; pods below every minimum go to the
+ *   first group, pods above every minimum to the last (the kubelet's groupByPriority).
+ * - Critical pods — static, mirror, or priority ≥ 2 000 000 000 (system-cluster-critical) — are
+ *   grouped as if their priority were at least that, so they always go last.
+ * - Without explicit groups the kubelet's two-group layout applies: priority 0 gets
+ *   (grace-period − critical-grace-period), critical priority gets critical-grace-period.
+ * - A pod is killed with grace = min(group budget, its own grace), never below 1 s.
+ * - Groups run in ascending priority; empty groups are dropped.
+ *
+ * Invariants: the plan is deterministic (same pods and options → same plan); every input pod appears
+ * exactly once, either in a group or in `skipped`.
+ */
+import type { PodInfo } from './session-api.js';
+import { UsageError } from '../lib/errors.js';
+import { MINIMUM_GRACE_SECONDS, killPodNowBoundMs, podGraceSeconds } from '../lib/grace.js';
+import { comparePods } from '../lib/refs.js';
+
+/** scheduling.SystemCriticalPriority */
+export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
+/** scheduling.DefaultPriorityWhenNoDefaultClassExists */
+export const DEFAULT_POD_PRIORITY = 0;
+export const DEFAULT_DRAIN_GRACE_SECONDS = 30;
+export const DEFAULT_CRITICAL_GRACE_SECONDS = 10;
+
+export interface PriorityGroup {
+  /** Minimum pod priority of the group. */
+  priority: number;
+  /** How long the drain gives the group before moving on (seconds). */
+  budgetSeconds: number;
+}
+
+export type CriticalReason = 'static' | 'mirror' | 'priority';
+
+export interface PlannedPod {
+  uid: string;
+  namespace: string;
+  name: string;
+  priority: number;
+  critical: boolean;
+  criticalReason?: CriticalReason;
+  /** The pod's own grace period (seconds). */
+  podGraceSeconds: number;
+  /** The grace the drain kills it with: min(group budget, pod grace), at least 1. */
+  gracePeriodSeconds: number;
+}
+
+export interface PlannedGroup {
+  priority: number;
+  budgetSeconds: number;
+  /** The group holds critical priorities (≥ 2e9). */
+  critical: boolean;
+  pods: PlannedPod[];
+}
+
+export type SkipReason = 'already-terminated' | 'excluded';
+
+export interface SkippedPod {
+  uid: string;
+  namespace: string;
+  name: string;
+  reason: SkipReason;
+}
+
+export interface DrainPlan {
+  groups: PlannedGroup[];
+  skipped: SkippedPod[];
+  /** The default bound of the whole drain: every group's budget plus the longest killPodNow bound. */
+  defaultTimeoutSeconds: number;
+}
+
+/** The kubelet's layout when no per-priority groups are configured. */
+export function defaultGroups(gracePeriodSeconds: number, criticalGracePeriodSeconds: number): PriorityGroup[] {
+  if (!Number.isInteger(gracePeriodSeconds) || gracePeriodSeconds < 0) {
+    throw new UsageError(`--grace-period ${gracePeriodSeconds} is not a number of seconds`, 'use an integer ≥ 0');
+  }
+  if (!Number.isInteger(criticalGracePeriodSeconds) || criticalGracePeriodSeconds < 0) {
+    throw new UsageError(`--critical-grace-period ${criticalGracePeriodSeconds} is not a number of seconds`, 'use an integer ≥ 0');
+  }
+  if (criticalGracePeriodSeconds > gracePeriodSeconds) {
+    throw new UsageError(
+      `--critical-grace-period (${criticalGracePeriodSeconds}s) exceeds --grace-period (${gracePeriodSeconds}s)`,
+      '--grace-period is the whole drain\'s budget and includes the critical pods\' share',
+    );
+  }
+  return [
+    { priority: DEFAULT_POD_PRIORITY, budgetSeconds: gracePeriodSeconds - criticalGracePeriodSeconds },
+    { priority: SYSTEM_CRITICAL_PRIORITY, budgetSeconds: criticalGracePeriodSeconds },
+  ];
+}
+
+/** Parses repeated `--group PRIORITY:SECONDS` values into groups sorted by priority. */
+export function parseGroups(values: string[]): PriorityGroup[] {
+  const groups: PriorityGroup[] = [];
+  for (const value of values) {
+    const match = /^\s*(-?\d+)\s*:\s*(\d+)\s*$/.exec(value);
+    if (!match) throw new UsageError(`--group "${value}" is not PRIORITY:SECONDS`, 'e.g. --group 0:20 --group 100000:10 --group 2000000000:10');
+    const priority = Number(match[1]);
+    const budgetSeconds = Number(match[2]);
+    if (!Number.isSafeInteger(priority) || Math.abs(priority) > 2 ** 31 - 1) {
+      throw new UsageError(`--group "${value}": priority out of range`, 'pod priorities are 32-bit integers');
+    }
+    if (groups.some((g) => g.priority === priority)) throw new UsageError(`--group: priority ${priority} given twice`, 'give each priority once');
+    groups.push({ priority, budgetSeconds });
+  }
+  return groups.sort((a, b) => a.priority - b.priority);
+}
+
+export function podPriority(pod: PodInfo): number {
+  return pod.pod?.spec?.priority ?? DEFAULT_POD_PRIORITY;
+}
+
+/** Why a pod is critical to the node (the kubelet's IsCriticalPod), or undefined. */
+export function criticalReason(pod: PodInfo): CriticalReason | undefined {
+  if (pod.static) return 'static';
+  const annotations = pod.pod?.metadata?.annotations ?? {};
+  if (annotations['kubernetes.io/config.mirror'] !== undefined) return 'mirror';
+  const source = annotations['kubernetes.io/config.source'];
+  if (source !== undefined && source !== 'api') return 'static';
+  if (podPriority(pod) >= SYSTEM_CRITICAL_PRIORITY) return 'priority';
+  return undefined;
+}
+
+/** Index of the group a priority belongs to (the kubelet's groupByPriority search); groups sorted. */
+export function groupIndexFor(groups: readonly PriorityGroup[], priority: number): number {
+  let index = groups.findIndex((g) => g.priority >= priority);
+  if (index === -1) index = groups.length - 1;
+  else if (index > 0 && (groups[index]?.priority ?? 0) > priority) index -= 1;
+  return Math.max(0, index);
+}
+
+export interface PlanInput {
+  pods: PodInfo[];
+  groups: PriorityGroup[];
+  /** Pods left out by --exclude. */
+  isExcluded?: (pod: PodInfo) => boolean;
+  /** Pods already terminated are skipped. */
+  isTerminated?: (pod: PodInfo) => boolean;
+}
+
+export function planDrain(input: PlanInput): DrainPlan {
+  if (input.groups.length === 0) throw new UsageError('no drain groups', 'give --grace-period or at least one --group');
+  const sortedGroups = [...input.groups].sort((a, b) => a.priority - b.priority);
+  const planned: PlannedGroup[] = sortedGroups.map((g) => ({ ...g, critical: g.priority >= SYSTEM_CRITICAL_PRIORITY, pods: [] }));
+  const skipped: SkippedPod[] = [];
+  for (const pod of [...input.pods].sort(comparePods)) {
+    const identity = { uid: pod.uid, namespace: pod.namespace, name: pod.name };
+    if (input.isExcluded?.(pod)) {
+      skipped.push({ ...identity, reason: 'excluded' });
+      continue;
+    }
+    if (input.isTerminated?.(pod)) {
+      skipped.push({ ...identity, reason: 'already-terminated' });
+      continue;
+    }
+    const priority = podPriority(pod);
+    const reason = criticalReason(pod);
+    const groupingPriority = reason ? Math.max(priority, SYSTEM_CRITICAL_PRIORITY) : priority;
+    const group = planned[groupIndexFor(sortedGroups, groupingPriority)];
+    if (!group) continue;
+    const own = podGraceSeconds(pod);
+    group.pods.push({
+      ...identity,
+      priority,
+      critical: reason !== undefined,
+      ...(reason ? { criticalReason: reason } : {}),
+      podGraceSeconds: own,
+      gracePeriodSeconds: Math.max(MINIMUM_GRACE_SECONDS, Math.min(group.budgetSeconds, own)),
+    });
+  }
+  const groups = planned.filter((g) => g.pods.length > 0);
+  const budgets = groups.reduce((sum, g) => sum + g.budgetSeconds, 0);
+  const longest = Math.max(0, ...groups.flatMap((g) => g.pods.map((p) => killPodNowBoundMs(p.gracePeriodSeconds) / 1000)));
+  return { groups, skipped, defaultTimeoutSeconds: budgets + longest };
+}
+
+/** `--exclude` values: `ns/name`, `ns/*` (a whole namespace) or a pod UID. */
+export function parseExcludes(values: string[]): (pod: PodInfo) => boolean {
+  const rules = values.map((value) => {
+    const v = value.trim();
+    if (v === '') throw new UsageError('--exclude: empty value', 'use ns/name, ns/* or a pod UID');
+    const slash = v.split('/');
+    if (slash.length === 2 && slash[0] && slash[1]) {
+      const [ns, name] = slash;
+      return (p: PodInfo) => p.namespace === ns && (name === '*' || p.name === name);
+    }
+    if (slash.length === 1) return (p: PodInfo) => p.uid === v;
+    throw new UsageError(`--exclude "${value}" is not ns/name, ns/* or a UID`, 'e.g. --exclude kube-system/* --exclude default/db-0');
+  });
+  return (pod) => rules.some((rule) => rule(pod));
+}

@@ -1,0 +1,25 @@
+/**
+ * `podctl evict`: a kill with evict semantics — the pod's stopped containers and sandboxes are
+ * removed once it is terminated, and with an API server the pod's status becomes Failed/Evicted with
+ * a Warning Event, as the kubelet's eviction manager reports it.
+ */
+import { terminatePods, type TerminateOptions, type TerminateResult } from './terminate.js';
+
+export const DEFAULT_EVICTION_REASON = 'Evicted';
+
+export interface EvictOptions extends Omit<TerminateOptions, 'evict'> {
+  reason?: string;
+  message?: string;
+}
+export type EvictResult = TerminateResult;
+
+export function evictionMessage(reason: string, message: string | undefined, node: string | undefined): string {
+  return message ?? `The node${node ? ` ${node}` : ''} is evicting this pod (${reason}) with podctl.`;
+}
+
+export async function evictPods(options: EvictOptions): Promise<EvictResult> {
+  const reason = options.reason ?? DEFAULT_EVICTION_REASON;
+  const message = evictionMessage(reason, options.message, options.kube?.node);
+  const { reason: _reason, message: _message, ...rest } = options;
+  return terminatePods({ ...rest, evict: { reason, message } });
+}

@@ -1,0 +1,71 @@
+/**
+ * The session's default runtime: the CRI endpoint (or the embedded simulator's socket), the
+ * grpc-js client, the relisting status cache and the CRI-backed syncer, behind `SessionRuntime`.
+ *
+ * Loaded lazily by session.ts, so that grpc-js is imported only by processes that talk to a runtime.
+ * Invariants: every RPC has the session's deadline (`rpcTimeoutMs`); `close()` ends the event
+ * stream and the channel; the listing always reflects a relist started after the call.
+ */
+import { connectCri } from '../cri/client.js';
+import { RuntimePodCache } from '../cri/cache.js';
+import { resolveEndpoint } from '../cri/endpoint.js';
+import { toPodStatus, toRunningPod, toV1Pod, type RuntimePod } from '../cri/pods.js';
+import { RuntimeSyncer } from '../cri/syncer.js';
+import type { V1Pod } from '../engine/types.js';
+import type { SessionOptions } from './session-api.js';
+import type { RuntimePodRecord, SessionRuntime } from './session.js';
+
+export interface RuntimeHooks {
+  /** Whether the engine marked the pod evicted (its containers and sandboxes are then removed). */
+  isEvicted?: (uid: string) => boolean;
+}
+
+export function recordOfRuntimePod(pod: RuntimePod): RuntimePodRecord {
+  const createdAt = pod.sandboxes[0]?.createdAt;
+  return {
+    uid: pod.uid,
+    namespace: pod.namespace,
+    name: pod.name,
+    runningPod: toRunningPod(pod),
+    status: toPodStatus(pod),
+    pod: toV1Pod(pod),
+    static: pod.static,
+    ...(createdAt ? { createdAt } : {}),
+  };
+}
+
+export async function connectRuntime(options: SessionOptions, stateDir: string, hooks: RuntimeHooks = {}): Promise<SessionRuntime> {
+  const resolved = await resolveEndpoint({ ...(options.runtimeEndpoint ? { flag: options.runtimeEndpoint } : {}), stateDir });
+  const client = await connectCri({ endpoint: resolved.endpoint, ...(options.rpcTimeoutMs ? { timeoutMs: options.rpcTimeoutMs } : {}) });
+  const clock = options.clock;
+  const cache = new RuntimePodCache({ client, ...(clock ? { clock } : {}), ...(options.rpcTimeoutMs ? { rpcTimeoutMs: options.rpcTimeoutMs } : {}) });
+  const syncer = new RuntimeSyncer({
+    client,
+    cache,
+    ...(clock ? { clock } : {}),
+    ...(options.log ? { log: options.log } : {}),
+    shouldRemove: (pod: V1Pod) => {
+      const uid = pod.metadata?.uid;
+      return uid !== undefined && (hooks.isEvicted?.(uid) ?? false);
+    },
+  });
+  cache.start();
+  return {
+    endpoint: resolved.endpoint,
+    simulated: resolved.simulated,
+    syncer,
+    cache,
+    async listPods(signal) {
+      return (await cache.listPods(signal)).map(recordOfRuntimePod);
+    },
+    subscribe(listener) {
+      return cache.subscribe((event) => {
+        if (event.kind === 'relisted' || event.kind === 'container-event') listener(event.kind, event.uids);
+      });
+    },
+    async close() {
+      cache.close();
+      client.close();
+    },
+  };
+}

@@ -1,0 +1,891 @@
+/**
+ * `openSession()`: the node session every podctl process opens (see session-api.ts for the
+ * contract). It wires one in-process pod-worker engine to the runtime (CRI or simulator) and to the
+ * checkpoint store shared by every podctl process on the node.
+ *
+ * What it owns and guarantees:
+ * - Ownership: this session drives a pod only while it holds the pod's lease (store/lease.ts). It
+ *   takes a lease when it first acts on a pod (`requestKill`, `waitTerminated`, `syncKnown`); if a
+ *   live process holds it, the request goes to that owner's inbox instead. A pod whose owner died
+ *   (or released it) is taken over and restored into this engine from its checkpoint (`restore`):
+ *   finished stays finished, terminating continues with the remembered grace, never longer.
+ * - Persistence: every engine event of an owned pod marks it dirty; dirty pods are written as one
+ *   coalesced batch a few ms later. `requestKill` resolves only after the pod's checkpoint (or the
+ *   inbox request) is durable; `close()` flushes everything, then releases the leases. A write
+ *   failure (disk full) is reported once and retried; the previous checkpoint stays intact.
+ * - Hand-over: the inbox folder is watched (fs.watch, with a slow re-scan); requests for owned pods
+ *   are applied through `updatePod` in arrival order, persisted, then acknowledged.
+ * - Reads (`listPods`, `getPod`) merge this engine's live view of owned pods with every other
+ *   process's checkpoints and leases and with one runtime listing; they never take a lease.
+ * - Every wait is bounded: `waitTerminated` by its timeout, `syncKnown` by the kubelet's killPodNow
+ *   bound for the pods it drives; timers are unref'd so a session never keeps a process alive.
+ *
+ * Heavy modules stay out: the CRI client and the API-server client are imported lazily, only when
+ * the default runtime or a kubeconfig is used.
+ */
+import { hostname } from 'node:os';
+import { createPodWorkers } from '../engine/index.js';
+import {
+  workerStateOf,
+  type PodStatus,
+  type PodStatusCache,
+  type PodSyncer,
+  type PodSyncStatusView,
+  type PodWorkerEvent,
+  type PodWorkers,
+  type PodWorkersOptions,
+  type PodWorkerSync,
+  type RunningPod,
+  type V1Pod,
+} from '../engine/types.js';
+import { openStore, leaseInfoOf, type FileOps, type FolderWatch, type InboxRequest, type LeaseView, type PodCheckpoint, type Store } from '../store/index.js';
+import { watchFolder } from '../store/watch.js';
+import { boundHistory } from '../store/format.js';
+import { lastErrorAfter, sessionTransition, transitionOf } from '../store/timeline.js';
+import type {
+  KillHandle,
+  KillRequest,
+  Logger,
+  NodeSession,
+  PodInfo,
+  RuntimeErrorInfo,
+  SessionEvent,
+  SessionOptions,
+  SyncKnownResult,
+  TransitionRecord,
+  WaitOptions,
+  WaitOutcome,
+} from './session-api.js';
+
+/** One pod as the runtime lists it. */
+export interface RuntimePodRecord {
+  uid: string;
+  namespace: string;
+  name: string;
+  runningPod: RunningPod;
+  status: PodStatus;
+  /** A spec rebuilt from the kubelet's labels/annotations, when the runtime has them. */
+  pod?: V1Pod;
+  static: boolean;
+  /** When the pod's newest sandbox was created (epoch ms). */
+  createdAt?: number;
+}
+
+/**
+ * What the session needs from a container runtime: the engine's two ports plus a listing. The
+ * default (`connectRuntime`) is CRI-backed; tests pass an in-memory one.
+ */
+export interface SessionRuntime {
+  readonly endpoint: string;
+  readonly simulated: boolean;
+  readonly syncer: PodSyncer;
+  readonly cache: PodStatusCache;
+  /** Lists the runtime's pods now (and refreshes the status cache). */
+  listPods(signal?: AbortSignal): Promise<RuntimePodRecord[]>;
+  /** Relist / container-event notifications, if the runtime produces them. */
+  subscribe?(listener: (kind: 'relisted' | 'container-event', uids: string[]) => void): () => void;
+  close(): Promise<void>;
+}
+
+/** Test seams and tunables; every field is optional. */
+export interface SessionSeams {
+  runtime?: SessionRuntime;
+  createEngine?: (options: PodWorkersOptions) => PodWorkers;
+  /** Desired pods when `syncKnown(undefined)` is called (default: the API server via kubeconfig). */
+  desiredPodsSource?: (signal?: AbortSignal) => Promise<V1Pod[]>;
+  storeOps?: FileOps;
+  /** Lease heartbeat period (default 2_000 ms). */
+  heartbeatMs?: number;
+  /** Safety re-scan of the inbox and re-check of awaited pods (default 1_000 ms). */
+  rescanMs?: number;
+  /** Persistence coalescing delay (default 15 ms). */
+  flushDelayMs?: number;
+  /** Engine options passed through (resync, backoff). */
+  engine?: Pick<PodWorkersOptions, 'resyncIntervalMs' | 'backOffPeriodMs'>;
+}
+
+const DEFAULT_HEARTBEAT_MS = 2_000;
+const DEFAULT_RESCAN_MS = 1_000;
+const DEFAULT_FLUSH_DELAY_MS = 15;
+const FLUSH_RETRY_MS = 1_000;
+
+/** The kubelet's killPodNow bound for a grace period (seconds): max(10 s, 1.5 × grace). */
+export function killBoundMs(gracePeriodSeconds: number): number {
+  return Math.max(10_000, 1_500 * gracePeriodSeconds);
+}
+
+/** What the session remembers about a pod it owns, beside the engine's own status. */
+interface OwnedPod {
+  namespace: string;
+  name: string;
+  since: number;
+  history: TransitionRecord[];
+  lastError?: RuntimeErrorInfo;
+  graceDeadline?: number;
+}
+
+function splitFullname(fullname: string): { name: string; namespace: string } {
+  const at = fullname.lastIndexOf('_');
+  return at < 0 ? { name: fullname, namespace: '' } : { name: fullname.slice(0, at), namespace: fullname.slice(at + 1) };
+}
+
+function specOf(view: PodSyncStatusView | undefined): V1Pod | undefined {
+  return view?.pendingUpdate?.pod ?? view?.activeUpdate?.pod;
+}
+
+function runningPodOf(view: PodSyncStatusView | undefined): RunningPod | undefined {
+  return view?.pendingUpdate?.runningPod ?? view?.activeUpdate?.runningPod;
+}
+
+function isStatic(pod: V1Pod | undefined): boolean {
+  const source = pod?.metadata?.annotations?.['kubernetes.io/config.source'];
+  return source !== undefined && source !== 'api';
+}
+
+function namesOf(view: PodSyncStatusView, runtime?: RuntimePodRecord): { namespace: string; name: string } {
+  const pod = specOf(view);
+  if (pod?.metadata?.name) return { name: pod.metadata.name, namespace: pod.metadata.namespace ?? 'default' };
+  const running = runningPodOf(view);
+  if (running) return { name: running.name, namespace: running.namespace };
+  if (runtime) return { name: runtime.name, namespace: runtime.namespace };
+  return splitFullname(view.fullname);
+}
+
+function isRunningSomething(status: PodStatus): boolean {
+  return status.containerStatuses.some((c) => c.state === 'running') || status.sandboxStatuses.some((s) => s.state === 'ready');
+}
+
+function stateOfView(view: PodSyncStatusView): PodInfo['state'] {
+  return view.finished ? 'finished' : workerStateOf(view);
+}
+
+function isDone(state: PodInfo['state']): boolean {
+  return state === 'terminated' || state === 'finished';
+}
+
+function describeKill(request: { gracePeriodSeconds?: number; evict?: boolean; reason?: string }, fromPid: number): string {
+  const parts = [request.evict ? 'evict' : 'kill'];
+  if (request.gracePeriodSeconds !== undefined) parts.push(`grace ${request.gracePeriodSeconds}s`);
+  parts.push(`from pid ${fromPid}`);
+  if (request.reason) parts.push(`(${request.reason})`);
+  return parts.join(' ');
+}
+
+class PodNotFound extends Error {
+  constructor(uid: string) {
+    super(`pod ${uid} is not known to the runtime or the state dir`);
+    this.name = 'PodNotFound';
+  }
+}
+
+class Session implements NodeSession {
+  readonly endpoint: string;
+  readonly stateDir: string;
+  readonly simulated: boolean;
+
+  readonly #store: Store;
+  readonly #runtime: SessionRuntime;
+  readonly #engine: PodWorkers;
+  readonly #log: Logger;
+  readonly #now: () => number;
+  readonly #options: SessionOptions;
+  readonly #seams: SessionSeams;
+  readonly #pid = process.pid;
+
+  readonly #owned = new Map<string, OwnedPod>();
+  /** UIDs being restored right now: their restore events keep the checkpoint's timeline. */
+  readonly #restoring = new Set<string>();
+  readonly #dirty = new Set<string>();
+  readonly #forgotten = new Set<string>();
+  #flushTimer: NodeJS.Timeout | undefined;
+  #flushChain: Promise<void> = Promise.resolve();
+  #flushFailing = false;
+
+  readonly #adopting = new Map<string, Promise<boolean>>();
+  readonly #inboxChains = new Map<string, Promise<void>>();
+  readonly #listeners = new Set<(event: SessionEvent) => void>();
+  readonly #wakers = new Set<() => void>();
+  readonly #watches: FolderWatch[] = [];
+  readonly #timers: NodeJS.Timeout[] = [];
+  #unsubscribeRuntime: (() => void) | undefined;
+  #unsubscribeEngine: (() => void) | undefined;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: SessionOptions, seams: SessionSeams, store: Store, runtime: SessionRuntime, log: Logger) {
+    this.#options = options;
+    this.#seams = seams;
+    this.#store = store;
+    this.#runtime = runtime;
+    this.#log = log;
+    this.#now = options.clock ? () => options.clock!.now() : Date.now;
+    this.endpoint = runtime.endpoint;
+    this.stateDir = store.layout.root;
+    this.simulated = runtime.simulated;
+    const engineOptions: PodWorkersOptions = {
+      syncer: runtime.syncer,
+      cache: runtime.cache,
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...seams.engine,
+    };
+    this.#engine = (seams.createEngine ?? createPodWorkers)(engineOptions);
+    this.#unsubscribeEngine = this.#engine.subscribe((event) => this.#onEngineEvent(event));
+  }
+
+  /** The engine marked this pod evicted (its runtime objects are removed once terminated). */
+  isEvicted(uid: string): boolean {
+    return this.#engine.snapshot().get(uid)?.evicted ?? false;
+  }
+
+  /** Starts watchers and heartbeats (after construction, so a failing open leaks nothing). */
+  start(): void {
+    const rescanMs = this.#seams.rescanMs ?? DEFAULT_RESCAN_MS;
+    const { inbox, checkpoints, leases } = this.#store;
+    this.#watches.push(
+      watchFolder(inbox.folder, {
+        rescanMs,
+        onName: (name) => {
+          const uid = inbox.uidOfName(name);
+          if (uid === undefined) return;
+          this.#emit({ source: 'store', uid, at: this.#now(), kind: 'request-written' });
+          if (this.#store.leases.holds(uid)) this.#drainInbox(uid);
+        },
+        onRescan: () => void this.#rescanInbox(),
+      }),
+      watchFolder(checkpoints.folder, {
+        rescanMs: 60_000,
+        onName: (name) => {
+          const uid = checkpoints.uidOfName(name);
+          if (uid !== undefined) this.#emit({ source: 'store', uid, at: this.#now(), kind: 'checkpoint-changed' });
+        },
+        onRescan: () => {},
+      }),
+      watchFolder(leases.folder, {
+        rescanMs: 60_000,
+        onName: (name) => {
+          const uid = leases.uidOfName(name);
+          if (uid !== undefined) this.#emit({ source: 'store', uid, at: this.#now(), kind: 'lease-changed' });
+        },
+        onRescan: () => {},
+      }),
+    );
+    const beat = setInterval(() => void this.#heartbeat(), this.#seams.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
+    beat.unref();
+    this.#timers.push(beat);
+    this.#unsubscribeRuntime = this.#runtime.subscribe?.((kind, uids) => this.#emit({ source: 'runtime', at: this.#now(), kind, uids }));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // events and persistence
+
+  #emit(event: SessionEvent): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A listener's failure is its own.
+      }
+    }
+    for (const wake of this.#wakers) wake();
+  }
+
+  #warn(message: string): void {
+    this.#log('warn', message);
+    this.#emit({ source: 'session', at: this.#now(), kind: 'warning', message });
+  }
+
+  #ownedPod(uid: string, fullname: string): OwnedPod {
+    let owned = this.#owned.get(uid);
+    if (!owned) {
+      const names = splitFullname(fullname);
+      owned = { ...names, since: this.#now(), history: [] };
+      this.#owned.set(uid, owned);
+    }
+    return owned;
+  }
+
+  #record(owned: OwnedPod, record: TransitionRecord): void {
+    owned.history.push(record);
+    if (owned.history.length > 2 * 64) owned.history = boundHistory(owned.history);
+  }
+
+  #onEngineEvent(event: PodWorkerEvent): void {
+    const owned = this.#ownedPod(event.uid, event.fullname);
+    const restoring = this.#restoring.has(event.uid);
+    if (!restoring) {
+      const record = transitionOf(event, this.#pid);
+      if (record) this.#record(owned, record);
+      if (event.type === 'state-changed' || event.type === 'finished') owned.since = event.at;
+    }
+    owned.lastError = lastErrorAfter(owned.lastError, event);
+    if (event.type === 'termination-requested') {
+      const deadline = event.at + event.gracePeriod * 1000;
+      if (owned.graceDeadline === undefined || deadline < owned.graceDeadline) owned.graceDeadline = deadline;
+    } else if (event.type === 'grace-shortened') {
+      const deadline = event.at + event.to * 1000;
+      if (owned.graceDeadline === undefined || deadline < owned.graceDeadline) owned.graceDeadline = deadline;
+    }
+    if (event.type === 'forgotten') this.#forgotten.add(event.uid);
+    this.#dirty.add(event.uid);
+    this.#scheduleFlush();
+    this.#emit({ source: 'engine', event });
+  }
+
+  #scheduleFlush(delayMs = this.#seams.flushDelayMs ?? DEFAULT_FLUSH_DELAY_MS): void {
+    if (this.#flushTimer || this.#closed) return;
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = undefined;
+      void this.#flush();
+    }, delayMs);
+    this.#flushTimer.unref();
+  }
+
+  /** Writes every dirty pod now; resolves when they (and earlier flushes) are on disk. */
+  #flush(): Promise<void> {
+    if (this.#flushTimer) {
+      clearTimeout(this.#flushTimer);
+      this.#flushTimer = undefined;
+    }
+    const next = this.#flushChain.then(() => this.#writeDirty());
+    this.#flushChain = next.catch(() => {});
+    return next;
+  }
+
+  async #writeDirty(): Promise<void> {
+    if (this.#dirty.size === 0) return;
+    const uids = [...this.#dirty];
+    this.#dirty.clear();
+    const snapshot = this.#engine.snapshot();
+    const failed: unknown[] = [];
+    await Promise.all(
+      uids.map(async (uid) => {
+        try {
+          await this.#persist(uid, snapshot.get(uid));
+        } catch (error) {
+          this.#dirty.add(uid);
+          failed.push(error);
+        }
+      }),
+    );
+    if (failed.length > 0) {
+      if (!this.#flushFailing) this.#warn((failed[0] as Error).message);
+      this.#flushFailing = true;
+      this.#scheduleFlush(FLUSH_RETRY_MS);
+      throw failed[0];
+    }
+    this.#flushFailing = false;
+  }
+
+  async #persist(uid: string, view: PodSyncStatusView | undefined): Promise<void> {
+    const { checkpoints, leases } = this.#store;
+    if (!leases.holds(uid)) return;
+    if (this.#forgotten.has(uid) && view === undefined) {
+      this.#forgotten.delete(uid);
+      this.#owned.delete(uid);
+      await checkpoints.remove(uid);
+      await leases.release(uid);
+      return;
+    }
+    if (!view) return;
+    const owned = this.#ownedPod(uid, view.fullname);
+    const names = namesOf(view);
+    owned.namespace = names.namespace;
+    owned.name = names.name;
+    await checkpoints.write(this.#checkpointOf(view, owned));
+  }
+
+  #checkpointOf(view: PodSyncStatusView, owned: OwnedPod): PodCheckpoint {
+    return {
+      uid: view.uid,
+      namespace: owned.namespace,
+      name: owned.name,
+      status: view,
+      since: owned.since,
+      history: boundHistory(owned.history),
+      ...(owned.lastError ? { lastError: owned.lastError } : {}),
+      ...(owned.graceDeadline !== undefined && workerStateOf(view) === 'terminating' ? { graceDeadline: owned.graceDeadline } : {}),
+      writtenAt: this.#now(),
+      writerPid: this.#pid,
+    };
+  }
+
+  async #heartbeat(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      const lost = await this.#store.leases.heartbeat();
+      for (const uid of lost) this.#warn(`lost the lease of pod ${uid} to another process; no longer persisting it`);
+    } catch (error) {
+      this.#log('debug', `heartbeat: ${(error as Error).message}`);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // ownership: take over, restore, apply requests
+
+  /**
+   * Takes the lease of `uid` if no live process holds it and restores its checkpoint into this
+   * engine. Resolves true when this session now drives the pod.
+   */
+  #adopt(uid: string, why: string): Promise<boolean> {
+    if (this.#store.leases.holds(uid)) return Promise.resolve(true);
+    const running = this.#adopting.get(uid);
+    if (running) return running;
+    const attempt = this.#takeOver(uid, why).finally(() => this.#adopting.delete(uid));
+    this.#adopting.set(uid, attempt);
+    return attempt;
+  }
+
+  async #takeOver(uid: string, why: string): Promise<boolean> {
+    if (this.#closed) return false;
+    const result = await this.#store.leases.tryAcquire(uid);
+    if (!result.acquired) return false;
+    const checkpoint = await this.#store.checkpoints.read(uid);
+    const now = this.#now();
+    const owned: OwnedPod = checkpoint
+      ? {
+          namespace: checkpoint.namespace,
+          name: checkpoint.name,
+          since: checkpoint.since,
+          history: [...checkpoint.history],
+          ...(checkpoint.lastError ? { lastError: checkpoint.lastError } : {}),
+          ...(checkpoint.graceDeadline !== undefined ? { graceDeadline: checkpoint.graceDeadline } : {}),
+        }
+      : { namespace: '', name: '', since: now, history: [] };
+    this.#owned.set(uid, owned);
+    const previous = result.previous;
+    const from = previous?.record
+      ? previous.released
+        ? `after pid ${previous.record.pid} released it`
+        : `from pid ${previous.record.pid} (gone)`
+      : 'first owner';
+    this.#record(owned, sessionTransition('lease-taken', `${why}: lease taken ${from}`, now, this.#pid));
+    if (checkpoint && !this.#engine.snapshot().has(uid)) {
+      this.#restoring.add(uid);
+      try {
+        this.#engine.restore([checkpoint.status]);
+      } finally {
+        this.#restoring.delete(uid);
+      }
+      const state = stateOfView(checkpoint.status);
+      const detail =
+        state === 'terminating'
+          ? `resumed terminating with grace ${checkpoint.status.gracePeriod}s`
+          : state === 'finished'
+            ? 'restored finished (waits to be forgotten)'
+            : `restored in state ${state}`;
+      this.#record(owned, sessionTransition('resumed', detail, now, this.#pid));
+    }
+    this.#dirty.add(uid);
+    await this.#flush().catch(() => {});
+    this.#drainInbox(uid);
+    return true;
+  }
+
+  /** Applies a kill to a pod this session owns. Throws PodNotFound when nothing is left to kill. */
+  #applyKill(
+    uid: string,
+    request: { gracePeriodSeconds?: number; evict?: boolean; reason?: string; pod?: V1Pod },
+    from: { pid: number; inbox: boolean },
+    runtimePod?: RuntimePodRecord,
+  ): void {
+    const view = this.#engine.snapshot().get(uid);
+    const pod = request.pod ?? specOf(view) ?? runtimePod?.pod;
+    const runningPod = pod ? undefined : (runningPodOf(view) ?? runtimePod?.runningPod);
+    if (!pod && !runningPod) throw new PodNotFound(uid);
+    const owned = this.#ownedPod(uid, view?.fullname ?? `${pod?.metadata?.name ?? runningPod!.name}_${pod?.metadata?.namespace ?? runningPod!.namespace}`);
+    this.#record(owned, sessionTransition(from.inbox ? 'request-applied' : 'kill-requested', describeKill(request, from.pid), this.#now(), this.#pid));
+    this.#dirty.add(uid);
+    const killPodOptions = {
+      ...(request.evict ? { evict: true } : {}),
+      ...(request.gracePeriodSeconds !== undefined ? { gracePeriodSecondsOverride: Math.max(1, Math.floor(request.gracePeriodSeconds)) } : {}),
+    };
+    this.#engine.updatePod({
+      updateType: 'kill',
+      startTime: this.#now(),
+      ...(pod ? { pod } : { runningPod: runningPod! }),
+      killPodOptions,
+    });
+  }
+
+  #drainInbox(uid: string): void {
+    const previous = this.#inboxChains.get(uid) ?? Promise.resolve();
+    const next = previous.then(() => this.#applyInbox(uid)).catch((error: unknown) => this.#warn(`inbox of pod ${uid}: ${(error as Error).message}`));
+    this.#inboxChains.set(uid, next);
+    void next.finally(() => {
+      if (this.#inboxChains.get(uid) === next) this.#inboxChains.delete(uid);
+    });
+  }
+
+  async #applyInbox(uid: string): Promise<void> {
+    if (!this.#store.leases.holds(uid)) return;
+    const requests = await this.#store.inbox.pending(uid);
+    if (requests.length === 0) return;
+    const applied: InboxRequest[] = [];
+    for (const request of requests) {
+      try {
+        this.#applyKill(uid, request, { pid: request.fromPid, inbox: true });
+      } catch (error) {
+        if (!(error instanceof PodNotFound)) throw error;
+        this.#log('debug', `request ${request.id} for pod ${uid}: nothing left to kill`);
+      }
+      applied.push(request);
+    }
+    await this.#flush();
+    await Promise.all(applied.map((r) => this.#store.inbox.acknowledge(r)));
+  }
+
+  async #rescanInbox(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      const pending = await this.#store.inbox.pendingUids();
+      for (const uid of pending) if (this.#store.leases.holds(uid)) this.#drainInbox(uid);
+    } catch (error) {
+      this.#log('debug', `inbox re-scan: ${(error as Error).message}`);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // reads
+
+  async #runtimeIndex(signal?: AbortSignal): Promise<Map<string, RuntimePodRecord>> {
+    const list = await this.#runtime.listPods(signal);
+    return new Map(list.map((p) => [p.uid, p]));
+  }
+
+  /** PodInfo for the given UIDs (all known pods when `only` is undefined). */
+  async #collect(only?: readonly string[], runtimePods?: Map<string, RuntimePodRecord>): Promise<Map<string, PodInfo>> {
+    const runtime = runtimePods ?? (await this.#runtimeIndex());
+    const snapshot = this.#engine.snapshot();
+    const { checkpoints, leases } = this.#store;
+    let stored: Map<string, PodCheckpoint>;
+    let leaseViews: Map<string, LeaseView>;
+    if (only) {
+      stored = new Map();
+      leaseViews = new Map();
+      await Promise.all(
+        only.map(async (uid) => {
+          if (!leases.holds(uid)) {
+            const checkpoint = await checkpoints.read(uid);
+            if (checkpoint) stored.set(uid, checkpoint);
+          }
+          const lease = await leases.inspect(uid);
+          if (lease) leaseViews.set(uid, lease);
+        }),
+      );
+    } else {
+      [stored, leaseViews] = await Promise.all([checkpoints.readAll(), leases.inspectAll()]);
+    }
+    const uids = new Set<string>(only ?? [...runtime.keys(), ...stored.keys(), ...this.#owned.keys()]);
+    const out = new Map<string, PodInfo>();
+    for (const uid of uids) {
+      const info = this.#podInfo(uid, snapshot, stored.get(uid), leaseViews.get(uid), runtime.get(uid));
+      if (info) out.set(uid, info);
+    }
+    return out;
+  }
+
+  #podInfo(
+    uid: string,
+    snapshot: Map<string, PodSyncStatusView>,
+    checkpoint: PodCheckpoint | undefined,
+    lease: LeaseView | undefined,
+    runtime: RuntimePodRecord | undefined,
+  ): PodInfo | undefined {
+    const ownedView = this.#store.leases.holds(uid) ? snapshot.get(uid) : undefined;
+    const owned = ownedView ? this.#owned.get(uid) : undefined;
+    const worker = ownedView ?? checkpoint?.status;
+    if (!worker && !runtime) return undefined;
+    const names = worker ? namesOf(worker, runtime) : { name: runtime!.name, namespace: runtime!.namespace };
+    const pod = specOf(worker) ?? runtime?.pod;
+    const state: PodInfo['state'] = worker ? stateOfView(worker) : 'runtime';
+    const containers = runtime?.status.containerStatuses ?? [];
+    const graceDeadline = owned ? owned.graceDeadline : checkpoint?.graceDeadline;
+    const info: PodInfo = {
+      uid,
+      namespace: names.namespace,
+      name: names.name,
+      static: runtime?.static ?? isStatic(pod),
+      state,
+      containersRunning: containers.filter((c) => c.state === 'running').length,
+      containersTotal: containers.length,
+      since: owned?.since ?? checkpoint?.since ?? runtime?.createdAt ?? this.#now(),
+      history: owned ? boundHistory(owned.history) : (checkpoint?.history ?? []),
+    };
+    if (pod) info.pod = pod;
+    if (worker) info.worker = worker;
+    if (runtime) info.runtime = runtime.status;
+    if (worker && state === 'terminating') {
+      info.gracePeriod = worker.gracePeriod;
+      if (graceDeadline !== undefined) info.graceDeadline = graceDeadline;
+    }
+    const owner = lease ? leaseInfoOf(lease) : undefined;
+    if (owner && !lease!.released) info.owner = owner;
+    const lastError = owned ? owned.lastError : checkpoint?.lastError;
+    if (lastError) info.lastError = lastError;
+    return info;
+  }
+
+  async listPods(): Promise<PodInfo[]> {
+    this.#assertOpen();
+    return [...(await this.#collect()).values()];
+  }
+
+  async getPod(uid: string): Promise<PodInfo | undefined> {
+    this.#assertOpen();
+    return (await this.#collect([uid])).get(uid);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // commands
+
+  async requestKill(request: KillRequest): Promise<KillHandle> {
+    this.#assertOpen();
+    const { uid } = request;
+    const runtime = await this.#runtimeIndex();
+    const runtimePod = runtime.get(uid);
+    const known = this.#store.leases.holds(uid) || runtimePod !== undefined || (await this.#store.checkpoints.read(uid)) !== undefined;
+    if (!known) throw new PodNotFound(uid);
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      if (await this.#adopt(uid, 'kill')) {
+        this.#applyKill(uid, request, { pid: this.#pid, inbox: false }, runtimePod);
+        await this.#flush();
+        return { uid, handledBy: 'local', ownerPid: this.#pid };
+      }
+      const owner = await this.#store.leases.inspect(uid);
+      if (owner?.alive && owner.record) {
+        await this.#store.inbox.post({
+          uid,
+          kind: 'kill',
+          ...(request.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: request.gracePeriodSeconds } : {}),
+          ...(request.evict ? { evict: true } : {}),
+          ...(request.reason ? { reason: request.reason } : {}),
+          ...(request.message ? { message: request.message } : {}),
+        });
+        return { uid, handledBy: 'delegated', ownerPid: owner.record.pid };
+      }
+      // The owner died between our attempt and our look: try to take over again.
+    }
+    throw new Error(`pod ${uid}: could not take over its lease nor reach its owner`);
+  }
+
+  async waitTerminated(uids: string[], options: WaitOptions): Promise<Map<string, WaitOutcome>> {
+    this.#assertOpen();
+    const outcomes = new Map<string, WaitOutcome>();
+    const deadline = this.#now() + options.timeoutMs;
+    const rescanMs = this.#seams.rescanMs ?? DEFAULT_RESCAN_MS;
+    const last = new Map<string, string>();
+    const waiting = (): string[] => uids.filter((uid) => !outcomes.has(uid));
+
+    const evaluate = async (): Promise<void> => {
+      const pending = waiting();
+      if (pending.length === 0) return;
+      let infos: Map<string, PodInfo>;
+      try {
+        infos = await this.#collect(pending);
+      } catch (error) {
+        this.#log('debug', `wait: ${(error as Error).message}`);
+        return; // the runtime did not answer: decide nothing this round
+      }
+      for (const uid of pending) {
+        const info = infos.get(uid);
+        if (!info) {
+          outcomes.set(uid, 'gone');
+          continue;
+        }
+        const fingerprint = `${info.state}|${info.gracePeriod}|${info.containersRunning}|${info.owner?.pid}|${info.lastError?.at}`;
+        if (last.get(uid) !== fingerprint) {
+          last.set(uid, fingerprint);
+          options.onProgress?.(info);
+        }
+        if (isDone(info.state)) {
+          outcomes.set(uid, 'terminated');
+          continue;
+        }
+        const drivenHere = this.#store.leases.holds(uid);
+        if (!drivenHere && !info.owner?.alive && info.state !== 'runtime') await this.#adopt(uid, 'wait');
+      }
+    };
+
+    let wake: () => void = () => {};
+    const waker = (): void => wake();
+    this.#wakers.add(waker);
+    const onAbort = (): void => wake();
+    options.signal?.addEventListener('abort', onAbort);
+    try {
+      for (;;) {
+        await evaluate();
+        if (waiting().length === 0 || options.signal?.aborted || this.#closed) break;
+        const left = deadline - this.#now();
+        if (left <= 0) break;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(left, rescanMs));
+          timer.unref?.();
+          wake = () => {
+            clearTimeout(timer);
+            // Coalesce bursts of events into one evaluation.
+            setTimeout(resolve, 10).unref?.();
+            wake = () => {};
+          };
+        });
+      }
+    } finally {
+      this.#wakers.delete(waker);
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+    for (const uid of uids) if (!outcomes.has(uid)) outcomes.set(uid, 'timeout');
+    return outcomes;
+  }
+
+  async #desiredPods(): Promise<V1Pod[]> {
+    if (this.#seams.desiredPodsSource) return this.#seams.desiredPodsSource();
+    const kube = await import('../kube/index.js');
+    const source = kube.detectKube(this.#options.kubeconfig);
+    if (!source) {
+      throw new Error('no API server configured for desired pods: pass --kubeconfig, or --desired FILE / --desired-from runtime');
+    }
+    const client = await kube.connectKube(source, { node: this.#options.node ?? hostname(), ...(this.#options.rpcTimeoutMs ? { timeoutMs: this.#options.rpcTimeoutMs } : {}) });
+    return client.listNodePods();
+  }
+
+  async syncKnown(desired: V1Pod[] | undefined): Promise<SyncKnownResult> {
+    this.#assertOpen();
+    const desiredPods = desired ?? (await this.#desiredPods());
+    const desiredUids = new Set(desiredPods.map((p) => p.metadata?.uid).filter((u): u is string => !!u));
+    const runtime = await this.#runtimeIndex();
+    const [stored, leaseViews] = await Promise.all([this.#store.checkpoints.readAll(), this.#store.leases.inspectAll()]);
+
+    // 1. Resume pods whose owner is gone (or released them), from their checkpoints.
+    const resumed: string[] = [];
+    for (const [uid, checkpoint] of stored) {
+      if (this.#store.leases.holds(uid)) continue;
+      const lease = leaseViews.get(uid);
+      if (lease?.alive) continue;
+      if (await this.#adopt(uid, 'sync-known')) {
+        if (!checkpoint.status.finished) resumed.push(uid);
+      }
+    }
+
+    // 2. The engine's housekeeping: forget finished orphans, drive unfinished orphans on.
+    const forgotten = new Set<string>();
+    const unsubscribe = this.#engine.subscribe((event) => {
+      if (event.type === 'forgotten') forgotten.add(event.uid);
+    });
+    let workers: Map<string, PodWorkerSync>;
+    try {
+      workers = this.#engine.syncKnownPods(desiredPods);
+    } finally {
+      unsubscribe();
+    }
+
+    // 3. Runtime pods still running that no worker (here or in a live process) knows: kill them.
+    const orphanedRuntimePods: string[] = [];
+    const snapshot = this.#engine.snapshot();
+    for (const [uid, pod] of runtime) {
+      if (desiredUids.has(uid) || snapshot.has(uid) || !isRunningSomething(pod.status)) continue;
+      if (leaseViews.get(uid)?.alive && !this.#store.leases.holds(uid)) continue;
+      if (!(await this.#adopt(uid, 'sync-known'))) continue;
+      if (this.#engine.snapshot().has(uid)) continue; // restored from a checkpoint after all
+      this.#engine.updatePod({ updateType: 'kill', startTime: this.#now(), runningPod: pod.runningPod });
+      this.#record(this.#ownedPod(uid, `${pod.name}_${pod.namespace}`), sessionTransition('orphan-killed', 'runtime pod unknown to any worker: terminating', this.#now(), this.#pid));
+      orphanedRuntimePods.push(uid);
+    }
+    await this.#flush().catch(() => {});
+
+    // 4. Drive what this sync started to completion (bounded), then forget what finished.
+    await this.#driveToCompletion();
+    const unsubscribeAgain = this.#engine.subscribe((event) => {
+      if (event.type === 'forgotten') forgotten.add(event.uid);
+    });
+    try {
+      workers = this.#engine.syncKnownPods(desiredPods);
+    } finally {
+      unsubscribeAgain();
+    }
+    await this.#flush().catch(() => {});
+    return { workers, orphanedRuntimePods, resumed, forgotten: [...forgotten] };
+  }
+
+  /** Waits until no owned pod is terminating (or terminated but not yet cleaned up), bounded. */
+  async #driveToCompletion(): Promise<void> {
+    const unfinished = (): PodSyncStatusView[] =>
+      [...this.#engine.snapshot().values()].filter((v) => this.#store.leases.holds(v.uid) && !v.finished && workerStateOf(v) !== 'sync');
+    const first = unfinished();
+    if (first.length === 0) return;
+    const bound = this.#now() + killBoundMs(Math.max(1, ...first.map((v) => v.gracePeriod))) + 5_000;
+    await new Promise<void>((resolve) => {
+      const check = (): void => {
+        if (unfinished().length === 0 || this.#now() >= bound || this.#closed) {
+          unsubscribe();
+          clearInterval(timer);
+          resolve();
+        }
+      };
+      const unsubscribe = this.#engine.subscribe(() => queueMicrotask(check));
+      const timer = setInterval(check, 250);
+      timer.unref();
+      check();
+    });
+  }
+
+  subscribe(listener: (event: SessionEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new Error('the session is closed');
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#shutdown();
+    return this.#closing;
+  }
+
+  async #shutdown(): Promise<void> {
+    for (const watch of this.#watches) watch.close();
+    for (const timer of this.#timers) clearInterval(timer);
+    this.#unsubscribeRuntime?.();
+    // Requests that arrived for our pods are applied (recorded) before we stop.
+    for (const uid of this.#store.leases.heldUids()) this.#drainInbox(uid);
+    await Promise.all([...this.#inboxChains.values()]);
+    await Promise.all([...this.#adopting.values()]).catch(() => {});
+    this.#closed = true;
+    await this.#engine.close();
+    for (const uid of this.#store.leases.heldUids()) this.#dirty.add(uid);
+    let persisted = true;
+    await this.#flush().catch((error: unknown) => {
+      persisted = false;
+      this.#log('error', `could not persist pod state on close: ${(error as Error).message}`);
+    });
+    this.#unsubscribeEngine?.();
+    // Leases whose checkpoint could not be written stay held by this (exiting) process: the next
+    // process sees it dead and resumes from the last good checkpoint.
+    if (persisted) await this.#store.leases.releaseAll();
+    await this.#runtime.close();
+  }
+}
+
+/** Builds the default CRI-backed runtime (lazy: grpc-js is loaded only here). */
+async function connectDefaultRuntime(options: SessionOptions, stateDir: string, isEvicted: (uid: string) => boolean): Promise<SessionRuntime> {
+  const { connectRuntime } = await import('./session-runtime.js');
+  return connectRuntime(options, stateDir, { isEvicted });
+}
+
+/**
+ * Opens the node session: state dir (created/checked), runtime, engine, watchers.
+ * Throws one-line errors (StoreError, EndpointError) the CLI maps to exit codes.
+ */
+export async function openSession(options: SessionOptions, seams: SessionSeams = {}): Promise<NodeSession> {
+  const log: Logger = options.log ?? (() => {});
+  const store = await openStore({
+    stateDir: options.stateDir,
+    report: (message) => log('warn', message),
+    ...(seams.storeOps ? { ops: seams.storeOps } : {}),
+    ...(options.clock ? { clock: () => options.clock!.now() } : {}),
+  });
+  let session: Session | undefined;
+  const runtime = seams.runtime ?? (await connectDefaultRuntime(options, store.layout.root, (uid) => session?.isEvicted(uid) ?? false));
+  session = new Session(options, seams, store, runtime, log);
+  session.start();
+  return session;
+}

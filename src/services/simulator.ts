@@ -1,0 +1,74 @@
+/**
+ * `podctl simulator`: the embedded CRI simulator served in the foreground on a unix socket, seeded
+ * with a demo node, for trying podctl (and running its demo and benchmarks) on a machine without a
+ * container runtime.
+ *
+ * Invariants: gRPC and the simulator are imported only here, on first call; the simulator serves
+ * until the signal aborts (or SIGINT/SIGTERM), then closes and removes its socket; a socket path that
+ * is already served by a live process is refused (it may be a real runtime).
+ */
+import { mkdir } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { RuntimeFailure, UsageError } from '../lib/errors.js';
+
+export const DEFAULT_SIMULATOR_PODS = 36;
+
+export interface SimulatorOptions {
+  socketPath: string;
+  pods: number;
+  /** Real-time factor for simulated waits (1 = real time). */
+  timeScale?: number;
+  signal?: AbortSignal;
+  onReady?: (info: { endpoint: string; socketPath: string; pods: number }) => void;
+}
+
+export interface SimulatorResult {
+  endpoint: string;
+  socketPath: string;
+  pods: number;
+  servedSeconds: number;
+}
+
+/** True when something accepts connections on the socket. */
+export function socketIsLive(socketPath: string, timeoutMs = 300): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(socketPath);
+    const done = (live: boolean): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(live);
+    };
+    const timer = setTimeout(() => done(false), timeoutMs);
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+export async function serveSimulator(options: SimulatorOptions): Promise<SimulatorResult> {
+  if (!Number.isInteger(options.pods) || options.pods < 0) throw new UsageError(`--pods ${options.pods} is not a pod count`, 'use an integer ≥ 0');
+  const socketPath = path.resolve(options.socketPath);
+  if (await socketIsLive(socketPath)) {
+    throw new RuntimeFailure(`${socketPath} is already served by another process`, 'pick another --socket, or stop that process first');
+  }
+  try {
+    await mkdir(path.dirname(socketPath), { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new RuntimeFailure(`cannot create ${path.dirname(socketPath)}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, 'check --socket or --state-dir');
+  }
+  const { runSimulator } = await import('../cri/simulator/index.js');
+  const started = Date.now();
+  let endpoint = `unix://${socketPath}`;
+  await runSimulator({
+    socketPath,
+    pods: options.pods,
+    ...(options.timeScale !== undefined ? { timeScale: options.timeScale } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+    handleProcessSignals: false,
+    onReady: (sim) => {
+      endpoint = sim.endpoint;
+      options.onReady?.({ endpoint: sim.endpoint, socketPath: sim.socketPath, pods: options.pods });
+    },
+  });
+  return { endpoint, socketPath, pods: options.pods, servedSeconds: Math.round((Date.now() - started) / 1000) };
+}

@@ -1,0 +1,305 @@
+/**
+ * `podctl status`: what podctl knows about the node's pods (tracked workers of every podctl process,
+ * and runtime pods), and `--explain`: why a pod is still here.
+ *
+ * The engine's predicates are derived from the worker status view exactly as the kubelet derives
+ * them from its podSyncStatus (timestamps and flags); a pod no worker tracks is answered as the
+ * kubelet answers after its first full sync.
+ *
+ * Invariants: rows have a fixed set of keys (absent values are null), so the JSON/YAML shape does not
+ * depend on a pod's state; `now` is injected, so the same input renders the same output.
+ */
+import { formatDuration } from '../lib/duration.js';
+import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
+import type { Styler, TableSpec } from '../lib/output.js';
+import { truncate } from '../lib/output.js';
+import { resolveSelection, type PodSelection } from '../lib/refs.js';
+import type { NodeSession, PodInfo } from './session-api.js';
+import type { PodSyncStatusView } from '../engine/types.js';
+
+export type PodState = PodInfo['state'];
+
+export interface StatusRow {
+  uid: string;
+  namespace: string;
+  name: string;
+  state: PodState;
+  static: boolean;
+  evicted: boolean;
+  priority: number | null;
+  /** Grace period in force while terminating (seconds). */
+  gracePeriodSeconds: number | null;
+  graceLeftSeconds: number | null;
+  /** When the current state was entered (ISO 8601). */
+  since: string;
+  inStateSeconds: number;
+  containersRunning: number;
+  containersTotal: number;
+  ownerPid: number | null;
+  ownerAlive: boolean | null;
+  lastError: string | null;
+  lastErrorAt: string | null;
+  nextRetryAt: string | null;
+}
+
+export interface PredicateAnswer {
+  name: string;
+  value: boolean;
+  meaning: string;
+}
+
+export interface TimelineEntry {
+  at: string;
+  type: string;
+  detail: string;
+  pid: number;
+}
+
+export interface Explanation {
+  uid: string;
+  namespace: string;
+  name: string;
+  state: PodState;
+  tracked: boolean;
+  predicates: PredicateAnswer[];
+  waitingFor: string;
+  gracePeriodSeconds: number | null;
+  graceLeftSeconds: number | null;
+  lastError: string | null;
+  lastErrorAt: string | null;
+  nextRetryAt: string | null;
+  owner: { pid: number; alive: boolean; heartbeatAt: string } | null;
+  timeline: TimelineEntry[];
+}
+
+export interface StatusResult {
+  endpoint: string;
+  simulated: boolean;
+  stateDir: string;
+  generatedAt: string;
+  pods: StatusRow[];
+  missing: string[];
+  explain?: Explanation[];
+}
+
+export interface StatusOptions {
+  session: NodeSession;
+  selection: PodSelection;
+  explain: boolean;
+  now?: () => number;
+}
+
+const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
+
+export function statusRow(pod: PodInfo, now: number): StatusRow {
+  const terminating = pod.state === 'terminating';
+  return {
+    uid: pod.uid,
+    namespace: pod.namespace,
+    name: pod.name,
+    state: pod.state,
+    static: pod.static,
+    evicted: pod.worker?.evicted ?? false,
+    priority: pod.pod?.spec?.priority ?? null,
+    gracePeriodSeconds: pod.gracePeriod ?? null,
+    graceLeftSeconds: terminating && pod.graceDeadline !== undefined ? Math.max(0, Math.round((pod.graceDeadline - now) / 1000)) : null,
+    since: new Date(pod.since).toISOString(),
+    inStateSeconds: Math.max(0, Math.round((now - pod.since) / 1000)),
+    containersRunning: pod.containersRunning,
+    containersTotal: pod.containersTotal,
+    ownerPid: pod.owner?.pid ?? null,
+    ownerAlive: pod.owner?.alive ?? null,
+    lastError: pod.lastError?.message ?? null,
+    lastErrorAt: iso(pod.lastError?.at),
+    nextRetryAt: iso(pod.lastError?.retryAt),
+  };
+}
+
+/** The engine's predicates for one pod, from its status view (undefined: no worker tracks it). */
+export function predicatesOf(view: PodSyncStatusView | undefined, isStatic: boolean): PredicateAnswer[] {
+  const tracked = view !== undefined;
+  const terminated = view?.terminatedAt !== undefined;
+  const requested = view?.terminatingAt !== undefined;
+  return [
+    {
+      name: 'isPodKnownTerminated',
+      value: tracked && terminated,
+      meaning: tracked ? (terminated ? 'no container can be running and none will start' : 'containers may still run') : 'no worker knows the pod',
+    },
+    {
+      name: 'couldHaveRunningContainers',
+      value: tracked ? !terminated : false,
+      meaning: tracked ? (terminated ? 'the worker has seen every container stopped' : 'the worker has not yet seen every container stopped') : 'untracked pods are not expected to run (a runtime pod is an orphan)',
+    },
+    {
+      name: 'isPodTerminationRequested',
+      value: tracked && requested,
+      meaning: requested ? 'a kill, eviction, deletion or terminal phase started termination' : 'nobody asked this pod to terminate',
+    },
+    {
+      name: 'shouldPodContainersBeTerminating',
+      value: tracked ? view.startedTerminating : true,
+      meaning: tracked
+        ? view.startedTerminating
+          ? 'the worker has begun terminating: no container will be started again'
+          : 'the worker has not begun terminating'
+        : 'untracked pods should have no containers',
+    },
+    {
+      name: 'shouldPodRuntimeBeRemoved',
+      value: tracked ? terminated : true,
+      meaning: tracked ? (terminated ? 'sandboxes and containers may be removed' : 'runtime objects must stay until termination completes') : 'untracked: the runtime objects may be removed',
+    },
+    {
+      name: 'shouldPodContentBeRemoved',
+      value: tracked ? view.evicted || (view.deleted && terminated) : true,
+      meaning: tracked ? (view.evicted ? 'evicted: content goes' : view.deleted ? 'deleted: content goes once terminated' : 'content stays (not evicted or deleted)') : 'untracked: content may be removed',
+    },
+    {
+      name: 'shouldPodBeFinished',
+      value: tracked ? view.finished : true,
+      meaning: tracked ? (view.finished ? 'syncTerminatedPod completed' : 'the terminated step has not completed') : 'untracked pods count as finished',
+    },
+    {
+      name: 'isPodForMirrorPodTerminatingByFullName',
+      value: tracked && isStatic && requested && !terminated,
+      meaning: isStatic ? 'a static pod with this full name is terminating' : 'not a static pod',
+    },
+  ];
+}
+
+/** One sentence: what the worker waits for before the pod can go. */
+export function waitingFor(pod: PodInfo, now: number): string {
+  const view = pod.worker;
+  if (!view) {
+    if (pod.state === 'runtime') {
+      return 'Nothing drives it: the pod was found in the runtime but no worker tracks it. `podctl sync-known` terminates runtime pods no worker knows (orphaned runtime pods), or `podctl kill` it (grace 1).';
+    }
+    return 'Nothing: no worker tracks this pod.';
+  }
+  if (pod.owner && !pod.owner.alive && !view.finished) {
+    return `Its owner (pid ${pod.owner.pid}) is gone, so nobody drives it: \`podctl sync-known\` takes the lease over and resumes it from its checkpoint.`;
+  }
+  const retry = pod.lastError?.retryAt !== undefined && pod.lastError.retryAt > now ? pod.lastError : undefined;
+  const retryText = retry ? ` The last attempt failed (${retry.message}); next retry in ${formatDuration((retry.retryAt ?? now) - now)}.` : '';
+  if (view.finished) return 'Nothing: termination finished; the worker is kept until the next `podctl sync-known` forgets it.';
+  if (view.terminatedAt !== undefined) {
+    return `syncTerminatedPod to complete: clean-up after every container stopped${view.evicted ? ' (evicted: containers and sandboxes are removed)' : ''}; retried until it succeeds.${retryText}`;
+  }
+  if (view.terminatingAt !== undefined) {
+    if (!view.startedTerminating) {
+      return `The worker to pick up the termination request (pending update: ${view.pendingUpdate?.updateType ?? 'kill'}).${retryText}`;
+    }
+    const left = pod.graceDeadline !== undefined ? formatDuration(Math.max(0, pod.graceDeadline - now)) : 'unknown';
+    const running = pod.containersRunning;
+    const what =
+      running > 0
+        ? `${running} container(s) still running must stop within the grace period (${left} left of ${pod.gracePeriod ?? view.gracePeriod}s), then the sandbox is stopped`
+        : 'containers have stopped; the sandbox stop and the runtime confirming it remain';
+    return `syncTerminatingPod: ${what}.${retryText}`;
+  }
+  return `Nothing: the pod is desired and running; it stays until it is killed, evicted or deleted${view.working ? ' (a sync is in progress)' : ''}.${retryText}`;
+}
+
+export function explainPod(pod: PodInfo, now: number): Explanation {
+  const row = statusRow(pod, now);
+  return {
+    uid: pod.uid,
+    namespace: pod.namespace,
+    name: pod.name,
+    state: pod.state,
+    tracked: pod.worker !== undefined,
+    predicates: predicatesOf(pod.worker, pod.static),
+    waitingFor: waitingFor(pod, now),
+    gracePeriodSeconds: row.gracePeriodSeconds,
+    graceLeftSeconds: row.graceLeftSeconds,
+    lastError: row.lastError,
+    lastErrorAt: row.lastErrorAt,
+    nextRetryAt: row.nextRetryAt,
+    owner: pod.owner ? { pid: pod.owner.pid, alive: pod.owner.alive, heartbeatAt: new Date(pod.owner.heartbeatAt).toISOString() } : null,
+    timeline: [...pod.history].sort((a, b) => a.at - b.at).map((h) => ({ at: new Date(h.at).toISOString(), type: h.type, detail: h.detail, pid: h.pid })),
+  };
+}
+
+export function statusExitCode(result: Pick<StatusResult, 'missing'>): ExitCodeValue {
+  return result.missing.length > 0 ? ExitCode.NotFound : ExitCode.Done;
+}
+
+export async function podStatus(options: StatusOptions): Promise<StatusResult> {
+  const now = (options.now ?? Date.now)();
+  const { session } = options;
+  const { targets, missing } = resolveSelection(await session.listPods(), options.selection);
+  const result: StatusResult = {
+    endpoint: session.endpoint,
+    simulated: session.simulated,
+    stateDir: session.stateDir,
+    generatedAt: new Date(now).toISOString(),
+    pods: targets.map((p) => statusRow(p, now)),
+    missing,
+  };
+  if (options.explain) result.explain = targets.map((p) => explainPod(p, now));
+  return result;
+}
+
+function stateCell(state: PodState, styler: Styler): string {
+  switch (state) {
+    case 'sync':
+      return styler.green('running');
+    case 'terminating':
+      return styler.yellow('terminating');
+    case 'terminated':
+      return styler.cyan('terminated');
+    case 'finished':
+      return styler.dim('finished');
+    case 'runtime':
+      return 'runtime';
+  }
+}
+
+function ownerCell(row: StatusRow): string {
+  if (row.ownerPid === null) return '-';
+  return row.ownerAlive === false ? `${row.ownerPid} (dead)` : String(row.ownerPid);
+}
+
+export function statusTable(result: StatusResult, wide: boolean, styler: Styler): TableSpec {
+  const head = ['NAMESPACE/NAME', 'UID', 'STATE', 'GRACE', 'AGE', 'CONTAINERS', 'OWNER', 'LAST ERROR'];
+  if (wide) head.push('PRIORITY', 'STATIC', 'EVICTED', 'NEXT RETRY');
+  const rows = result.pods.map((r) => {
+    const grace = r.gracePeriodSeconds === null ? '-' : r.graceLeftSeconds === null ? `-/${r.gracePeriodSeconds}s` : `${r.graceLeftSeconds}s/${r.gracePeriodSeconds}s`;
+    const cells = [
+      `${r.namespace}/${r.name}`,
+      wide ? r.uid : r.uid.slice(0, 8),
+      stateCell(r.state, styler),
+      grace,
+      formatDuration(r.inStateSeconds * 1000),
+      `${r.containersRunning}/${r.containersTotal}`,
+      ownerCell(r),
+      r.lastError === null ? '' : styler.red(truncate(r.lastError, wide ? 80 : 40)),
+    ];
+    if (wide) cells.push(r.priority === null ? '-' : String(r.priority), r.static ? 'yes' : 'no', r.evicted ? 'yes' : 'no', r.nextRetryAt ?? '-');
+    return cells;
+  });
+  return { head, rows };
+}
+
+/** The `--explain` text for one pod. */
+export function explainText(e: Explanation, styler: Styler, now: number): string {
+  const lines: string[] = [];
+  lines.push(styler.bold(`${e.namespace}/${e.name}`) + `  uid ${e.uid}`);
+  lines.push(`  state:        ${e.state}${e.tracked ? '' : ' (no worker)'}`);
+  lines.push(`  waiting for:  ${e.waitingFor}`);
+  if (e.gracePeriodSeconds !== null) lines.push(`  grace:        ${e.graceLeftSeconds === null ? '-' : `${e.graceLeftSeconds}s left of `}${e.gracePeriodSeconds}s`);
+  if (e.owner) lines.push(`  owner:        pid ${e.owner.pid}${e.owner.alive ? '' : ' (gone)'}, heartbeat ${e.owner.heartbeatAt}`);
+  if (e.lastError) {
+    const retry = e.nextRetryAt ? `; next retry ${e.nextRetryAt} (in ${formatDuration(Date.parse(e.nextRetryAt) - now)})` : '';
+    lines.push(`  last error:   ${styler.red(e.lastError)} at ${e.lastErrorAt}${retry}`);
+  }
+  lines.push('  engine predicates:');
+  const width = Math.max(...e.predicates.map((p) => p.name.length));
+  for (const p of e.predicates) {
+    lines.push(`    ${p.name.padEnd(width)}  ${(p.value ? styler.green('true ') : styler.dim('false'))}  ${styler.dim(p.meaning)}`);
+  }
+  lines.push(`  timeline${e.timeline.length === 0 ? ': (empty)' : ':'}`);
+  for (const t of e.timeline) lines.push(`    ${t.at}  ${t.type.padEnd(22)} ${t.detail}${t.pid ? styler.dim(`  [pid ${t.pid}]`) : ''}`);
+  return lines.join('\n');
+}

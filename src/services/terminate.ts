@@ -1,0 +1,260 @@
+/**
+ * Terminating chosen pods and waiting for them: the shared core of `kill` and `evict`.
+ *
+ * Invariants:
+ * - Every wait has a bound: --timeout, else the kubelet's killPodNow bound max(10 s, 1.5 × grace)
+ *   of the longest grace among the pods; the bound is reported before waiting starts.
+ * - A grace given here only ever shortens a pod's grace (the engine enforces it; the planned value
+ *   shown is the same computation).
+ * - Each chosen pod appears exactly once in the result with one outcome; explicit refs that match
+ *   nothing are listed under `missing`.
+ * - The outcome maps to exactly one exit code (`terminateExitCode`).
+ */
+import type { KubeClient } from '../kube/index.js';
+import { PodNotFoundError } from '../lib/errors.js';
+import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
+import { formatDuration } from '../lib/duration.js';
+import { effectiveGraceSeconds, killPodNowBoundMs } from '../lib/grace.js';
+import { describeSelection, resolveSelection, type PodSelection } from '../lib/refs.js';
+import type { Styler, TableSpec } from '../lib/output.js';
+import { silentReporter, type Reporter } from '../lib/reporter.js';
+import type { NodeSession, PodInfo, WaitOutcome } from './session-api.js';
+
+export type PodOutcome = 'terminated' | 'gone' | 'timeout' | 'requested' | 'already-terminated' | 'failed';
+
+export interface TerminatedPod {
+  uid: string;
+  namespace: string;
+  name: string;
+  /** The grace period the kill runs with (seconds). */
+  gracePeriodSeconds: number;
+  /** 'local': this process drives it; 'delegated': the owning podctl process was asked to. */
+  handledBy?: 'local' | 'delegated';
+  ownerPid?: number;
+  outcome: PodOutcome;
+  /** Time from the request until the pod was seen terminated (ms). */
+  elapsedMs?: number;
+  error?: string;
+}
+
+export type TerminateStatus = 'done' | 'requested' | 'timed-out' | 'not-found' | 'failed';
+
+export interface ApiServerReport {
+  statusPatched: number;
+  eventsPosted: number;
+  errors: string[];
+}
+
+export interface TerminateResult {
+  action: 'kill' | 'evict';
+  status: TerminateStatus;
+  waited: boolean;
+  /** The wait bound in seconds (null with --no-wait). */
+  timeoutSeconds: number | null;
+  /** Where the bound came from. */
+  timeoutSource: 'flag' | 'killPodNow' | null;
+  pods: TerminatedPod[];
+  missing: string[];
+  /** evict with an API server: what was reported there. */
+  apiServer?: ApiServerReport;
+}
+
+export interface TerminateOptions {
+  session: NodeSession;
+  selection: PodSelection;
+  /** Grace override (seconds); only shortens. */
+  gracePeriodSeconds?: number;
+  /** Wait bound (ms); default: the killPodNow bound. */
+  timeoutMs?: number;
+  wait: boolean;
+  evict?: { reason: string; message: string };
+  /** API server client (evict reports status and an Event through it). */
+  kube?: KubeClient;
+  reporter?: Reporter;
+  signal?: AbortSignal;
+  now?: () => number;
+}
+
+export function isFinal(pod: Pick<PodInfo, 'state' | 'worker'>): boolean {
+  return pod.state === 'finished' || (pod.state === 'terminated' && pod.worker?.finished === true);
+}
+
+/** The exit code of a kill/evict outcome: failures (1) before timeouts (3) before missing pods (4). */
+export function terminateExitCode(result: Pick<TerminateResult, 'status'>): ExitCodeValue {
+  switch (result.status) {
+    case 'failed':
+      return ExitCode.Failure;
+    case 'timed-out':
+      return ExitCode.TimedOut;
+    case 'not-found':
+      return ExitCode.NotFound;
+    default:
+      return ExitCode.Done;
+  }
+}
+
+export function summarizeStatus(pods: TerminatedPod[], missing: string[], waited: boolean): TerminateStatus {
+  if (pods.some((p) => p.outcome === 'failed')) return 'failed';
+  if (pods.some((p) => p.outcome === 'timeout')) return 'timed-out';
+  if (missing.length > 0) return 'not-found';
+  return waited ? 'done' : 'requested';
+}
+
+export async function terminatePods(options: TerminateOptions): Promise<TerminateResult> {
+  const reporter = options.reporter ?? silentReporter();
+  const now = options.now ?? Date.now;
+  const action = options.evict ? 'evict' : 'kill';
+  const { session } = options;
+
+  const { targets, missing } = resolveSelection(await session.listPods(), options.selection);
+  if (targets.length === 0) {
+    throw new PodNotFoundError(missing.length > 0 ? missing : [`no pod matches ${describeSelection(options.selection)}`]);
+  }
+  for (const ref of missing) reporter.warn(`pod not found: ${ref}`);
+
+  const results = new Map<string, TerminatedPod>();
+  const requestedAt = new Map<string, number>();
+  const podsByUid = new Map(targets.map((p) => [p.uid, p]));
+  const apiServer: ApiServerReport | undefined = options.evict && options.kube ? { statusPatched: 0, eventsPosted: 0, errors: [] } : undefined;
+
+  for (const pod of targets) {
+    const entry: TerminatedPod = {
+      uid: pod.uid,
+      namespace: pod.namespace,
+      name: pod.name,
+      gracePeriodSeconds: effectiveGraceSeconds(pod, options.gracePeriodSeconds),
+      outcome: 'requested',
+    };
+    results.set(pod.uid, entry);
+    if (isFinal(pod)) {
+      entry.outcome = 'already-terminated';
+      continue;
+    }
+    if (options.evict && options.kube && apiServer && pod.pod) {
+      await reportEvictionEvent(options.kube, pod, options.evict, apiServer, reporter);
+    }
+    try {
+      const handle = await session.requestKill({
+        uid: pod.uid,
+        ...(options.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: options.gracePeriodSeconds } : {}),
+        ...(options.evict ? { evict: true, reason: options.evict.reason, message: options.evict.message } : {}),
+      });
+      entry.handledBy = handle.handledBy;
+      entry.ownerPid = handle.ownerPid;
+      requestedAt.set(pod.uid, now());
+      reporter.debug(`${action} ${pod.namespace}/${pod.name}: grace ${entry.gracePeriodSeconds}s, ${handle.handledBy === 'local' ? 'driven by this process' : `handed to owner pid ${handle.ownerPid}`}`);
+    } catch (error) {
+      entry.outcome = 'failed';
+      entry.error = (error as Error)?.message?.split('\n')[0] ?? String(error);
+      reporter.warn(`${action} ${pod.namespace}/${pod.name} failed: ${entry.error}`);
+    }
+    if (options.evict && options.kube && apiServer && pod.pod && entry.outcome !== 'failed') {
+      await reportEvictionStatus(options.kube, pod, options.evict, apiServer, reporter);
+    }
+  }
+
+  const pending = [...requestedAt.keys()];
+  const base: Pick<TerminateResult, 'action' | 'pods' | 'missing' | 'apiServer'> = { action, pods: [...results.values()], missing, ...(apiServer ? { apiServer } : {}) };
+  if (!options.wait || pending.length === 0) {
+    const waited = options.wait;
+    return { ...base, waited, timeoutSeconds: null, timeoutSource: null, status: summarizeStatus([...results.values()], missing, waited || pending.length === 0) };
+  }
+
+  const longestGrace = Math.max(...pending.map((uid) => results.get(uid)?.gracePeriodSeconds ?? 1));
+  const timeoutMs = options.timeoutMs ?? killPodNowBoundMs(longestGrace);
+  const timeoutSource = options.timeoutMs === undefined ? 'killPodNow' : 'flag';
+  reporter.info(
+    `${action}: waiting up to ${formatDuration(timeoutMs)} for ${pending.length} pod(s)` +
+      (timeoutSource === 'killPodNow' ? ` (killPodNow bound: max(10s, 1.5 × grace ${longestGrace}s); --timeout to change)` : ''),
+  );
+
+  const startedWait = now();
+  const terminatedSeen = new Set<string>();
+  const render = (): void => {
+    const done = terminatedSeen.size;
+    const waiting = pending.filter((uid) => !terminatedSeen.has(uid)).map((uid) => podsByUid.get(uid));
+    const first = waiting[0];
+    const left = first?.graceDeadline !== undefined ? `, grace ${formatDuration(Math.max(0, first.graceDeadline - now()))} left` : '';
+    const detail = first ? ` · ${first.namespace}/${first.name} ${first.state}${left}` : '';
+    reporter.progress(`${action}: ${done}/${pending.length} terminated${detail} · ${formatDuration(now() - startedWait)}/${formatDuration(timeoutMs)}`);
+  };
+  render();
+  const outcomes = await session.waitTerminated(pending, {
+    timeoutMs,
+    ...(options.signal ? { signal: options.signal } : {}),
+    onProgress: (pod) => {
+      podsByUid.set(pod.uid, pod);
+      if ((pod.state === 'terminated' || pod.state === 'finished') && !terminatedSeen.has(pod.uid)) {
+        terminatedSeen.add(pod.uid);
+        const entry = results.get(pod.uid);
+        if (entry) entry.elapsedMs = now() - (requestedAt.get(pod.uid) ?? startedWait);
+      }
+      render();
+    },
+  });
+  reporter.done();
+  if (options.signal?.aborted) throw options.signal.reason instanceof Error ? options.signal.reason : new DOMException('interrupted', 'AbortError');
+
+  for (const uid of pending) {
+    const entry = results.get(uid);
+    if (!entry) continue;
+    const outcome: WaitOutcome = outcomes.get(uid) ?? 'timeout';
+    entry.outcome = outcome;
+    if (outcome !== 'timeout' && entry.elapsedMs === undefined) entry.elapsedMs = now() - (requestedAt.get(uid) ?? startedWait);
+  }
+  const pods = [...results.values()];
+  for (const p of pods) {
+    if (p.outcome === 'timeout') reporter.warn(`${p.namespace}/${p.name} still terminating after ${formatDuration(timeoutMs)}; it goes on in the background (podctl status ${p.namespace}/${p.name} --explain)`);
+  }
+  return { ...base, pods, waited: true, timeoutSeconds: timeoutMs / 1000, timeoutSource, status: summarizeStatus(pods, missing, true) };
+}
+
+/** The kubelet's eviction manager records a Warning event before it kills the pod. */
+async function reportEvictionEvent(kube: KubeClient, pod: PodInfo, evict: { reason: string; message: string }, report: ApiServerReport, reporter: Reporter): Promise<void> {
+  if (!pod.pod) return;
+  try {
+    await kube.postEvent(pod.pod, 'Warning', evict.reason, evict.message);
+    report.eventsPosted += 1;
+  } catch (error) {
+    report.errors.push((error as Error).message);
+    reporter.warn(`event for ${pod.namespace}/${pod.name} not posted: ${(error as Error).message}`);
+  }
+}
+
+async function reportEvictionStatus(kube: KubeClient, pod: PodInfo, evict: { reason: string; message: string }, report: ApiServerReport, reporter: Reporter): Promise<void> {
+  if (!pod.pod) return;
+  try {
+    await kube.markEvicted(pod.pod, evict);
+    report.statusPatched += 1;
+  } catch (error) {
+    report.errors.push((error as Error).message);
+    reporter.warn(`status of ${pod.namespace}/${pod.name} not updated: ${(error as Error).message}`);
+  }
+}
+
+
+/** The human view of a kill/evict result: one row per pod. */
+export function terminateTable(result: TerminateResult, styler: Styler): TableSpec {
+  const outcomeCell = (o: PodOutcome): string =>
+    o === 'terminated' || o === 'gone' || o === 'already-terminated' ? styler.green(o) : o === 'requested' ? styler.cyan(o) : styler.red(o);
+  return {
+    head: ['NAMESPACE/NAME', 'UID', 'OUTCOME', 'GRACE', 'TIME', 'DRIVEN BY'],
+    rows: result.pods.map((p) => [
+      `${p.namespace}/${p.name}`,
+      p.uid.slice(0, 8),
+      outcomeCell(p.outcome) + (p.error ? ` ${p.error}` : ''),
+      `${p.gracePeriodSeconds}s`,
+      p.elapsedMs === undefined ? '-' : formatDuration(p.elapsedMs),
+      p.handledBy === undefined ? '-' : p.handledBy === 'local' ? `this process (${p.ownerPid})` : `owner ${p.ownerPid}`,
+    ]),
+  };
+}
+
+/** One summary line: "kill: 3 terminated, 1 timed out; not found: default/x". */
+export function terminateSummary(result: TerminateResult): string {
+  const counts = new Map<PodOutcome, number>();
+  for (const p of result.pods) counts.set(p.outcome, (counts.get(p.outcome) ?? 0) + 1);
+  const parts = [...counts.entries()].map(([o, n]) => `${n} ${o === 'timeout' ? 'timed out' : o}`);
+  const missing = result.missing.length > 0 ? `; not found: ${result.missing.join(', ')}` : '';
+  return `${result.action}: ${parts.join(', ')}${missing}`;
+}

@@ -1,0 +1,433 @@
+/**
+ * The watch feed: turns a node session's event stream into read-only snapshots (the pod listing plus
+ * the latest notable events) and into a stream of lifecycle transitions.
+ *
+ * It listens to the session's three sources (this process's engine, other processes through the
+ * checkpoint store, runtime relists); every event marks the listing dirty, and the listing is re-read
+ * with `listPods()` at most once per `coalesceMs`. A transition is found by comparing a pod's state
+ * between two listings, so transitions made by any process are seen the same way; the source of the
+ * events that preceded the re-read says who made it.
+ *
+ * Invariants:
+ * - No timer runs while nothing changes: a re-read is scheduled only by an event (or `refresh()`);
+ *   a runtime relist that changed no pod is not an event (a listing itself triggers a relist).
+ * - The first event after a quiet period is re-read at once (leading edge); events during the next
+ *   `coalesceMs`, or during a re-read in flight, produce exactly one more re-read (trailing edge).
+ * - At most one `listPods()` is in flight; the feed never re-enters itself.
+ * - Snapshots are immutable: a new object per change, the same object while nothing changed (so a
+ *   renderer can compare by identity).
+ * - The event list is bounded (`maxEntries`); the oldest entries are dropped first.
+ * - After `close()` no listener is called and no timer is left.
+ */
+import type { PodWorkerEvent } from '../engine/types.js';
+import type { NodeSession, PodInfo, SessionEvent } from './session-api.js';
+
+export type PodLifecycle = PodInfo['state'];
+export type FeedSource = 'engine' | 'store' | 'runtime' | 'session' | 'watch';
+
+/** One line of the events pane (and of the JSON stream's `event` records). */
+export interface FeedEntry {
+  at: number;
+  source: FeedSource;
+  level: 'info' | 'warn' | 'error';
+  uid?: string;
+  /** `namespace/name` when known. */
+  pod?: string;
+  /** Engine event type, `transition`, `warning`, `kill-requested`, … */
+  kind: string;
+  detail: string;
+}
+
+/** A pod changed lifecycle state between two listings. */
+export interface PodTransition {
+  at: number;
+  uid: string;
+  namespace: string;
+  name: string;
+  from: PodLifecycle | 'new';
+  to: PodLifecycle | 'gone';
+  /** When the pod entered `from`, if it was listed before. */
+  fromSince?: number;
+  /** Which source's events preceded the listing that showed it. */
+  source: 'engine' | 'store' | 'runtime';
+  gracePeriod?: number;
+  ownerPid?: number;
+}
+
+/** What one re-read changed, for consumers that count (metrics) or stream (JSON mode). */
+export interface FeedChange {
+  transitions: PodTransition[];
+  /** Pods whose last error is new since the previous listing, when the error was not this engine's. */
+  remoteErrors: PodInfo[];
+  entries: FeedEntry[];
+}
+
+export interface WatchSnapshot {
+  /** Increases with every change. */
+  version: number;
+  /** When the listing was read (epoch ms); 0 before the first read. */
+  listedAt: number;
+  pods: readonly PodInfo[];
+  /** Oldest first. */
+  entries: readonly FeedEntry[];
+  endpoint: string;
+  stateDir: string;
+  simulated: boolean;
+  /** Set while the last `listPods()` failed. */
+  listError?: string;
+}
+
+export interface WatchFeedOptions {
+  /** Minimum time between two re-reads (ms); default 50. */
+  coalesceMs?: number;
+  /** Events kept for the events pane; default 200. */
+  maxEntries?: number;
+  now?: () => number;
+}
+
+/** Engine events worth a line in the events pane; the others are the worker's routine. */
+const NOTABLE_ENGINE_EVENTS = new Set<PodWorkerEvent['type']>([
+  'termination-requested',
+  'grace-shortened',
+  'restart-requested',
+  'sync-failed',
+  'state-changed',
+  'finished',
+  'forgotten',
+]);
+
+/** `name_namespace` (the engine's fullname) → `namespace/name`. */
+export function refOfFullname(fullname: string): string {
+  const i = fullname.lastIndexOf('_');
+  return i < 0 ? fullname : `${fullname.slice(i + 1)}/${fullname.slice(0, i)}`;
+}
+
+/** The pane line of an engine event, or undefined when the event is routine. */
+export function entryOfEngineEvent(event: PodWorkerEvent): FeedEntry | undefined {
+  if (!NOTABLE_ENGINE_EVENTS.has(event.type)) return undefined;
+  const base = { at: event.at, source: 'engine' as const, uid: event.uid, pod: refOfFullname(event.fullname), kind: event.type };
+  switch (event.type) {
+    case 'termination-requested': {
+      const why = event.evicted ? 'evict' : event.deleted ? 'delete' : 'kill';
+      return { ...base, level: 'info', detail: `${why}, grace ${event.gracePeriod}s` };
+    }
+    case 'grace-shortened':
+      return { ...base, level: 'info', detail: `grace ${event.from}s → ${event.to}s` };
+    case 'sync-failed':
+      return { ...base, level: 'error', detail: `${event.phase}: ${event.error} (retry in ${Math.round(event.retryInMs / 100) / 10}s)` };
+    case 'state-changed':
+      return { ...base, level: 'info', detail: `${event.from} → ${event.to}` };
+    case 'finished':
+      return { ...base, level: 'info', detail: 'cleanup done' };
+    case 'forgotten':
+      return { ...base, level: 'info', detail: 'worker forgotten' };
+    case 'restart-requested':
+      return { ...base, level: 'warn', detail: 'UID reused: restart after finish' };
+    default:
+      return undefined;
+  }
+}
+
+/** The pane line of a non-engine session event, or undefined when it is routine. */
+function entryOfSessionEvent(event: SessionEvent): FeedEntry | undefined {
+  switch (event.source) {
+    case 'engine':
+      return entryOfEngineEvent(event.event);
+    case 'store':
+      if (event.kind === 'request-written') return { at: event.at, source: 'store', level: 'info', uid: event.uid, kind: 'request-written', detail: 'request for the owner' };
+      return undefined;
+    case 'session':
+      return { at: event.at, source: 'session', level: 'warn', kind: 'warning', detail: event.message };
+    case 'runtime':
+      return undefined;
+  }
+}
+
+const refOf = (p: Pick<PodInfo, 'namespace' | 'name'>) => `${p.namespace}/${p.name}`;
+
+export class WatchFeed {
+  readonly #session: NodeSession;
+  readonly #coalesceMs: number;
+  readonly #maxEntries: number;
+  readonly #now: () => number;
+  #pods: PodInfo[] = [];
+  #byUid = new Map<string, PodInfo>();
+  #entries: FeedEntry[] = [];
+  #snapshot: WatchSnapshot;
+  #listError: string | undefined;
+  #listedAt = 0;
+  #version = 0;
+  /** Sources of the events since the last re-read started, per pod UID. */
+  #sources = new Map<string, 'engine' | 'store' | 'runtime'>();
+  /** UIDs whose error this process's engine reported since the last re-read started. */
+  #localErrors = new Set<string>();
+  #timer: NodeJS.Timeout | undefined;
+  #inFlight: Promise<void> | undefined;
+  #dirty = false;
+  #lastReadStartedAt = Number.NEGATIVE_INFINITY;
+  #started = false;
+  #closed = false;
+  #unsubscribe: (() => void) | undefined;
+  #snapshotListeners = new Set<() => void>();
+  #changeListeners = new Set<(change: FeedChange) => void>();
+  #pendingEntries: FeedEntry[] = [];
+
+  constructor(session: NodeSession, options: WatchFeedOptions = {}) {
+    this.#session = session;
+    this.#coalesceMs = options.coalesceMs ?? 50;
+    this.#maxEntries = options.maxEntries ?? 200;
+    this.#now = options.now ?? Date.now;
+    this.#snapshot = this.#makeSnapshot();
+  }
+
+  /** Subscribes to the session and reads the first listing. */
+  async start(): Promise<void> {
+    if (this.#started) return;
+    this.#started = true;
+    this.#unsubscribe = this.#session.subscribe((event) => this.#onSessionEvent(event));
+    await this.refresh();
+  }
+
+  /** The current snapshot (same object until something changes). */
+  snapshot(): WatchSnapshot {
+    return this.#snapshot;
+  }
+
+  /** Called after every snapshot change; returns the function that removes the listener. */
+  subscribe(listener: () => void): () => void {
+    this.#snapshotListeners.add(listener);
+    return () => this.#snapshotListeners.delete(listener);
+  }
+
+  /** Called with the transitions and new entries of every re-read. */
+  onChange(listener: (change: FeedChange) => void): () => void {
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
+  }
+
+  /** Adds a line to the events pane (actions of the TUI, errors); shown with the next change. */
+  note(entry: Omit<FeedEntry, 'at'> & { at?: number }): void {
+    if (this.#closed) return;
+    const full: FeedEntry = { ...entry, at: entry.at ?? this.#now() };
+    this.#pushEntry(full);
+    this.#pendingEntries.push(full);
+    this.#publish();
+  }
+
+  /** Re-reads the listing now (or right after the read in flight); resolves when it is read. */
+  async refresh(): Promise<void> {
+    if (this.#closed) return;
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    if (this.#inFlight !== undefined) {
+      this.#dirty = true;
+      await this.#inFlight;
+      if (this.#inFlight !== undefined) await this.#inFlight;
+      return;
+    }
+    await this.#read();
+  }
+
+  /** Resolves when no re-read is scheduled or running (for tests and benchmarks). */
+  async whenSettled(): Promise<void> {
+    while (!this.#closed && (this.#inFlight !== undefined || this.#timer !== undefined)) {
+      if (this.#inFlight !== undefined) await this.#inFlight;
+      else await new Promise((r) => setTimeout(r, this.#coalesceMs));
+    }
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#unsubscribe?.();
+    this.#unsubscribe = undefined;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#snapshotListeners.clear();
+    this.#changeListeners.clear();
+  }
+
+  #onSessionEvent(event: SessionEvent): void {
+    if (this.#closed) return;
+    // A relist that changed nothing says nothing new; each listing triggers one, so re-reading on it
+    // would loop.
+    if (event.source === 'runtime' && event.uids.length === 0) return;
+    try {
+      this.#attribute(event);
+      const entry = entryOfSessionEvent(event);
+      if (entry !== undefined) {
+        if (entry.pod === undefined && entry.uid !== undefined) {
+          const known = this.#byUid.get(entry.uid);
+          if (known !== undefined) entry.pod = refOf(known);
+        }
+        this.#pushEntry(entry);
+        this.#pendingEntries.push(entry);
+      }
+      this.#schedule();
+    } catch {
+      // Never throw into the session's emitter.
+    }
+  }
+
+  /** Remembers which source touched which pod, to label the transitions of the next re-read. */
+  #attribute(event: SessionEvent): void {
+    switch (event.source) {
+      case 'engine':
+        this.#sources.set(event.event.uid, 'engine');
+        if (event.event.type === 'sync-failed') this.#localErrors.add(event.event.uid);
+        return;
+      case 'store':
+        if (this.#sources.get(event.uid) !== 'engine') this.#sources.set(event.uid, 'store');
+        return;
+      case 'runtime':
+        for (const uid of event.uids) if (!this.#sources.has(uid)) this.#sources.set(uid, 'runtime');
+        return;
+      case 'session':
+        return;
+    }
+  }
+
+  #schedule(): void {
+    if (this.#inFlight !== undefined || this.#timer !== undefined) {
+      this.#dirty = true;
+      return;
+    }
+    const delay = Math.max(0, this.#lastReadStartedAt + this.#coalesceMs - this.#now());
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.#read();
+    }, delay);
+  }
+
+  #read(): Promise<void> {
+    this.#dirty = false;
+    this.#lastReadStartedAt = this.#now();
+    const sources = this.#sources;
+    const localErrors = this.#localErrors;
+    this.#sources = new Map();
+    this.#localErrors = new Set();
+    const run = (async () => {
+      try {
+        const pods = await this.#session.listPods();
+        if (this.#closed) return;
+        this.#listError = undefined;
+        this.#apply(pods, sources, localErrors);
+      } catch (err) {
+        if (this.#closed) return;
+        const message = err instanceof Error ? err.message : String(err);
+        if (message !== this.#listError) {
+          const entry: FeedEntry = { at: this.#now(), source: 'watch', level: 'error', kind: 'list-failed', detail: message };
+          this.#pushEntry(entry);
+          this.#pendingEntries.push(entry);
+        }
+        this.#listError = message;
+        this.#publish();
+      }
+    })();
+    this.#inFlight = run;
+    void run.finally(() => {
+      this.#inFlight = undefined;
+      if (this.#dirty && !this.#closed) this.#schedule();
+    });
+    return run;
+  }
+
+  #apply(pods: PodInfo[], sources: Map<string, 'engine' | 'store' | 'runtime'>, localErrors: Set<string>): void {
+    const at = this.#now();
+    const first = this.#listedAt === 0;
+    const transitions: PodTransition[] = [];
+    const remoteErrors: PodInfo[] = [];
+    const next = new Map<string, PodInfo>();
+    for (const pod of pods) {
+      next.set(pod.uid, pod);
+      const prev = this.#byUid.get(pod.uid);
+      if (first) continue;
+      const source = sources.get(pod.uid) ?? 'runtime';
+      if (prev === undefined || prev.state !== pod.state) {
+        transitions.push(this.#transition(pod, prev, pod.state, source, at));
+      }
+      if (pod.lastError !== undefined && pod.lastError.at !== prev?.lastError?.at && !localErrors.has(pod.uid)) {
+        remoteErrors.push(pod);
+      }
+    }
+    if (!first) {
+      for (const prev of this.#pods) {
+        if (!next.has(prev.uid)) transitions.push(this.#transition(prev, prev, 'gone', sources.get(prev.uid) ?? 'runtime', at));
+      }
+    }
+    for (const t of transitions) {
+      if (t.source === 'engine') continue; // the engine's own state-changed event is already listed
+      const owner = t.ownerPid !== undefined ? ` (pid ${t.ownerPid})` : '';
+      const entry: FeedEntry = { at: t.at, source: t.source, level: 'info', uid: t.uid, pod: `${t.namespace}/${t.name}`, kind: 'transition', detail: `${t.from} → ${t.to}${owner}` };
+      this.#pushEntry(entry);
+      this.#pendingEntries.push(entry);
+    }
+    for (const pod of remoteErrors) {
+      const entry: FeedEntry = { at: pod.lastError!.at, source: 'store', level: 'error', uid: pod.uid, pod: refOf(pod), kind: 'sync-failed', detail: pod.lastError!.message };
+      this.#pushEntry(entry);
+      this.#pendingEntries.push(entry);
+    }
+    this.#pods = pods;
+    this.#byUid = next;
+    this.#listedAt = at;
+    this.#publish(transitions, remoteErrors);
+  }
+
+  #transition(pod: PodInfo, prev: PodInfo | undefined, to: PodTransition['to'], source: PodTransition['source'], at: number): PodTransition {
+    const t: PodTransition = {
+      at: to === 'gone' ? at : Math.max(pod.since, prev?.since ?? 0) || at,
+      uid: pod.uid,
+      namespace: pod.namespace,
+      name: pod.name,
+      from: prev === undefined ? 'new' : prev.state,
+      to,
+      source,
+    };
+    if (prev !== undefined) t.fromSince = prev.since;
+    if (to !== 'gone' && pod.gracePeriod !== undefined) t.gracePeriod = pod.gracePeriod;
+    if (pod.owner !== undefined) t.ownerPid = pod.owner.pid;
+    return t;
+  }
+
+  #pushEntry(entry: FeedEntry): void {
+    this.#entries.push(entry);
+    if (this.#entries.length > this.#maxEntries) this.#entries.splice(0, this.#entries.length - this.#maxEntries);
+  }
+
+  #publish(transitions: PodTransition[] = [], remoteErrors: PodInfo[] = []): void {
+    this.#version += 1;
+    this.#snapshot = this.#makeSnapshot();
+    const entries = this.#pendingEntries;
+    this.#pendingEntries = [];
+    const change: FeedChange = { transitions, remoteErrors, entries };
+    for (const l of [...this.#changeListeners]) {
+      try {
+        l(change);
+      } catch {
+        // A consumer's failure must not stop the others.
+      }
+    }
+    for (const l of [...this.#snapshotListeners]) {
+      try {
+        l();
+      } catch {
+        // idem
+      }
+    }
+  }
+
+  #makeSnapshot(): WatchSnapshot {
+    const snap: WatchSnapshot = {
+      version: this.#version,
+      listedAt: this.#listedAt,
+      pods: this.#pods,
+      entries: [...this.#entries],
+      endpoint: this.#session.endpoint,
+      stateDir: this.#session.stateDir,
+      simulated: this.#session.simulated,
+    };
+    if (this.#listError !== undefined) snap.listError = this.#listError;
+    return Object.freeze(snap);
+  }
+}

@@ -1,0 +1,216 @@
+/**
+ * The `watch` service: follows a node session live and shows it either as the Ink screen (for a
+ * person at a terminal) or as a stream of JSON lines on stdout (for scripts).
+ *
+ * Invariants:
+ * - Ink and React are loaded only on the screen path (`await import('../tui/index.js')`); the JSON
+ *   stream never loads them.
+ * - The JSON stream writes exactly one JSON object per line: first one `pod` record per pod listed
+ *   at start, then `transition` records (any process's) and `event` records (errors, warnings, grace
+ *   changes), in the order they were seen.
+ * - The watch ends when the signal aborts (SIGINT/SIGTERM), when the screen is quit, or when stdout's
+ *   reader goes away (EPIPE); it never throws for any of those.
+ * - The metrics file, when asked for, is written once at the end (atomically), however it ended.
+ */
+import type { NodeSession, PodInfo } from './session-api.js';
+import { WatchFeed, type FeedChange, type FeedEntry, type PodTransition } from './watch-feed.js';
+
+export type WatchFormat = 'tui' | 'json';
+
+export interface WatchOptions {
+  format: WatchFormat;
+  signal: AbortSignal;
+  stdout: NodeJS.WriteStream;
+  stdin?: NodeJS.ReadStream;
+  stderr?: NodeJS.WriteStream;
+  node?: string;
+  color: boolean;
+  /** Write the Prometheus text exposition here when the watch ends. */
+  metricsFile?: string;
+  /** Minimum time between two listings (ms); default 50. */
+  coalesceMs?: number;
+  /** Receives the feed once it exists (e.g. to show the session's log lines in the events pane). */
+  onFeed?: (feed: WatchFeed) => void;
+}
+
+export interface WatchResult {
+  format: WatchFormat;
+  endedBy: 'quit' | 'signal' | 'epipe';
+  pods: number;
+  transitions: number;
+  metricsFile?: string;
+}
+
+/** A pod as streamed in JSON mode. */
+export interface PodRecord {
+  type: 'pod';
+  at: number;
+  uid: string;
+  namespace: string;
+  name: string;
+  state: PodInfo['state'];
+  containersRunning: number;
+  containersTotal: number;
+  since: number;
+  gracePeriod?: number;
+  graceDeadline?: number;
+  ownerPid?: number;
+  lastError?: string;
+}
+
+export type TransitionRecord = { type: 'transition' } & PodTransition;
+export type EventRecord = { type: 'event' } & FeedEntry;
+export type WatchRecord = PodRecord | TransitionRecord | EventRecord;
+
+export function podRecord(pod: PodInfo, at: number): PodRecord {
+  const r: PodRecord = {
+    type: 'pod',
+    at,
+    uid: pod.uid,
+    namespace: pod.namespace,
+    name: pod.name,
+    state: pod.state,
+    containersRunning: pod.containersRunning,
+    containersTotal: pod.containersTotal,
+    since: pod.since,
+  };
+  if (pod.gracePeriod !== undefined) r.gracePeriod = pod.gracePeriod;
+  if (pod.graceDeadline !== undefined) r.graceDeadline = pod.graceDeadline;
+  if (pod.owner !== undefined) r.ownerPid = pod.owner.pid;
+  if (pod.lastError !== undefined) r.lastError = pod.lastError.message;
+  return r;
+}
+
+/**
+ * The records a feed change streams: every transition, and every entry except the engine's own
+ * `state-changed` (already a transition record) and the listing's `transition` lines (idem).
+ */
+export function recordsOfChange(change: FeedChange): WatchRecord[] {
+  const records: WatchRecord[] = [];
+  for (const t of change.transitions) records.push({ type: 'transition', ...t });
+  for (const e of change.entries) {
+    if (e.kind === 'state-changed' || e.kind === 'transition') continue;
+    records.push({ type: 'event', ...e });
+  }
+  return records;
+}
+
+type Metrics = import('../metrics/registry.js').PodctlMetrics;
+
+async function startMetrics(session: NodeSession, feed: WatchFeed): Promise<{ metrics: Metrics; stop: () => void }> {
+  const { createMetrics, attachMetrics } = await import('../metrics/registry.js');
+  const { workerSyncOf } = await import('../metrics/working-pods.js');
+  const metrics = createMetrics();
+  const detach = attachMetrics(metrics, session);
+  const setWorking = () => {
+    const pods = feed.snapshot().pods;
+    const workers = pods.map(workerSyncOf).filter((s) => s !== undefined);
+    metrics.setWorkingPods(workers, pods.length - workers.length);
+  };
+  const off = feed.onChange((change) => {
+    for (const t of change.transitions) {
+      // This process's transitions are counted from its engine's events; 'new'/'gone' are not phases.
+      if (t.source === 'engine' || t.from === 'new' || t.to === 'gone') continue;
+      const from = t.from === 'finished' ? 'terminated' : t.from;
+      const to = t.to === 'finished' ? 'terminated' : t.to;
+      if (from === to || from === 'runtime' || to === 'runtime') continue;
+      metrics.observeTransition({ uid: t.uid, from, to, at: t.at, ...(t.fromSince !== undefined ? { fromSince: t.fromSince } : {}) });
+    }
+    for (let i = 0; i < change.remoteErrors.length; i += 1) metrics.observeRemoteSyncError();
+    setWorking();
+  });
+  setWorking();
+  return {
+    metrics,
+    stop: () => {
+      off();
+      detach();
+    },
+  };
+}
+
+/** Resolves when the signal aborts (at once if it already has). */
+function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
+async function streamJson(feed: WatchFeed, options: WatchOptions, stop: AbortController, counts: { transitions: number }): Promise<'signal' | 'epipe'> {
+  const out = options.stdout;
+  let endedBy: 'signal' | 'epipe' = 'signal';
+  const onError = (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE' || err.code === 'ERR_STREAM_DESTROYED') endedBy = 'epipe';
+    stop.abort();
+  };
+  out.on('error', onError);
+  const write = (record: WatchRecord) => {
+    if (stop.signal.aborted || out.destroyed) return;
+    out.write(`${JSON.stringify(record)}\n`);
+  };
+  const off = feed.onChange((change) => {
+    counts.transitions += change.transitions.length;
+    for (const r of recordsOfChange(change)) write(r);
+  });
+  try {
+    const snap = feed.snapshot();
+    for (const pod of snap.pods) write(podRecord(pod, snap.listedAt));
+    await aborted(stop.signal);
+  } finally {
+    off();
+    out.off('error', onError);
+    // Keep a late EPIPE (from a write still buffered) from crashing the process.
+    out.on('error', () => undefined);
+  }
+  return endedBy;
+}
+
+/** Follows the session until quit, a signal or EPIPE; see the module comment. */
+export async function runWatch(session: NodeSession, options: WatchOptions): Promise<WatchResult> {
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  options.signal.addEventListener('abort', onAbort, { once: true });
+  if (options.signal.aborted) stop.abort();
+  const feed = new WatchFeed(session, options.coalesceMs !== undefined ? { coalesceMs: options.coalesceMs } : {});
+  options.onFeed?.(feed);
+  const counts = { transitions: 0 };
+  let metrics: { metrics: Metrics; stop: () => void } | undefined;
+  let endedBy: WatchResult['endedBy'] = 'signal';
+  try {
+    if (options.metricsFile !== undefined) metrics = await startMetrics(session, feed);
+    await feed.start();
+    if (options.format === 'json') {
+      endedBy = await streamJson(feed, options, stop, counts);
+    } else {
+      const off = feed.onChange((c) => {
+        counts.transitions += c.transitions.length;
+      });
+      try {
+        const { renderWatch } = await import('../tui/index.js');
+        const how = await renderWatch({
+          source: feed,
+          requestKill: (request) => session.requestKill(request),
+          color: options.color,
+          stdout: options.stdout,
+          ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
+          ...(options.stderr !== undefined ? { stderr: options.stderr } : {}),
+          ...(options.node !== undefined ? { node: options.node } : {}),
+          signal: stop.signal,
+        });
+        endedBy = how;
+      } finally {
+        off();
+      }
+    }
+  } finally {
+    options.signal.removeEventListener('abort', onAbort);
+    feed.close();
+    metrics?.stop();
+    if (metrics !== undefined && options.metricsFile !== undefined) {
+      const { writeMetricsFile } = await import('../metrics/registry.js');
+      await writeMetricsFile(metrics.metrics, options.metricsFile);
+    }
+  }
+  const result: WatchResult = { format: options.format, endedBy, pods: feed.snapshot().pods.length, transitions: counts.transitions };
+  if (options.metricsFile !== undefined) result.metricsFile = options.metricsFile;
+  return result;
+}

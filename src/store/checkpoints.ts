@@ -1,0 +1,163 @@
+/**
+ * The checkpoint store: reads, writes and quarantines the per-pod checkpoint files in `pods/`.
+ *
+ * Invariants:
+ * - Writes are atomic and durable (files.ts); a failed write leaves the previous checkpoint intact
+ *   and throws one line (a full disk says so).
+ * - Reads never throw on bad content: a truncated, corrupt, unknown-version, misfiled or symlinked
+ *   file is moved aside into `quarantine/` and reported in one line through `report`; the caller sees
+ *   "no checkpoint" for that pod and every other pod's checkpoint is read as usual.
+ * - Quarantine never destroys a good checkpoint written concurrently: the suspect file is renamed
+ *   away first, then its identity (inode) is compared with the one judged bad; a different (newer)
+ *   file is put back with an exclusive link unless an even newer one already took its place.
+ * - Only the pod's lease holder writes its checkpoint (enforced by the session); anyone reads.
+ */
+import * as fsp from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { join } from 'node:path';
+import { decodeCheckpoint, encodeCheckpoint, type PodCheckpoint } from './format.js';
+import { listNames, nodeFileOps, readFileNoFollow, writeFileAtomic, type FileOps } from './files.js';
+import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
+import { errnoOf } from './errors.js';
+
+export const CHECKPOINT_SUFFIX = '.ckpt';
+
+/** One-line reports about files the store moved aside or could not use. */
+export type StoreReporter = (message: string) => void;
+
+export interface CheckpointStoreOptions {
+  layout: StateLayout;
+  report?: StoreReporter;
+  ops?: FileOps;
+  clock?: () => number;
+  /** Test seam: awaited between judging a file bad and moving it aside (to inject a racing writer). */
+  beforeQuarantine?: (path: string) => Promise<void>;
+}
+
+/** What a reader found bad: a regular file (by inode), or a symlink / non-file at the name. */
+type JudgedEntry = { kind: 'file'; ino: number } | { kind: 'symlink' } | { kind: 'not-a-file' };
+
+function isSameAsJudged(stat: Stats, judged: JudgedEntry): boolean {
+  switch (judged.kind) {
+    case 'file':
+      return stat.isFile() && stat.ino === judged.ino;
+    case 'symlink':
+      return stat.isSymbolicLink();
+    case 'not-a-file':
+      return !stat.isFile() && !stat.isSymbolicLink();
+  }
+}
+
+export class CheckpointStore {
+  readonly #layout: StateLayout;
+  readonly #report: StoreReporter;
+  readonly #ops: FileOps;
+  readonly #now: () => number;
+  readonly #beforeQuarantine: ((path: string) => Promise<void>) | undefined;
+
+  constructor(options: CheckpointStoreOptions) {
+    this.#beforeQuarantine = options.beforeQuarantine;
+    this.#layout = options.layout;
+    this.#report = options.report ?? (() => {});
+    this.#ops = options.ops ?? nodeFileOps;
+    this.#now = options.clock ?? Date.now;
+  }
+
+  get folder(): string {
+    return this.#layout.pods;
+  }
+
+  pathOf(uid: string): string {
+    return join(this.#layout.pods, `${encodeUid(uid)}${CHECKPOINT_SUFFIX}`);
+  }
+
+  /** The UID a checkpoint file name stands for, or undefined for other names. */
+  uidOfName(name: string): string | undefined {
+    if (!name.endsWith(CHECKPOINT_SUFFIX) || name.startsWith('.')) return undefined;
+    return decodeUid(name.slice(0, -CHECKPOINT_SUFFIX.length));
+  }
+
+  /** Writes (replaces) a pod's checkpoint atomically; throws a one-line StoreError on failure. */
+  async write(checkpoint: PodCheckpoint): Promise<void> {
+    await writeFileAtomic(this.pathOf(checkpoint.uid), encodeCheckpoint(checkpoint), 'checkpoint', this.#ops);
+  }
+
+  /** Reads one pod's checkpoint; bad files are quarantined and read as undefined. */
+  async read(uid: string): Promise<PodCheckpoint | undefined> {
+    const path = this.pathOf(uid);
+    const outcome = await readFileNoFollow(path);
+    switch (outcome.kind) {
+      case 'missing':
+        return undefined;
+      case 'symlink':
+        await this.#quarantine(path, { kind: 'symlink' }, 'is a symlink');
+        return undefined;
+      case 'not-a-file':
+        await this.#quarantine(path, { kind: 'not-a-file' }, 'is not a regular file');
+        return undefined;
+      case 'ok': {
+        const decoded = decodeCheckpoint(outcome.data, uid);
+        if (decoded.kind === 'ok') return decoded.checkpoint;
+        await this.#quarantine(path, { kind: 'file', ino: outcome.ino }, decoded.reason);
+        return undefined;
+      }
+    }
+  }
+
+  /** UIDs that have a checkpoint file (not validated). */
+  async uids(): Promise<string[]> {
+    const out: string[] = [];
+    for (const name of await listNames(this.#layout.pods)) {
+      const uid = this.uidOfName(name);
+      if (uid !== undefined) out.push(uid);
+    }
+    return out;
+  }
+
+  /** Every valid checkpoint; bad files are quarantined on the way and skipped. */
+  async readAll(): Promise<Map<string, PodCheckpoint>> {
+    const out = new Map<string, PodCheckpoint>();
+    const uids = await this.uids();
+    const results = await Promise.all(uids.map(async (uid) => [uid, await this.read(uid)] as const));
+    for (const [uid, checkpoint] of results) if (checkpoint) out.set(uid, checkpoint);
+    return out;
+  }
+
+  /** Removes a pod's checkpoint (the pod was forgotten). Missing is fine. */
+  async remove(uid: string): Promise<void> {
+    try {
+      await this.#ops.unlink(this.pathOf(uid));
+    } catch (error) {
+      if (errnoOf(error) !== 'ENOENT') throw error;
+    }
+  }
+
+  /** Moves a bad file aside; `judged` identifies what was found bad (see the module invariants). */
+  async #quarantine(path: string, judged: JudgedEntry, reason: string): Promise<void> {
+    const name = path.slice(path.lastIndexOf('/') + 1);
+    const target = join(this.#layout.quarantine, `${name}.${this.#now()}-${process.pid}`);
+    await this.#beforeQuarantine?.(path);
+    try {
+      await fsp.rename(path, target);
+    } catch (error) {
+      if (errnoOf(error) === 'ENOENT') return; // another reader moved it already
+      this.#report(`checkpoint ${path} ${reason}; could not move it to quarantine: ${(error as Error).message}`);
+      return;
+    }
+    {
+      const moved = await fsp.lstat(target);
+      if (!isSameAsJudged(moved, judged)) {
+        // A writer replaced the bad file between our read and the rename: put the good one back
+        // unless something newer is already there.
+        try {
+          await fsp.link(target, path);
+        } catch {
+          // A newer checkpoint took its place; ours is superseded.
+        }
+        await fsp.unlink(target).catch(() => {});
+        return;
+      }
+    }
+    this.#report(`checkpoint ${path} ${reason}; moved to ${target}`);
+  }
+}

@@ -1,0 +1,226 @@
+/**
+ * Safe file primitives for the state dir: the only module of the store that touches `fs` for
+ * writing, so that every write goes through one atomic, durable, symlink-refusing path.
+ *
+ * Invariants:
+ * - A file at its final name is always complete: it is written under a temporary name in the same
+ *   folder (`.<name>.tmp-<pid>-<random>`, created O_EXCL|O_NOFOLLOW, mode 0600), fsynced, renamed
+ *   over the final name, and the folder is fsynced so the rename survives a power cut.
+ * - A failed write (ENOSPC, EIO, a kill) never replaces the previous file: the temporary file is
+ *   removed (or, after a kill, swept later by `sweepTemporaries`), the old file stays intact.
+ * - Reads open with O_NOFOLLOW: a symlink inside the state dir is refused with ELOOP, never followed.
+ * - `link`-based creation (`createExclusive`) gives an all-or-nothing "create if absent" whose file
+ *   is complete from the first instant any other process can see it.
+ *
+ * The I/O operations are injectable (`FileOps`) so tests can simulate a full disk or a crash at any
+ * step without root or a tiny filesystem.
+ */
+import { constants } from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { basename, dirname, join } from 'node:path';
+import { errnoOf, writeError } from './errors.js';
+import { isProcessAlive } from './proc.js';
+
+/** The I/O steps of a durable write, one function each so a test can fail any of them. */
+export interface FileOps {
+  open(path: string, flags: number, mode?: number): Promise<FileHandle>;
+  write(handle: FileHandle, data: Uint8Array): Promise<void>;
+  fsync(handle: FileHandle): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  link(existing: string, newPath: string): Promise<void>;
+  unlink(path: string): Promise<void>;
+  /** fsync a directory so a rename or link inside it is durable. */
+  fsyncDir(path: string): Promise<void>;
+}
+
+async function writeAll(handle: FileHandle, data: Uint8Array): Promise<void> {
+  let offset = 0;
+  while (offset < data.length) {
+    const { bytesWritten } = await handle.write(data, offset, data.length - offset, offset);
+    if (bytesWritten <= 0) throw Object.assign(new Error('short write'), { code: 'EIO' });
+    offset += bytesWritten;
+  }
+}
+
+async function fsyncDirectory(path: string): Promise<void> {
+  const handle = await fsp.open(path, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+export const nodeFileOps: FileOps = {
+  open: (path, flags, mode) => fsp.open(path, flags, mode),
+  write: writeAll,
+  fsync: (handle) => handle.sync(),
+  rename: (from, to) => fsp.rename(from, to),
+  link: (existing, newPath) => fsp.link(existing, newPath),
+  unlink: (path) => fsp.unlink(path),
+  fsyncDir: fsyncDirectory,
+};
+
+export const FILE_MODE = 0o600;
+export const DIR_MODE = 0o700;
+
+const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW;
+
+const TEMP_MARK = '.tmp-';
+
+/** A fresh temporary name beside `path`, tagged with our PID so a sweep can tell dead writers. */
+export function temporaryNameFor(path: string): string {
+  const suffix = `${TEMP_MARK}${process.pid}-${randomBytes(6).toString('hex')}`;
+  return join(dirname(path), `.${basename(path)}${suffix}`);
+}
+
+/** True for names made by `temporaryNameFor` (never a live store file). */
+export function isTemporaryName(name: string): boolean {
+  return name.startsWith('.') && name.includes(TEMP_MARK);
+}
+
+/** The writer PID recorded in a temporary name, if any. */
+export function temporaryWriterPid(name: string): number | undefined {
+  const at = name.lastIndexOf(TEMP_MARK);
+  if (at < 0) return undefined;
+  const pid = Number.parseInt(name.slice(at + TEMP_MARK.length), 10);
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+async function writeTemporary(ops: FileOps, temp: string, data: Uint8Array): Promise<void> {
+  const handle = await ops.open(temp, CREATE_FLAGS, FILE_MODE);
+  try {
+    await ops.write(handle, data);
+    await ops.fsync(handle);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function removeQuietly(ops: FileOps, path: string): Promise<void> {
+  try {
+    await ops.unlink(path);
+  } catch {
+    // Already gone, or the disk is gone: a later sweep removes leftovers.
+  }
+}
+
+/**
+ * Replaces `path` with `data` atomically and durably. On any failure the previous content of
+ * `path` is untouched and a one-line StoreError is thrown (`what` names the kind of file).
+ */
+export async function writeFileAtomic(
+  path: string,
+  data: Uint8Array,
+  what: string,
+  ops: FileOps = nodeFileOps,
+): Promise<void> {
+  const temp = temporaryNameFor(path);
+  try {
+    await writeTemporary(ops, temp, data);
+    await ops.rename(temp, path);
+  } catch (error) {
+    await removeQuietly(ops, temp);
+    throw writeError(path, error, what);
+  }
+  try {
+    await ops.fsyncDir(dirname(path));
+  } catch (error) {
+    // The rename happened; only its durability across a power cut is in doubt.
+    throw writeError(path, error, what);
+  }
+}
+
+/**
+ * Creates `path` with `data` only if nothing exists there, atomically (temporary file + link).
+ * Returns false when `path` already exists. Other failures throw a one-line StoreError.
+ */
+export async function createExclusive(
+  path: string,
+  data: Uint8Array,
+  what: string,
+  ops: FileOps = nodeFileOps,
+): Promise<boolean> {
+  const temp = temporaryNameFor(path);
+  let created = false;
+  try {
+    await writeTemporary(ops, temp, data);
+    await ops.link(temp, path);
+    created = true;
+  } catch (error) {
+    if (errnoOf(error) !== 'EEXIST') {
+      await removeQuietly(ops, temp);
+      throw writeError(path, error, what);
+    }
+  }
+  await removeQuietly(ops, temp);
+  if (created) {
+    try {
+      await ops.fsyncDir(dirname(path));
+    } catch (error) {
+      throw writeError(path, error, what);
+    }
+  }
+  return created;
+}
+
+export type ReadOutcome =
+  | { kind: 'ok'; data: Buffer; ino: number }
+  | { kind: 'missing' }
+  | { kind: 'symlink' }
+  | { kind: 'not-a-file' };
+
+/** Reads a plain file without following symlinks. */
+export async function readFileNoFollow(path: string): Promise<ReadOutcome> {
+  let handle: FileHandle;
+  try {
+    handle = await fsp.open(path, READ_FLAGS);
+  } catch (error) {
+    const code = errnoOf(error);
+    if (code === 'ENOENT') return { kind: 'missing' };
+    if (code === 'ELOOP') return { kind: 'symlink' };
+    if (code === 'EISDIR') return { kind: 'not-a-file' };
+    throw error;
+  }
+  try {
+    const stat = await handle.stat();
+    if (!stat.isFile()) return { kind: 'not-a-file' };
+    const data = await handle.readFile();
+    return { kind: 'ok', data, ino: stat.ino };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Lists a folder's entry names; a missing folder lists as empty. */
+export async function listNames(dir: string): Promise<string[]> {
+  try {
+    return await fsp.readdir(dir);
+  } catch (error) {
+    if (errnoOf(error) === 'ENOENT') return [];
+    throw error;
+  }
+}
+
+/**
+ * Removes temporary files in `dir` left by writers that died mid-write (their PID is gone).
+ * Returns how many were removed.
+ */
+export async function sweepTemporaries(dir: string): Promise<number> {
+  let removed = 0;
+  for (const name of await listNames(dir)) {
+    if (!isTemporaryName(name)) continue;
+    const pid = temporaryWriterPid(name);
+    if (pid !== undefined && (pid === process.pid || isProcessAlive(pid))) continue;
+    try {
+      await fsp.unlink(join(dir, name));
+      removed += 1;
+    } catch {
+      // Another sweeper got it first.
+    }
+  }
+  return removed;
+}

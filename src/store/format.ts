@@ -1,0 +1,194 @@
+/**
+ * The on-disk checkpoint format: one file per pod UID, versioned, checksummed, schema-validated.
+ *
+ * A checkpoint file is two parts, in the spirit of the kubelet's checkpoint manager (whose checksum
+ * covers the data it protects):
+ * ```
+ * {"format":"podctl/pod-checkpoint","version":1,"length":1234,"sha256":"<hex>"}\n
+ * <payload: `length` bytes of JSON>
+ * ```
+ * The header names the format and version; `sha256` covers exactly the payload bytes, and `length`
+ * makes truncation obvious even before hashing. The payload is a `PodCheckpoint`, validated with zod
+ * after the checksum matches.
+ *
+ * Invariants:
+ * - `encodeCheckpoint` ∘ `decodeCheckpoint` is the identity on valid checkpoints.
+ * - Decoding never throws: it returns `ok` or a `rejected` outcome with a one-line reason
+ *   (truncated, checksum mismatch, unknown version, schema) that the store quarantines.
+ * - The history is bounded (`HISTORY_LIMIT`, oldest dropped first).
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { PodSyncStatusView, V1Pod } from '../engine/types.js';
+import type { RuntimeErrorInfo, TransitionRecord } from '../services/session-api.js';
+
+export const CHECKPOINT_FORMAT = 'podctl/pod-checkpoint';
+export const CHECKPOINT_VERSION = 1;
+/** Transition records kept per pod (oldest dropped first). */
+export const HISTORY_LIMIT = 64;
+
+/** Everything the store keeps about one pod. */
+export interface PodCheckpoint {
+  uid: string;
+  namespace: string;
+  name: string;
+  /** The worker's full sync status (pending/active updates without callbacks). */
+  status: PodSyncStatusView;
+  /** When the current worker state (or finished) was entered, epoch ms. */
+  since: number;
+  /** Bounded timeline, oldest first. */
+  history: TransitionRecord[];
+  lastError?: RuntimeErrorInfo;
+  /** While terminating: when the grace period in force runs out (epoch ms); only moves earlier. */
+  graceDeadline?: number;
+  /** When and by which process this checkpoint was written. */
+  writtenAt: number;
+  writerPid: number;
+}
+
+const podSchema = z.looseObject({}).transform((v) => v as V1Pod);
+const runtimeStateSchema = z.enum(['created', 'running', 'exited', 'unknown']);
+const runningPodSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  namespace: z.string(),
+  containers: z.array(z.object({ id: z.string(), name: z.string(), state: runtimeStateSchema })),
+  sandboxes: z.array(z.object({ id: z.string(), state: z.enum(['ready', 'notready']) })),
+});
+const updateViewSchema = z.object({
+  updateType: z.enum(['sync', 'update', 'create', 'kill']),
+  startTime: z.number().optional(),
+  pod: podSchema.optional(),
+  mirrorPod: podSchema.optional(),
+  runningPod: runningPodSchema.optional(),
+  killPodOptions: z
+    .object({ evict: z.boolean().optional(), gracePeriodSecondsOverride: z.number().optional() })
+    .optional(),
+});
+const epochMs = z.number().finite().nonnegative();
+const statusSchema = z.object({
+  uid: z.string().min(1),
+  fullname: z.string(),
+  working: z.boolean(),
+  syncedAt: epochMs.optional(),
+  startedAt: epochMs.optional(),
+  terminatingAt: epochMs.optional(),
+  terminatedAt: epochMs.optional(),
+  gracePeriod: z.number().finite(),
+  startedTerminating: z.boolean(),
+  deleted: z.boolean(),
+  evicted: z.boolean(),
+  finished: z.boolean(),
+  restartRequested: z.boolean(),
+  observedRuntime: z.boolean(),
+  pendingUpdate: updateViewSchema.optional(),
+  activeUpdate: updateViewSchema.optional(),
+});
+const transitionSchema = z.object({
+  at: epochMs,
+  type: z.string(),
+  detail: z.string(),
+  pid: z.number().int(),
+});
+const checkpointSchema = z.object({
+  uid: z.string().min(1),
+  namespace: z.string(),
+  name: z.string(),
+  status: statusSchema,
+  since: epochMs,
+  history: z.array(transitionSchema).max(HISTORY_LIMIT),
+  lastError: z.object({ message: z.string(), at: epochMs, retryAt: epochMs.optional() }).optional(),
+  graceDeadline: epochMs.optional(),
+  writtenAt: epochMs,
+  writerPid: z.number().int(),
+});
+const headerSchema = z.object({
+  format: z.literal(CHECKPOINT_FORMAT),
+  version: z.number().int(),
+  length: z.number().int().nonnegative(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+});
+
+/** Drops `undefined` members so the JSON round trip is exact. */
+function pruneUndefined<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+function sha256(data: Uint8Array): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/** Keeps the newest `HISTORY_LIMIT` records. */
+export function boundHistory(history: TransitionRecord[]): TransitionRecord[] {
+  return history.length > HISTORY_LIMIT ? history.slice(history.length - HISTORY_LIMIT) : history;
+}
+
+export function encodeCheckpoint(checkpoint: PodCheckpoint): Buffer {
+  const bounded = { ...checkpoint, history: boundHistory(checkpoint.history) };
+  const payload = Buffer.from(JSON.stringify(pruneUndefined(bounded)), 'utf8');
+  const header = JSON.stringify({
+    format: CHECKPOINT_FORMAT,
+    version: CHECKPOINT_VERSION,
+    length: payload.length,
+    sha256: sha256(payload),
+  });
+  return Buffer.concat([Buffer.from(`${header}\n`, 'utf8'), payload]);
+}
+
+export type DecodeOutcome =
+  | { kind: 'ok'; checkpoint: PodCheckpoint }
+  | { kind: 'rejected'; reason: string };
+
+function rejected(reason: string): DecodeOutcome {
+  return { kind: 'rejected', reason };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function firstIssue(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return 'invalid';
+  const at = issue.path.length > 0 ? issue.path.join('.') : '(root)';
+  return `${at}: ${issue.message}`;
+}
+
+/** Validates a checkpoint file's bytes; never throws. `expectedUid` guards against misfiled copies. */
+export function decodeCheckpoint(data: Uint8Array, expectedUid?: string): DecodeOutcome {
+  const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  if (bytes.length === 0) return rejected('empty file');
+  const newline = bytes.indexOf(0x0a);
+  if (newline < 0) return rejected('truncated (no header line)');
+  const headerJson = parseJson(bytes.subarray(0, newline).toString('utf8'));
+  if (headerJson === undefined) return rejected('unreadable header');
+  const version = (headerJson as { version?: unknown }).version;
+  const format = (headerJson as { format?: unknown }).format;
+  if (format !== CHECKPOINT_FORMAT) return rejected(`unknown format ${JSON.stringify(format)}`);
+  if (version !== CHECKPOINT_VERSION) {
+    return rejected(`unsupported version ${JSON.stringify(version)} (this podctl reads version ${CHECKPOINT_VERSION})`);
+  }
+  const header = headerSchema.safeParse(headerJson);
+  if (!header.success) return rejected(`bad header (${firstIssue(header.error)})`);
+  const payload = bytes.subarray(newline + 1);
+  if (payload.length < header.data.length) {
+    return rejected(`truncated (${payload.length} of ${header.data.length} payload bytes)`);
+  }
+  if (payload.length > header.data.length) {
+    return rejected(`trailing garbage (${payload.length - header.data.length} bytes after the payload)`);
+  }
+  if (sha256(payload) !== header.data.sha256) return rejected('checksum mismatch');
+  const body = parseJson(payload.toString('utf8'));
+  if (body === undefined) return rejected('payload is not JSON');
+  const parsed = checkpointSchema.safeParse(body);
+  if (!parsed.success) return rejected(`schema: ${firstIssue(parsed.error)}`);
+  if (parsed.data.status.uid !== parsed.data.uid) return rejected('status UID differs from checkpoint UID');
+  if (expectedUid !== undefined && parsed.data.uid !== expectedUid) {
+    return rejected(`holds UID ${parsed.data.uid}, expected ${expectedUid}`);
+  }
+  return { kind: 'ok', checkpoint: parsed.data as PodCheckpoint };
+}

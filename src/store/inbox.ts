@@ -1,0 +1,158 @@
+/**
+ * The request inbox: how a process asks a pod's owner to change it (kill, shorten grace, evict).
+ *
+ * Each request is one immutable file `inbox/<uid>@<time>-<pid>-<random>.req`, written atomically
+ * (temporary name, fsync, rename), so the owner never sees half a request. The owner is woken by
+ * `fs.watch` on the inbox folder (a slow re-scan backs it up), reads the requests for the pods it
+ * holds in arrival order, applies each through the engine's `updatePod`, persists the result, and
+ * only then deletes the request file (`acknowledge`). A crash between applying and deleting replays
+ * the request on takeover, which is harmless: a kill is idempotent and a grace period only shrinks.
+ *
+ * Invariants: a request names exactly one pod; an unreadable or invalid request file is moved to
+ * quarantine and reported in one line, never applied and never blocking the others.
+ */
+import * as fsp from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { V1Pod } from '../engine/types.js';
+import { listNames, nodeFileOps, readFileNoFollow, writeFileAtomic, type FileOps } from './files.js';
+import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
+import type { StoreReporter } from './checkpoints.js';
+
+const REQUEST_SUFFIX = '.req';
+const SEPARATOR = '@';
+
+const requestSchema = z.object({
+  id: z.string().min(1),
+  uid: z.string().min(1),
+  at: z.number(),
+  fromPid: z.number().int(),
+  kind: z.literal('kill'),
+  gracePeriodSeconds: z.number().finite().optional(),
+  evict: z.boolean().optional(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  pod: z.looseObject({}).optional(),
+});
+
+/** A request for a pod's owner. */
+export interface InboxRequest {
+  id: string;
+  uid: string;
+  /** When it was written (epoch ms). */
+  at: number;
+  fromPid: number;
+  kind: 'kill';
+  gracePeriodSeconds?: number;
+  evict?: boolean;
+  reason?: string;
+  message?: string;
+  /** The pod's spec, when the requester had a fresher one (e.g. from the API server). */
+  pod?: V1Pod;
+}
+
+export type NewInboxRequest = Omit<InboxRequest, 'id' | 'at' | 'fromPid'>;
+
+export interface InboxOptions {
+  layout: StateLayout;
+  report?: StoreReporter;
+  ops?: FileOps;
+  clock?: () => number;
+}
+
+export class Inbox {
+  readonly #layout: StateLayout;
+  readonly #report: StoreReporter;
+  readonly #ops: FileOps;
+  readonly #now: () => number;
+
+  constructor(options: InboxOptions) {
+    this.#layout = options.layout;
+    this.#report = options.report ?? (() => {});
+    this.#ops = options.ops ?? nodeFileOps;
+    this.#now = options.clock ?? Date.now;
+  }
+
+  get folder(): string {
+    return this.#layout.inbox;
+  }
+
+  /** The UID a request file name is addressed to, or undefined for other names. */
+  uidOfName(name: string): string | undefined {
+    if (name.startsWith('.') || !name.endsWith(REQUEST_SUFFIX)) return undefined;
+    const at = name.indexOf(SEPARATOR);
+    if (at <= 0) return undefined;
+    return decodeUid(name.slice(0, at));
+  }
+
+  /** Writes a request atomically; returns it with its id. Throws a one-line StoreError. */
+  async post(request: NewInboxRequest): Promise<InboxRequest> {
+    const at = this.#now();
+    const id = `${String(at).padStart(14, '0')}-${process.pid}-${randomBytes(4).toString('hex')}`;
+    const full: InboxRequest = { ...request, id, at, fromPid: process.pid };
+    const path = join(this.#layout.inbox, `${encodeUid(request.uid)}${SEPARATOR}${id}${REQUEST_SUFFIX}`);
+    await writeFileAtomic(path, Buffer.from(JSON.stringify(full), 'utf8'), 'request', this.#ops);
+    return full;
+  }
+
+  /** UIDs with at least one pending request. */
+  async pendingUids(): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (const name of await listNames(this.#layout.inbox)) {
+      const uid = this.uidOfName(name);
+      if (uid !== undefined) out.add(uid);
+    }
+    return out;
+  }
+
+  /** Pending requests for `uid`, oldest first; invalid files are quarantined and skipped. */
+  async pending(uid: string): Promise<InboxRequest[]> {
+    const prefix = `${encodeUid(uid)}${SEPARATOR}`;
+    const names = (await listNames(this.#layout.inbox))
+      .filter((n) => n.startsWith(prefix) && n.endsWith(REQUEST_SUFFIX))
+      .sort();
+    const out: InboxRequest[] = [];
+    for (const name of names) {
+      const path = join(this.#layout.inbox, name);
+      const outcome = await readFileNoFollow(path);
+      if (outcome.kind === 'missing') continue;
+      const request = outcome.kind === 'ok' ? parseRequest(outcome.data) : undefined;
+      if (request && request.uid === uid && `${prefix}${request.id}${REQUEST_SUFFIX}` === name) {
+        out.push(request);
+        continue;
+      }
+      await this.#quarantine(path, name, outcome.kind === 'ok' ? 'is not a valid request' : `is a ${outcome.kind}`);
+    }
+    return out;
+  }
+
+  /** Deletes an applied request. */
+  async acknowledge(request: InboxRequest): Promise<void> {
+    const path = join(this.#layout.inbox, `${encodeUid(request.uid)}${SEPARATOR}${request.id}${REQUEST_SUFFIX}`);
+    try {
+      await this.#ops.unlink(path);
+    } catch {
+      // Already acknowledged by an earlier pass.
+    }
+  }
+
+  async #quarantine(path: string, name: string, reason: string): Promise<void> {
+    const target = join(this.#layout.quarantine, `${name}.${this.#now()}-${process.pid}`);
+    try {
+      await fsp.rename(path, target);
+      this.#report(`request ${path} ${reason}; moved to ${target}`);
+    } catch {
+      // Moved by another reader.
+    }
+  }
+}
+
+function parseRequest(data: Buffer): InboxRequest | undefined {
+  try {
+    const parsed = requestSchema.safeParse(JSON.parse(data.toString('utf8')));
+    return parsed.success ? (parsed.data as InboxRequest) : undefined;
+  } catch {
+    return undefined;
+  }
+}

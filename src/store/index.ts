@@ -1,0 +1,52 @@
+/**
+ * The checkpoint store's front door: opens (creating and checking) a state dir and hands out its
+ * three parts — checkpoints, leases and the request inbox — sharing one layout, one reporter and
+ * one set of file operations. See each module for its invariants.
+ */
+import { CheckpointStore, type StoreReporter } from './checkpoints.js';
+import { Inbox } from './inbox.js';
+import { LeaseManager, type LeaseManagerOptions } from './lease.js';
+import { nodeFileOps, sweepTemporaries, type FileOps } from './files.js';
+import { openStateDir, type StateLayout } from './state-dir.js';
+
+export interface OpenStoreOptions {
+  stateDir: string;
+  /** One-line reports (quarantined files, unreadable leases). */
+  report?: StoreReporter;
+  /** Test seam: the file operations used for writes. */
+  ops?: FileOps;
+  clock?: () => number;
+  /** Test seams for leases. */
+  leases?: Pick<LeaseManagerOptions, 'isAlive' | 'identity'>;
+}
+
+export interface Store {
+  layout: StateLayout;
+  checkpoints: CheckpointStore;
+  leases: LeaseManager;
+  inbox: Inbox;
+}
+
+/** Opens the state dir; throws a one-line StoreError when it is unsafe or cannot be created. */
+export async function openStore(options: OpenStoreOptions): Promise<Store> {
+  const layout = await openStateDir(options.stateDir);
+  const shared = { layout, report: options.report, ops: options.ops ?? nodeFileOps, clock: options.clock };
+  const checkpoints = new CheckpointStore(shared);
+  for (const folder of [layout.pods, layout.leases, layout.inbox]) await sweepTemporaries(folder);
+  return {
+    layout,
+    checkpoints,
+    leases: new LeaseManager({ ...shared, ...options.leases }),
+    inbox: new Inbox(shared),
+  };
+}
+
+export { CheckpointStore, type StoreReporter } from './checkpoints.js';
+export { Inbox, type InboxRequest, type NewInboxRequest } from './inbox.js';
+export { LeaseManager, leaseInfoOf, type AcquireResult, type LeaseRecord, type LeaseView } from './lease.js';
+export { StoreError, type StoreErrorCode } from './errors.js';
+export { decodeCheckpoint, encodeCheckpoint, CHECKPOINT_VERSION, HISTORY_LIMIT, type PodCheckpoint } from './format.js';
+export { nodeFileOps, type FileOps } from './files.js';
+export { resolveStateDir, DEFAULT_STATE_DIR, type StateLayout } from './state-dir.js';
+export { watchFolder, type FolderWatch } from './watch.js';
+export { processIdentity, isIdentityAlive, isProcessAlive, type ProcessIdentity } from './proc.js';

@@ -1,0 +1,329 @@
+/**
+ * Per-pod leases: which process drives a pod's worker. Exactly one live holder per pod.
+ *
+ * Algorithm (generation files; no advisory locks, no clocks in the decision):
+ * - A pod's lease is a sequence of immutable files `leases/<uid>@<generation>`; the *current* lease
+ *   is the one with the highest generation. Each file holds the holder's identity: PID, kernel
+ *   start time (so a reused PID is not mistaken for the holder) and a random per-manager token (so
+ *   two sessions inside one process are told apart). The heartbeat is the file's mtime.
+ * - To acquire: read the current generation N. If its holder is alive (same PID *and* start time,
+ *   not a zombie) and it is not a release tombstone, the pod is owned by someone else: stop. Else
+ *   create generation N+1 with `link(tmp, name)`, which is atomic and fails if the name exists
+ *   (files.ts `createExclusive`): of all processes racing from the same N, exactly one wins, and its
+ *   file is complete the instant it is visible. The winner then lists the generations again and
+ *   holds the lease only if N+1 is still the highest (a process that read an old N whose later
+ *   generations were already swept could re-create a low name; this check makes it lose).
+ * - A live holder's generation is never superseded: others only create N+1 after seeing N dead or
+ *   released. Generations are never reused while any higher one exists, and the highest file is
+ *   never deleted (only generations below the holder's are swept, by the holder), so "I created the
+ *   highest generation" cannot be true of two processes at once.
+ * - To release: create a tombstone generation N+1 marked `released` (close, forget). A crash
+ *   releases nothing; the next process that touches the pod sees the dead holder and takes over.
+ *
+ * Liveness is a property of the holder process, not of heartbeat age: a live but busy process keeps
+ * its pods. The heartbeat is shown to operators (`status`) and refreshed every few seconds.
+ */
+import * as fsp from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { LeaseInfo } from '../services/session-api.js';
+import { createExclusive, listNames, nodeFileOps, readFileNoFollow, type FileOps } from './files.js';
+import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
+import { errnoOf } from './errors.js';
+import { isIdentityAlive, processIdentity, type ProcessIdentity } from './proc.js';
+import type { StoreReporter } from './checkpoints.js';
+
+const leaseRecordSchema = z.object({
+  uid: z.string(),
+  generation: z.number().int().positive(),
+  pid: z.number().int(),
+  startTicks: z.number().nonnegative(),
+  startedAt: z.number(),
+  token: z.string(),
+  acquiredAt: z.number(),
+  released: z.boolean(),
+});
+export type LeaseRecord = z.infer<typeof leaseRecordSchema>;
+
+/** The current lease of a pod, as anyone can read it. */
+export interface LeaseView {
+  uid: string;
+  generation: number;
+  /** undefined when the lease file could not be read or validated (treated as stale). */
+  record?: LeaseRecord;
+  heartbeatAt: number;
+  /** The holder is running and has not released the lease. */
+  alive: boolean;
+  released: boolean;
+}
+
+export type AcquireResult =
+  | { acquired: true; generation: number; previous?: LeaseView }
+  | { acquired: false; owner: LeaseView };
+
+export interface LeaseManagerOptions {
+  layout: StateLayout;
+  report?: StoreReporter;
+  ops?: FileOps;
+  clock?: () => number;
+  /** Test seam: decides whether a recorded holder is alive (default: /proc check). */
+  isAlive?: (record: LeaseRecord) => boolean;
+  /** Test seam: the identity written into new leases (default: this process). */
+  identity?: ProcessIdentity;
+}
+
+const SEPARATOR = '@';
+const MAX_ACQUIRE_ATTEMPTS = 16;
+
+export function leaseInfoOf(view: LeaseView): LeaseInfo | undefined {
+  if (!view.record) return undefined;
+  return { pid: view.record.pid, startedAt: view.record.startedAt, heartbeatAt: view.heartbeatAt, alive: view.alive };
+}
+
+export class LeaseManager {
+  readonly #layout: StateLayout;
+  readonly #report: StoreReporter;
+  readonly #ops: FileOps;
+  readonly #now: () => number;
+  readonly #isAlive: (record: LeaseRecord) => boolean;
+  readonly #identity: ProcessIdentity;
+  readonly #token = randomBytes(8).toString('hex');
+  /** uid → generation we hold. */
+  readonly #held = new Map<string, number>();
+  readonly #reportedUnreadable = new Set<string>();
+
+  constructor(options: LeaseManagerOptions) {
+    this.#layout = options.layout;
+    this.#report = options.report ?? (() => {});
+    this.#ops = options.ops ?? nodeFileOps;
+    this.#now = options.clock ?? Date.now;
+    this.#isAlive = options.isAlive ?? ((r) => isIdentityAlive(r));
+    this.#identity = options.identity ?? processIdentity();
+  }
+
+  get identity(): ProcessIdentity {
+    return this.#identity;
+  }
+
+  holds(uid: string): boolean {
+    return this.#held.has(uid);
+  }
+
+  heldUids(): string[] {
+    return [...this.#held.keys()];
+  }
+
+  /** The lease-file folder (watched by sessions for 'lease-changed'). */
+  get folder(): string {
+    return this.#layout.leases;
+  }
+
+  /** The UID a lease file name belongs to. */
+  uidOfName(name: string): string | undefined {
+    if (name.startsWith('.')) return undefined;
+    const at = name.lastIndexOf(SEPARATOR);
+    if (at <= 0) return undefined;
+    return decodeUid(name.slice(0, at));
+  }
+
+  #pathOf(uid: string, generation: number): string {
+    return join(this.#layout.leases, `${encodeUid(uid)}${SEPARATOR}${generation}`);
+  }
+
+  /** Generations present for every UID (one readdir). */
+  async #generationsByUid(): Promise<Map<string, number[]>> {
+    const out = new Map<string, number[]>();
+    for (const name of await listNames(this.#layout.leases)) {
+      if (name.startsWith('.')) continue;
+      const at = name.lastIndexOf(SEPARATOR);
+      if (at <= 0) continue;
+      const generation = Number(name.slice(at + 1));
+      const uid = decodeUid(name.slice(0, at));
+      if (uid === undefined || !Number.isInteger(generation) || generation <= 0) continue;
+      const list = out.get(uid);
+      if (list) list.push(generation);
+      else out.set(uid, [generation]);
+    }
+    return out;
+  }
+
+  async #generationsOf(uid: string): Promise<number[]> {
+    const prefix = `${encodeUid(uid)}${SEPARATOR}`;
+    const out: number[] = [];
+    for (const name of await listNames(this.#layout.leases)) {
+      if (!name.startsWith(prefix)) continue;
+      const generation = Number(name.slice(prefix.length));
+      if (Number.isInteger(generation) && generation > 0) out.push(generation);
+    }
+    return out;
+  }
+
+  async #readView(uid: string, generation: number): Promise<LeaseView | 'vanished'> {
+    const path = this.#pathOf(uid, generation);
+    const outcome = await readFileNoFollow(path);
+    if (outcome.kind === 'missing') return 'vanished';
+    let record: LeaseRecord | undefined;
+    let heartbeatAt = 0;
+    if (outcome.kind === 'ok') {
+      try {
+        const parsed = leaseRecordSchema.safeParse(JSON.parse(outcome.data.toString('utf8')));
+        if (parsed.success && parsed.data.uid === uid && parsed.data.generation === generation) record = parsed.data;
+      } catch {
+        record = undefined;
+      }
+      try {
+        heartbeatAt = (await fsp.lstat(path)).mtimeMs;
+      } catch {
+        return 'vanished';
+      }
+    }
+    if (!record && !this.#reportedUnreadable.has(path)) {
+      this.#reportedUnreadable.add(path);
+      this.#report(`lease ${path} is unreadable (${outcome.kind === 'ok' ? 'invalid content' : outcome.kind}); treating it as stale`);
+    }
+    const released = record?.released ?? false;
+    const alive = record !== undefined && !released && this.#isAlive(record);
+    return { uid, generation, record, heartbeatAt: Math.round(heartbeatAt), alive, released };
+  }
+
+  /** The current lease of `uid` (highest generation), or undefined if it never had one. */
+  async inspect(uid: string): Promise<LeaseView | undefined> {
+    for (let attempt = 0; attempt < MAX_ACQUIRE_ATTEMPTS; attempt += 1) {
+      const generations = await this.#generationsOf(uid);
+      if (generations.length === 0) return undefined;
+      const view = await this.#readView(uid, Math.max(...generations));
+      if (view !== 'vanished') return view;
+    }
+    return undefined;
+  }
+
+  /** The current lease of every UID that has one. */
+  async inspectAll(): Promise<Map<string, LeaseView>> {
+    const out = new Map<string, LeaseView>();
+    const byUid = await this.#generationsByUid();
+    await Promise.all(
+      [...byUid].map(async ([uid, generations]) => {
+        const view = await this.#readView(uid, Math.max(...generations));
+        if (view !== 'vanished') out.set(uid, view);
+        else {
+          const again = await this.inspect(uid);
+          if (again) out.set(uid, again);
+        }
+      }),
+    );
+    return out;
+  }
+
+  #isOurs(view: LeaseView): boolean {
+    return view.record !== undefined && !view.released && view.record.token === this.#token;
+  }
+
+  #recordFor(uid: string, generation: number, released: boolean): Buffer {
+    const record: LeaseRecord = {
+      uid,
+      generation,
+      pid: this.#identity.pid,
+      startTicks: this.#identity.startTicks,
+      startedAt: this.#identity.startedAt,
+      token: this.#token,
+      acquiredAt: this.#now(),
+      released,
+    };
+    return Buffer.from(JSON.stringify(record), 'utf8');
+  }
+
+  /**
+   * Takes the lease of `uid` if it is free, released, or held by a dead process. `previous` (when
+   * acquired) is the lease that was superseded: a dead holder's means this is a takeover.
+   */
+  async tryAcquire(uid: string): Promise<AcquireResult> {
+    for (let attempt = 0; attempt < MAX_ACQUIRE_ATTEMPTS; attempt += 1) {
+      const current = await this.inspect(uid);
+      if (current && this.#isOurs(current)) {
+        this.#held.set(uid, current.generation);
+        return { acquired: true, generation: current.generation };
+      }
+      if (current && current.alive) return { acquired: false, owner: current };
+      const next = (current?.generation ?? 0) + 1;
+      const created = await createExclusive(this.#pathOf(uid, next), this.#recordFor(uid, next, false), 'lease', this.#ops);
+      if (!created) continue; // someone else won generation `next`: look again
+      const highest = Math.max(...(await this.#generationsOf(uid)));
+      if (highest !== next) {
+        // We re-created a swept low generation; a higher one rules. Drop ours and look again.
+        await this.#unlinkQuietly(this.#pathOf(uid, next));
+        continue;
+      }
+      this.#held.set(uid, next);
+      await this.#sweepBelow(uid, next);
+      return current ? { acquired: true, generation: next, previous: current } : { acquired: true, generation: next };
+    }
+    const owner = await this.inspect(uid);
+    if (owner) return { acquired: false, owner };
+    throw new Error(`lease for pod ${uid}: no decision after ${MAX_ACQUIRE_ATTEMPTS} attempts`);
+  }
+
+  /**
+   * Checks that we still hold `uid` (nobody superseded our generation). A lost lease is dropped
+   * from the held set and reported false.
+   */
+  async verify(uid: string): Promise<boolean> {
+    const generation = this.#held.get(uid);
+    if (generation === undefined) return false;
+    const generations = await this.#generationsOf(uid);
+    if (generations.length > 0 && Math.max(...generations) === generation) return true;
+    this.#held.delete(uid);
+    this.#report(`lease of pod ${uid} was taken over by another process; this process stops driving it`);
+    return false;
+  }
+
+  /** Refreshes the heartbeat (mtime) of every held lease; returns the UIDs whose lease was lost. */
+  async heartbeat(): Promise<string[]> {
+    const lost: string[] = [];
+    const now = new Date(this.#now());
+    await Promise.all(
+      [...this.#held].map(async ([uid, generation]) => {
+        try {
+          await fsp.utimes(this.#pathOf(uid, generation), now, now);
+        } catch (error) {
+          if (errnoOf(error) !== 'ENOENT') return; // keep the lease; a later beat retries
+        }
+        if (!(await this.verify(uid))) lost.push(uid);
+      }),
+    );
+    return lost;
+  }
+
+  /** Releases `uid` with a tombstone generation; a no-op if we do not hold it. */
+  async release(uid: string): Promise<void> {
+    const generation = this.#held.get(uid);
+    if (generation === undefined) return;
+    this.#held.delete(uid);
+    const next = generation + 1;
+    const created = await createExclusive(this.#pathOf(uid, next), this.#recordFor(uid, next, true), 'lease', this.#ops);
+    if (created) await this.#sweepBelow(uid, next);
+  }
+
+  async releaseAll(): Promise<void> {
+    await Promise.all(this.heldUids().map((uid) => this.release(uid)));
+  }
+
+  /** Forgets held leases without writing tombstones (what a crash does); for tests. */
+  abandonAll(): void {
+    this.#held.clear();
+  }
+
+  async #sweepBelow(uid: string, generation: number): Promise<void> {
+    for (const old of await this.#generationsOf(uid)) {
+      if (old < generation) await this.#unlinkQuietly(this.#pathOf(uid, old));
+    }
+  }
+
+  async #unlinkQuietly(path: string): Promise<void> {
+    try {
+      await this.#ops.unlink(path);
+    } catch {
+      // Swept by someone else.
+    }
+  }
+}

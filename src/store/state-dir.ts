@@ -1,0 +1,144 @@
+/**
+ * The state dir: where it is, what it contains, and the checks that make it safe to trust.
+ *
+ * Layout (every folder 0700, every file 0600, no symlinks inside):
+ * ```
+ * <stateDir>/
+ *   pods/<uid>.ckpt            one checkpoint per pod (see format.ts)
+ *   leases/<uid>@<generation>  lease generations (see lease.ts)
+ *   inbox/<uid>@<id>.req       requests for a pod's owner (see inbox.ts)
+ *   quarantine/                files that failed validation, moved aside for inspection
+ * ```
+ *
+ * Invariants:
+ * - The state dir itself may be reached through a symlink (an operator's choice, e.g. onto a data
+ *   disk); it is resolved once. Everything *inside* it must be a plain folder or file.
+ * - The state dir and its folders must be owned by the current user and not writable by group or
+ *   others; otherwise opening fails with one line naming the path and the fix. A missing state dir
+ *   (and missing folders) is created 0700.
+ * - A pod UID maps to a file name reversibly; no UID can escape its folder.
+ */
+import * as fsp from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { DIR_MODE } from './files.js';
+import { StoreError, errnoOf } from './errors.js';
+
+export const DEFAULT_STATE_DIR = '/var/lib/podctl';
+
+/** `--state-dir`, then env PODCTL_STATE_DIR, then /var/lib/podctl. */
+export function resolveStateDir(flag?: string, env: NodeJS.ProcessEnv = process.env): string {
+  const chosen = flag && flag.length > 0 ? flag : env.PODCTL_STATE_DIR && env.PODCTL_STATE_DIR.length > 0 ? env.PODCTL_STATE_DIR : DEFAULT_STATE_DIR;
+  return resolve(chosen);
+}
+
+export interface StateLayout {
+  root: string;
+  pods: string;
+  leases: string;
+  inbox: string;
+  quarantine: string;
+}
+
+export function layoutOf(root: string): StateLayout {
+  return {
+    root,
+    pods: join(root, 'pods'),
+    leases: join(root, 'leases'),
+    inbox: join(root, 'inbox'),
+    quarantine: join(root, 'quarantine'),
+  };
+}
+
+function octal(mode: number): string {
+  return `0${(mode & 0o777).toString(8)}`;
+}
+
+/** Throws a one-line StoreError unless `path` is a folder we own that no one else can write. */
+async function checkFolder(path: string, isRoot: boolean): Promise<void> {
+  const stat = await fsp.lstat(path);
+  if (stat.isSymbolicLink()) {
+    throw new StoreError('ESYMLINK', path, `refusing to use ${path}: it is a symlink inside the state dir; remove it`);
+  }
+  if (!stat.isDirectory()) {
+    throw new StoreError('EPERMS', path, `${isRoot ? 'state dir' : 'state folder'} ${path} is not a directory`);
+  }
+  const uid = process.getuid?.();
+  if (uid !== undefined && stat.uid !== uid) {
+    throw new StoreError(
+      'EPERMS',
+      path,
+      `${isRoot ? 'state dir' : 'state folder'} ${path} is owned by uid ${stat.uid}, not by the current user (uid ${uid}); run: chown ${uid} ${path}`,
+    );
+  }
+  if ((stat.mode & 0o022) !== 0) {
+    throw new StoreError(
+      'EPERMS',
+      path,
+      `${isRoot ? 'state dir' : 'state folder'} ${path} is writable by group or others (mode ${octal(stat.mode)}); run: chmod 0700 ${path}`,
+    );
+  }
+}
+
+async function ensureFolder(path: string, isRoot: boolean): Promise<void> {
+  try {
+    await fsp.mkdir(path, { mode: DIR_MODE, recursive: isRoot });
+  } catch (error) {
+    const code = errnoOf(error);
+    if (code === 'EACCES' || code === 'EROFS') {
+      throw new StoreError('EPERMS', path, `cannot create state dir ${path} (${code}); choose another with --state-dir or PODCTL_STATE_DIR`, { cause: error });
+    }
+    if (code === 'ENOSPC') {
+      throw new StoreError('ENOSPC', path, `no space left on device creating ${path}`, { cause: error });
+    }
+    if (code !== 'EEXIST') throw error;
+  }
+  await checkFolder(path, isRoot);
+}
+
+/**
+ * Creates (if needed) and checks the state dir and its folders; returns the layout with the root
+ * resolved through any symlink the operator put at the state dir's own path.
+ */
+export async function openStateDir(stateDir: string): Promise<StateLayout> {
+  const requested = resolve(stateDir);
+  await ensureFolder(requested, true).catch(async (error: unknown) => {
+    // The root itself may be an operator's symlink: accept it if its target passes the checks.
+    if (error instanceof StoreError && error.code === 'ESYMLINK') {
+      await checkFolder(await fsp.realpath(requested), true);
+      return;
+    }
+    throw error;
+  });
+  const root = await fsp.realpath(requested);
+  const layout = layoutOf(root);
+  for (const folder of [layout.pods, layout.leases, layout.inbox, layout.quarantine]) {
+    await ensureFolder(folder, false);
+  }
+  return layout;
+}
+
+const SAFE_CHAR = /[A-Za-z0-9_-]/;
+
+/**
+ * A UID as a file-name stem: unsafe characters (and '.', '@', '%') become %XX, so the mapping is
+ * reversible and no UID can contain a separator, start a hidden name, or climb out of its folder.
+ */
+export function encodeUid(uid: string): string {
+  if (uid.length === 0 || uid.length > 200) {
+    throw new StoreError('EBADUID', uid, `pod UID ${JSON.stringify(uid.slice(0, 40))} is empty or longer than 200 characters`);
+  }
+  let out = '';
+  for (const ch of uid) {
+    if (SAFE_CHAR.test(ch)) out += ch;
+    else for (const byte of Buffer.from(ch, 'utf8')) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+export function decodeUid(stem: string): string | undefined {
+  try {
+    return decodeURIComponent(stem);
+  } catch {
+    return undefined;
+  }
+}

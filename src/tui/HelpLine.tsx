@@ -1,0 +1,34 @@
+/**
+ * The bottom line: the prompt or confirmation when one is open, else the last message above the key
+ * summary. Without a keyboard (stdin not a terminal) it says the screen is read-only.
+ */
+import { Text } from 'ink';
+import { truncate } from './view-model.js';
+
+export interface HelpLineProps {
+  prompt?: string;
+  message?: { text: string; level: 'info' | 'warn' | 'error' };
+  interactive: boolean;
+  width: number;
+  color: boolean;
+}
+
+export const KEY_SUMMARY = '↑/↓ select · k kill · e evict · g shorten grace · / filter · s sort · ? help · q quit';
+
+export function HelpLine({ prompt, message, interactive, width, color }: HelpLineProps) {
+  if (prompt !== undefined) {
+    return (
+      <Text wrap="truncate" color={color ? 'cyan' : undefined} bold={color}>
+        {truncate(prompt, width)}
+      </Text>
+    );
+  }
+  const keys = interactive ? KEY_SUMMARY : 'read-only: stdin is not a terminal · Ctrl+C quits';
+  const msgColor = message?.level === 'error' ? 'red' : message?.level === 'warn' ? 'yellow' : 'green';
+  return (
+    <Text wrap="truncate">
+      {message !== undefined ? <Text color={color ? msgColor : undefined}>{truncate(`${message.text} · `, width)}</Text> : null}
+      <Text dimColor={color}>{truncate(keys, Math.max(0, width - (message ? message.text.length + 3 : 0)))}</Text>
+    </Text>
+  );
+}

@@ -1,0 +1,45 @@
+/**
+ * The pod table: a title row and the window of rows that fits (see `tableWindow`), with a marker line
+ * saying how many rows are hidden when not all pods fit.
+ */
+import { Box, Text } from 'ink';
+import type { PodInfo } from '../services/session-api.js';
+import { PodRow } from './PodRow.js';
+import { COLUMN_TITLES, fit, type TableLayout } from './view-model.js';
+
+export interface PodTableProps {
+  pods: readonly PodInfo[];
+  layout: TableLayout;
+  now: number;
+  selected: number;
+  window: { top: number; end: number; more: boolean };
+  color: boolean;
+  emptyText: string;
+}
+
+export function tableTitle(layout: TableLayout): string {
+  const parts = layout.columns.map((c) => fit(COLUMN_TITLES[c], layout.widths[c] ?? 0));
+  return `  ${parts.join(' ')}`;
+}
+
+export function PodTable({ pods, layout, now, selected, window, color, emptyText }: PodTableProps) {
+  const shown = pods.slice(window.top, window.end);
+  const above = window.top;
+  const below = pods.length - window.end;
+  return (
+    <Box flexDirection="column">
+      <Text wrap="truncate" bold={color} underline={color}>
+        {tableTitle(layout)}
+      </Text>
+      {shown.length === 0 ? <Text dimColor={color}>{`  ${emptyText}`}</Text> : null}
+      {shown.map((pod, i) => (
+        <PodRow key={pod.uid} pod={pod} layout={layout} now={now} selected={window.top + i === selected} color={color} />
+      ))}
+      {window.more ? (
+        <Text wrap="truncate" dimColor={color}>
+          {`  ↑ ${above} above · ↓ ${below} below`}
+        </Text>
+      ) : null}
+    </Box>
+  );
+}

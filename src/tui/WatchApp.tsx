@@ -1,0 +1,141 @@
+/**
+ * The watch screen: header, pod table, events pane and help line, laid out for the terminal's size,
+ * with the keys of `controller.ts`. It reads immutable snapshots from the feed and only runs the
+ * controller's effects: quitting, and kill requests through the session (the same path as `podctl
+ * kill` / `evict`).
+ *
+ * Invariants:
+ * - Keys are read only when stdin supports raw mode; otherwise the screen is read-only (no crash).
+ * - Redraws happen on a new snapshot, a key, a resize, and — only while a pod is terminating — once a
+ *   second for the countdowns.
+ * - Every line fits the terminal width, and the frame is one line shorter than the terminal.
+ */
+import { useMemo, useRef, useState } from 'react';
+import { Box, useApp, useInput, useStdin } from 'ink';
+import type { KillHandle, KillRequest } from '../services/session-api.js';
+import type { FeedEntry } from '../services/watch-feed.js';
+import { countWorkingPods } from '../metrics/working-pods.js';
+import { initialUiState, promptText, reduceKey, selectedIndex, type Effect, type KeyPress, type UiState } from './controller.js';
+import { EventsPane } from './EventsPane.js';
+import { Header } from './Header.js';
+import { HelpLine } from './HelpLine.js';
+import { HelpOverlay } from './HelpOverlay.js';
+import { PodTable } from './PodTable.js';
+import { useSnapshot, type SnapshotSource } from './use-snapshot.js';
+import { useTerminalSize, type TerminalSize } from './use-terminal-size.js';
+import { useTicker } from './use-ticker.js';
+import { filterPods, screenLayout, sortPods, tableLayout, tableWindow } from './view-model.js';
+
+export interface WatchSource extends SnapshotSource {
+  /** Adds a line to the events pane. */
+  note(entry: Omit<FeedEntry, 'at'> & { at?: number }): void;
+}
+
+export interface WatchAppProps {
+  source: WatchSource;
+  requestKill: (request: KillRequest) => Promise<KillHandle>;
+  node?: string;
+  color: boolean;
+  now?: () => number;
+  /** Fixed terminal size (tests); default: the output stream's size, following resizes. */
+  size?: TerminalSize;
+  /** Countdown redraw period while something terminates (ms); default 1000. */
+  tickMs?: number;
+  onQuit?: () => void;
+}
+
+export function WatchApp(props: WatchAppProps) {
+  const now = props.now ?? Date.now;
+  const snapshot = useSnapshot(props.source);
+  const { columns, rows } = useTerminalSize(props.size);
+  const { isRawModeSupported } = useStdin();
+  const interactive = isRawModeSupported === true;
+  const { exit } = useApp();
+  const [ui, setUi] = useState<UiState>(initialUiState);
+  // Keys can arrive faster than renders: each key reduces the latest state, not the rendered one.
+  const uiRef = useRef(ui);
+  const updateUi = (next: (s: UiState) => UiState) => {
+    uiRef.current = next(uiRef.current);
+    setUi(uiRef.current);
+  };
+  const topRef = useRef(0);
+
+  const anyTerminating = snapshot.pods.some((p) => p.state === 'terminating');
+  const at = useTicker(anyTerminating, props.tickMs ?? 1000, now);
+
+  const counts = useMemo(() => countWorkingPods(snapshot.pods), [snapshot.pods]);
+  const visible = useMemo(() => sortPods(filterPods(snapshot.pods, ui.filter), ui.sort, at), [snapshot.pods, ui.filter, ui.sort, at]);
+  const screen = screenLayout(rows);
+  const layout = tableLayout(columns);
+  const sel = selectedIndex(ui, visible);
+  const window = tableWindow(visible.length, sel, screen.tableRows, topRef.current);
+  topRef.current = window.top;
+
+  const runEffect = (effect: Effect) => {
+    if (effect.type === 'quit') {
+      props.onQuit?.();
+      exit();
+      return;
+    }
+    const { request, ref, action } = effect;
+    props.requestKill(request).then(
+      (handle) => {
+        const by = handle.handledBy === 'local' ? 'driven here' : `handed to owner pid ${handle.ownerPid}`;
+        const grace = request.gracePeriodSeconds !== undefined ? ` grace ${request.gracePeriodSeconds}s` : '';
+        const text = `${action} ${ref}${grace}: ${by}`;
+        props.source.note({ source: 'watch', level: 'info', uid: request.uid, pod: ref, kind: `${action}-requested`, detail: `${grace.trim() || 'own grace'}, ${by}` });
+        updateUi((s) => ({ ...s, message: { text, level: 'info' } }));
+      },
+      (err: unknown) => {
+        const message = err instanceof Error ? err.message : String(err);
+        props.source.note({ source: 'watch', level: 'error', uid: request.uid, pod: ref, kind: `${action}-failed`, detail: message });
+        updateUi((s) => ({ ...s, message: { text: `${action} ${ref} failed: ${message}`, level: 'error' } }));
+      },
+    );
+  };
+
+  useInput(
+    (input, key) => {
+      const press: KeyPress = { ...key, input };
+      const ctx = { visible, now: now(), pageSize: Math.max(1, screen.tableRows - 1) };
+      const { state, effect } = reduceKey(uiRef.current, press, ctx);
+      // Pin the selection to a UID so it survives re-sorting and new listings.
+      const pinned = state.selectedUid === undefined && visible.length > 0 ? { ...state, selectedUid: visible[selectedIndex(state, visible)]!.uid } : state;
+      updateUi(() => pinned);
+      if (effect !== undefined) runEffect(effect);
+    },
+    { isActive: interactive },
+  );
+
+  if (ui.mode.kind === 'help') {
+    return (
+      <Box flexDirection="column" width={columns}>
+        <HelpOverlay width={columns} color={props.color} />
+      </Box>
+    );
+  }
+
+  const emptyText = snapshot.listedAt === 0 ? 'listing pods…' : ui.filter ? `no pod matches "${ui.filter}"` : 'no pods on this node';
+  return (
+    <Box flexDirection="column" width={columns}>
+      <Header
+        node={props.node}
+        endpoint={snapshot.endpoint}
+        simulated={snapshot.simulated}
+        counts={counts}
+        width={columns}
+        compact={screen.headerLines < 2}
+        sort={ui.sort}
+        filter={ui.filter}
+        shown={visible.length}
+        listError={snapshot.listError}
+        color={props.color}
+      />
+      <PodTable pods={visible} layout={layout} now={at} selected={sel} window={window} color={props.color} emptyText={emptyText} />
+      {screen.eventLines > 0 ? <EventsPane entries={snapshot.entries} lines={screen.eventLines} width={columns} color={props.color} /> : null}
+      {screen.showHelpLine || promptText(ui.mode) !== undefined ? (
+        <HelpLine prompt={promptText(ui.mode)} message={ui.message} interactive={interactive} width={columns} color={props.color} />
+      ) : null}
+    </Box>
+  );
+}

@@ -1,0 +1,220 @@
+/**
+ * The watch screen's key handling as a pure transition: (UI state, key, visible pods) → next UI state
+ * and at most one effect (quit, or a kill request for the session). The Ink app only runs the effects.
+ *
+ * Modes: normal → help (`?`) | filter (`/`) | grace prompt (`k`, `g`) → confirm → normal; `e` goes
+ * straight to confirm. Destructive actions always pass through confirm, and only `y` confirms.
+ *
+ * Invariants:
+ * - The selection is a pod UID; when the selected pod leaves the visible list, the selection moves
+ *   to the row at the same position (or the last row).
+ * - A grace shortening (`g`) is offered only for a terminating pod and only accepts a grace shorter
+ *   than the one in force (grace periods only shrink).
+ * - No effect is produced outside confirm, except quit.
+ */
+import type { KillRequest, PodInfo } from '../services/session-api.js';
+import { defaultGraceOf, graceLeftMs, parseGrace, podRef, SORT_KEYS, type SortKey } from './view-model.js';
+
+export type Action = 'kill' | 'evict' | 'shorten';
+
+export type Mode =
+  | { kind: 'normal' }
+  | { kind: 'help' }
+  | { kind: 'filter'; text: string }
+  | { kind: 'grace'; action: Action; uid: string; ref: string; text: string; current?: number; error?: string }
+  | { kind: 'confirm'; action: Action; uid: string; ref: string; grace?: number };
+
+export interface UiState {
+  mode: Mode;
+  selectedUid?: string;
+  filter: string;
+  sort: SortKey;
+  message?: { text: string; level: 'info' | 'warn' | 'error' };
+}
+
+/** The keys the screen reacts to, reduced from Ink's Key. */
+export interface KeyPress {
+  input: string;
+  upArrow?: boolean;
+  downArrow?: boolean;
+  pageUp?: boolean;
+  pageDown?: boolean;
+  home?: boolean;
+  end?: boolean;
+  return?: boolean;
+  escape?: boolean;
+  backspace?: boolean;
+  delete?: boolean;
+  ctrl?: boolean;
+}
+
+export type Effect = { type: 'quit' } | { type: 'request'; action: Action; ref: string; request: KillRequest };
+
+export interface KeyContext {
+  /** The pods as shown (filtered and sorted). */
+  visible: readonly PodInfo[];
+  now: number;
+  /** Rows of the table, for page up/down. */
+  pageSize: number;
+}
+
+export const initialUiState: UiState = { mode: { kind: 'normal' }, filter: '', sort: 'state' };
+
+/** The index of the selected pod in the visible list (0 when none is selected). */
+export function selectedIndex(state: UiState, visible: readonly PodInfo[]): number {
+  if (visible.length === 0) return -1;
+  const i = state.selectedUid === undefined ? -1 : visible.findIndex((p) => p.uid === state.selectedUid);
+  return i < 0 ? 0 : i;
+}
+
+function moveSelection(state: UiState, visible: readonly PodInfo[], delta: number): UiState {
+  if (visible.length === 0) return state;
+  const i = Math.min(visible.length - 1, Math.max(0, selectedIndex(state, visible) + delta));
+  return { ...state, selectedUid: visible[i]!.uid, message: undefined };
+}
+
+const ACTION_VERB: Record<Action, string> = { kill: 'Kill', evict: 'Evict', shorten: 'Shorten the grace of' };
+
+function startKill(state: UiState, pod: PodInfo): UiState {
+  if (pod.state === 'terminated' || pod.state === 'finished') {
+    return { ...state, message: { text: `${podRef(pod)} is already ${pod.state}`, level: 'warn' } };
+  }
+  const current = pod.state === 'terminating' ? pod.gracePeriod : undefined;
+  const offer = current !== undefined ? Math.min(current, defaultGraceOf(pod)) : defaultGraceOf(pod);
+  const mode: Mode = { kind: 'grace', action: 'kill', uid: pod.uid, ref: podRef(pod), text: String(offer) };
+  if (current !== undefined) mode.current = current;
+  return { ...state, mode, message: undefined };
+}
+
+function startEvict(state: UiState, pod: PodInfo): UiState {
+  if (pod.state === 'terminated' || pod.state === 'finished') {
+    return { ...state, message: { text: `${podRef(pod)} is already ${pod.state}`, level: 'warn' } };
+  }
+  return { ...state, mode: { kind: 'confirm', action: 'evict', uid: pod.uid, ref: podRef(pod) }, message: undefined };
+}
+
+function startShorten(state: UiState, pod: PodInfo, now: number): UiState {
+  if (pod.state !== 'terminating' || pod.gracePeriod === undefined) {
+    return { ...state, message: { text: `g shortens a terminating pod's grace; ${podRef(pod)} is ${pod.state}`, level: 'warn' } };
+  }
+  const left = graceLeftMs(pod, now);
+  const suggestion = Math.max(0, Math.min(pod.gracePeriod - 1, left === undefined ? 1 : Math.floor(left / 2000)));
+  return {
+    ...state,
+    mode: { kind: 'grace', action: 'shorten', uid: pod.uid, ref: podRef(pod), text: String(suggestion), current: pod.gracePeriod },
+    message: undefined,
+  };
+}
+
+function onNormalKey(state: UiState, key: KeyPress, ctx: KeyContext): { state: UiState; effect?: Effect } {
+  const { visible } = ctx;
+  if (key.upArrow) return { state: moveSelection(state, visible, -1) };
+  if (key.downArrow) return { state: moveSelection(state, visible, 1) };
+  if (key.pageUp) return { state: moveSelection(state, visible, -Math.max(1, ctx.pageSize)) };
+  if (key.pageDown) return { state: moveSelection(state, visible, Math.max(1, ctx.pageSize)) };
+  if (key.home) return { state: moveSelection(state, visible, -visible.length) };
+  if (key.end) return { state: moveSelection(state, visible, visible.length) };
+  if (key.escape) return { state: { ...state, filter: '', message: undefined } };
+  const selected = visible[selectedIndex(state, visible)];
+  switch (key.input) {
+    case 'q':
+      return { state, effect: { type: 'quit' } };
+    case '?':
+      return { state: { ...state, mode: { kind: 'help' }, message: undefined } };
+    case '/':
+      return { state: { ...state, mode: { kind: 'filter', text: state.filter }, message: undefined } };
+    case 's': {
+      const sort = SORT_KEYS[(SORT_KEYS.indexOf(state.sort) + 1) % SORT_KEYS.length]!;
+      return { state: { ...state, sort, message: { text: `sorted by ${sort}`, level: 'info' } } };
+    }
+    case 'k':
+    case 'e':
+    case 'g':
+      if (selected === undefined) return { state: { ...state, message: { text: 'no pod selected', level: 'warn' } } };
+      if (key.input === 'k') return { state: startKill(state, selected) };
+      if (key.input === 'e') return { state: startEvict(state, selected) };
+      return { state: startShorten(state, selected, ctx.now) };
+    default:
+      return { state };
+  }
+}
+
+function onFilterKey(state: UiState, mode: Extract<Mode, { kind: 'filter' }>, key: KeyPress): UiState {
+  if (key.escape) return { ...state, mode: { kind: 'normal' }, filter: '' };
+  if (key.return) return { ...state, mode: { kind: 'normal' }, filter: mode.text };
+  if (key.backspace || key.delete) {
+    const text = mode.text.slice(0, -1);
+    return { ...state, mode: { kind: 'filter', text }, filter: text };
+  }
+  if (key.ctrl || key.input === '' || /[\x00-\x1f]/.test(key.input)) return state;
+  const text = mode.text + key.input;
+  return { ...state, mode: { kind: 'filter', text }, filter: text };
+}
+
+function onGraceKey(state: UiState, mode: Extract<Mode, { kind: 'grace' }>, key: KeyPress): UiState {
+  if (key.escape) return { ...state, mode: { kind: 'normal' }, message: { text: 'cancelled', level: 'info' } };
+  if (key.backspace || key.delete) return { ...state, mode: { ...mode, text: mode.text.slice(0, -1), error: undefined } };
+  if (key.return) {
+    const parsed = parseGrace(mode.text);
+    if ('error' in parsed) return { ...state, mode: { ...mode, error: parsed.error } };
+    if (mode.action === 'shorten' && mode.current !== undefined && parsed.seconds >= mode.current) {
+      return { ...state, mode: { ...mode, error: `grace only shrinks: give less than ${mode.current}s` } };
+    }
+    return { ...state, mode: { kind: 'confirm', action: mode.action, uid: mode.uid, ref: mode.ref, grace: parsed.seconds } };
+  }
+  if (/^[0-9]+$/.test(key.input)) return { ...state, mode: { ...mode, text: mode.text + key.input, error: undefined } };
+  return state;
+}
+
+function onConfirmKey(state: UiState, mode: Extract<Mode, { kind: 'confirm' }>, key: KeyPress): { state: UiState; effect?: Effect } {
+  if (key.input !== 'y' && key.input !== 'Y') {
+    return { state: { ...state, mode: { kind: 'normal' }, message: { text: `${ACTION_VERB[mode.action].toLowerCase()} ${mode.ref}: cancelled`, level: 'info' } } };
+  }
+  const request: KillRequest = { uid: mode.uid };
+  if (mode.grace !== undefined) request.gracePeriodSeconds = mode.grace;
+  if (mode.action === 'evict') {
+    request.evict = true;
+    request.reason = 'Evicted';
+    request.message = 'Evicted from podctl watch';
+  }
+  return {
+    state: { ...state, mode: { kind: 'normal' }, message: { text: `${ACTION_VERB[mode.action].toLowerCase()} ${mode.ref}: requested…`, level: 'info' } },
+    effect: { type: 'request', action: mode.action, ref: mode.ref, request },
+  };
+}
+
+/** One key press: the next UI state, and the effect to run if any. */
+export function reduceKey(state: UiState, key: KeyPress, ctx: KeyContext): { state: UiState; effect?: Effect } {
+  const mode = state.mode;
+  switch (mode.kind) {
+    case 'normal':
+      return onNormalKey(state, key, ctx);
+    case 'help':
+      return { state: { ...state, mode: { kind: 'normal' } } };
+    case 'filter':
+      return { state: onFilterKey(state, mode, key) };
+    case 'grace':
+      return { state: onGraceKey(state, mode, key) };
+    case 'confirm':
+      return onConfirmKey(state, mode, key);
+  }
+}
+
+/** The question shown for a prompt or confirmation. */
+export function promptText(mode: Mode): string | undefined {
+  switch (mode.kind) {
+    case 'grace': {
+      const limit = mode.current !== undefined ? ` (in force ${mode.current}s)` : '';
+      const verb = mode.action === 'shorten' ? 'New grace for' : `${ACTION_VERB[mode.action]}`;
+      return `${verb} ${mode.ref} — grace seconds${limit}: ${mode.text}▏ ⏎ ok · esc cancel${mode.error ? `  ✗ ${mode.error}` : ''}`;
+    }
+    case 'confirm': {
+      const grace = mode.grace !== undefined ? ` with grace ${mode.grace}s` : ' with its own grace';
+      return `${ACTION_VERB[mode.action]} ${mode.ref}${grace}? [y/N]`;
+    }
+    case 'filter':
+      return `/${mode.text}▏ ⏎ keep · esc clear`;
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * The watch screen's facade: `renderWatch()` mounts the Ink app on the terminal and resolves when the
+ * operator quits or the signal aborts. This module (and through it Ink and React) is only ever loaded
+ * with a dynamic import by the watch service.
+ *
+ * Invariants:
+ * - On a terminal the screen uses the alternate screen buffer, so the shell's scrollback is intact
+ *   after quitting; it is restored however the app ends.
+ * - Ctrl+C quits like `q` when the keyboard is in raw mode; without raw mode the process's SIGINT
+ *   handling aborts the signal, which unmounts the app.
+ */
+import { render } from 'ink';
+import type { KillHandle, KillRequest } from '../services/session-api.js';
+import { WatchApp, type WatchSource } from './WatchApp.js';
+
+export interface RenderWatchOptions {
+  source: WatchSource;
+  requestKill: (request: KillRequest) => Promise<KillHandle>;
+  color: boolean;
+  node?: string;
+  stdout: NodeJS.WriteStream;
+  stdin?: NodeJS.ReadStream;
+  stderr?: NodeJS.WriteStream;
+  signal: AbortSignal;
+}
+
+const ENTER_ALT_SCREEN = '\u001b[?1049h\u001b[H';
+const LEAVE_ALT_SCREEN = '\u001b[?1049l';
+
+/** Shows the screen until quit ('quit') or the signal aborts ('signal'). */
+export async function renderWatch(options: RenderWatchOptions): Promise<'quit' | 'signal'> {
+  const { stdout, signal } = options;
+  if (signal.aborted) return 'signal';
+  const altScreen = stdout.isTTY === true;
+  if (altScreen) stdout.write(ENTER_ALT_SCREEN);
+  let endedBy: 'quit' | 'signal' = 'quit';
+  const instance = render(
+    <WatchApp source={options.source} requestKill={options.requestKill} color={options.color} {...(options.node !== undefined ? { node: options.node } : {})} />,
+    {
+      stdout,
+      ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
+      ...(options.stderr !== undefined ? { stderr: options.stderr } : {}),
+      exitOnCtrlC: true,
+      patchConsole: true,
+      maxFps: 30,
+    },
+  );
+  const onAbort = () => {
+    endedBy = 'signal';
+    instance.unmount();
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    await instance.waitUntilExit();
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    instance.cleanup();
+    if (altScreen) stdout.write(LEAVE_ALT_SCREEN);
+  }
+  return endedBy;
+}

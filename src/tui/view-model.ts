@@ -1,0 +1,261 @@
+/**
+ * What the watch screen shows, computed from a snapshot: pure functions with no Ink or React, so the
+ * layout rules (which columns fit, which panes show, how a row reads) are testable on their own.
+ *
+ * Invariants:
+ * - Every line produced here is at most the terminal width; text is truncated with "…", never wrapped.
+ * - The selection is a pod UID, not an index: it survives re-sorting, filtering and new listings.
+ * - The countdown bar only shrinks as time passes and is empty once the grace has run out.
+ */
+import type { PodInfo } from '../services/session-api.js';
+import type { FeedEntry } from '../services/watch-feed.js';
+
+export type SortKey = 'name' | 'state' | 'age' | 'grace';
+export const SORT_KEYS: readonly SortKey[] = ['state', 'age', 'grace', 'name'];
+
+export type StateColor = 'green' | 'yellow' | 'red' | 'gray' | 'magenta' | 'cyan';
+
+export function stateColor(state: PodInfo['state']): StateColor {
+  switch (state) {
+    case 'sync':
+      return 'green';
+    case 'terminating':
+      return 'yellow';
+    case 'terminated':
+      return 'red';
+    case 'finished':
+      return 'gray';
+    case 'runtime':
+      return 'magenta';
+  }
+}
+
+/** Order of states for sorting: what needs attention first. */
+const STATE_ORDER: Record<PodInfo['state'], number> = { terminating: 0, sync: 1, runtime: 2, terminated: 3, finished: 4 };
+
+/** `5s`, `3m12s`, `2h05m`, `3d4h`: compact, at most 6 characters. */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
+  const h = Math.floor(m / 60);
+  if (h < 24) return `${h}h${String(m % 60).padStart(2, '0')}m`;
+  const d = Math.floor(h / 24);
+  return `${d}d${h % 24}h`;
+}
+
+/** Truncates to `width` columns, ending with "…" when cut. */
+export function truncate(text: string, width: number): string {
+  if (width <= 0) return '';
+  if (text.length <= width) return text;
+  if (width === 1) return '…';
+  return `${text.slice(0, width - 1)}…`;
+}
+
+export function fit(text: string, width: number): string {
+  return truncate(text, width).padEnd(width);
+}
+
+/** Seconds of grace left for a terminating pod (undefined when not terminating or unknown). */
+export function graceLeftMs(pod: PodInfo, now: number): number | undefined {
+  if (pod.state !== 'terminating' || pod.graceDeadline === undefined) return undefined;
+  return Math.max(0, pod.graceDeadline - now);
+}
+
+/**
+ * A countdown bar of `width` cells: filled cells are the share of the grace period still left.
+ * `█` filled, `░` used up.
+ */
+export function graceBar(leftMs: number, totalSeconds: number, width: number): string {
+  if (width <= 0) return '';
+  const total = Math.max(totalSeconds * 1000, 1);
+  const share = Math.min(1, Math.max(0, leftMs / total));
+  const filled = leftMs <= 0 ? 0 : Math.max(1, Math.round(share * width));
+  return '█'.repeat(filled) + '░'.repeat(width - filled);
+}
+
+export function podRef(pod: Pick<PodInfo, 'namespace' | 'name'>): string {
+  return `${pod.namespace}/${pod.name}`;
+}
+
+/** Keeps pods whose `namespace/name` or state contains the filter (case-insensitive). */
+export function filterPods(pods: readonly PodInfo[], filter: string): PodInfo[] {
+  const f = filter.trim().toLowerCase();
+  if (f === '') return [...pods];
+  return pods.filter((p) => podRef(p).toLowerCase().includes(f) || p.state.includes(f));
+}
+
+export function sortPods(pods: readonly PodInfo[], key: SortKey, now: number): PodInfo[] {
+  const byName = (a: PodInfo, b: PodInfo) => podRef(a).localeCompare(podRef(b)) || a.uid.localeCompare(b.uid);
+  const sorted = [...pods];
+  switch (key) {
+    case 'name':
+      return sorted.sort(byName);
+    case 'state':
+      return sorted.sort((a, b) => STATE_ORDER[a.state] - STATE_ORDER[b.state] || byName(a, b));
+    case 'age':
+      // Longest in its state first: what is stuck shows on top.
+      return sorted.sort((a, b) => a.since - b.since || byName(a, b));
+    case 'grace': {
+      const left = (p: PodInfo) => graceLeftMs(p, now) ?? Number.POSITIVE_INFINITY;
+      return sorted.sort((a, b) => left(a) - left(b) || byName(a, b));
+    }
+  }
+}
+
+/** Columns of the pod table, in the order they are dropped when the terminal is narrow (last first). */
+export type ColumnId = 'name' | 'state' | 'grace' | 'ctrs' | 'age' | 'owner' | 'error';
+
+export interface TableLayout {
+  /** Width of each visible column (the name and error columns take what is left). */
+  widths: Partial<Record<ColumnId, number>>;
+  columns: ColumnId[];
+  /** Cells of the countdown bar (0: only the seconds are shown). */
+  barWidth: number;
+}
+
+const FIXED: Record<Exclude<ColumnId, 'name' | 'error'>, number> = { state: 11, grace: 16, ctrs: 5, age: 8, owner: 7 };
+const MIN_NAME = 14;
+/** The last error is shown only when the name still gets this much room. */
+const MIN_NAME_WITH_ERROR = 24;
+const MIN_ERROR = 12;
+/** The selection marker before each row. */
+const MARKER = 2;
+
+/**
+ * Chooses columns for a terminal `width` columns wide: name and state always; then grace, containers,
+ * age, owner and last error as room allows; the grace column narrows (bar dropped) before it goes.
+ */
+export function tableLayout(width: number): TableLayout {
+  const avail = Math.max(0, width - MARKER);
+  const optional: Exclude<ColumnId, 'name' | 'state'>[] = ['grace', 'ctrs', 'age', 'owner', 'error'];
+  for (let keep = optional.length; keep >= 0; keep -= 1) {
+    const columns: ColumnId[] = ['name', 'state', ...optional.slice(0, keep)];
+    const widths: TableLayout['widths'] = {};
+    let fixed = 0;
+    for (const c of columns) {
+      if (c === 'name' || c === 'error') continue;
+      widths[c] = FIXED[c];
+      fixed += FIXED[c];
+    }
+    // What is left for the name (and the last error), after fixed columns and one space between columns.
+    const rest = avail - fixed - (columns.length - 1);
+    const hasError = columns.includes('error');
+    if (rest < (hasError ? MIN_NAME_WITH_ERROR + MIN_ERROR : MIN_NAME) && keep > 0) continue;
+    if (hasError) {
+      widths.name = Math.min(40, Math.max(MIN_NAME_WITH_ERROR, Math.floor(rest * 0.45)), rest - MIN_ERROR);
+      widths.error = rest - widths.name;
+    } else {
+      widths.name = Math.max(1, rest);
+    }
+    return { widths, columns, barWidth: columns.includes('grace') ? 10 : 0 };
+  }
+  throw new Error('unreachable: the two fixed columns always fit');
+}
+
+/** A header label for each column. */
+export const COLUMN_TITLES: Record<ColumnId, string> = {
+  name: 'NAMESPACE/NAME',
+  state: 'STATE',
+  grace: 'GRACE',
+  ctrs: 'CTRS',
+  age: 'IN STATE',
+  owner: 'OWNER',
+  error: 'LAST ERROR',
+};
+
+/** The text of every cell of a row, already fitted to its column. */
+export function rowCells(pod: PodInfo, layout: TableLayout, now: number): Record<ColumnId, string> {
+  const w = layout.widths;
+  const left = graceLeftMs(pod, now);
+  let grace = '';
+  if (left !== undefined && pod.gracePeriod !== undefined) {
+    const secs = `${Math.ceil(left / 1000)}s`;
+    grace = layout.barWidth > 0 ? `${graceBar(left, pod.gracePeriod, layout.barWidth)} ${secs}` : secs;
+  } else if (pod.state === 'terminating' && pod.gracePeriod !== undefined) {
+    grace = `${pod.gracePeriod}s`;
+  }
+  return {
+    name: fit(podRef(pod), w.name ?? 0),
+    state: fit(pod.state, w.state ?? 0),
+    grace: fit(grace, w.grace ?? 0),
+    ctrs: fit(`${pod.containersRunning}/${pod.containersTotal}`, w.ctrs ?? 0),
+    age: fit(formatDuration(now - pod.since), w.age ?? 0),
+    owner: fit(pod.owner === undefined ? '-' : `${pod.owner.pid}${pod.owner.alive ? '' : '✝'}`, w.owner ?? 0),
+    error: fit(pod.lastError?.message.replace(/\s+/g, ' ') ?? '', w.error ?? 0),
+  };
+}
+
+/** The window of rows to draw so that the selected row is visible. */
+export function visibleWindow(count: number, selected: number, height: number, previousTop: number): { top: number; end: number } {
+  if (height <= 0 || count === 0) return { top: 0, end: 0 };
+  let top = Math.min(Math.max(0, previousTop), Math.max(0, count - height));
+  if (selected < top) top = selected;
+  if (selected >= top + height) top = selected - height + 1;
+  return { top, end: Math.min(count, top + height) };
+}
+
+/**
+ * The rows of the table to draw in `rows` lines: when not all pods fit, the last line becomes a
+ * "N more" marker, and the window scrolls so the selected pod is always drawn.
+ */
+export function tableWindow(count: number, selected: number, rows: number, previousTop: number): { top: number; end: number; more: boolean } {
+  const more = count > rows;
+  const body = more ? Math.max(1, rows - 1) : rows;
+  const w = visibleWindow(count, Math.max(0, selected), body, previousTop);
+  return { ...w, more };
+}
+
+/** Which panes fit a terminal `rows` lines high. */
+export interface ScreenLayout {
+  headerLines: number;
+  tableRows: number;
+  eventLines: number;
+  showHelpLine: boolean;
+}
+
+/**
+ * Header (2 lines), table title and help line (1 each), and the events pane (title + up to 8 lines)
+ * only on terminals of 24 lines or more. Below 8 lines the header shrinks to one line and the help
+ * line goes (prompts still show). One line is left free so the frame is shorter than the terminal
+ * (Ink then updates in place instead of clearing the screen).
+ */
+export function screenLayout(rows: number): ScreenLayout {
+  const usable = Math.max(3, rows - 1);
+  if (usable < 8) {
+    const showHelpLine = usable >= 5;
+    return { headerLines: 1, tableRows: Math.max(1, usable - 2 - (showHelpLine ? 1 : 0)), eventLines: 0, showHelpLine };
+  }
+  const base = 2 + 1 + 1;
+  const eventLines = usable >= 23 ? Math.min(8, Math.floor((usable - base) / 3)) : 0;
+  const tableRows = usable - base - (eventLines > 0 ? eventLines + 1 : 0);
+  return { headerLines: 2, tableRows, eventLines, showHelpLine: true };
+}
+
+export function formatClock(at: number): string {
+  const d = new Date(at);
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+/** One line of the events pane. */
+export function entryLine(entry: FeedEntry, width: number): string {
+  const who = entry.pod ?? entry.uid?.slice(0, 8) ?? '';
+  const text = `${formatClock(entry.at)} ${entry.source.padEnd(7)} ${who ? `${who} ` : ''}${entry.kind}: ${entry.detail}`;
+  return truncate(text, width);
+}
+
+/** The default grace offered by the kill prompt: the pod's own, else the API default of 30 s. */
+export function defaultGraceOf(pod: PodInfo): number {
+  return pod.pod?.spec?.terminationGracePeriodSeconds ?? 30;
+}
+
+/** Parses a grace answer: whole seconds ≥ 0, or an error message. */
+export function parseGrace(text: string): { seconds: number } | { error: string } {
+  const t = text.trim().replace(/s$/, '');
+  if (!/^\d+$/.test(t)) return { error: `grace must be whole seconds, got "${text}"` };
+  const seconds = Number(t);
+  if (seconds > 24 * 3600) return { error: 'grace must be at most 86400s' };
+  return { seconds };
+}

@@ -1,0 +1,162 @@
+import { describe, expect, it } from 'vitest';
+import path from 'node:path';
+import { connectCri } from '../../src/cri/client.js';
+import { CriError, GrpcStatus, isDeadlineExceeded, isNotFound, isUnavailable, isUnimplemented } from '../../src/cri/errors.js';
+import { kubeletContainerConfig, kubeletSandboxConfig } from '../../src/cri/kubelet-labels.js';
+import { pauseCommand } from '../../src/cri/simulator/index.js';
+import { until, useSimulator, useTempDir } from './support.js';
+
+const meta = { name: 'p', namespace: 'ns', uid: 'uid-p' };
+
+describe('CRI client against the simulator', () => {
+  const simulator = useSimulator();
+
+  it('reports the runtime version', async () => {
+    const { client } = await simulator();
+    const v = await client.version();
+    expect(v).toMatchObject({ runtimeName: 'podctl-simulator', runtimeApiVersion: 'v1' });
+  });
+
+  it('creates, lists, inspects, stops and removes a pod', async () => {
+    const { client } = await simulator();
+    const sb = kubeletSandboxConfig(meta);
+    const sandboxId = await client.runPodSandbox(sb);
+    const cid = await client.createContainer(sandboxId, kubeletContainerConfig(meta, { name: 'app', image: 'img', ...pauseCommand('exit') }), sb);
+    expect((await client.containerStatus(cid)).status?.state).toBe(0); // created
+    await client.startContainer(cid);
+
+    const containers = await client.listContainers({ labelSelector: { 'io.kubernetes.pod.uid': 'uid-p' } });
+    expect(containers.map((c) => [c.id, c.state, c.podSandboxId])).toEqual([[cid, 1, sandboxId]]);
+    expect(await client.listContainers({ labelSelector: { 'io.kubernetes.pod.uid': 'other' } })).toEqual([]);
+    expect((await client.listPodSandbox({ state: { state: 0 } })).map((s) => s.id)).toEqual([sandboxId]);
+
+    await client.stopContainer(cid, 10);
+    const st = (await client.containerStatus(cid)).status!;
+    expect(st.state).toBe(2);
+    expect(st.exitCode).toBe(0);
+    expect(typeof st.finishedAt).toBe('bigint');
+    expect(st.finishedAt).toBeGreaterThan(1_600_000_000_000_000_000n); // nanoseconds since the epoch
+
+    await client.stopPodSandbox(sandboxId);
+    expect((await client.podSandboxStatus(sandboxId)).status?.state).toBe(1);
+    await client.removeContainer(cid);
+    await client.removePodSandbox(sandboxId);
+    expect(await client.listPodSandbox()).toEqual([]);
+    // removal is idempotent
+    await client.removePodSandbox(sandboxId);
+  });
+
+  it('turns runtime errors into CriError with method, code and details', async () => {
+    const { client } = await simulator();
+    const err = await client.containerStatus('missing').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CriError);
+    expect(isNotFound(err)).toBe(true);
+    expect((err as CriError).method).toBe('ContainerStatus');
+    expect((err as CriError).details).toContain('missing');
+  });
+
+  it('gives StopContainer its timeout on top of the call deadline', async () => {
+    const { sim, client } = await simulator({ pods: [{ name: 'slow', containers: [{ name: 'c', onSigterm: 'ignore' }] }] }, 300);
+    const [cid] = sim.state.containerIds();
+    // 1 s stop timeout > 300 ms call deadline: the call must still wait for the kill
+    await client.stopContainer(cid!, 1);
+    expect(sim.state.container(cid!)?.exitCode).toBe(137);
+  });
+
+  it('fails with DeadlineExceeded when the runtime answers after the deadline', async () => {
+    const { client } = await simulator({ faults: [{ method: 'Version', delayMs: 2000 }] }, 100);
+    const err = await client.version().catch((e: unknown) => e);
+    expect(isDeadlineExceeded(err)).toBe(true);
+    expect((err as CriError).method).toBe('Version');
+  });
+
+  it('a per-call timeout overrides the client default', async () => {
+    const { client } = await simulator({ faults: [{ method: 'Version', delayMs: 2000 }] }, 10_000);
+    const err = await client.version({ timeoutMs: 50 }).catch((e: unknown) => e);
+    expect(isDeadlineExceeded(err)).toBe(true);
+  });
+
+  it('an abort rejects with the signal reason and cancels the call on the server', async () => {
+    const { sim, client } = await simulator({ pods: [{ name: 'slow', containers: [{ name: 'c', onSigterm: 'ignore' }] }] });
+    const [cid] = sim.state.containerIds();
+    const ac = new AbortController();
+    const stopping = client.stopContainer(cid!, 30, { signal: ac.signal });
+    await until(() => sim.state.pendingStops() === 1);
+    const reason = new Error('grace shortened');
+    ac.abort(reason);
+    await expect(stopping).rejects.toBe(reason);
+    // the runtime dropped the stop (and its kill timer): nothing keeps waiting for this call
+    await until(() => sim.state.pendingStops() === 0);
+    expect(sim.state.container(cid!)?.state).toBe(1);
+  });
+
+  it('an already-aborted signal rejects at once without calling the runtime', async () => {
+    const { sim, client } = await simulator();
+    const ac = new AbortController();
+    ac.abort(new Error('gone'));
+    await expect(client.version({ signal: ac.signal })).rejects.toThrow('gone');
+    expect(sim.state.journal().filter((r) => r.kind === 'rpc')).toEqual([]);
+  });
+
+  it('injected status codes reach the caller as CriError', async () => {
+    const { client } = await simulator({ faults: [{ method: 'ListPodSandbox', code: GrpcStatus.UNAVAILABLE, details: 'runtime restarting', count: 1 }] });
+    const err = await client.listPodSandbox().catch((e: unknown) => e);
+    expect(isUnavailable(err)).toBe(true);
+    expect((err as CriError).details).toBe('runtime restarting');
+    await expect(client.listPodSandbox()).resolves.toEqual([]); // count 1: the next call is fine
+  });
+
+  it('runs ExecSync and returns output and exit code', async () => {
+    const { sim, client } = await simulator({ pods: [{ name: 'x' }] });
+    const [cid] = sim.state.containerIds();
+    expect(await client.execSync(cid!, ['echo', 'hi', 'there'], 5)).toEqual({ stdout: 'hi there\n', stderr: '', exitCode: 0 });
+    expect((await client.execSync(cid!, ['false'], 5)).exitCode).toBe(1);
+    const timedOut = await client.execSync(cid!, ['sleep', '5'], 1).catch((e: unknown) => e);
+    expect(isDeadlineExceeded(timedOut)).toBe(true);
+  });
+
+  it('streams container events until aborted', async () => {
+    const { sim, client } = await simulator({ pods: [{ name: 'x' }] });
+    const [cid] = sim.state.containerIds();
+    const ac = new AbortController();
+    const seen: number[] = [];
+    const reading = (async () => {
+      for await (const ev of client.containerEvents(ac.signal)) {
+        seen.push(ev.containerEventType);
+        if (ev.containerId === cid && ev.containerEventType === 2) ac.abort();
+      }
+    })();
+    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    await client.stopContainer(cid!, 5);
+    await reading; // ends quietly on abort
+    expect(seen).toContain(2);
+  });
+
+  it('reports Unimplemented for events on runtimes without them', async () => {
+    const { client } = await simulator({ events: false });
+    const ac = new AbortController();
+    const err = await (async () => {
+      for await (const _ of client.containerEvents(ac.signal)) void _;
+    })().catch((e: unknown) => e);
+    expect(isUnimplemented(err)).toBe(true);
+  });
+});
+
+describe('CRI client without a runtime', () => {
+  const dir = useTempDir();
+
+  it('fails calls with Unavailable when nothing serves the socket', async () => {
+    const client = await connectCri({ endpoint: `unix://${path.join(dir(), 'nothing.sock')}`, timeoutMs: 2000 });
+    try {
+      const err = await client.version().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(CriError);
+      expect(isUnavailable(err)).toBe(true);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('refuses non-unix endpoints', async () => {
+    await expect(connectCri({ endpoint: 'tcp://127.0.0.1:1234' })).rejects.toThrow(/only unix sockets/);
+  });
+});

@@ -1,0 +1,103 @@
+/**
+ * Pods as the kubelet writes them into a real containerd, read back the way podctl reads them.
+ *
+ * podctl works from the runtime alone when there is no API server: these tests write pods with the
+ * kubelet's labels and annotations (test/e2e/support/pods.ts, written independently of podctl's own
+ * builders) and check that podctl's rebuild from ListPodSandbox/ListContainers recovers the pod.
+ */
+import { expect, it } from 'vitest';
+import { groupRuntimePods, toV1Pod } from '../../src/cri/pods.js';
+import { isStaticPod } from '../../src/engine/index.js';
+import { describeContainerd } from './support/env.js';
+import { useContainerd } from './support/context.js';
+import { readContainerLog } from './support/pods.js';
+
+describeContainerd(import.meta.url, 'kubelet-style pods on containerd', () => {
+  const node = useContainerd();
+
+  async function rebuild(uid: string) {
+    const [sandboxes, containers] = await Promise.all([
+      node.cri.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.uid': uid } }),
+      node.cri.listContainers({ labelSelector: { 'io.kubernetes.pod.uid': uid } }),
+    ]);
+    return groupRuntimePods(sandboxes, containers).get(uid);
+  }
+
+  it('rebuilds name, namespace, UID, containers and grace period from labels and annotations', async () => {
+    const preStop = { exec: { command: ['/pause', 'nonsense'] } };
+    const real = await node.pods.create({
+      name: 'rebuild',
+      namespace: 'team-a',
+      terminationGracePeriodSeconds: 17,
+      labels: { tier: 'web' },
+      containers: [
+        { name: 'app', mode: 'ignore', preStop },
+        { name: 'sidecar', mode: 'default' },
+      ],
+    });
+
+    const rebuilt = await rebuild(real.uid);
+    expect(rebuilt).toBeDefined();
+    expect(rebuilt!.name).toBe(real.name);
+    expect(rebuilt!.namespace).toBe('team-a');
+    expect(rebuilt!.terminationGracePeriodSeconds).toBe(17);
+    expect(rebuilt!.static).toBe(false);
+    expect(rebuilt!.labels.tier).toBe('web');
+    expect(rebuilt!.sandboxes.map((s) => s.state)).toEqual(['ready']);
+    expect(rebuilt!.containers.map((c) => [c.name, c.state]).sort()).toEqual([
+      ['app', 'running'],
+      ['sidecar', 'running'],
+    ]);
+
+    const pod = toV1Pod(rebuilt!);
+    expect(pod.metadata?.uid).toBe(real.uid);
+    expect(pod.spec?.terminationGracePeriodSeconds).toBe(17);
+    expect(pod.spec?.containers.find((c) => c.name === 'app')?.lifecycle?.preStop).toEqual(preStop);
+    expect(isStaticPod(pod)).toBe(false);
+  });
+
+  it('recognises a static pod by its kubernetes.io/config.source annotation', async () => {
+    const real = await node.pods.create({ name: 'static', configSource: 'file' });
+    const rebuilt = await rebuild(real.uid);
+    expect(rebuilt?.configSource).toBe('file');
+    expect(rebuilt?.static).toBe(true);
+    expect(isStaticPod(toV1Pod(rebuilt!))).toBe(true);
+  });
+
+  it('runs host-network pods (empty hostname) next to pod-network ones', async () => {
+    const [host, podNet] = await Promise.all([
+      node.pods.create({ name: 'hostnet', hostNetwork: true }),
+      node.pods.create({ name: 'podnet' }),
+    ]);
+    for (const real of [host, podNet]) {
+      const status = await node.cri.podSandboxStatus(real.sandboxId);
+      expect(status.status?.state).toBe(0); // SANDBOX_READY
+    }
+  });
+
+  it('the test image logs SIGTERM, then exits per its mode (fixture check)', async () => {
+    const real = await node.pods.create({
+      name: 'modes',
+      containers: [
+        { name: 'quits', mode: 'default' },
+        { name: 'ignores', mode: 'ignore' },
+      ],
+    });
+    const [quits, ignores] = real.containers;
+    await Promise.all([node.cri.stopContainer(quits!.id, 5), node.cri.stopContainer(ignores!.id, 1)]);
+
+    const q = (await node.cri.containerStatus(quits!.id)).status!;
+    const i = (await node.cri.containerStatus(ignores!.id)).status!;
+    expect([q.state, q.exitCode]).toEqual([2, 0]); // EXITED, exit 0
+    expect([i.state, i.exitCode]).toEqual([2, 137]); // EXITED, SIGKILL
+    expect((await readContainerLog(quits!)).map((l) => l.message)).toEqual([
+      expect.stringContaining('started mode=default'),
+      expect.stringContaining('received SIGTERM'),
+      expect.stringContaining('exiting 0'),
+    ]);
+    expect((await readContainerLog(ignores!)).map((l) => l.message)).toEqual([
+      expect.stringContaining('started mode=ignore'),
+      expect.stringContaining('received SIGTERM, ignoring it'),
+    ]);
+  });
+});

@@ -1,0 +1,185 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { WatchFeed, type FeedChange } from '../../src/services/watch-feed.js';
+import { FakeSession, pod } from '../tui/support/fake-session.js';
+
+const feeds: WatchFeed[] = [];
+afterEach(() => {
+  for (const f of feeds.splice(0)) f.close();
+});
+
+function feedOf(session: FakeSession, coalesceMs = 50): { feed: WatchFeed; changes: FeedChange[] } {
+  const feed = new WatchFeed(session, { coalesceMs });
+  feeds.push(feed);
+  const changes: FeedChange[] = [];
+  feed.onChange((c) => changes.push(c));
+  return { feed, changes };
+}
+
+/** Resolves on the feed's next snapshot change. */
+function nextChange(feed: WatchFeed): Promise<void> {
+  return new Promise((resolve) => {
+    const off = feed.subscribe(() => {
+      off();
+      resolve();
+    });
+  });
+}
+
+describe('watch feed', () => {
+  it('reads the first listing on start, without reporting it as transitions', async () => {
+    const session = new FakeSession([pod('default/a'), pod('default/b')]);
+    const { feed, changes } = feedOf(session);
+    await feed.start();
+    expect(feed.snapshot().pods.map((p) => p.name)).toEqual(['a', 'b']);
+    expect(changes.flatMap((c) => c.transitions)).toEqual([]);
+    expect(session.listenerCount).toBe(1);
+  });
+
+  it('finds a transition made by another process and labels it with the store as source', async () => {
+    const a = pod('default/a', { since: 1 });
+    const session = new FakeSession([a]);
+    const { feed, changes } = feedOf(session);
+    await feed.start();
+    session.set({ ...a, state: 'terminating', since: 5_000, gracePeriod: 10, owner: { pid: 777, startedAt: 0, heartbeatAt: 0, alive: true } });
+    const changed = nextChange(feed);
+    session.emit({ source: 'store', uid: a.uid, at: 5_000, kind: 'checkpoint-changed' });
+    await changed;
+    const transitions = changes.flatMap((c) => c.transitions);
+    expect(transitions).toEqual([
+      { at: 5_000, uid: a.uid, namespace: 'default', name: 'a', from: 'sync', to: 'terminating', fromSince: 1, source: 'store', gracePeriod: 10, ownerPid: 777 },
+    ]);
+    expect(feed.snapshot().entries.at(-1)).toMatchObject({ kind: 'transition', pod: 'default/a', detail: 'sync → terminating (pid 777)' });
+  });
+
+  it('labels transitions of this process\'s engine as engine, and pods that vanished as gone', async () => {
+    const a = pod('default/a');
+    const b = pod('default/b');
+    const session = new FakeSession([a, b]);
+    const { feed, changes } = feedOf(session);
+    await feed.start();
+    await session.requestKill({ uid: a.uid, gracePeriodSeconds: 3 });
+    session.pods.delete(b.uid);
+    session.emit({ source: 'runtime', at: 1, kind: 'relisted', uids: [b.uid] });
+    await feed.whenSettled();
+    const transitions = changes.flatMap((c) => c.transitions).map((t) => [t.name, t.from, t.to, t.source]);
+    expect(transitions).toEqual([
+      ['a', 'sync', 'terminating', 'engine'],
+      ['b', 'sync', 'gone', 'runtime'],
+    ]);
+    // The engine's own events are listed in the pane, once.
+    const kinds = feed.snapshot().entries.map((e) => `${e.source}:${e.kind}`);
+    expect(kinds).toEqual(['engine:termination-requested', 'engine:state-changed', 'runtime:transition']);
+  });
+
+  it('coalesces a burst of events into a bounded number of listings', async () => {
+    const session = new FakeSession([pod('default/a')]);
+    const { feed } = feedOf(session, 40);
+    await feed.start();
+    const before = session.listCalls;
+    for (let i = 0; i < 500; i += 1) session.emit({ source: 'runtime', at: i, kind: 'relisted', uids: ['x'] });
+    await feed.whenSettled();
+    // Leading edge + one trailing read for everything that came during the first.
+    expect(session.listCalls - before).toBeLessThanOrEqual(2);
+    expect(session.listCalls - before).toBeGreaterThanOrEqual(1);
+  });
+
+  it('re-reads at once after a quiet period (leading edge) and waits out the window otherwise', async () => {
+    vi.useFakeTimers();
+    try {
+      const session = new FakeSession([pod('default/a')]);
+      const { feed } = feedOf(session, 50);
+      await feed.start();
+      expect(session.listCalls).toBe(1);
+      // Within 50 ms of the last read: the next one waits for the window to end.
+      session.emit({ source: 'runtime', at: 1, kind: 'relisted', uids: ['x'] });
+      await vi.advanceTimersByTimeAsync(49);
+      expect(session.listCalls).toBe(1);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(session.listCalls).toBe(2);
+      // After a quiet period the first event is read without delay.
+      await vi.advanceTimersByTimeAsync(1_000);
+      session.emit({ source: 'runtime', at: 2, kind: 'relisted', uids: ['x'] });
+      await vi.advanceTimersByTimeAsync(0);
+      expect(session.listCalls).toBe(3);
+      // And nothing runs while nothing happens.
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('ignores relists that changed nothing (each listing triggers one), so it never loops', async () => {
+    const session = new FakeSession([pod('default/a')]);
+    const { feed } = feedOf(session, 1);
+    await feed.start();
+    // A session whose listing relists the runtime, which reports "relisted, nothing changed".
+    const list = session.listPods.bind(session);
+    session.listPods = async () => {
+      const pods = await list();
+      queueMicrotask(() => session.emit({ source: 'runtime', at: Date.now(), kind: 'relisted', uids: [] }));
+      return pods;
+    };
+    session.emit({ source: 'runtime', at: 1, kind: 'relisted', uids: ['uid-default-a'] });
+    await feed.whenSettled();
+    await new Promise((r) => setTimeout(r, 30));
+    expect(session.listCalls).toBe(2);
+  });
+
+  it('shows a listing failure and recovers on the next event', async () => {
+    const session = new FakeSession([pod('default/a')]);
+    const { feed } = feedOf(session, 1);
+    await feed.start();
+    session.failNextList = 'checkpoint store unreadable';
+    session.emit({ source: 'runtime', at: 1, kind: 'relisted', uids: ['x'] });
+    await feed.whenSettled();
+    expect(feed.snapshot().listError).toBe('checkpoint store unreadable');
+    expect(feed.snapshot().entries.at(-1)).toMatchObject({ level: 'error', kind: 'list-failed' });
+    session.emit({ source: 'runtime', at: 2, kind: 'relisted', uids: ['x'] });
+    await feed.whenSettled();
+    expect(feed.snapshot().listError).toBeUndefined();
+    expect(feed.snapshot().pods).toHaveLength(1);
+  });
+
+  it('reports another process\'s new error once, and not this engine\'s', async () => {
+    const a = pod('default/a');
+    const b = pod('default/b');
+    const session = new FakeSession([a, b]);
+    const { feed, changes } = feedOf(session, 1);
+    await feed.start();
+    session.set({ ...a, lastError: { message: 'KillContainer: DeadlineExceeded', at: 100 } });
+    session.set({ ...b, lastError: { message: 'StopPodSandbox: Unavailable', at: 100 } });
+    session.emitEngine({ type: 'sync-failed', uid: b.uid, fullname: 'b_default', at: 100, phase: 'terminating', error: 'StopPodSandbox: Unavailable', retryInMs: 1000 });
+    session.emit({ source: 'store', uid: a.uid, at: 100, kind: 'checkpoint-changed' });
+    await feed.whenSettled();
+    session.emit({ source: 'store', uid: a.uid, at: 101, kind: 'checkpoint-changed' });
+    await feed.whenSettled();
+    expect(changes.flatMap((c) => c.remoteErrors).map((p) => p.name)).toEqual(['a']);
+  });
+
+  it('keeps a bounded event list and stops listening on close', async () => {
+    const session = new FakeSession([pod('default/a')]);
+    const feed = new WatchFeed(session, { coalesceMs: 1, maxEntries: 5 });
+    feeds.push(feed);
+    await feed.start();
+    for (let i = 0; i < 20; i += 1) session.emit({ source: 'session', at: i, kind: 'warning', message: `w${i}` });
+    await feed.whenSettled();
+    expect(feed.snapshot().entries.map((e) => e.detail)).toEqual(['w15', 'w16', 'w17', 'w18', 'w19']);
+    feed.close();
+    expect(session.listenerCount).toBe(0);
+    const calls = session.listCalls;
+    session.emit({ source: 'runtime', at: 1, kind: 'relisted', uids: ['x'] });
+    await new Promise((r) => setTimeout(r, 10));
+    expect(session.listCalls).toBe(calls);
+  });
+
+  it('hands out the same snapshot object until something changes', async () => {
+    const session = new FakeSession([pod('default/a')]);
+    const { feed } = feedOf(session, 1);
+    await feed.start();
+    const s1 = feed.snapshot();
+    expect(feed.snapshot()).toBe(s1);
+    expect(Object.isFrozen(s1)).toBe(true);
+    feed.note({ source: 'watch', level: 'info', kind: 'kill-requested', detail: 'x' });
+    expect(feed.snapshot()).not.toBe(s1);
+  });
+});

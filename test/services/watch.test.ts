@@ -1,0 +1,103 @@
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { describe, expect, it, vi } from 'vitest';
+import { runWatch, type WatchRecord } from '../../src/services/watch.js';
+import { FakeSession, pod } from '../tui/support/fake-session.js';
+
+// The JSON stream must never load Ink or React: importing either fails this file.
+vi.mock('ink', () => {
+  throw new Error('ink was loaded by the JSON stream');
+});
+vi.mock('react', () => {
+  throw new Error('react was loaded by the JSON stream');
+});
+
+class Capture extends Writable {
+  lines: string[] = [];
+  #buffer = '';
+  #waiters: { n: number; resolve: () => void }[] = [];
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: (e?: Error | null) => void): void {
+    this.#buffer += chunk.toString();
+    const parts = this.#buffer.split('\n');
+    this.#buffer = parts.pop() ?? '';
+    this.lines.push(...parts);
+    this.#waiters = this.#waiters.filter((w) => (this.lines.length >= w.n ? (w.resolve(), false) : true));
+    done();
+  }
+  records(): WatchRecord[] {
+    return this.lines.map((l) => JSON.parse(l) as WatchRecord);
+  }
+  /** Resolves once `n` lines were written. */
+  waitLines(n: number): Promise<void> {
+    if (this.lines.length >= n) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push({ n, resolve }));
+  }
+}
+
+describe('watch JSON stream', () => {
+  it('streams one JSON object per line: pods at start, then transitions and events, until aborted', async () => {
+    const a = pod('default/a', { since: 10 });
+    const b = pod('default/b', { since: 10 });
+    const session = new FakeSession([a, b]);
+    const out = new Capture();
+    const abort = new AbortController();
+    const done = runWatch(session, { format: 'json', signal: abort.signal, stdout: out as unknown as NodeJS.WriteStream, color: false, coalesceMs: 1 });
+    await out.waitLines(2);
+    await session.requestKill({ uid: a.uid, gracePeriodSeconds: 2 });
+    // Another process finishes b: seen through the store.
+    session.set({ ...b, state: 'terminated', since: 99 });
+    session.emit({ source: 'store', uid: b.uid, at: 99, kind: 'checkpoint-changed' });
+    await out.waitLines(5);
+    abort.abort();
+    const result = await done;
+    expect(result).toMatchObject({ format: 'json', endedBy: 'signal', pods: 2 });
+    const records = out.records();
+    expect(records.slice(0, 2).map((r) => [r.type, 'name' in r ? r.name : '', 'state' in r ? r.state : ''])).toEqual([
+      ['pod', 'a', 'sync'],
+      ['pod', 'b', 'sync'],
+    ]);
+    const rest = records.slice(2);
+    expect(rest.filter((r) => r.type === 'transition')).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ type: 'transition', name: 'a', from: 'sync', to: 'terminating', source: 'engine', gracePeriod: 2 }),
+        expect.objectContaining({ type: 'transition', name: 'b', from: 'sync', to: 'terminated', source: 'store' }),
+      ]),
+    );
+    expect(rest.find((r) => r.type === 'event')).toMatchObject({ type: 'event', kind: 'termination-requested', pod: 'default/a' });
+    // state-changed would repeat the transition record: it is not streamed as an event.
+    expect(rest.some((r) => r.type === 'event' && r.kind === 'state-changed')).toBe(false);
+    expect(session.listenerCount).toBe(0);
+  });
+
+  it('ends cleanly when the reader goes away (EPIPE)', async () => {
+    const session = new FakeSession([pod('default/a')]);
+    const out = new Capture();
+    const done = runWatch(session, { format: 'json', signal: new AbortController().signal, stdout: out as unknown as NodeJS.WriteStream, color: false });
+    await out.waitLines(1);
+    out.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+    await expect(done).resolves.toMatchObject({ endedBy: 'epipe' });
+    // A late EPIPE after the end does not crash the process.
+    out.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+  });
+
+  it('writes the metrics file when the watch ends', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'podctl-watch-'));
+    const file = join(dir, 'podctl.prom');
+    const a = pod('default/a');
+    const session = new FakeSession([a, pod('default/b', { state: 'runtime' })]);
+    const out = new Capture();
+    const abort = new AbortController();
+    const done = runWatch(session, { format: 'json', signal: abort.signal, stdout: out as unknown as NodeJS.WriteStream, color: false, coalesceMs: 1, metricsFile: file });
+    await out.waitLines(2);
+    await session.requestKill({ uid: a.uid, gracePeriodSeconds: 2 });
+    await out.waitLines(4);
+    abort.abort();
+    await done;
+    const text = await readFile(file, 'utf8');
+    expect(text).toContain('podctl_working_pods{lifecycle="terminating",config="desired",static="false"} 1');
+    expect(text).toContain('podctl_untracked_runtime_pods 1');
+    expect(text).toContain('podctl_pod_transitions_total{from="sync",to="terminating"} 1');
+  });
+});

@@ -1,0 +1,211 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { chmod, chown, lstat, mkdir, readdir, readFile, stat, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CheckpointStore, openStore, StoreError, nodeFileOps, type FileOps, type Store } from '../../src/store/index.js';
+import { encodeCheckpoint } from '../../src/store/format.js';
+import { checkpointFor, tempDir } from './support/fixtures.js';
+
+let dir: { path: string; cleanup: () => Promise<void> };
+let reports: string[];
+let store: Store;
+
+beforeEach(async () => {
+  dir = await tempDir();
+  reports = [];
+  store = await openStore({ stateDir: join(dir.path, 'state'), report: (m) => reports.push(m) });
+});
+afterEach(async () => {
+  await dir.cleanup();
+});
+
+async function writeThree(): Promise<void> {
+  for (const uid of ['a-1', 'b-2', 'c-3']) await store.checkpoints.write(checkpointFor(uid));
+}
+
+describe('state dir', () => {
+  it('is created 0700 with 0700 folders, and checkpoints are 0600', async () => {
+    const root = join(dir.path, 'state');
+    expect((await stat(root)).mode & 0o777).toBe(0o700);
+    for (const folder of ['pods', 'leases', 'inbox', 'quarantine']) {
+      expect((await stat(join(root, folder))).mode & 0o777).toBe(0o700);
+    }
+    await store.checkpoints.write(checkpointFor('a-1'));
+    expect((await stat(store.checkpoints.pathOf('a-1'))).mode & 0o777).toBe(0o600);
+  });
+
+  it('refuses a group- or world-writable state dir with one line naming the path and the fix', async () => {
+    const root = join(dir.path, 'open');
+    await mkdir(root, { mode: 0o700 });
+    await chmod(root, 0o777);
+    const error = await openStore({ stateDir: root }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).code).toBe('EPERMS');
+    expect((error as StoreError).message).toBe(`state dir ${root} is writable by group or others (mode 0777); run: chmod 0700 ${root}`);
+    expect((error as StoreError).message).not.toContain('\n');
+  });
+
+  it('refuses a state dir owned by another user', async () => {
+    const root = join(dir.path, 'theirs');
+    await mkdir(root, { mode: 0o700 });
+    await chown(root, 65534, 65534);
+    const error = await openStore({ stateDir: root }).catch((e: unknown) => e);
+    expect((error as StoreError).code).toBe('EPERMS');
+    expect((error as StoreError).message).toContain(`${root} is owned by uid 65534`);
+  });
+
+  it('refuses a folder inside the state dir that is a symlink', async () => {
+    const root = join(dir.path, 'linked');
+    await mkdir(root, { mode: 0o700 });
+    await mkdir(join(dir.path, 'elsewhere'), { mode: 0o700 });
+    await symlink(join(dir.path, 'elsewhere'), join(root, 'pods'));
+    const error = await openStore({ stateDir: root }).catch((e: unknown) => e);
+    expect((error as StoreError).code).toBe('ESYMLINK');
+    expect((error as StoreError).message).toContain(join(root, 'pods'));
+  });
+
+  it('accepts the state dir itself being a symlink to a safe folder', async () => {
+    await mkdir(join(dir.path, 'target'), { mode: 0o700 });
+    await symlink(join(dir.path, 'target'), join(dir.path, 'alias'));
+    const other = await openStore({ stateDir: join(dir.path, 'alias') });
+    expect(other.layout.root).toBe(join(dir.path, 'target'));
+  });
+});
+
+describe('checkpoint store', () => {
+  it('writes, reads back and lists checkpoints; odd UIDs map to safe names', async () => {
+    await writeThree();
+    const odd = '../etc/passwd uid.with@chars';
+    await store.checkpoints.write(checkpointFor(odd));
+    expect(store.checkpoints.pathOf(odd).startsWith(store.layout.pods + '/')).toBe(true);
+    expect(await store.checkpoints.read('b-2')).toEqual(checkpointFor('b-2'));
+    expect((await store.checkpoints.uids()).sort()).toEqual(['a-1', 'b-2', 'c-3', odd].sort());
+    expect([...(await store.checkpoints.readAll()).keys()].sort()).toEqual(['a-1', 'b-2', 'c-3', odd].sort());
+  });
+
+  it('quarantines a truncated checkpoint, reports it in one line, keeps the other pods', async () => {
+    await writeThree();
+    const path = store.checkpoints.pathOf('b-2');
+    await truncate(path, 50);
+    const all = await store.checkpoints.readAll();
+    expect([...all.keys()].sort()).toEqual(['a-1', 'c-3']);
+    expect(reports).toHaveLength(1);
+    expect(reports[0]).toMatch(new RegExp(`^checkpoint ${path} truncated .*; moved to ${store.layout.quarantine}/`));
+    await expect(lstat(path)).rejects.toThrow(/ENOENT/);
+    expect(await readdir(store.layout.quarantine)).toHaveLength(1);
+  });
+
+  it('quarantines a bit-flipped checkpoint (checksum mismatch)', async () => {
+    await writeThree();
+    const path = store.checkpoints.pathOf('a-1');
+    const bytes = await readFile(path);
+    bytes[bytes.length - 10] = bytes[bytes.length - 10]! ^ 0x04;
+    await writeFile(path, bytes);
+    expect(await store.checkpoints.read('a-1')).toBeUndefined();
+    expect(reports[0]).toContain('checksum mismatch');
+    expect(await store.checkpoints.read('c-3')).toEqual(checkpointFor('c-3'));
+  });
+
+  it('quarantines an unknown-version checkpoint', async () => {
+    const path = store.checkpoints.pathOf('a-1');
+    const text = encodeCheckpoint(checkpointFor('a-1')).toString('utf8').replace('"version":1', '"version":7');
+    await writeFile(path, text, { mode: 0o600 });
+    expect(await store.checkpoints.read('a-1')).toBeUndefined();
+    expect(reports[0]).toContain('unsupported version 7');
+  });
+
+  it('never follows a symlinked checkpoint: the link is quarantined, its target untouched', async () => {
+    await writeThree();
+    const outside = join(dir.path, 'outside.ckpt');
+    await writeFile(outside, encodeCheckpoint(checkpointFor('a-1')));
+    const path = store.checkpoints.pathOf('a-1');
+    await unlink(path);
+    await symlink(outside, path);
+    expect(await store.checkpoints.read('a-1')).toBeUndefined();
+    expect(reports[0]).toContain('is a symlink');
+    const moved = await readdir(store.layout.quarantine);
+    expect(moved).toHaveLength(1);
+    expect((await lstat(join(store.layout.quarantine, moved[0]!))).isSymbolicLink()).toBe(true);
+    expect((await readFile(outside)).length).toBeGreaterThan(0);
+    expect(await store.checkpoints.read('b-2')).toEqual(checkpointFor('b-2'));
+  });
+
+  it('does not quarantine a good checkpoint that replaced a bad one after it was read', async () => {
+    await store.checkpoints.write(checkpointFor('a-1'));
+    const path = store.checkpoints.pathOf('a-1');
+    await truncate(path, 10);
+    let raced = 0;
+    const reader = new CheckpointStore({
+      layout: store.layout,
+      report: (m) => reports.push(m),
+      // The owner lands a good checkpoint after the reader judged the old file bad.
+      beforeQuarantine: async () => {
+        raced += 1;
+        await store.checkpoints.write(checkpointFor('a-1', { writerPid: 7 }));
+      },
+    });
+    expect(await reader.read('a-1')).toBeUndefined();
+    expect(raced).toBe(1);
+    expect(reports).toEqual([]);
+    expect(await readdir(store.layout.quarantine)).toEqual([]);
+    expect(await store.checkpoints.read('a-1')).toMatchObject({ writerPid: 7 });
+  });
+
+  it('quarantines the bad file when no writer raced', async () => {
+    await store.checkpoints.write(checkpointFor('a-1'));
+    await truncate(store.checkpoints.pathOf('a-1'), 10);
+    const reader = new CheckpointStore({ layout: store.layout, report: (m) => reports.push(m), beforeQuarantine: async () => {} });
+    expect(await reader.read('a-1')).toBeUndefined();
+    expect(reports).toHaveLength(1);
+    expect(await readdir(store.layout.quarantine)).toHaveLength(1);
+  });
+
+  it('disk full: the write fails with one clear line, no temporary is left, the old checkpoint is intact', async () => {
+    await writeThree();
+    const before = await readFile(store.checkpoints.pathOf('b-2'));
+    const full: FileOps = {
+      ...nodeFileOps,
+      async write(handle, data) {
+        await handle.write(data, 0, Math.floor(data.length / 2), 0);
+        throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      },
+    };
+    const fullStore = await openStore({ stateDir: store.layout.root, ops: full });
+    const error = await fullStore.checkpoints.write(checkpointFor('b-2', { writerPid: 99 })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).code).toBe('ENOSPC');
+    expect((error as StoreError).message).toBe(
+      `no space left on device writing checkpoint ${store.checkpoints.pathOf('b-2')}; the previous version is kept — free space and retry`,
+    );
+    expect(await readFile(store.checkpoints.pathOf('b-2'))).toEqual(before);
+    expect((await readdir(store.layout.pods)).filter((n) => n.startsWith('.'))).toEqual([]);
+    expect([...(await store.checkpoints.readAll()).keys()].sort()).toEqual(['a-1', 'b-2', 'c-3']);
+  });
+
+  it('disk full on fsync or rename also keeps the old checkpoint', async () => {
+    await writeThree();
+    for (const step of ['fsync', 'rename'] as const) {
+      const before = await readFile(store.checkpoints.pathOf('c-3'));
+      const failing: FileOps = {
+        ...nodeFileOps,
+        [step]: async () => {
+          throw Object.assign(new Error('no space'), { code: 'ENOSPC' });
+        },
+      };
+      const s = await openStore({ stateDir: store.layout.root, ops: failing });
+      await expect(s.checkpoints.write(checkpointFor('c-3', { writerPid: 5 }))).rejects.toMatchObject({ code: 'ENOSPC' });
+      expect(await readFile(store.checkpoints.pathOf('c-3'))).toEqual(before);
+    }
+  });
+
+  it('sweeps temporaries left by dead writers when a store opens', async () => {
+    await writeThree();
+    const dead = join(store.layout.pods, '.a-1.ckpt.tmp-999999-abcdef');
+    const live = join(store.layout.pods, `.a-1.ckpt.tmp-${process.pid}-abcdef`);
+    await writeFile(dead, 'half');
+    await writeFile(live, 'half');
+    await openStore({ stateDir: store.layout.root });
+    const names = await readdir(store.layout.pods);
+    expect(names).not.toContain('.a-1.ckpt.tmp-999999-abcdef');
+    expect(names).toContain(`.a-1.ckpt.tmp-${process.pid}-abcdef`);
+  });
+});

@@ -1,0 +1,54 @@
+/**
+ * Child-process driver for the crash and concurrency tests (and scripts/soak-store.sh): opens a
+ * node session against a runtime endpoint, kills the given pods (each with its own grace), waits
+ * for them, and closes. It prints one JSON line per step on stdout so the parent knows what was
+ * reported done before it SIGKILLs the process at a random instant:
+ *   {"step":"open"} · {"step":"requested","uid":…,"handledBy":…} · {"step":"waited",…} · {"step":"closed"}
+ *
+ * Usage: driver.ts <stateDir> <endpoint> <waitMs> <uid>:<grace> [<uid>:<grace> …]
+ *        driver.ts <stateDir> <endpoint> <waitMs> --sync-known <desired.json>
+ */
+import { readFileSync } from 'node:fs';
+import { openSession } from '../../../src/services/session.js';
+
+const [stateDir, endpoint, waitMsText, ...rest] = process.argv.slice(2);
+const say = (o: object): void => {
+  process.stdout.write(`${JSON.stringify(o)}\n`);
+};
+
+const session = await openSession({
+  stateDir: stateDir!,
+  runtimeEndpoint: endpoint!,
+  rpcTimeoutMs: 5_000,
+  log: (level, message) => {
+    if (level === 'warn' || level === 'error') process.stderr.write(`driver ${process.pid}: ${message}\n`);
+  },
+});
+say({ step: 'open', pid: process.pid });
+const waitMs = Number(waitMsText);
+if (rest[0] === '--sync-known') {
+  const desired = JSON.parse(readFileSync(rest[1]!, 'utf8'));
+  const result = await session.syncKnown(desired);
+  say({ step: 'synced', resumed: result.resumed, orphaned: result.orphanedRuntimePods, forgotten: result.forgotten });
+} else {
+  const targets = rest.map((arg) => {
+    const [uid, grace] = arg.split(':');
+    return { uid: uid!, grace: Number(grace) };
+  });
+  const uids: string[] = [];
+  await Promise.all(
+    targets.map(async ({ uid, grace }) => {
+      try {
+        const handle = await session.requestKill({ uid, gracePeriodSeconds: grace });
+        uids.push(uid);
+        say({ step: 'requested', uid, grace, handledBy: handle.handledBy, ownerPid: handle.ownerPid });
+      } catch (error) {
+        say({ step: 'failed', uid, error: (error as Error).message });
+      }
+    }),
+  );
+  const outcomes = await session.waitTerminated(uids, { timeoutMs: waitMs });
+  say({ step: 'waited', outcomes: Object.fromEntries(outcomes) });
+}
+await session.close();
+say({ step: 'closed' });

@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { initialUiState, promptText, reduceKey, type KeyContext, type KeyPress, type UiState } from '../../src/tui/controller.js';
+import { pod } from './support/fake-session.js';
+
+const web = pod('default/web');
+const db = pod('default/db', { state: 'terminating', gracePeriod: 30, graceDeadline: 25_000 });
+const done = pod('default/done', { state: 'finished' });
+const ctx: KeyContext = { visible: [web, db, done], now: 10_000, pageSize: 10 };
+
+function press(state: UiState, ...keys: (string | Omit<KeyPress, 'input'>)[]): { state: UiState; effects: unknown[] } {
+  const effects: unknown[] = [];
+  for (const k of keys) {
+    const key: KeyPress = typeof k === 'string' ? { input: k } : { input: '', ...k };
+    const r = reduceKey(state, key, ctx);
+    state = r.state;
+    if (r.effect) effects.push(r.effect);
+  }
+  return { state, effects };
+}
+
+describe('watch keys', () => {
+  it('moves the selection with the arrows and stays within the list', () => {
+    let { state } = press(initialUiState, { downArrow: true });
+    expect(state.selectedUid).toBe(db.uid);
+    ({ state } = press(state, { downArrow: true }, { downArrow: true }, { downArrow: true }));
+    expect(state.selectedUid).toBe(done.uid);
+    ({ state } = press(state, { upArrow: true }, { home: true }));
+    expect(state.selectedUid).toBe(web.uid);
+  });
+
+  it('kill asks the grace, then confirmation, and only y sends the request', () => {
+    let { state, effects } = press(initialUiState, 'k');
+    expect(state.mode).toMatchObject({ kind: 'grace', action: 'kill', uid: web.uid, text: '30' });
+    ({ state, effects } = press(state, { backspace: true }, { backspace: true }, '5', { return: true }));
+    expect(state.mode).toMatchObject({ kind: 'confirm', action: 'kill', grace: 5 });
+    expect(effects).toEqual([]);
+    expect(promptText(state.mode)).toBe('Kill default/web with grace 5s? [y/N]');
+    ({ state, effects } = press(state, 'y'));
+    expect(effects).toEqual([{ type: 'request', action: 'kill', ref: 'default/web', request: { uid: web.uid, gracePeriodSeconds: 5 } }]);
+    expect(state.mode.kind).toBe('normal');
+  });
+
+  it('any other key than y cancels the confirmation', () => {
+    const { state, effects } = press(initialUiState, 'k', { return: true }, 'n');
+    expect(effects).toEqual([]);
+    expect(state.mode.kind).toBe('normal');
+    expect(state.message?.text).toContain('cancelled');
+  });
+
+  it('rejects a grace that is not whole seconds and stays in the prompt', () => {
+    const { state } = press(initialUiState, 'k', { backspace: true }, { backspace: true }, { return: true });
+    expect(state.mode).toMatchObject({ kind: 'grace', error: expect.stringContaining('whole seconds') });
+  });
+
+  it('evict confirms and sends an evict request with the pod\'s own grace', () => {
+    const { effects } = press(initialUiState, 'e', 'y');
+    expect(effects).toEqual([
+      { type: 'request', action: 'evict', ref: 'default/web', request: { uid: web.uid, evict: true, reason: 'Evicted', message: 'Evicted from podctl watch' } },
+    ]);
+  });
+
+  it('g only shortens a terminating pod, and only to a shorter grace', () => {
+    let { state } = press(initialUiState, 'g');
+    expect(state.mode.kind).toBe('normal');
+    expect(state.message?.level).toBe('warn');
+    ({ state } = press(initialUiState, { downArrow: true }, 'g'));
+    expect(state.mode).toMatchObject({ kind: 'grace', action: 'shorten', current: 30 });
+    const longer = press(state, { backspace: true }, { backspace: true }, '4', '5', { return: true });
+    expect(longer.state.mode).toMatchObject({ kind: 'grace', error: expect.stringContaining('only shrinks') });
+    const shorter = press(longer.state, { backspace: true }, { backspace: true }, '2', { return: true }, 'y');
+    expect(shorter.effects).toEqual([{ type: 'request', action: 'shorten', ref: 'default/db', request: { uid: db.uid, gracePeriodSeconds: 2 } }]);
+  });
+
+  it('does not offer to kill a pod that is already done', () => {
+    const { state } = press(initialUiState, { end: true }, 'k');
+    expect(state.mode.kind).toBe('normal');
+    expect(state.message?.text).toContain('already finished');
+  });
+
+  it('filters as you type; enter keeps the filter and esc clears it', () => {
+    let { state } = press(initialUiState, '/', 'w', 'e');
+    expect(state.mode).toEqual({ kind: 'filter', text: 'we' });
+    expect(state.filter).toBe('we');
+    ({ state } = press(state, { backspace: true }, { return: true }));
+    expect(state.mode.kind).toBe('normal');
+    expect(state.filter).toBe('w');
+    ({ state } = press(state, '/', 'x', { escape: true }));
+    expect(state.filter).toBe('');
+  });
+
+  it('cycles the sort key, opens help, and q quits (but only from the normal mode)', () => {
+    let { state } = press(initialUiState, 's');
+    expect(state.sort).toBe('age');
+    ({ state } = press(state, 's', 's', 's'));
+    expect(state.sort).toBe('state');
+    ({ state } = press(state, '?'));
+    expect(state.mode.kind).toBe('help');
+    const inHelp = press(state, 'q');
+    expect(inHelp.effects).toEqual([]);
+    expect(inHelp.state.mode.kind).toBe('normal');
+    expect(press(inHelp.state, 'q').effects).toEqual([{ type: 'quit' }]);
+    // In the filter prompt q is text, not quit.
+    expect(press(initialUiState, '/', 'q').effects).toEqual([]);
+  });
+});

@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import {
+  filterPods,
+  formatDuration,
+  graceBar,
+  parseGrace,
+  rowCells,
+  screenLayout,
+  sortPods,
+  tableLayout,
+  tableWindow,
+  truncate,
+} from '../../src/tui/view-model.js';
+import { pod } from './support/fake-session.js';
+
+describe('view model', () => {
+  it('formats durations compactly', () => {
+    expect(formatDuration(0)).toBe('0s');
+    expect(formatDuration(59_999)).toBe('59s');
+    expect(formatDuration(192_000)).toBe('3m12s');
+    expect(formatDuration(2 * 3600_000 + 5 * 60_000)).toBe('2h05m');
+    expect(formatDuration(3 * 86400_000 + 4 * 3600_000)).toBe('3d4h');
+    expect(formatDuration(-5)).toBe('0s');
+  });
+
+  it('truncates with an ellipsis only when needed', () => {
+    expect(truncate('abcdef', 6)).toBe('abcdef');
+    expect(truncate('abcdef', 4)).toBe('abc…');
+    expect(truncate('abcdef', 0)).toBe('');
+  });
+
+  it('draws a countdown bar that shrinks with the grace left and is empty once it ran out', () => {
+    expect(graceBar(30_000, 30, 10)).toBe('██████████');
+    expect(graceBar(15_000, 30, 10)).toBe('█████░░░░░');
+    expect(graceBar(100, 30, 10)).toBe('█░░░░░░░░░');
+    expect(graceBar(0, 30, 10)).toBe('░░░░░░░░░░');
+    // More time left than the grace (clock skew) never overflows the bar.
+    expect(graceBar(90_000, 30, 10)).toHaveLength(10);
+  });
+
+  it('drops columns from the right as the terminal narrows, never exceeding its width', () => {
+    const wide = tableLayout(160);
+    expect(wide.columns).toEqual(['name', 'state', 'grace', 'ctrs', 'age', 'owner', 'error']);
+    const medium = tableLayout(80);
+    expect(medium.columns).not.toContain('error');
+    expect(medium.columns.slice(0, 3)).toEqual(['name', 'state', 'grace']);
+    const narrow = tableLayout(30);
+    expect(narrow.columns).toEqual(['name', 'state']);
+    for (const width of [20, 30, 45, 60, 80, 100, 120, 200]) {
+      const layout = tableLayout(width);
+      const p = pod('kube-system/a-very-long-pod-name-that-will-not-fit-anywhere', {
+        state: 'terminating',
+        gracePeriod: 30,
+        graceDeadline: 20_000,
+        lastError: { message: 'StopContainer: DeadlineExceeded '.repeat(5), at: 1 },
+        owner: { pid: 4242, startedAt: 0, heartbeatAt: 0, alive: true },
+      });
+      const cells = rowCells(p, layout, 10_000);
+      const line = `  ${layout.columns.map((c) => cells[c]).join(' ')}`;
+      expect(line.length, `width ${width}`).toBeLessThanOrEqual(width);
+    }
+  });
+
+  it('fills a terminating row with the bar and the seconds left', () => {
+    const p = pod('default/web', { state: 'terminating', gracePeriod: 10, graceDeadline: 15_000, containersRunning: 1, containersTotal: 2 });
+    const cells = rowCells(p, tableLayout(120), 10_000);
+    expect(cells.grace.trim()).toBe('█████░░░░░ 5s');
+    expect(cells.ctrs.trim()).toBe('1/2');
+    expect(cells.age.trim()).toBe('9s');
+  });
+
+  it('filters on namespace/name and state, case-insensitively', () => {
+    const pods = [pod('default/web'), pod('kube-system/dns', { state: 'terminating' }), pod('default/Worker')];
+    expect(filterPods(pods, 'WEB').map((p) => p.name)).toEqual(['web']);
+    expect(filterPods(pods, 'kube-').map((p) => p.name)).toEqual(['dns']);
+    expect(filterPods(pods, 'terminating').map((p) => p.name)).toEqual(['dns']);
+    expect(filterPods(pods, '')).toHaveLength(3);
+  });
+
+  it('sorts by state (terminating first), age, grace left and name', () => {
+    const a = pod('default/a', { since: 500 });
+    const b = pod('default/b', { state: 'terminating', gracePeriod: 30, graceDeadline: 40_000, since: 900 });
+    const c = pod('default/c', { state: 'terminating', gracePeriod: 30, graceDeadline: 20_000, since: 100 });
+    const d = pod('default/d', { state: 'finished', since: 50 });
+    expect(sortPods([a, b, c, d], 'state', 10_000).map((p) => p.name)).toEqual(['b', 'c', 'a', 'd']);
+    expect(sortPods([a, b, c, d], 'age', 10_000).map((p) => p.name)).toEqual(['d', 'c', 'a', 'b']);
+    expect(sortPods([a, b, c, d], 'grace', 10_000).map((p) => p.name)).toEqual(['c', 'b', 'a', 'd']);
+    expect(sortPods([d, c, b, a], 'name', 10_000).map((p) => p.name)).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('hides panes on short terminals and always leaves a free line', () => {
+    const tall = screenLayout(40);
+    expect(tall.eventLines).toBeGreaterThan(0);
+    expect(tall.headerLines + 1 + tall.tableRows + (tall.eventLines ? tall.eventLines + 1 : 0) + 1).toBe(39);
+    const medium = screenLayout(15);
+    expect(medium.eventLines).toBe(0);
+    expect(medium.headerLines + 1 + medium.tableRows + 1).toBe(14);
+    const tiny = screenLayout(6);
+    expect(tiny.headerLines).toBe(1);
+    expect(tiny.tableRows).toBeGreaterThanOrEqual(1);
+  });
+
+  it('scrolls the table window to keep the selection visible, with a "more" line', () => {
+    expect(tableWindow(5, 0, 10, 0)).toEqual({ top: 0, end: 5, more: false });
+    const w = tableWindow(100, 50, 10, 0);
+    expect(w.more).toBe(true);
+    expect(50).toBeGreaterThanOrEqual(w.top);
+    expect(50).toBeLessThan(w.end);
+    expect(w.end - w.top).toBe(9);
+    // Moving back up scrolls up only when the selection leaves the window.
+    expect(tableWindow(100, 45, 10, w.top).top).toBe(w.top);
+    expect(tableWindow(100, 10, 10, w.top).top).toBe(10);
+  });
+
+  it('parses a grace answer or says what is wrong', () => {
+    expect(parseGrace('5')).toEqual({ seconds: 5 });
+    expect(parseGrace(' 12s ')).toEqual({ seconds: 12 });
+    expect(parseGrace('0')).toEqual({ seconds: 0 });
+    expect(parseGrace('')).toHaveProperty('error');
+    expect(parseGrace('-1')).toHaveProperty('error');
+    expect(parseGrace('1.5')).toHaveProperty('error');
+  });
+});

@@ -1,0 +1,240 @@
+import { EventEmitter } from 'node:events';
+import { PassThrough } from 'node:stream';
+import { render as inkRender } from 'ink';
+import { cleanup, render } from 'ink-testing-library';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { PodInfo } from '../../src/services/session-api.js';
+import { WatchFeed } from '../../src/services/watch-feed.js';
+import { WatchApp } from '../../src/tui/WatchApp.js';
+import { FakeSession, pod } from './support/fake-session.js';
+
+const NOW = 100_000;
+const ARROW_DOWN = '\u001b[B';
+const ENTER = '\r';
+const ESC = '\u001b';
+
+const feeds: WatchFeed[] = [];
+afterEach(() => {
+  cleanup();
+  for (const f of feeds.splice(0)) f.close();
+});
+
+/** Strips ANSI codes (the state colours) so frames compare as text. */
+const plain = (s: string | undefined) => (s ?? '').replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
+
+async function until(read: () => string | undefined, predicate: (frame: string) => boolean, what: string): Promise<string> {
+  const deadline = Date.now() + 3_000;
+  for (;;) {
+    const frame = plain(read());
+    if (predicate(frame)) return frame;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last frame:\n${frame}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+function nodePods(): PodInfo[] {
+  return [
+    pod('default/web', { since: NOW - 65_000, owner: { pid: 4242, startedAt: 0, heartbeatAt: 0, alive: true } }),
+    pod('default/db', {
+      state: 'terminating',
+      since: NOW - 5_000,
+      gracePeriod: 20,
+      graceDeadline: NOW + 10_000,
+      containersRunning: 1,
+      containersTotal: 2,
+      lastError: { message: 'StopContainer: DeadlineExceeded', at: NOW - 1_000 },
+    }),
+    pod('kube-system/etcd', { static: true, since: NOW - 3_600_000 }),
+    pod('default/old', { state: 'finished', since: NOW - 10_000, containersRunning: 0 }),
+    pod('default/stray', { state: 'runtime', pod: undefined, since: NOW - 1_000 }),
+  ];
+}
+
+async function mount(pods: PodInfo[], size = { columns: 140, rows: 30 }) {
+  const session = new FakeSession(pods, () => NOW);
+  const feed = new WatchFeed(session, { coalesceMs: 1, now: () => NOW });
+  feeds.push(feed);
+  await feed.start();
+  const quits: number[] = [];
+  const app = render(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} node="node-1" color={true} now={() => NOW} size={size} onQuit={() => quits.push(1)} />);
+  const first = await until(app.lastFrame, (f) => f.includes('NAMESPACE/NAME'), 'the table');
+  return { app, session, feed, quits, first };
+}
+
+describe('watch screen', () => {
+  it('shows the node, the endpoint and the working-pods breakdown in the header', async () => {
+    const { first } = await mount(nodePods());
+    const lines = first.split('\n');
+    expect(lines[0]).toContain('podctl watch · node node-1 · unix:///run/fake.sock (simulated) · 5/5 pods · sort state');
+    expect(lines[1]).toBe('sync 2  terminating 1  terminated 1 │ desired 4  orphan 0  runtime-only 0 │ untracked 1');
+  });
+
+  it('lists every pod with its state, countdown, containers, time in state, owner and last error', async () => {
+    const { first } = await mount(nodePods());
+    const row = (name: string) => first.split('\n').find((l) => l.includes(name)) ?? '';
+    expect(row('default/db')).toMatch(/default\/db\s+terminating\s+█████░░░░░ 10s\s+1\/2\s+5s\s+-\s+StopContainer: DeadlineExceeded/);
+    expect(row('default/web')).toMatch(/default\/web\s+sync\s+1\/1\s+1m05s\s+4242/);
+    expect(row('kube-system/etcd')).toMatch(/sync\s+1\/1\s+1h00m/);
+    expect(row('default/old')).toMatch(/finished\s+0\/1/);
+    expect(row('default/stray')).toMatch(/runtime/);
+    // Sorted by state: the terminating pod first, and it is selected.
+    const firstRow = first.split('\n')[3] ?? '';
+    expect(firstRow.startsWith('▶ default/db')).toBe(true);
+  });
+
+  it('shows the latest events in their pane', async () => {
+    const { session, app } = await mount(nodePods());
+    session.emit({ source: 'session', at: NOW, kind: 'warning', message: 'runtime relist slow' });
+    const frame = await until(app.lastFrame, (f) => f.includes('runtime relist slow'), 'the warning');
+    expect(frame).toContain('─ events');
+    expect(frame).toMatch(/session warning: runtime relist slow/);
+  });
+
+  it('kills the selected pod after asking the grace and a confirmation', async () => {
+    const { app, session } = await mount(nodePods());
+    app.stdin.write(ARROW_DOWN); // default/web (sync) is second in state order
+    await until(app.lastFrame, (f) => f.includes('▶ default/web'), 'selection on web');
+    app.stdin.write('k');
+    await until(app.lastFrame, (f) => f.includes('Kill default/web — grace seconds: 30'), 'the grace prompt');
+    app.stdin.write('\u007f');
+    app.stdin.write('\u007f');
+    app.stdin.write('7');
+    app.stdin.write(ENTER);
+    await until(app.lastFrame, (f) => f.includes('Kill default/web with grace 7s? [y/N]'), 'the confirmation');
+    expect(session.kills).toEqual([]);
+    app.stdin.write('y');
+    const frame = await until(app.lastFrame, (f) => f.includes('kill default/web grace 7s: driven here'), 'the result');
+    expect(session.kills).toEqual([{ uid: 'uid-default-web', gracePeriodSeconds: 7 }]);
+    // The engine's events reach the pane and the pod's new state the table.
+    const after = await until(app.lastFrame, (f) => /default\/web\s+terminating/.test(f), 'web terminating');
+    expect(after).toContain('termination-requested: kill, grace 7s');
+    void frame;
+  });
+
+  it('does nothing when the confirmation is declined', async () => {
+    const { app, session } = await mount(nodePods());
+    app.stdin.write('e');
+    await until(app.lastFrame, (f) => f.includes('Evict default/db with its own grace? [y/N]'), 'the confirmation');
+    app.stdin.write('n');
+    await until(app.lastFrame, (f) => f.includes('evict default/db: cancelled'), 'cancelled');
+    expect(session.kills).toEqual([]);
+  });
+
+  it('shortens the grace of a terminating pod with g', async () => {
+    const { app, session } = await mount(nodePods());
+    app.stdin.write('g');
+    await until(app.lastFrame, (f) => f.includes('New grace for default/db — grace seconds (in force 20s)'), 'the prompt');
+    app.stdin.write('\u007f');
+    app.stdin.write('\u007f');
+    app.stdin.write('3');
+    app.stdin.write(ENTER);
+    await until(app.lastFrame, (f) => f.includes('Shorten the grace of default/db with grace 3s? [y/N]'), 'the confirmation');
+    app.stdin.write('y');
+    await until(app.lastFrame, (f) => f.includes('grace-shortened: grace 20s → 3s'), 'the engine event');
+    expect(session.kills).toEqual([{ uid: 'uid-default-db', gracePeriodSeconds: 3 }]);
+  });
+
+  it('filters with / and sorts with s', async () => {
+    const { app } = await mount(nodePods());
+    app.stdin.write('/');
+    app.stdin.write('e');
+    app.stdin.write('t');
+    app.stdin.write('c');
+    let frame = await until(app.lastFrame, (f) => f.includes('1/5 pods'), 'the filtered list');
+    expect(frame).toContain('kube-system/etcd');
+    expect(frame).not.toContain('default/web');
+    expect(frame).toContain('/etc▏');
+    app.stdin.write(ESC);
+    frame = await until(app.lastFrame, (f) => f.includes('5/5 pods'), 'the full list');
+    app.stdin.write('s'); // age: longest in its state first
+    frame = await until(app.lastFrame, (f) => f.includes('sort age'), 'sorted by age');
+    const names = frame.split('\n').slice(3, 8).map((l) => l.slice(2).split(/\s+/)[0]);
+    expect(names).toEqual(['kube-system/etcd', 'default/web', 'default/old', 'default/db', 'default/stray']);
+  });
+
+  it('opens the help on ? and closes it with any key; q quits', async () => {
+    const { app, quits } = await mount(nodePods());
+    app.stdin.write('?');
+    const help = await until(app.lastFrame, (f) => f.includes('podctl watch — keys'), 'the help');
+    expect(help).toContain('shorten the grace of a terminating pod');
+    app.stdin.write('x');
+    await until(app.lastFrame, (f) => f.includes('NAMESPACE/NAME'), 'the table again');
+    app.stdin.write('q');
+    await until(() => String(quits.length), (n) => n === '1', 'quit');
+  });
+
+  it('fits a small terminal: fewer columns, no events pane, a "more" line', async () => {
+    const many = Array.from({ length: 30 }, (_, i) => pod(`default/pod-${String(i).padStart(2, '0')}`, { since: NOW - i * 1000 }));
+    const { first } = await mount(many, { columns: 40, rows: 10 });
+    const lines = first.split('\n');
+    expect(lines.length).toBeLessThanOrEqual(9);
+    for (const l of lines) expect(l.length).toBeLessThanOrEqual(40);
+    expect(first).not.toContain('─ events');
+    expect(first).not.toContain('LAST ERROR');
+    expect(first).toMatch(/↓ \d+ below/);
+  });
+
+  it('follows a terminal resize', async () => {
+    const session = new FakeSession(nodePods(), () => NOW);
+    const feed = new WatchFeed(session, { coalesceMs: 1, now: () => NOW });
+    feeds.push(feed);
+    await feed.start();
+    const app = render(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} color={false} now={() => NOW} />);
+    const wide = await until(app.lastFrame, (f) => f.includes('NAMESPACE/NAME'), 'the table');
+    expect(wide).toContain('LAST ERROR'); // 100 columns
+    let columns = 70;
+    Object.defineProperty(app.stdout, 'columns', { get: () => columns, configurable: true });
+    app.stdout.emit('resize');
+    await until(app.lastFrame, (f) => !f.includes('LAST ERROR') && f.includes('GRACE'), 'the table without the error column');
+    columns = 36;
+    app.stdout.emit('resize');
+    const narrow = await until(app.lastFrame, (f) => !f.includes('GRACE') && f.includes('STATE'), 'the narrow table');
+    for (const l of narrow.split('\n')) expect(l.length).toBeLessThanOrEqual(36);
+  });
+
+  it('stays read-only without a keyboard instead of crashing (stdin not a TTY)', async () => {
+    const session = new FakeSession(nodePods(), () => NOW);
+    const feed = new WatchFeed(session, { coalesceMs: 1, now: () => NOW });
+    feeds.push(feed);
+    await feed.start();
+    // A plain pipe as stdin: no isTTY, no setRawMode. Ink throws if raw mode is asked of it.
+    const stdin = new PassThrough() as unknown as NodeJS.ReadStream;
+    const out = Object.assign(new EventEmitter(), { columns: 120, rows: 30, frames: [] as string[], write(f: string) { out.frames.push(f); return true; } });
+    const errors: unknown[] = [];
+    const instance = inkRender(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} color={false} now={() => NOW} />, {
+      stdout: out as unknown as NodeJS.WriteStream,
+      stderr: out as unknown as NodeJS.WriteStream,
+      stdin,
+      debug: true,
+      patchConsole: false,
+      exitOnCtrlC: false,
+    });
+    instance.waitUntilExit().catch((e: unknown) => errors.push(e));
+    const frame = await until(() => out.frames.at(-1) ?? '', (f) => f.includes('NAMESPACE/NAME'), 'the table');
+    expect(frame).toContain('read-only: stdin is not a terminal');
+    stdin.write('k');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(plain(out.frames.at(-1))).not.toContain('grace seconds');
+    instance.unmount();
+    expect(errors).toEqual([]);
+  });
+
+  it('redraws countdowns on a tick only while a pod is terminating', async () => {
+    let now = NOW;
+    const session = new FakeSession(nodePods(), () => now);
+    const feed = new WatchFeed(session, { coalesceMs: 1, now: () => now });
+    feeds.push(feed);
+    await feed.start();
+    const app = render(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} color={false} now={() => now} size={{ columns: 140, rows: 30 }} tickMs={20} />);
+    await until(app.lastFrame, (f) => f.includes('█████░░░░░ 10s'), 'the bar at 10s');
+    now = NOW + 6_000;
+    await until(app.lastFrame, (f) => f.includes('██░░░░░░░░ 4s'), 'the bar at 4s');
+    // With nothing terminating, no tick: the frame count stays put.
+    session.set({ ...session.pods.get('uid-default-db')!, state: 'terminated', since: now });
+    session.emit({ source: 'store', uid: 'uid-default-db', at: now, kind: 'checkpoint-changed' });
+    await until(app.lastFrame, (f) => /default\/db\s+terminated/.test(f), 'db terminated');
+    const frames = app.frames.length;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(app.frames.length).toBe(frames);
+  });
+});
