@@ -30,6 +30,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
   };
 
   protected override interruptMessage = 'stopping the simulator';
+  protected override interruptIsNormal = true;
 
   async run(): Promise<SimulatorResult> {
     const { flags } = await this.parse(Simulator);

@@ -8,8 +8,8 @@
  * Freshness: `getNewerThan(uid, t)` resolves as soon as a relist stamped ≥ t completes, triggering
  * one if none is running or queued (no fixed 1 s tick as in the kubelet's PLEG). `refresh()` is
  * called by the syncer right after podctl's own actions, and on every runtime event when the
- * runtime streams them (GetContainerEvents); runtimes without events fall back to polling only when
- * `pollIntervalMs` is set.
+ * runtime streams them (GetContainerEvents); runtimes without events (containerd 1.6) fall back to
+ * relisting every `pollIntervalMs` while started.
  *
  * Invariants:
  * - At most one relist runs at a time; requests during a relist share one queued follow-up relist.
@@ -36,7 +36,10 @@ export interface RuntimePodCacheOptions {
   clock?: Clock;
   /** Deadline for each relist RPC, ms (default: the client's). */
   rpcTimeoutMs?: number;
-  /** Periodic relist when the runtime does not stream events (default: none). */
+  /**
+   * Periodic relist after `start()` when the runtime does not stream events (containerd 1.6);
+   * default 1000 ms (the kubelet's relist period); 0 disables polling.
+   */
   pollIntervalMs?: number;
   /** Concurrent ContainerStatus calls during a relist (default 16). */
   statusConcurrency?: number;
@@ -73,13 +76,15 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Pro
   });
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** An abortable wait; `unref` lets the process exit during background waits (polling, backoff). */
+function sleep(ms: number, signal?: AbortSignal, unref = false): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(abortError(signal));
     const t = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
       resolve();
     }, ms);
+    if (unref) t.unref();
     const onAbort = (): void => {
       clearTimeout(t);
       reject(abortError(signal as AbortSignal));
@@ -108,7 +113,7 @@ export class RuntimePodCache implements PodStatusCache {
   #client: CriClient;
   #clock: Clock;
   #rpcTimeoutMs: number | undefined;
-  #pollIntervalMs: number | undefined;
+  #pollIntervalMs: number;
   #statusConcurrency: number;
   #maxWaitMs: number;
 
@@ -131,7 +136,7 @@ export class RuntimePodCache implements PodStatusCache {
     this.#client = options.client;
     this.#clock = options.clock ?? { now: () => Date.now() };
     this.#rpcTimeoutMs = options.rpcTimeoutMs;
-    this.#pollIntervalMs = options.pollIntervalMs;
+    this.#pollIntervalMs = options.pollIntervalMs ?? 1000;
     this.#statusConcurrency = options.statusConcurrency ?? 16;
     this.#maxWaitMs = options.maxWaitMs ?? 60_000;
   }
@@ -152,7 +157,7 @@ export class RuntimePodCache implements PodStatusCache {
       }
       // a relist stamps the time it starts: it can only satisfy minTime once the clock reaches it
       const wait = minTime - this.#clock.now();
-      if (wait > 0) await sleep(Math.min(wait, 1000), signal);
+      if (wait > 0) await sleep(Math.min(wait, 1000, Math.max(0, giveUpAt - Date.now())), signal);
       await raceAbort(this.#requestRelist(minTime), signal);
     }
     return this.#statuses.get(uid) ?? emptyPodStatus(uid);
@@ -329,7 +334,7 @@ export class RuntimePodCache implements PodStatusCache {
         this.#emit({ kind: 'error', at: this.#clock.now(), message: err instanceof Error ? err.message : String(err) });
       }
       try {
-        await sleep(backoffMs, signal);
+        await sleep(backoffMs, signal, true);
       } catch {
         return;
       }
@@ -339,10 +344,10 @@ export class RuntimePodCache implements PodStatusCache {
   }
 
   async #poll(signal: AbortSignal): Promise<void> {
-    if (this.#pollIntervalMs === undefined) return;
+    if (this.#pollIntervalMs <= 0) return;
     while (!signal.aborted) {
       try {
-        await sleep(this.#pollIntervalMs, signal);
+        await sleep(this.#pollIntervalMs, signal, true);
       } catch {
         return;
       }

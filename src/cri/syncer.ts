@@ -99,6 +99,27 @@ function throwFirstFailure(results: PromiseSettledResult<unknown>[]): void {
   throw failures.find(isCriError) ?? failures[0];
 }
 
+/** A running container known only by ID and name (from a RunningPod the listing did not return). */
+function containerStub(id: string, name: string): Container {
+  return {
+    id,
+    podSandboxId: '',
+    metadata: { name, attempt: 0 },
+    image: undefined,
+    imageRef: '',
+    state: ContainerStateCode.RUNNING,
+    createdAt: 0n,
+    labels: {},
+    annotations: {},
+    imageId: '',
+  };
+}
+
+/** A ready sandbox known only by ID. */
+function sandboxStub(id: string): PodSandbox {
+  return { id, metadata: undefined, state: SandboxStateCode.READY, createdAt: 0n, labels: {}, annotations: {}, runtimeHandler: '' };
+}
+
 /**
  * Whether a pod that podctl only observes is terminal: its restart policy says none of its
  * (newest) containers will run again. Never: all exited. OnFailure: all exited with 0. Always:
@@ -172,7 +193,11 @@ export class RuntimeSyncer implements PodSyncer {
     podStatusFn: ((s: V1PodStatus) => void) | undefined,
   ): Promise<void> {
     const uid = podUid(pod);
-    const grace = Math.max(0, gracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS);
+    // the engine passes the grace in force; without one, the kubelet's order applies
+    const grace = Math.max(
+      0,
+      gracePeriodSeconds ?? pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS,
+    );
     const deadline = this.#clock.now() + grace * 1000;
     this.#log('debug', `terminating ${podName(pod)} with grace ${grace}s`);
     try {
@@ -196,12 +221,12 @@ export class RuntimeSyncer implements PodSyncer {
       const known = new Set(view.containers.map((c) => c.id));
       for (const c of runningPod.containers) {
         if (known.has(c.id) || c.state !== 'running') continue;
-        view.containers.push({ id: c.id, podSandboxId: '', metadata: { name: c.name, attempt: 0 }, image: undefined, imageRef: '', state: ContainerStateCode.RUNNING, createdAt: 0n, labels: {}, annotations: {}, imageId: '' });
+        view.containers.push(containerStub(c.id, c.name));
       }
       const knownSb = new Set(view.sandboxes.map((s) => s.id));
       for (const s of runningPod.sandboxes) {
         if (knownSb.has(s.id) || s.state !== 'ready') continue;
-        view.sandboxes.push({ id: s.id, metadata: undefined, state: SandboxStateCode.READY, createdAt: 0n, labels: {}, annotations: {}, runtimeHandler: '' });
+        view.sandboxes.push(sandboxStub(s.id));
       }
       await this.#killPod(signal, uid, view, deadline, grace, undefined);
       await this.#verifyStopped(uid, signal);

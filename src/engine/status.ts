@@ -92,6 +92,8 @@ export class PodSyncRecord {
   observedRuntime = false;
   /** Cancels the worker's current sync (the kubelet's context cancel); replaced once aborted. */
   abort: AbortController | undefined = undefined;
+  /** A syncer call (or its status read) is in flight; only then is there anything to abort. */
+  syncing = false;
 
   constructor(fullname: string, syncedAt: number) {
     this.fullname = fullname;

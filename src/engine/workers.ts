@@ -55,6 +55,8 @@ import type {
 
 export const DEFAULT_RESYNC_INTERVAL_MS = 60_000;
 export const DEFAULT_BACKOFF_PERIOD_MS = 10_000;
+/** How long close() waits for aborted syncs to return. */
+export const CLOSE_WAIT_MS = 5_000;
 
 const systemClock: Clock = { now: () => Date.now() };
 
@@ -270,8 +272,10 @@ export class PodWorkerEngine implements PodWorkers {
     }
     this.#wake(uid);
 
-    if ((becameTerminating || shortenedFrom !== undefined) && record.abort !== undefined) {
-      record.abort.abort();
+    // cancel the in-flight sync so the worker reruns at once with the new intent (an idle worker
+    // has nothing to cancel: its next sync already sees the new state)
+    if ((becameTerminating || shortenedFrom !== undefined) && record.syncing && record.abort !== undefined) {
+      record.abort.abort(syncCancelled());
     }
   }
 
@@ -430,11 +434,15 @@ export class PodWorkerEngine implements PodWorkers {
     let isTerminal = false;
     let failed = false;
     let error: unknown;
+    const record = this.#statuses.get(uid);
+    if (record !== undefined) record.syncing = true;
     try {
       isTerminal = await this.#callSyncer(uid, handle, update, workType, signal);
     } catch (e) {
       failed = true;
       error = e;
+    } finally {
+      if (record !== undefined) record.syncing = false;
     }
     if (this.#closed) return true;
 
@@ -632,7 +640,6 @@ export class PodWorkerEngine implements PodWorkers {
     record.pendingUpdate = copyUpdate(record.activeUpdate);
     this.#setWorking(uid, record, true);
     if (this.#events.active) this.#emit({ type: 'requeued', uid, fullname: record.fullname, at: this.#clock.now(), delayMs: 0, reason: 'replay' });
-    this.#wake(uid);
   }
 
   /** The default queue's due callback: re-sync the pod as the kubelet's sync loop would. */
@@ -896,15 +903,29 @@ export class PodWorkerEngine implements PodWorkers {
     if (this.#closed) return;
     this.#closed = true;
     this.#ownQueue?.close();
-    for (const record of this.#statuses.values()) record.abort?.abort();
+    for (const record of this.#statuses.values()) if (record.syncing) record.abort?.abort(new DOMException('pod workers closed', 'AbortError'));
     const loops: Promise<void>[] = [];
     for (const handle of this.#workers.values()) if (handle.loop !== undefined) loops.push(handle.loop);
     this.#workers.clear();
     const waiters = this.#idleWaiters;
     this.#idleWaiters = [];
     for (const waiter of waiters) waiter.resolve();
-    await Promise.allSettled(loops);
+    // syncers must honour their signal; one that does not cannot hold close() forever
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, CLOSE_WAIT_MS);
+      timer.unref?.();
+    });
+    await Promise.race([Promise.allSettled(loops), bound]);
+    clearTimeout(timer);
   }
+}
+
+let cancelledReason: DOMException | undefined;
+/** The abort reason of a cancelled sync: one shared AbortError (building one per abort is costly). */
+function syncCancelled(): DOMException {
+  cancelledReason ??= new DOMException('pod sync cancelled: termination requested or grace period shortened', 'AbortError');
+  return cancelledReason;
 }
 
 function newHandle(): WorkerHandle {

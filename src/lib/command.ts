@@ -40,6 +40,8 @@ export abstract class PodctlCommand extends Command {
   protected readonly abort = new AbortController();
   /** What the first SIGINT/SIGTERM prints (commands that stop normally on a signal override it). */
   protected interruptMessage = 'stopping; pod state is saved and the next podctl run resumes it';
+  /** A signal is the normal way to end this command (logged as info, not as a warning). */
+  protected interruptIsNormal = false;
   #session: NodeSession | undefined;
   #onSignal: ((signal: NodeJS.Signals) => void) | undefined;
 
@@ -53,7 +55,7 @@ export abstract class PodctlCommand extends Command {
       signals += 1;
       if (signals > 1) process.exit(ExitCode.Interrupted);
       this.reporter.done();
-      this.reporter.warn(`${signal}: ${this.interruptMessage}`);
+      this.reporter.log(this.interruptIsNormal ? 'info' : 'warn', `${signal}: ${this.interruptMessage}`);
       this.abort.abort(new DOMException(`interrupted by ${signal}`, 'AbortError'));
     };
     process.on('SIGINT', this.#onSignal);

@@ -180,6 +180,9 @@ export function waitingFor(pod: PodInfo, now: number): string {
   if (pod.owner && !pod.owner.alive && !view.finished) {
     return `Its owner (pid ${pod.owner.pid}) is gone, so nobody drives it: \`podctl sync-known\` takes the lease over and resumes it from its checkpoint.`;
   }
+  if (!pod.owner && !view.finished && view.terminatingAt !== undefined) {
+    return 'No podctl process drives it now (the one that started the termination has exited): `podctl sync-known` (or another `podctl kill`) takes it over and finishes it with its remembered grace.';
+  }
   const retry = pod.lastError?.retryAt !== undefined && pod.lastError.retryAt > now ? pod.lastError : undefined;
   const retryText = retry ? ` The last attempt failed (${retry.message}); next retry in ${formatDuration((retry.retryAt ?? now) - now)}.` : '';
   if (view.finished) return 'Nothing: termination finished; the worker is kept until the next `podctl sync-known` forgets it.';

@@ -47,6 +47,19 @@ describe('RuntimeSyncer.syncTerminatingPod', () => {
     expect(rpcs(journal, 'StopContainer').map((r) => r.detail)).toEqual(['timeout=5', 'timeout=5']);
   });
 
+  it('without a grace from the engine, uses the pod\'s deletion grace, else its termination grace', async () => {
+    const { sim, client } = await simulator({
+      pods: [
+        spec({ uid: 'g1', terminationGracePeriodSeconds: 7 }),
+        spec({ uid: 'g2', terminationGracePeriodSeconds: 7, deletionGracePeriodSeconds: 3 }),
+      ],
+    });
+    const syncer = new RuntimeSyncer({ client });
+    await syncer.syncTerminatingPod(never, await podOf(client, 'g1'), undefined, undefined, undefined);
+    await syncer.syncTerminatingPod(never, await podOf(client, 'g2'), undefined, undefined, undefined);
+    expect(rpcs(sim.state.journal(), 'StopContainer').map((r) => r.detail)).toEqual(['timeout=7', 'timeout=3']);
+  });
+
   it('SIGKILLs a container that ignores SIGTERM when the grace period runs out, not before', async () => {
     const { sim, client } = await simulator({ pods: [spec({ uid: 'u2', containers: [{ name: 'stubborn', onSigterm: 'ignore' }] })] });
     const [cid] = sim.state.containerIds();
@@ -88,10 +101,8 @@ describe('RuntimeSyncer.syncTerminatingPod', () => {
       pods: [spec({ uid: 'u4', containers: [{ name: 'app', preStop: { exec: { command: ['sh', '-c', 'sleep 1'] } } }] })],
     });
     const [cid] = sim.state.containerIds();
-    const syncer = new RuntimeSyncer({ client });
     const hooks: { ok: boolean }[] = [];
     const s2 = new RuntimeSyncer({ client, onHook: (h) => hooks.push(h) });
-    void syncer;
     await s2.syncTerminatingPod(never, await podOf(client, 'u4'), undefined, 10, undefined);
     const journal = sim.state.journal();
     const exec = journal.findIndex((r) => r.kind === 'exec');

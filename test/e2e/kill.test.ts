@@ -133,8 +133,13 @@ describeContainerd(import.meta.url, 'kill on containerd through the engine', () 
     const runtimePod = stack.cache.pod(real.uid);
     expect(runtimePod, 'the cache sees the pod').toBeDefined();
 
-    stack.workers.updatePod({ updateType: 'kill', runningPod: toRunningPod(runtimePod!) });
-    await waitFor('the runtime pod to finish', () => (stack.workers.snapshot().get(real.uid)?.finished ? true : undefined), 15_000);
+    let completed = false;
+    stack.workers.updatePod({
+      updateType: 'kill',
+      runningPod: toRunningPod(runtimePod!),
+      killPodOptions: { onComplete: () => (completed = true) },
+    });
+    await waitFor('the runtime pod to terminate', () => (completed ? true : undefined), 15_000);
 
     const exit = await exitInfo(node.cri, stubborn!.id);
     expect(exit).toMatchObject({ state: 'exited', exitCode: 137 });
@@ -145,9 +150,10 @@ describeContainerd(import.meta.url, 'kill on containerd through the engine', () 
     expect(stack.eventsFor(real.uid, 'sync-started').map((e) => (e as { phase: string }).phase)).toContain('terminating-runtime');
     expect(await sandboxReady(node.cri, real.sandboxId)).toBe(false);
 
-    // housekeeping: the finished orphan is forgotten
-    const known = stack.workers.syncKnownPods([]);
-    expect(known.has(real.uid)).toBe(false);
+    // nothing to remember about a pod with no spec: finished and forgotten at once
+    expect(stack.eventsFor(real.uid).map((e) => e.type).slice(-2)).toEqual(['finished', 'forgotten']);
+    expect(stack.workers.snapshot().has(real.uid)).toBe(false);
+    expect(stack.workers.syncKnownPods([]).has(real.uid)).toBe(false);
   });
 
   it('tracks a static pod (config.source=file, rebuilt from the runtime) as static through its kill', async () => {

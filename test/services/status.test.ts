@@ -127,6 +127,8 @@ describe('--explain', () => {
   it('names the next step for an abandoned pod, a runtime-only pod and a finished one', () => {
     const abandoned = { ...terminatingPod(), owner: { pid: 31337, startedAt: 0, heartbeatAt: 0, alive: false } };
     expect(waitingFor(abandoned, NOW)).toMatch(/owner \(pid 31337\) is gone.*podctl sync-known/);
+    const { owner: _owner, ...ownerless } = terminatingPod();
+    expect(waitingFor(ownerless, NOW)).toMatch(/^No podctl process drives it now.*podctl sync-known/);
     const runtimeOnly: PodInfo = { uid: 'r', namespace: 'a', name: 'b', static: false, state: 'runtime', containersRunning: 1, containersTotal: 1, since: 0, history: [] };
     expect(waitingFor(runtimeOnly, NOW)).toMatch(/no worker tracks it.*sync-known/);
     const finished = { ...terminatingPod(), state: 'finished' as const, worker: view({ terminatingAt: 1, terminatedAt: 2, finished: true }) };

@@ -12,14 +12,14 @@ export interface ExitInfo {
   finishedAt?: number;
 }
 
-const STATES = ['created', 'running', 'exited', 'unknown'] as const;
+const STATES: readonly ExitInfo['state'][] = ['created', 'running', 'exited', 'unknown'];
 
 export async function exitInfo(cri: CriClient, containerId: string): Promise<ExitInfo> {
   const status = (await cri.containerStatus(containerId)).status;
   if (!status) throw new Error(`container ${containerId}: no status`);
   const finished = status.finishedAt > 0n ? Number(status.finishedAt / 1_000_000n) : undefined;
   return {
-    state: STATES[status.state] ?? 'unknown',
+    state: STATES[Number(status.state)] ?? 'unknown',
     exitCode: status.exitCode,
     ...(finished !== undefined ? { finishedAt: finished } : {}),
   };

@@ -1,0 +1,89 @@
+/**
+ * Start-up benchmark: `podctl status` against the embedded simulator with 50 pods, versus a bare
+ * `node -e 0`, median of N runs each (interleaved, after a warm-up). Goal: podctl status ≤ node + 150 ms.
+ *
+ *   npm run build && npm run bench:startup            (N=15; BENCH_RUNS=N to change)
+ *
+ * Prints a table; the figures go into docs/bench/startup.md.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { demoNode, startSimulator } from '../src/cri/simulator/index.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const BIN = path.join(ROOT, 'bin', 'run.js');
+const RUNS = Number(process.env.BENCH_RUNS ?? 15);
+const PODS = 50;
+const GOAL_MS = 150;
+
+if (!existsSync(path.join(ROOT, 'dist', 'commands', 'status.js'))) {
+  console.error('dist/ is missing: run `npm run build` first');
+  process.exit(1);
+}
+
+const dir = mkdtempSync(path.join(tmpdir(), 'podctl-bench-startup-'));
+const sim = await startSimulator({ socketPath: path.join(dir, 'cri.sock'), pods: demoNode(PODS) });
+const common = ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--no-color'];
+
+interface Case {
+  name: string;
+  argv: string[];
+}
+const cases: Case[] = [
+  { name: 'node -e 0', argv: ['-e', '0'] },
+  { name: 'podctl --version', argv: [BIN, '--version'] },
+  { name: `podctl status (${PODS} pods)`, argv: [BIN, 'status', ...common] },
+  { name: `podctl status -o json (${PODS} pods)`, argv: [BIN, 'status', '-o', 'json', ...common] },
+];
+
+/** Runs one child to completion (async: the simulator serves from this process meanwhile). */
+function runOnce(argv: string[]): Promise<{ ms: number; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const start = process.hrtime.bigint();
+    const child = spawn(process.execPath, argv, { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('close', (code) => {
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      if (code !== 0) reject(new Error(`${argv.join(' ')} exited ${code}: ${stderr}`));
+      else resolve({ ms, stdout });
+    });
+  });
+}
+
+const check = await runOnce([BIN, 'status', ...common]);
+const rows = check.stdout.trim().split('\n').length - 1;
+if (rows !== PODS) throw new Error(`expected ${PODS} pods in the status table, got ${rows}`);
+
+for (const c of cases) await runOnce(c.argv); // warm-up (file cache)
+const samples = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+for (let i = 0; i < RUNS; i++) for (const c of cases) samples.get(c.name)?.push((await runOnce(c.argv)).ms);
+
+const quantile = (xs: number[], q: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * (s.length - 1) + 0.5))] ?? NaN;
+};
+const base = quantile(samples.get('node -e 0') ?? [], 0.5);
+console.log(`podctl start-up: median of ${RUNS} runs (interleaved), Node ${process.version}, ${PODS} simulator pods`);
+console.table(
+  cases.map((c) => {
+    const xs = samples.get(c.name) ?? [];
+    const median = quantile(xs, 0.5);
+    return {
+      command: c.name,
+      'median ms': Math.round(median),
+      'p90 ms': Math.round(quantile(xs, 0.9)),
+      'min ms': Math.round(Math.min(...xs)),
+      'over node -e 0 (ms)': Math.round(median - base),
+    };
+  }),
+);
+const statusOver = quantile(samples.get(`podctl status (${PODS} pods)`) ?? [], 0.5) - base;
+console.log(`goal: podctl status ≤ node -e 0 + ${GOAL_MS} ms → ${Math.round(statusOver)} ms over: ${statusOver <= GOAL_MS ? 'MET' : 'NOT MET'}`);
+
+await sim.close();
+rmSync(dir, { recursive: true, force: true });

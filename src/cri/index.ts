@@ -1,0 +1,21 @@
+/**
+ * The CRI layer's public surface. Loading it is cheap: grpc-js and the generated protobuf module
+ * are imported only when a client connects or the simulator starts (`connectCri`,
+ * `startSimulator`, which lives in ./simulator/index.js and is not re-exported here).
+ */
+export * from './errors.js';
+export * from './codes.js';
+export * from './endpoint.js';
+export * from './kubelet-labels.js';
+export { connectCri, loadGrpcModules, DEFAULT_RPC_TIMEOUT_MS, type CallOptions, type CriClient, type CriClientOptions, type ExecResult } from './client.js';
+export * from './pods.js';
+export { RuntimePodCache, type RuntimePodCacheOptions, type RuntimeCacheEvent } from './cache.js';
+export {
+  RuntimeSyncer,
+  isTerminalByRestartPolicy,
+  DEFAULT_GRACE_SECONDS,
+  MINIMUM_GRACE_SECONDS,
+  RUNTIME_POD_GRACE_SECONDS,
+  type RuntimeSyncerOptions,
+  type SyncerLog,
+} from './syncer.js';

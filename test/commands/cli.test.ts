@@ -1,0 +1,153 @@
+/**
+ * The built CLI (`node bin/run.js`) in child processes: --help content, exit codes, stdout/stderr
+ * separation, and real runs against the embedded CRI simulator. Needs `npm run build` first (the
+ * test script does it).
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+
+const ROOT = process.cwd();
+const BIN = path.join(ROOT, 'bin', 'run.js');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function podctl(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '', ...env }, timeout: timeoutMs },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+beforeAll(() => {
+  if (!existsSync(path.join(ROOT, 'dist', 'commands', 'kill.js'))) throw new Error('dist/ is missing: run `npm run build` before the CLI tests');
+});
+
+describe('--help teaches', () => {
+  it.each([
+    ['kill', ['--grace', '--timeout', '--no-wait', '-l, --selector', 'killPodNow bound', 'Exit codes:', '3   timed out', 'EXAMPLES']],
+    ['evict', ['--reason', '--message', 'Failed', 'Exit codes:', 'EXAMPLES']],
+    ['drain', ['--grace-period', '--critical-grace-period', '--group', '--exclude', '--dry-run', 'critical pods', '5   partially done', 'EXAMPLES']],
+    ['sync-known', ['--desired', '--desired-from', 'orphan', 'EXAMPLES']],
+    ['status', ['--explain', '-o, --output', 'wide', 'couldHaveRunningContainers', 'EXAMPLES']],
+    ['simulator', ['--pods', '--socket', 'EXAMPLES']],
+  ])('podctl %s --help', async (command, needles) => {
+    const run = await podctl([command, '--help']);
+    expect(run.code).toBe(0);
+    for (const needle of [...needles, '--runtime-endpoint', '--state-dir', '--kubeconfig', '--node', '--log-level', '--json', '--no-color']) {
+      expect(run.stdout, needle).toContain(needle);
+    }
+  });
+});
+
+describe('exit codes and streams', () => {
+  it('usage error: exit 2, one line on stderr, nothing on stdout', async () => {
+    const run = await podctl(['kill']);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toMatch(/^error: no pods given/);
+  });
+
+  it('an unknown flag is a usage error too', async () => {
+    const run = await podctl(['status', '--frobnicate']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/Nonexistent flag: --frobnicate.*podctl status --help/);
+  });
+
+  it('a missing runtime socket: exit 1, one line naming the path and the flag', async () => {
+    const state = mkdtempSync(path.join(tmpdir(), 'podctl-cli-'));
+    const run = await podctl(['status', '--runtime-endpoint', 'unix:///nonexistent/cri.sock', '--state-dir', state]);
+    expect(run.code).toBe(1);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toContain('/nonexistent/cri.sock');
+    expect(run.stderr).toContain('--runtime-endpoint');
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe('against the embedded simulator', () => {
+  let sim: RunningSimulator;
+  let dir: string;
+  let common: string[];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'podctl-cli-sim-'));
+    sim = await startSimulator({
+      socketPath: path.join(dir, 'cri.sock'),
+      timeScale: 0.05,
+      pods: [
+        { name: 'web-1', namespace: 'web', labels: { app: 'web' }, terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] },
+        { name: 'web-2', namespace: 'web', labels: { app: 'web' }, terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] },
+        { name: 'stubborn', namespace: 'default', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'ignore' }] },
+        { name: 'batch-1', namespace: 'batch', priority: -5, terminationGracePeriodSeconds: 10, containers: [{ name: 'c', onSigterm: { exitAfterSeconds: 2 } }] },
+        { name: 'etcd', namespace: 'kube-system', static: true, priority: 2_000_001_000, containers: [{ name: 'etcd', onSigterm: 'exit' }] },
+      ],
+    });
+    common = ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state')];
+  });
+
+  afterAll(async () => {
+    await sim?.close();
+  });
+
+  it('status lists the runtime pods (table on stdout)', async () => {
+    const run = await podctl(['status', ...common]);
+    expect(run.code).toBe(0);
+    expect(run.stdout.split('\n')[0]).toMatch(/^NAMESPACE\/NAME\s+UID\s+STATE\s+GRACE\s+AGE\s+CONTAINERS\s+OWNER\s+LAST ERROR$/);
+    for (const name of ['web/web-1', 'web/web-2', 'default/stubborn', 'batch/batch-1', 'kube-system/etcd']) expect(run.stdout).toContain(name);
+  });
+
+  it('kill waits for termination and reports it as JSON; status then shows it finished', async () => {
+    const run = await podctl(['kill', 'web/web-1', '--grace', '2', '--json', ...common]);
+    expect(run.stderr).toContain('waiting up to 10s');
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout);
+    expect(result).toMatchObject({ action: 'kill', status: 'done', pods: [{ namespace: 'web', name: 'web-1', outcome: 'terminated', gracePeriodSeconds: 2 }] });
+    const status = JSON.parse((await podctl(['status', 'web/web-1', '--json', ...common])).stdout);
+    expect(['terminated', 'finished']).toContain(status.pods[0].state);
+    expect(status.pods[0].containersRunning).toBe(0);
+  });
+
+  it('a container ignoring SIGTERM outlives a short --timeout: exit 3; --explain says why', async () => {
+    const run = await podctl(['kill', 'stubborn', '--grace', '30', '--timeout', '1s', ...common]);
+    expect(run.code).toBe(3);
+    expect(run.stderr).toContain('default/stubborn still terminating after 1s');
+    const explain = await podctl(['status', 'default/stubborn', '--explain', '--json', ...common]);
+    expect(explain.code).toBe(0);
+    const [e] = JSON.parse(explain.stdout).explain;
+    expect(e.state).toBe('terminating');
+    expect(e.predicates.find((p: { name: string }) => p.name === 'isPodTerminationRequested').value).toBe(true);
+    expect(e.gracePeriodSeconds).toBe(30);
+    expect(e.waitingFor).toMatch(/sync-known|syncTerminatingPod/);
+    expect(e.timeline.length).toBeGreaterThan(0);
+  });
+
+  it('an unknown pod: exit 4', async () => {
+    const run = await podctl(['kill', 'web/nope', ...common]);
+    expect(run.code).toBe(4);
+  });
+
+  it('drain --dry-run plans critical pods last and changes nothing', async () => {
+    const run = await podctl(['drain', '--dry-run', '--json', ...common]);
+    expect(run.code).toBe(0);
+    const plan = JSON.parse(run.stdout);
+    const last = plan.groups.at(-1);
+    expect(last.critical).toBe(true);
+    expect(last.pods.map((p: { name: string }) => p.name)).toContain('etcd');
+  });
+});

@@ -1,0 +1,156 @@
+import { describe, expect, it } from 'vitest';
+import { RuntimePodCache, type RuntimeCacheEvent } from '../../src/cri/cache.js';
+import { CriError, GrpcStatus, isUnavailable } from '../../src/cri/errors.js';
+import { until, useSimulator } from './support.js';
+
+describe('RuntimePodCache', () => {
+  const simulator = useSimulator();
+
+  it('getNewerThan triggers a relist and resolves with the pod status', async () => {
+    const { client } = await simulator({ pods: [{ name: 'a', uid: 'ua', containers: [{ name: 'c' }] }] });
+    const cache = new RuntimePodCache({ client });
+    expect(cache.get('ua')).toBeUndefined();
+    const status = await cache.getNewerThan('ua', Date.now());
+    expect(status).toMatchObject({ id: 'ua', name: 'a', namespace: 'default' });
+    expect(status.containerStatuses.map((c) => [c.name, c.state])).toEqual([['c', 'running']]);
+    expect(status.sandboxStatuses.map((s) => s.state)).toEqual(['ready']);
+    expect(cache.get('ua')).toEqual(status);
+    cache.close();
+  });
+
+  it('returns an empty status for a pod the runtime does not know', async () => {
+    const { client } = await simulator();
+    const cache = new RuntimePodCache({ client });
+    expect(await cache.getNewerThan('ghost', Date.now())).toEqual({ id: 'ghost', name: '', namespace: '', containerStatuses: [], sandboxStatuses: [] });
+    cache.close();
+  });
+
+  it('does not serve a status older than asked for: a change is seen right after it happens', async () => {
+    const { sim, client } = await simulator({ pods: [{ name: 'a', uid: 'ua', containers: [{ name: 'c', onSigterm: 'ignore' }] }] });
+    const cache = new RuntimePodCache({ client });
+    await cache.getNewerThan('ua', Date.now());
+    const [cid] = sim.state.containerIds();
+    await client.stopContainer(cid!, 0);
+    const after = Date.now();
+    // the cached status still says running; a newer one must come from a new relist
+    expect(cache.get('ua')?.containerStatuses[0]?.state).toBe('running');
+    const status = await cache.getNewerThan('ua', after);
+    expect(status.containerStatuses[0]).toMatchObject({ state: 'exited', exitCode: 137 });
+    expect(status.containerStatuses[0]?.finishedAt).toBeGreaterThanOrEqual(after - 1000);
+    expect(cache.observedAt).toBeGreaterThanOrEqual(after);
+    cache.close();
+  });
+
+  it('serves an already fresh status without a relist, and one relist for many waiters', async () => {
+    const { client } = await simulator({ pods: 3 });
+    const cache = new RuntimePodCache({ client });
+    const t = Date.now();
+    await cache.refresh();
+    expect(cache.relistCount).toBe(1);
+    const uids = cache.pods().map((p) => p.uid);
+    await Promise.all(uids.map((uid) => cache.getNewerThan(uid, t)));
+    expect(cache.relistCount).toBe(1);
+
+    const now = Date.now();
+    await Promise.all([...uids, ...uids].map((uid) => cache.getNewerThan(uid, now)));
+    // one relist (or one running plus one queued) serves every waiter
+    expect(cache.relistCount).toBeLessThanOrEqual(3);
+    expect(cache.relistCount).toBeGreaterThan(1);
+    cache.close();
+  });
+
+  it('fetches exit codes once per exited container', async () => {
+    const { sim, client } = await simulator({ pods: [{ name: 'a', uid: 'ua', containers: [{ name: 'c', state: 'exited', exitCode: 3 }] }] });
+    const cache = new RuntimePodCache({ client });
+    await cache.refresh();
+    await cache.refresh();
+    expect(cache.get('ua')?.containerStatuses[0]?.exitCode).toBe(3);
+    const statusCalls = sim.state.journal().filter((r) => r.kind === 'rpc' && r.method === 'ContainerStatus');
+    expect(statusCalls).toHaveLength(1);
+    cache.close();
+  });
+
+  it('a waiter that aborts rejects with its reason; others are unaffected', async () => {
+    const { client } = await simulator({ pods: 1, faults: [{ method: 'ListPodSandbox', delayMs: 300, count: 1 }] });
+    const cache = new RuntimePodCache({ client });
+    const ac = new AbortController();
+    const reason = new Error('worker stopped');
+    const aborted = cache.getNewerThan('x', Date.now(), ac.signal);
+    const patient = cache.getNewerThan('x', Date.now());
+    ac.abort(reason);
+    await expect(aborted).rejects.toBe(reason);
+    await expect(patient).resolves.toMatchObject({ id: 'x' });
+    cache.close();
+  });
+
+  it('surfaces a failed relist as CriError and keeps the last good state', async () => {
+    const { sim, client } = await simulator({ pods: [{ name: 'a', uid: 'ua' }] });
+    const cache = new RuntimePodCache({ client });
+    await cache.refresh();
+    const errors: RuntimeCacheEvent[] = [];
+    cache.subscribe((e) => e.kind === 'error' && errors.push(e));
+    sim.setFaults([{ method: 'ListContainers', code: GrpcStatus.UNAVAILABLE, details: 'down' }]);
+    const err = await cache.getNewerThan('ua', Date.now() + 1).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CriError);
+    expect(isUnavailable(err)).toBe(true);
+    expect(errors).toHaveLength(1);
+    expect(cache.get('ua')?.containerStatuses[0]?.state).toBe('running');
+    sim.setFaults([]);
+    await expect(cache.getNewerThan('ua', Date.now())).resolves.toMatchObject({ id: 'ua' });
+    cache.close();
+  });
+
+  it('bounds a wait for a time the relists never reach', async () => {
+    const { client } = await simulator();
+    const cache = new RuntimePodCache({ client, clock: { now: () => 1_000 }, maxWaitMs: 200 });
+    await expect(cache.getNewerThan('x', 5_000)).rejects.toThrow(/no runtime status newer than/);
+    cache.close();
+  });
+
+  it('relists on runtime events without being asked', async () => {
+    const { sim, client } = await simulator({ pods: [{ name: 'a', uid: 'ua' }] });
+    const cache = new RuntimePodCache({ client });
+    const events: RuntimeCacheEvent[] = [];
+    cache.subscribe((e) => events.push(e));
+    cache.start();
+    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    const [cid] = sim.state.containerIds();
+    // a change made by someone else (not through the cache or the syncer)
+    sim.state.markExited(cid!, 0);
+    await until(() => cache.get('ua')?.containerStatuses[0]?.state === 'exited');
+    expect(cache.eventsSupported).toBe(true);
+    expect(events.some((e) => e.kind === 'container-event' && e.uids.includes('ua'))).toBe(true);
+    expect(events.some((e) => e.kind === 'relisted' && e.uids.includes('ua'))).toBe(true);
+    cache.close();
+  });
+
+  it('falls back to polling when the runtime has no event stream', async () => {
+    const { sim, client } = await simulator({ pods: [{ name: 'a', uid: 'ua' }], events: false });
+    const cache = new RuntimePodCache({ client, pollIntervalMs: 50 });
+    const events: RuntimeCacheEvent[] = [];
+    cache.subscribe((e) => events.push(e));
+    cache.start();
+    await until(() => cache.eventsSupported === false);
+    expect(events.some((e) => e.kind === 'events-unsupported')).toBe(true);
+    const [cid] = sim.state.containerIds();
+    sim.state.markExited(cid!, 0);
+    await until(() => cache.get('ua')?.containerStatuses[0]?.state === 'exited');
+    cache.close();
+  });
+
+  it('lists rebuilt pods for the session', async () => {
+    const { client } = await simulator({ pods: 10 });
+    const cache = new RuntimePodCache({ client });
+    const pods = await cache.listPods();
+    expect(pods).toHaveLength(10);
+    expect(pods.filter((p) => p.static).map((p) => p.name).sort()).toEqual(['etcd-node-1', 'kube-apiserver-node-1']);
+    cache.close();
+  });
+
+  it('rejects waits after close', async () => {
+    const { client } = await simulator();
+    const cache = new RuntimePodCache({ client });
+    cache.close();
+    await expect(cache.getNewerThan('x', Date.now())).rejects.toThrow(/closed/);
+  });
+});

@@ -1,0 +1,114 @@
+/**
+ * A runtime that is not there: a missing socket, a socket nobody listens on. Needs no containerd,
+ * so it runs on every machine (this file is not skipped without a test node).
+ *
+ * What must hold: the failure is a CriError Unavailable (not a hang until the deadline, not a raw
+ * grpc-js error) with a one-line message naming the socket; endpoint resolution names the path and
+ * the flag; the engine records the failure, retries with backoff, and closes cleanly.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectCri } from '../../src/cri/client.js';
+import { resolveEndpoint, EndpointError } from '../../src/cri/endpoint.js';
+import { CriError, GrpcStatus } from '../../src/cri/errors.js';
+import { EngineStack, waitFor } from './support/engine.js';
+import { buildPod } from './support/pods.js';
+
+describe('runtime unreachable', () => {
+  let dir: string;
+  let missing: string;
+  let deaf: string;
+  let deafServer: Server;
+  const deafConnections = new Set<Socket>();
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'podctl-e2e-unreachable-'));
+    missing = join(dir, 'missing.sock');
+    // a socket that accepts connections and never speaks HTTP/2
+    deaf = join(dir, 'deaf.sock');
+    deafServer = createServer((conn) => {
+      deafConnections.add(conn);
+      conn.on('error', () => undefined);
+      conn.on('close', () => deafConnections.delete(conn));
+    });
+    await new Promise<void>((resolve) => deafServer.listen(deaf, resolve));
+  });
+  afterAll(async () => {
+    for (const conn of deafConnections) conn.destroy();
+    await new Promise<void>((resolve) => deafServer.close(() => resolve()));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a call on a missing socket fails at once with CriError Unavailable, in one line naming the socket', async () => {
+    const client = await connectCri({ endpoint: `unix://${missing}`, timeoutMs: 20_000 });
+    try {
+      const error = await client.version().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(CriError);
+      const cri = error as CriError;
+      // Unavailable, not DeadlineExceeded: it did not wait out the 20 s deadline
+      expect(cri.code).toBe(GrpcStatus.UNAVAILABLE);
+      expect(cri.method).toBe('Version');
+      expect(cri.message).not.toContain('\n');
+      expect(cri.message).toMatch(/^Version: Unavailable: /);
+      expect(cri.message).toContain(missing);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('a socket that never answers ends at the call deadline (DeadlineExceeded), not never', async () => {
+    const client = await connectCri({ endpoint: deaf, timeoutMs: 300 });
+    try {
+      const error = await client.listPodSandbox().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(CriError);
+      expect([GrpcStatus.DEADLINE_EXCEEDED, GrpcStatus.UNAVAILABLE]).toContain((error as CriError).code);
+      expect((error as CriError).message).not.toContain('\n');
+    } finally {
+      client.close();
+    }
+  });
+
+  it('resolving an explicit endpoint that does not exist is one line naming the path and the flag', async () => {
+    const error = await resolveEndpoint({ flag: `unix://${missing}`, env: {} }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(EndpointError);
+    const message = (error as Error).message;
+    expect(message).not.toContain('\n');
+    expect(message).toContain(missing);
+    expect(message).toContain('--runtime-endpoint');
+  });
+
+  it('the engine records the runtime error, retries with backoff, and closes without hanging', async () => {
+    const stack = await EngineStack.open(missing, { backOffPeriodMs: 100, rpcTimeoutMs: 2_000 });
+    try {
+      const pod = buildPod({ containers: [{ name: 'main', mode: 'default' }] }, 'unreachable', 'b0a3b8a2-0d5e-4a59-9f0e-0c2d7d8e7a11');
+      stack.workers.updatePod({ updateType: 'kill', pod, killPodOptions: { gracePeriodSecondsOverride: 1 } });
+      const failures = await waitFor('two failed terminating syncs', () => {
+        const failed = stack.eventsFor(pod.metadata!.uid!, 'sync-failed');
+        return failed.length >= 2 ? failed : undefined;
+      });
+      for (const failure of failures) {
+        expect(failure).toMatchObject({ phase: 'terminating' });
+        const { error, retryInMs } = failure as { error: string; retryInMs: number };
+        expect(error).not.toContain('\n');
+        expect(error).toMatch(/Unavailable/);
+        expect(retryInMs).toBeGreaterThan(0);
+      }
+      expect(stack.workers.isPodKnownTerminated(pod.metadata!.uid!)).toBe(false);
+      expect(stack.workers.isPodTerminationRequested(pod.metadata!.uid!)).toBe(true);
+    } finally {
+      await stack.close();
+    }
+  });
+});
