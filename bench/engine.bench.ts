@@ -157,6 +157,7 @@ if (WRITE) {
     'Batch: all creates then all kills, each batch awaited with `whenIdle()`. Latency: one kill at a time on an engine',
     'tracking all pods, from `updatePod(kill)` to the kill\'s `onComplete` (the pod is terminated). Heap: growth after',
     'gc divided by the pod count (pods built before the baseline, so this is the engine\'s own cost).',
+    'Wall-clock figures vary between runs on this shared machine; rerun the command to compare.',
     '',
     '| figure | value | goal | |',
     '|---|---|---|---|',

@@ -85,5 +85,37 @@ console.table(
 const statusOver = quantile(samples.get(`podctl status (${PODS} pods)`) ?? [], 0.5) - base;
 console.log(`goal: podctl status ≤ node -e 0 + ${GOAL_MS} ms → ${Math.round(statusOver)} ms over: ${statusOver <= GOAL_MS ? 'MET' : 'NOT MET'}`);
 
+// Where the time goes: one fresh process loading and running what `podctl status` loads and runs,
+// step by step (cumulative order matters: each step excludes what earlier steps already loaded).
+const dist = (p: string): string => JSON.stringify(path.join(ROOT, 'dist', p));
+const phaseScript = `
+  const t0 = performance.now(); let last = t0; const out = [];
+  const lap = (name) => { const now = performance.now(); out.push([name, now - last]); last = now; };
+  await import('@oclif/core'); lap('@oclif/core');
+  await import(${dist('commands/status.js')}); lap('status command + lib + services');
+  await import('zod'); lap('zod (store schemas)');
+  await import('proper-lockfile'); lap('proper-lockfile (store locks)');
+  const { openSession } = await import(${dist('services/session.js')}); lap('session, store, engine modules');
+  await import('@grpc/grpc-js'); lap('@grpc/grpc-js');
+  await import(${dist('cri/generated/runtime_v1.js')}); lap('CRI proto (generated)');
+  const session = await openSession({ stateDir: ${JSON.stringify(path.join(dir, 'state'))}, runtimeEndpoint: ${JSON.stringify(sim.endpoint)} }); lap('openSession (connect, restore)');
+  const { podStatus, statusTable } = await import(${dist('services/status.js')});
+  const { parseSelection } = await import(${dist('lib/refs.js')});
+  const result = await podStatus({ session, selection: parseSelection({ args: [], allowEmpty: true, defaultAllNamespaces: true }), explain: false }); lap('listPods (50 pods, CRI calls)');
+  const { renderTable, createStyler } = await import(${dist('lib/output.js')});
+  await renderTable(statusTable(result, false, createStyler(false)), createStyler(false)); lap('table (cli-table3, cold)');
+  await session.close(); lap('session.close');
+  console.log(JSON.stringify(out));
+`;
+const phaseRuns: [string, number][][] = [];
+for (let i = 0; i < Math.max(3, Math.ceil(RUNS / 3)); i++) {
+  const { stdout } = await runOnce(['--input-type=module', '-e', phaseScript]);
+  phaseRuns.push(JSON.parse(stdout) as [string, number][]);
+}
+console.log(`\nwhere the time goes (median of ${phaseRuns.length} fresh processes, in load order):`);
+console.table(
+  (phaseRuns[0] ?? []).map(([name], i) => ({ step: name, 'median ms': Math.round(quantile(phaseRuns.map((r) => r[i]?.[1] ?? NaN), 0.5)) })),
+);
+
 await sim.close();
 rmSync(dir, { recursive: true, force: true });

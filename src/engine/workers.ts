@@ -97,6 +97,11 @@ export interface EngineInternals {
   staticPods: StaticPodStarts;
 }
 
+/**
+ * The engine behind `createPodWorkers`. Besides the PodWorkers surface it exposes, for in-package
+ * tests only, the kubelet's internal transitions `allowPodStart` and `removeTerminatedWorker`
+ * and the injectable `EngineInternals` (the kubelet's tests reach the same internals).
+ */
 export class PodWorkerEngine implements PodWorkers {
   readonly #syncer: PodSyncer;
   readonly #cache: PodStatusCache;
@@ -640,6 +645,7 @@ export class PodWorkerEngine implements PodWorkers {
     record.pendingUpdate = copyUpdate(record.activeUpdate);
     this.#setWorking(uid, record, true);
     if (this.#events.active) this.#emit({ type: 'requeued', uid, fullname: record.fullname, at: this.#clock.now(), delayMs: 0, reason: 'replay' });
+    this.#wake(uid);
   }
 
   /** The default queue's due callback: re-sync the pod as the kubelet's sync loop would. */
@@ -888,7 +894,7 @@ export class PodWorkerEngine implements PodWorkers {
       const config = record.activeUpdate?.pod ?? replay?.pod;
       if (isStaticPod(config)) {
         if (!record.isStarted()) this.#static.addWaiting(record.fullname, uid);
-        else if (!record.isTerminated() && !this.#static.started.has(record.fullname)) this.#static.started.set(record.fullname, uid);
+        else if (!this.#static.started.has(record.fullname)) this.#static.started.set(record.fullname, uid);
       }
       if (replay !== undefined) {
         record.pendingUpdate = replay;

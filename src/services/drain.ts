@@ -21,7 +21,7 @@ import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { planDrain, type DrainPlan, type PlannedPod, type PriorityGroup, type SkippedPod } from './drain-plan.js';
 import type { NodeSession, PodInfo } from './session-api.js';
-import { isFinal } from './terminate.js';
+import { isFinal, stillRunning } from './terminate.js';
 
 export type DrainPodOutcome = 'terminated' | 'gone' | 'timeout' | 'failed' | 'not-started';
 
@@ -203,6 +203,15 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
     await waitFor(stragglers.map((p) => p.uid), Math.min(boundEnd, deadline) - now(), 'stragglers');
   }
   if (options.signal?.aborted) throw options.signal.reason instanceof Error ? options.signal.reason : new DOMException('interrupted', 'AbortError');
+
+  const done = [...byUid.values()].filter((p) => p.outcome === 'terminated').map((p) => p.uid);
+  for (const [uid, running] of await stillRunning(options.session, done)) {
+    const pod = byUid.get(uid);
+    if (!pod) continue;
+    pod.outcome = 'failed';
+    pod.error = `reported terminated, but ${running} container(s) still run in the runtime`;
+    reporter.warn(`  ✗ ${pod.namespace}/${pod.name}: ${pod.error}`);
+  }
 
   for (const group of groups) if (group.pods.some((p) => p.outcome === 'not-started')) cutShort = true;
   const summary = summarize(groups, plan.skipped);

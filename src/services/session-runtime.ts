@@ -55,8 +55,8 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     simulated: resolved.simulated,
     syncer,
     cache,
-    async listPods(signal) {
-      return (await cache.listPods(signal)).map(recordOfRuntimePod);
+    async listPods(signal, maxAgeMs) {
+      return (await cache.listPods(signal, maxAgeMs ?? 0)).map(recordOfRuntimePod);
     },
     subscribe(listener) {
       return cache.subscribe((event) => {

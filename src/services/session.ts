@@ -23,7 +23,9 @@
  * Heavy modules stay out: the CRI client and the API-server client are imported lazily, only when
  * the default runtime or a kubeconfig is used.
  */
+import { lstat } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { PodNotFoundError } from '../lib/errors.js';
 import { createPodWorkers } from '../engine/index.js';
 import {
   workerStateOf,
@@ -80,8 +82,8 @@ export interface SessionRuntime {
   readonly simulated: boolean;
   readonly syncer: PodSyncer;
   readonly cache: PodStatusCache;
-  /** Lists the runtime's pods now (and refreshes the status cache). */
-  listPods(signal?: AbortSignal): Promise<RuntimePodRecord[]>;
+  /** Lists the runtime's pods from a relist no older than `maxAgeMs` (default 0: a fresh one). */
+  listPods(signal?: AbortSignal, maxAgeMs?: number): Promise<RuntimePodRecord[]>;
   /** Relist / container-event notifications, if the runtime produces them. */
   subscribe?(listener: (kind: 'relisted' | 'container-event', uids: string[]) => void): () => void;
   close(): Promise<void>;
@@ -108,6 +110,10 @@ const DEFAULT_HEARTBEAT_MS = 2_000;
 const DEFAULT_RESCAN_MS = 1_000;
 const DEFAULT_FLUSH_DELAY_MS = 15;
 const FLUSH_RETRY_MS = 1_000;
+/** How old a runtime listing may be for decisions that do not need the latest state, ms. */
+const RECENT_LISTING_MS = 1_000;
+/** How long a static pod found in the runtime may take to start in the engine before its kill. */
+const STATIC_START_WAIT_MS = 2_000;
 
 /** The kubelet's killPodNow bound for a grace period (seconds): max(10 s, 1.5 × grace). */
 export function killBoundMs(gracePeriodSeconds: number): number {
@@ -171,10 +177,10 @@ function describeKill(request: { gracePeriodSeconds?: number; evict?: boolean; r
   return parts.join(' ');
 }
 
-class PodNotFound extends Error {
+/** Nothing to kill: the pod is neither in the runtime nor in the state dir (exit code 4). */
+class PodNotFound extends PodNotFoundError {
   constructor(uid: string) {
-    super(`pod ${uid} is not known to the runtime or the state dir`);
-    this.name = 'PodNotFound';
+    super([uid], 'it is neither in the runtime nor in the state dir; list pods with `podctl status -A`');
   }
 }
 
@@ -256,7 +262,11 @@ class Session implements NodeSession {
         rescanMs: 60_000,
         onName: (name) => {
           const uid = checkpoints.uidOfName(name);
-          if (uid !== undefined) this.#emit({ source: 'store', uid, at: this.#now(), kind: 'checkpoint-changed' });
+          if (uid === undefined) return;
+          void lstat(checkpoints.pathOf(uid)).then(
+            () => this.#emit({ source: 'store', uid, at: this.#now(), kind: 'checkpoint-changed' }),
+            () => this.#emit({ source: 'store', uid, at: this.#now(), kind: 'removed' }),
+          );
         },
         onRescan: () => {},
       }),
@@ -481,17 +491,44 @@ class Session implements NodeSession {
     return true;
   }
 
+  /**
+   * Introduces a running static pod to the engine before it is killed. The engine (as the kubelet)
+   * finishes a static pod whose termination is requested before it ever started without running
+   * its terminating step — right for a pod that never ran, wrong for one podctl found running in
+   * the runtime. A `create` first lets the worker start it; the wait for that is bounded.
+   */
+  async #introduceStaticPod(uid: string, pod: V1Pod): Promise<void> {
+    const started = new Promise<void>((resolve) => {
+      const timer = setTimeout(done, STATIC_START_WAIT_MS);
+      timer.unref();
+      const off = this.#engine.subscribe((event) => {
+        if (event.uid === uid && event.type === 'sync-started') done();
+      });
+      function done(): void {
+        clearTimeout(timer);
+        off();
+        resolve();
+      }
+    });
+    this.#engine.updatePod({ updateType: 'create', startTime: this.#now(), pod });
+    await started;
+  }
+
   /** Applies a kill to a pod this session owns. Throws PodNotFound when nothing is left to kill. */
-  #applyKill(
+  async #applyKill(
     uid: string,
     request: { gracePeriodSeconds?: number; evict?: boolean; reason?: string; pod?: V1Pod },
     from: { pid: number; inbox: boolean },
     runtimePod?: RuntimePodRecord,
-  ): void {
-    const view = this.#engine.snapshot().get(uid);
+  ): Promise<void> {
+    let view = this.#engine.snapshot().get(uid);
     const pod = request.pod ?? specOf(view) ?? runtimePod?.pod;
     const runningPod = pod ? undefined : (runningPodOf(view) ?? runtimePod?.runningPod);
     if (!pod && !runningPod) throw new PodNotFound(uid);
+    if (!view && pod && isStatic(pod)) {
+      await this.#introduceStaticPod(uid, pod);
+      view = this.#engine.snapshot().get(uid);
+    }
     const owned = this.#ownedPod(uid, view?.fullname ?? `${pod?.metadata?.name ?? runningPod!.name}_${pod?.metadata?.namespace ?? runningPod!.namespace}`);
     this.#record(owned, sessionTransition(from.inbox ? 'request-applied' : 'kill-requested', describeKill(request, from.pid), this.#now(), this.#pid));
     this.#dirty.add(uid);
@@ -523,7 +560,7 @@ class Session implements NodeSession {
     const applied: InboxRequest[] = [];
     for (const request of requests) {
       try {
-        this.#applyKill(uid, request, { pid: request.fromPid, inbox: true });
+        await this.#applyKill(uid, request, { pid: request.fromPid, inbox: true });
       } catch (error) {
         if (!(error instanceof PodNotFound)) throw error;
         this.#log('debug', `request ${request.id} for pod ${uid}: nothing left to kill`);
@@ -547,8 +584,8 @@ class Session implements NodeSession {
   // ---------------------------------------------------------------------------------------------
   // reads
 
-  async #runtimeIndex(signal?: AbortSignal): Promise<Map<string, RuntimePodRecord>> {
-    const list = await this.#runtime.listPods(signal);
+  async #runtimeIndex(maxAgeMs = 0): Promise<Map<string, RuntimePodRecord>> {
+    const list = await this.#runtime.listPods(undefined, maxAgeMs);
     return new Map(list.map((p) => [p.uid, p]));
   }
 
@@ -641,13 +678,14 @@ class Session implements NodeSession {
   async requestKill(request: KillRequest): Promise<KillHandle> {
     this.#assertOpen();
     const { uid } = request;
-    const runtime = await this.#runtimeIndex();
+    // The pod's spec and existence do not need a fresh relist; a recent one (≤ 1 s) will do.
+    const runtime = await this.#runtimeIndex(RECENT_LISTING_MS);
     const runtimePod = runtime.get(uid);
     const known = this.#store.leases.holds(uid) || runtimePod !== undefined || (await this.#store.checkpoints.read(uid)) !== undefined;
     if (!known) throw new PodNotFound(uid);
     for (let attempt = 0; attempt < 3; attempt += 1) {
       if (await this.#adopt(uid, 'kill')) {
-        this.#applyKill(uid, request, { pid: this.#pid, inbox: false }, runtimePod);
+        await this.#applyKill(uid, request, { pid: this.#pid, inbox: false }, runtimePod);
         await this.#flush();
         return { uid, handledBy: 'local', ownerPid: this.#pid };
       }
@@ -681,7 +719,7 @@ class Session implements NodeSession {
       if (pending.length === 0) return;
       let infos: Map<string, PodInfo>;
       try {
-        infos = await this.#collect(pending);
+        infos = await this.#collect(pending, await this.#runtimeIndex(RECENT_LISTING_MS / 4));
       } catch (error) {
         this.#log('debug', `wait: ${(error as Error).message}`);
         return; // the runtime did not answer: decide nothing this round
@@ -718,12 +756,13 @@ class Session implements NodeSession {
         const left = deadline - this.#now();
         if (left <= 0) break;
         await new Promise<void>((resolve) => {
+          // Ref'd on purpose: a caller awaits this bounded wait, and the engine's own timers are
+          // unref'd, so without it the process could exit (code 13) in the middle of a kill.
           const timer = setTimeout(resolve, Math.min(left, rescanMs));
-          timer.unref?.();
           wake = () => {
             clearTimeout(timer);
             // Coalesce bursts of events into one evaluation.
-            setTimeout(resolve, 10).unref?.();
+            setTimeout(resolve, 10);
             wake = () => {};
           };
         });
@@ -821,8 +860,8 @@ class Session implements NodeSession {
         }
       };
       const unsubscribe = this.#engine.subscribe(() => queueMicrotask(check));
+      // Ref'd on purpose (bounded): the caller awaits completion; see waitTerminated.
       const timer = setInterval(check, 250);
-      timer.unref();
       check();
     });
   }

@@ -142,6 +142,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
       entry.handledBy = handle.handledBy;
       entry.ownerPid = handle.ownerPid;
       requestedAt.set(pod.uid, now());
+      if (pod.state === 'sync' || pod.state === 'runtime') podsByUid.set(pod.uid, { ...pod, state: 'terminating' });
       reporter.debug(`${action} ${pod.namespace}/${pod.name}: grace ${entry.gracePeriodSeconds}s, ${handle.handledBy === 'local' ? 'driven by this process' : `handed to owner pid ${handle.ownerPid}`}`);
     } catch (error) {
       entry.outcome = 'failed';
@@ -202,6 +203,13 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     entry.outcome = outcome;
     if (outcome !== 'timeout' && entry.elapsedMs === undefined) entry.elapsedMs = now() - (requestedAt.get(uid) ?? startedWait);
   }
+  for (const [uid, running] of await stillRunning(session, pending.filter((uid) => results.get(uid)?.outcome === 'terminated'))) {
+    const entry = results.get(uid);
+    if (!entry) continue;
+    entry.outcome = 'failed';
+    entry.error = `reported terminated, but ${running} container(s) still run in the runtime`;
+    reporter.warn(`${entry.namespace}/${entry.name}: ${entry.error}`);
+  }
   const pods = [...results.values()];
   for (const p of pods) {
     if (p.outcome === 'timeout') reporter.warn(`${p.namespace}/${p.name} still terminating after ${formatDuration(timeoutMs)}; it goes on in the background (podctl status ${p.namespace}/${p.name} --explain)`);
@@ -257,4 +265,18 @@ export function terminateSummary(result: TerminateResult): string {
   const parts = [...counts.entries()].map(([o, n]) => `${n} ${o === 'timeout' ? 'timed out' : o}`);
   const missing = result.missing.length > 0 ? `; not found: ${result.missing.join(', ')}` : '';
   return `${result.action}: ${parts.join(', ')}${missing}`;
+}
+
+/**
+ * Pods among `uids` that the engine reports terminated while the runtime still shows running
+ * containers (uid → running count): a terminated pod must have nothing running, so podctl checks
+ * before it tells the operator so.
+ */
+export async function stillRunning(session: NodeSession, uids: string[]): Promise<Map<string, number>> {
+  const found = new Map<string, number>();
+  for (const uid of uids) {
+    const pod = await session.getPod(uid);
+    if (pod && (pod.state === 'terminated' || pod.state === 'finished') && pod.containersRunning > 0) found.set(uid, pod.containersRunning);
+  }
+  return found;
 }

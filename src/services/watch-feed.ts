@@ -8,7 +8,13 @@
  * between two listings, so transitions made by any process are seen the same way; the source of the
  * events that preceded the re-read says who made it.
  *
+ * This process's engine events also patch the listing at once (state, grace, last error), so a
+ * transition made here shows without waiting for the next listing; the listing stays the authority
+ * for everything else, and a listing that started before a patch never undoes it.
+ *
  * Invariants:
+ * - A pod's state in the snapshot only moves forward (runtime → sync → terminating → terminated →
+ *   finished) except when a listing that started after the last patch says otherwise.
  * - No timer runs while nothing changes: a re-read is scheduled only by an event (or `refresh()`);
  *   a runtime relist that changed no pod is not an event (a listing itself triggers a relist).
  * - The first event after a quiet period is re-read at once (leading edge); events during the next
@@ -145,6 +151,36 @@ function entryOfSessionEvent(event: SessionEvent): FeedEntry | undefined {
 
 const refOf = (p: Pick<PodInfo, 'namespace' | 'name'>) => `${p.namespace}/${p.name}`;
 
+/** How far along its lifecycle a listed pod is. */
+const LIFECYCLE_ORDER: Record<PodLifecycle, number> = { runtime: 0, sync: 1, terminating: 2, terminated: 3, finished: 4 };
+
+/**
+ * The listed pod after one of this process's engine events: the new state and when it was entered,
+ * the grace in force and its deadline, the last error. Returns `pod` itself when nothing changes;
+ * never moves the state backwards.
+ */
+export function patchedPod(pod: PodInfo, event: PodWorkerEvent): PodInfo {
+  const forward = (to: PodLifecycle) => LIFECYCLE_ORDER[to] > LIFECYCLE_ORDER[pod.state];
+  switch (event.type) {
+    case 'state-changed':
+      return forward(event.to) ? { ...pod, state: event.to, since: event.at } : pod;
+    case 'finished':
+      return forward('finished') ? { ...pod, state: 'finished', since: event.at } : pod;
+    case 'termination-requested': {
+      const deadline = event.at + event.gracePeriod * 1000;
+      return { ...pod, gracePeriod: event.gracePeriod, graceDeadline: Math.min(deadline, pod.graceDeadline ?? deadline) };
+    }
+    case 'grace-shortened': {
+      const deadline = event.at + event.to * 1000;
+      return { ...pod, gracePeriod: event.to, graceDeadline: Math.min(deadline, pod.graceDeadline ?? deadline) };
+    }
+    case 'sync-failed':
+      return { ...pod, lastError: { message: event.error, at: event.at, retryAt: event.at + event.retryInMs } };
+    default:
+      return pod;
+  }
+}
+
 export class WatchFeed {
   readonly #session: NodeSession;
   readonly #coalesceMs: number;
@@ -171,6 +207,11 @@ export class WatchFeed {
   #snapshotListeners = new Set<() => void>();
   #changeListeners = new Set<(change: FeedChange) => void>();
   #pendingEntries: FeedEntry[] = [];
+  /** When this engine's events last patched a pod (epoch ms), until a later listing confirms it. */
+  #patchedAt = new Map<string, number>();
+  #patchTransitions: PodTransition[] = [];
+  #patchTimer: NodeJS.Timeout | undefined;
+  #lastPatchPublishAt = Number.NEGATIVE_INFINITY;
 
   constructor(session: NodeSession, options: WatchFeedOptions = {}) {
     this.#session = session;
@@ -232,7 +273,7 @@ export class WatchFeed {
 
   /** Resolves when no re-read is scheduled or running (for tests and benchmarks). */
   async whenSettled(): Promise<void> {
-    while (!this.#closed && (this.#inFlight !== undefined || this.#timer !== undefined)) {
+    while (!this.#closed && (this.#inFlight !== undefined || this.#timer !== undefined || this.#patchTimer !== undefined)) {
       if (this.#inFlight !== undefined) await this.#inFlight;
       else await new Promise((r) => setTimeout(r, this.#coalesceMs));
     }
@@ -243,7 +284,9 @@ export class WatchFeed {
     this.#unsubscribe?.();
     this.#unsubscribe = undefined;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#patchTimer !== undefined) clearTimeout(this.#patchTimer);
     this.#timer = undefined;
+    this.#patchTimer = undefined;
     this.#snapshotListeners.clear();
     this.#changeListeners.clear();
   }
@@ -255,6 +298,7 @@ export class WatchFeed {
     if (event.source === 'runtime' && event.uids.length === 0) return;
     try {
       this.#attribute(event);
+      if (event.source === 'engine') this.#patch(event.event);
       const entry = entryOfSessionEvent(event);
       if (entry !== undefined) {
         if (entry.pod === undefined && entry.uid !== undefined) {
@@ -302,7 +346,8 @@ export class WatchFeed {
 
   #read(): Promise<void> {
     this.#dirty = false;
-    this.#lastReadStartedAt = this.#now();
+    const startedAt = this.#now();
+    this.#lastReadStartedAt = startedAt;
     const sources = this.#sources;
     const localErrors = this.#localErrors;
     this.#sources = new Map();
@@ -312,7 +357,7 @@ export class WatchFeed {
         const pods = await this.#session.listPods();
         if (this.#closed) return;
         this.#listError = undefined;
-        this.#apply(pods, sources, localErrors);
+        this.#apply(pods, sources, localErrors, startedAt);
       } catch (err) {
         if (this.#closed) return;
         const message = err instanceof Error ? err.message : String(err);
@@ -333,12 +378,13 @@ export class WatchFeed {
     return run;
   }
 
-  #apply(pods: PodInfo[], sources: Map<string, 'engine' | 'store' | 'runtime'>, localErrors: Set<string>): void {
+  #apply(listed: PodInfo[], sources: Map<string, 'engine' | 'store' | 'runtime'>, localErrors: Set<string>, startedAt: number): void {
     const at = this.#now();
     const first = this.#listedAt === 0;
-    const transitions: PodTransition[] = [];
+    const transitions: PodTransition[] = this.#takePatchTransitions();
     const remoteErrors: PodInfo[] = [];
     const next = new Map<string, PodInfo>();
+    const pods = listed.map((pod) => this.#keepNewerPatch(pod, startedAt));
     for (const pod of pods) {
       next.set(pod.uid, pod);
       const prev = this.#byUid.get(pod.uid);
@@ -372,6 +418,50 @@ export class WatchFeed {
     this.#byUid = next;
     this.#listedAt = at;
     this.#publish(transitions, remoteErrors);
+  }
+
+  /** A listing that started before this engine last patched the pod shows an older state: keep the patch. */
+  #keepNewerPatch(pod: PodInfo, startedAt: number): PodInfo {
+    const patchedAt = this.#patchedAt.get(pod.uid);
+    if (patchedAt === undefined) return pod;
+    const patched = this.#byUid.get(pod.uid);
+    if (patchedAt >= startedAt && patched !== undefined && LIFECYCLE_ORDER[patched.state] > LIFECYCLE_ORDER[pod.state]) return patched;
+    if (patchedAt < startedAt) this.#patchedAt.delete(pod.uid);
+    return pod;
+  }
+
+  /** Applies one of this engine's events to the listed pod, if it is listed. */
+  #patch(event: PodWorkerEvent): void {
+    const prev = this.#byUid.get(event.uid);
+    if (prev === undefined) return;
+    const next = patchedPod(prev, event);
+    if (next === prev) return;
+    const i = this.#pods.indexOf(prev);
+    if (i < 0) return;
+    this.#pods = [...this.#pods];
+    this.#pods[i] = next;
+    this.#byUid.set(next.uid, next);
+    this.#patchedAt.set(next.uid, this.#now());
+    if (next.state !== prev.state) this.#patchTransitions.push(this.#transition(next, prev, next.state, 'engine', event.at));
+    this.#schedulePatchPublish();
+  }
+
+  /** Publishes patches at most once per `coalesceMs`, the first one at once. */
+  #schedulePatchPublish(): void {
+    if (this.#patchTimer !== undefined) return;
+    const delay = Math.max(0, this.#lastPatchPublishAt + this.#coalesceMs - this.#now());
+    this.#patchTimer = setTimeout(() => {
+      this.#patchTimer = undefined;
+      if (this.#closed) return;
+      this.#lastPatchPublishAt = this.#now();
+      this.#publish(this.#takePatchTransitions());
+    }, delay);
+  }
+
+  #takePatchTransitions(): PodTransition[] {
+    const t = this.#patchTransitions;
+    this.#patchTransitions = [];
+    return t;
   }
 
   #transition(pod: PodInfo, prev: PodInfo | undefined, to: PodTransition['to'], source: PodTransition['source'], at: number): PodTransition {

@@ -13,7 +13,9 @@
  *   is complete from the first instant any other process can see it.
  *
  * The I/O operations are injectable (`FileOps`) so tests can simulate a full disk or a crash at any
- * step without root or a tiny filesystem.
+ * step without root or a tiny filesystem. (This is write-file-atomic's algorithm, which is not a
+ * dependency, plus what it lacks here: O_NOFOLLOW, O_EXCL temporaries, the directory fsync, and
+ * the injectable steps.)
  */
 import { constants } from 'node:fs';
 import * as fsp from 'node:fs/promises';

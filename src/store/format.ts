@@ -18,14 +18,12 @@
  * - The history is bounded (`HISTORY_LIMIT`, oldest dropped first).
  */
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
-import type { PodSyncStatusView, V1Pod } from '../engine/types.js';
+import type { PodSyncStatusView } from '../engine/types.js';
 import type { RuntimeErrorInfo, TransitionRecord } from '../services/session-api.js';
+import { CHECKPOINT_FORMAT, HISTORY_LIMIT, firstIssue, storeSchemas } from './schemas.js';
 
-export const CHECKPOINT_FORMAT = 'podctl/pod-checkpoint';
 export const CHECKPOINT_VERSION = 1;
-/** Transition records kept per pod (oldest dropped first). */
-export const HISTORY_LIMIT = 64;
+export { CHECKPOINT_FORMAT, HISTORY_LIMIT };
 
 /** Everything the store keeps about one pod. */
 export interface PodCheckpoint {
@@ -45,69 +43,6 @@ export interface PodCheckpoint {
   writtenAt: number;
   writerPid: number;
 }
-
-const podSchema = z.looseObject({}).transform((v) => v as V1Pod);
-const runtimeStateSchema = z.enum(['created', 'running', 'exited', 'unknown']);
-const runningPodSchema = z.object({
-  id: z.string(),
-  name: z.string(),
-  namespace: z.string(),
-  containers: z.array(z.object({ id: z.string(), name: z.string(), state: runtimeStateSchema })),
-  sandboxes: z.array(z.object({ id: z.string(), state: z.enum(['ready', 'notready']) })),
-});
-const updateViewSchema = z.object({
-  updateType: z.enum(['sync', 'update', 'create', 'kill']),
-  startTime: z.number().optional(),
-  pod: podSchema.optional(),
-  mirrorPod: podSchema.optional(),
-  runningPod: runningPodSchema.optional(),
-  killPodOptions: z
-    .object({ evict: z.boolean().optional(), gracePeriodSecondsOverride: z.number().optional() })
-    .optional(),
-});
-const epochMs = z.number().finite().nonnegative();
-const statusSchema = z.object({
-  uid: z.string().min(1),
-  fullname: z.string(),
-  working: z.boolean(),
-  syncedAt: epochMs.optional(),
-  startedAt: epochMs.optional(),
-  terminatingAt: epochMs.optional(),
-  terminatedAt: epochMs.optional(),
-  gracePeriod: z.number().finite(),
-  startedTerminating: z.boolean(),
-  deleted: z.boolean(),
-  evicted: z.boolean(),
-  finished: z.boolean(),
-  restartRequested: z.boolean(),
-  observedRuntime: z.boolean(),
-  pendingUpdate: updateViewSchema.optional(),
-  activeUpdate: updateViewSchema.optional(),
-});
-const transitionSchema = z.object({
-  at: epochMs,
-  type: z.string(),
-  detail: z.string(),
-  pid: z.number().int(),
-});
-const checkpointSchema = z.object({
-  uid: z.string().min(1),
-  namespace: z.string(),
-  name: z.string(),
-  status: statusSchema,
-  since: epochMs,
-  history: z.array(transitionSchema).max(HISTORY_LIMIT),
-  lastError: z.object({ message: z.string(), at: epochMs, retryAt: epochMs.optional() }).optional(),
-  graceDeadline: epochMs.optional(),
-  writtenAt: epochMs,
-  writerPid: z.number().int(),
-});
-const headerSchema = z.object({
-  format: z.literal(CHECKPOINT_FORMAT),
-  version: z.number().int(),
-  length: z.number().int().nonnegative(),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/),
-});
 
 /** Drops `undefined` members so the JSON round trip is exact. */
 function pruneUndefined<T>(value: T): T {
@@ -151,13 +86,6 @@ function parseJson(text: string): unknown {
   }
 }
 
-function firstIssue(error: z.ZodError): string {
-  const issue = error.issues[0];
-  if (!issue) return 'invalid';
-  const at = issue.path.length > 0 ? issue.path.join('.') : '(root)';
-  return `${at}: ${issue.message}`;
-}
-
 /** Validates a checkpoint file's bytes; never throws. `expectedUid` guards against misfiled copies. */
 export function decodeCheckpoint(data: Uint8Array, expectedUid?: string): DecodeOutcome {
   const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
@@ -172,6 +100,7 @@ export function decodeCheckpoint(data: Uint8Array, expectedUid?: string): Decode
   if (version !== CHECKPOINT_VERSION) {
     return rejected(`unsupported version ${JSON.stringify(version)} (this podctl reads version ${CHECKPOINT_VERSION})`);
   }
+  const { headerSchema, checkpointSchema } = storeSchemas();
   const header = headerSchema.safeParse(headerJson);
   if (!header.success) return rejected(`bad header (${firstIssue(header.error)})`);
   const payload = bytes.subarray(newline + 1);

@@ -14,27 +14,14 @@
 import * as fsp from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { z } from 'zod';
 import type { V1Pod } from '../engine/types.js';
 import { listNames, nodeFileOps, readFileNoFollow, writeFileAtomic, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import type { StoreReporter } from './checkpoints.js';
+import { storeSchemas } from './schemas.js';
 
 const REQUEST_SUFFIX = '.req';
 const SEPARATOR = '@';
-
-const requestSchema = z.object({
-  id: z.string().min(1),
-  uid: z.string().min(1),
-  at: z.number(),
-  fromPid: z.number().int(),
-  kind: z.literal('kill'),
-  gracePeriodSeconds: z.number().finite().optional(),
-  evict: z.boolean().optional(),
-  reason: z.string().optional(),
-  message: z.string().optional(),
-  pod: z.looseObject({}).optional(),
-});
 
 /** A request for a pod's owner. */
 export interface InboxRequest {
@@ -150,7 +137,7 @@ export class Inbox {
 
 function parseRequest(data: Buffer): InboxRequest | undefined {
   try {
-    const parsed = requestSchema.safeParse(JSON.parse(data.toString('utf8')));
+    const parsed = storeSchemas().requestSchema.safeParse(JSON.parse(data.toString('utf8')));
     return parsed.success ? (parsed.data as InboxRequest) : undefined;
   } catch {
     return undefined;

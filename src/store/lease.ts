@@ -14,37 +14,33 @@
  *   holds the lease only if N+1 is still the highest (a process that read an old N whose later
  *   generations were already swept could re-create a low name; this check makes it lose).
  * - A live holder's generation is never superseded: others only create N+1 after seeing N dead or
- *   released. Generations are never reused while any higher one exists, and the highest file is
- *   never deleted (only generations below the holder's are swept, by the holder), so "I created the
- *   highest generation" cannot be true of two processes at once.
+ *   released. The highest file is never deleted (only generations below the holder's are swept,
+ *   by the holder), so a re-created low name never becomes the highest, and "I created the highest
+ *   generation" cannot be true of two processes at once.
  * - To release: create a tombstone generation N+1 marked `released` (close, forget). A crash
  *   releases nothing; the next process that touches the pod sees the dead holder and takes over.
  *
  * Liveness is a property of the holder process, not of heartbeat age: a live but busy process keeps
  * its pods. The heartbeat is shown to operators (`status`) and refreshed every few seconds.
+ *
+ * Why not proper-lockfile (installed): its staleness is an mtime age, so a live but stalled owner
+ * loses its lock and a dead owner keeps it for the stale period, and its stale-lock takeover (stat,
+ * rmdir, mkdir) lets two processes that both saw the stale lock both end up holding it. Ownership
+ * here must follow the owner's life exactly, under 8 racing processes, which the immutable
+ * generations above give without any timing assumption.
  */
 import * as fsp from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { z } from 'zod';
 import type { LeaseInfo } from '../services/session-api.js';
 import { createExclusive, listNames, nodeFileOps, readFileNoFollow, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 import { isIdentityAlive, processIdentity, type ProcessIdentity } from './proc.js';
 import type { StoreReporter } from './checkpoints.js';
+import { storeSchemas, type LeaseRecord } from './schemas.js';
 
-const leaseRecordSchema = z.object({
-  uid: z.string(),
-  generation: z.number().int().positive(),
-  pid: z.number().int(),
-  startTicks: z.number().nonnegative(),
-  startedAt: z.number(),
-  token: z.string(),
-  acquiredAt: z.number(),
-  released: z.boolean(),
-});
-export type LeaseRecord = z.infer<typeof leaseRecordSchema>;
+export type { LeaseRecord };
 
 /** The current lease of a pod, as anyone can read it. */
 export interface LeaseView {
@@ -167,7 +163,7 @@ export class LeaseManager {
     let heartbeatAt = 0;
     if (outcome.kind === 'ok') {
       try {
-        const parsed = leaseRecordSchema.safeParse(JSON.parse(outcome.data.toString('utf8')));
+        const parsed = storeSchemas().leaseRecordSchema.safeParse(JSON.parse(outcome.data.toString('utf8')));
         if (parsed.success && parsed.data.uid === uid && parsed.data.generation === generation) record = parsed.data;
       } catch {
         record = undefined;

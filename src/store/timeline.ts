@@ -25,7 +25,9 @@ function detailOf(event: PodWorkerEvent): string | undefined {
     case 'sync-succeeded':
       return event.phase === 'sync' ? undefined : `${event.phase} sync succeeded`;
     case 'sync-failed':
-      return `${event.phase} sync failed: ${event.error} (retry in ${Math.round(event.retryInMs)} ms)`;
+      return event.aborted
+        ? `${event.phase} sync cancelled (new intent: re-running at once)`
+        : `${event.phase} sync failed: ${event.error} (retry in ${Math.round(event.retryInMs)} ms)`;
     case 'state-changed':
       return `${event.from} → ${event.to}`;
     case 'finished':
@@ -33,7 +35,7 @@ function detailOf(event: PodWorkerEvent): string | undefined {
     case 'forgotten':
       return 'forgotten by sync-known';
     case 'requeued':
-      return event.reason === 'backoff' || event.reason === 'replay' ? `requeued in ${Math.round(event.delayMs)} ms (${event.reason})` : undefined;
+      return event.reason === 'backoff' ? `requeued in ${Math.round(event.delayMs)} ms (backoff)` : undefined;
   }
 }
 
@@ -50,7 +52,7 @@ export function sessionTransition(type: string, detail: string, at: number, pid:
 
 /** The last runtime error after `event`, given the previous one. */
 export function lastErrorAfter(previous: RuntimeErrorInfo | undefined, event: PodWorkerEvent): RuntimeErrorInfo | undefined {
-  if (event.type === 'sync-failed') {
+  if (event.type === 'sync-failed' && !event.aborted) {
     return { message: `${event.phase}: ${event.error}`, at: event.at, retryAt: event.at + event.retryInMs };
   }
   if (event.type === 'sync-succeeded' && previous?.retryAt !== undefined) {

@@ -4,7 +4,10 @@
  * `fs.watch` (inotify on Linux) delivers a name within milliseconds of a rename into the folder;
  * it may coalesce or drop events, and does not exist on every filesystem, so a slow re-scan runs
  * beside it as a safety net. Temporary names (leading '.') are ignored: only completed renames
- * matter. The watcher never throws into its caller; a failing `fs.watch` degrades to the re-scan.
+ * matter, and so do only 'rename' events: every store file is created or replaced by a rename
+ * (or removed), while 'change' events are content or attribute updates in place — in the store
+ * only lease heartbeats (mtime), which must not wake anyone. The watcher never throws into its
+ * caller; a failing `fs.watch` degrades to the re-scan.
  */
 import { watch, type FSWatcher } from 'node:fs';
 
@@ -24,7 +27,8 @@ export interface FolderWatch {
 export function watchFolder(dir: string, options: FolderWatchOptions): FolderWatch {
   let watcher: FSWatcher | undefined;
   try {
-    watcher = watch(dir, { persistent: false }, (_event, filename) => {
+    watcher = watch(dir, { persistent: false }, (event, filename) => {
+      if (event !== 'rename') return;
       if (typeof filename !== 'string' || filename.length === 0) {
         options.onRescan();
         return;

@@ -33,12 +33,15 @@ export function stateColor(state: PodInfo['state']): StateColor {
 /** Order of states for sorting: what needs attention first. */
 const STATE_ORDER: Record<PodInfo['state'], number> = { terminating: 0, sync: 1, runtime: 2, terminated: 3, finished: 4 };
 
-/** `5s`, `3m12s`, `2h05m`, `3d4h`: compact, at most 6 characters. */
-export function formatDuration(ms: number): string {
+/**
+ * `5s`, `3m12s`, `2h05m`, `3d4h`: compact, at most 6 characters. `coarse` drops the seconds past the
+ * first minute (`3m`), so a row's text changes once a minute rather than every second.
+ */
+export function formatDuration(ms: number, coarse = false): string {
   const s = Math.max(0, Math.floor(ms / 1000));
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
+  if (m < 60) return coarse ? `${m}m` : `${m}m${String(s % 60).padStart(2, '0')}s`;
   const h = Math.floor(m / 60);
   if (h < 24) return `${h}h${String(m % 60).padStart(2, '0')}m`;
   const d = Math.floor(h / 24);
@@ -181,7 +184,7 @@ export function rowCells(pod: PodInfo, layout: TableLayout, now: number): Record
     state: fit(pod.state, w.state ?? 0),
     grace: fit(grace, w.grace ?? 0),
     ctrs: fit(`${pod.containersRunning}/${pod.containersTotal}`, w.ctrs ?? 0),
-    age: fit(formatDuration(now - pod.since), w.age ?? 0),
+    age: fit(formatDuration(now - pod.since, pod.state !== 'terminating'), w.age ?? 0),
     owner: fit(pod.owner === undefined ? '-' : `${pod.owner.pid}${pod.owner.alive ? '' : '✝'}`, w.owner ?? 0),
     error: fit(pod.lastError?.message.replace(/\s+/g, ' ') ?? '', w.error ?? 0),
   };

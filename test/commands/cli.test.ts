@@ -3,7 +3,7 @@
  * separation, and real runs against the embedded CRI simulator. Needs `npm run build` first (the
  * test script does it).
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -94,6 +94,8 @@ describe('against the embedded simulator', () => {
         { name: 'web-1', namespace: 'web', labels: { app: 'web' }, terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] },
         { name: 'web-2', namespace: 'web', labels: { app: 'web' }, terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] },
         { name: 'stubborn', namespace: 'default', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'ignore' }] },
+        { name: 'stubborn-2', namespace: 'default', terminationGracePeriodSeconds: 600, containers: [{ name: 'c', onSigterm: 'ignore' }] },
+        { name: 'stubborn-3', namespace: 'default', terminationGracePeriodSeconds: 600, containers: [{ name: 'c', onSigterm: 'ignore' }] },
         { name: 'batch-1', namespace: 'batch', priority: -5, terminationGracePeriodSeconds: 10, containers: [{ name: 'c', onSigterm: { exitAfterSeconds: 2 } }] },
         { name: 'etcd', namespace: 'kube-system', static: true, priority: 2_000_001_000, containers: [{ name: 'etcd', onSigterm: 'exit' }] },
       ],
@@ -137,6 +139,53 @@ describe('against the embedded simulator', () => {
     expect(e.timeline.length).toBeGreaterThan(0);
   });
 
+  it('SIGINT while waiting: exit 130, state saved, a line saying so', async () => {
+    const child = spawn(process.execPath, [BIN, 'kill', 'default/stubborn-2', '--timeout', '5m', ...common], { env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '' } });
+    let stderr = '';
+    const waiting = new Promise<void>((resolve) => {
+      child.stderr.on('data', (c: Buffer) => {
+        stderr += c.toString();
+        if (stderr.includes('waiting up to 5m')) resolve();
+      });
+    });
+    const exited = new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1))));
+    await waiting;
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(stderr).toContain('SIGINT: stopping; pod state is saved');
+    const status = JSON.parse((await podctl(['status', 'default/stubborn-2', '--json', ...common])).stdout);
+    expect(status.pods[0].state).toBe('terminating');
+  });
+
+  it('a second kill with a shorter grace shortens the first one in flight (another process)', async () => {
+    const first = spawn(process.execPath, [BIN, 'kill', 'default/stubborn-3', '--json', ...common], { env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '' } });
+    let out = '';
+    let err = '';
+    first.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const waiting = new Promise<void>((resolve) => {
+      first.stderr.on('data', (c: Buffer) => {
+        err += c.toString();
+        if (err.includes('waiting up to 15m')) resolve();
+      });
+    });
+    const exited = new Promise<number>((resolve) => first.on('exit', (code) => resolve(code ?? 1)));
+    await waiting; // grace 600 s → killPodNow bound 900 s
+    const second = await podctl(['kill', 'default/stubborn-3', '--grace', '1', '--json', ...common]);
+    expect(second.code).toBe(0);
+    expect(JSON.parse(second.stdout).pods[0]).toMatchObject({ handledBy: 'delegated', outcome: 'terminated' });
+    expect(await exited).toBe(0);
+    expect(JSON.parse(out).pods[0]).toMatchObject({ name: 'stubborn-3', outcome: 'terminated' });
+  });
+
+  it('evict removes the stopped pod from the runtime', async () => {
+    const run = await podctl(['evict', 'web/web-2', '--json', ...common]);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ action: 'evict', pods: [{ name: 'web-2', outcome: 'terminated' }] });
+    const status = JSON.parse((await podctl(['status', '-n', 'web', '--json', ...common])).stdout);
+    const row = status.pods.find((p: { name: string }) => p.name === 'web-2');
+    expect(row === undefined || (row.containersTotal === 0 && row.evicted === true)).toBe(true);
+  });
+
   it('an unknown pod: exit 4', async () => {
     const run = await podctl(['kill', 'web/nope', ...common]);
     expect(run.code).toBe(4);
@@ -149,5 +198,52 @@ describe('against the embedded simulator', () => {
     const last = plan.groups.at(-1);
     expect(last.critical).toBe(true);
     expect(last.pods.map((p: { name: string }) => p.name)).toContain('etcd');
+  });
+
+  it('kill of a running static pod really stops its containers', async () => {
+    const run = await podctl(['kill', 'kube-system/etcd', '--grace', '1', '--json', ...common]);
+    const status = JSON.parse((await podctl(['status', 'kube-system/etcd', '--json', ...common])).stdout);
+    expect(status.pods[0].containersRunning).toBe(0);
+    expect(JSON.parse(run.stdout).pods[0].outcome).toBe('terminated');
+    expect(run.code).toBe(0);
+  });
+});
+
+describe('a real drain against the embedded simulator', () => {
+  let sim: RunningSimulator;
+  let common: string[];
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'podctl-cli-drain-'));
+    sim = await startSimulator({
+      socketPath: path.join(dir, 'cri.sock'),
+      timeScale: 0.1,
+      pods: [
+        { name: 'batch', namespace: 'jobs', priority: -5, terminationGracePeriodSeconds: 60, containers: [{ name: 'c', onSigterm: { exitAfterSeconds: 3 } }] },
+        { name: 'web', namespace: 'web', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }, { name: 'd', onSigterm: 'exit' }] },
+        { name: 'deaf', namespace: 'web', priority: 1000, terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'ignore' }] },
+        { name: 'dns', namespace: 'kube-system', priority: 2_000_000_000, terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] },
+      ],
+    });
+    common = ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state')];
+  });
+
+  afterAll(async () => {
+    await sim?.close();
+  });
+
+  it('terminates every pod, lowest priority first, critical last: exit 0 and a JSON summary', async () => {
+    const run = await podctl(['drain', '--grace-period', '4', '--critical-grace-period', '2', '--json', ...common]);
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout);
+    expect(result.status).toBe('done');
+    expect(result.summary).toMatchObject({ planned: 4, terminated: 4, failed: 0, timedOut: 0 });
+    expect(result.groups.map((g: { priority: number; pods: { name: string; gracePeriodSeconds: number }[] }) => [g.priority, g.pods.map((p) => `${p.name}:${p.gracePeriodSeconds}`)])).toEqual([
+      [0, ['batch:2', 'deaf:2', 'web:2']],
+      [2_000_000_000, ['dns:2']],
+    ]);
+    expect(run.stderr).toContain('drain: group 1/2');
+    const status = JSON.parse((await podctl(['status', '--json', ...common])).stdout);
+    expect(status.pods.every((p: { containersRunning: number }) => p.containersRunning === 0)).toBe(true);
   });
 });

@@ -255,10 +255,23 @@ start_containerd() {
   say "containerd pid $pid serving $SOCK after ${STARTED_MS} ms"
 }
 
+# Listing into a variable (not `ctr … | grep -q`): with pipefail, grep leaving early can fail the
+# pipe. The listing is retried briefly: under load the import can land a moment after ctr returns.
+image_present() { local names; names=$(c -n k8s.io images ls -q 2>/dev/null) || return 1; grep -qxF "$IMAGE" <<<"$names"; }
+
 import_image() {
-  local snap=$1
-  c -n k8s.io images import --snapshotter "$snap" "$NODE_DIR/image/pause-image.tar" >/dev/null
-  c -n k8s.io images ls -q | grep -qx "$IMAGE" || die "image $IMAGE missing after import"
+  local snap=$1 i out
+  for i in 1 2 3; do
+    if out=$(c -n k8s.io images import --snapshotter "$snap" "$NODE_DIR/image/pause-image.tar" 2>&1); then break; fi
+    say "image import failed (attempt $i): $out"
+    sleep 0.5
+  done
+  for i in $(seq 1 20); do
+    image_present && return 0
+    sleep 0.1
+  done
+  c -n k8s.io images ls >&2 || true
+  die "image $IMAGE missing after import (log: $LOG)"
 }
 
 wait_cri_ready() {

@@ -2,7 +2,7 @@
  * The engine's semantics, one block per rule of the engine issue (points 1–8), beyond the
  * kubelet's own scenarios. Events have their own file.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { mergeLastUpdate } from '../../src/engine/merge.js';
 import { newUpdate, PodSyncRecord } from '../../src/engine/status.js';
 import type { PodWorkerEvent } from '../../src/engine/types.js';
@@ -601,5 +601,85 @@ describe('lifecycle', () => {
     h.release('a');
     await h.workers.whenIdle();
     expect(h.syncer.processed.has('a')).toBe(true);
+  });
+});
+
+describe('seams and views', () => {
+  it('awaits beforeWorkerWakes once per wake-up, before the pending update is consumed', async () => {
+    const h = createHarness();
+    const seen: (string | undefined)[] = [];
+    const { PodWorkerEngine } = await import('../../src/engine/workers.js');
+    const workers = new PodWorkerEngine({
+      syncer: h.syncer,
+      cache: h.cache,
+      workQueue: h.queue,
+      clock: h.clock,
+      beforeWorkerWakes: (uid) => {
+        seen.push(workers.statusOf(uid)!.pendingUpdate?.updateType);
+      },
+    });
+    const pod = newNamedPod('b', 'ns', 'b', false);
+    workers.updatePod({ updateType: 'create', pod });
+    workers.updatePod({ updateType: 'update', pod }); // coalesced with the create: one wake-up
+    expect(seen).toEqual([]);
+    await workers.whenIdle();
+    workers.updatePod({ updateType: 'kill', pod });
+    await workers.whenIdle();
+    // update; then kill, the replayed terminated step
+    expect(seen).toEqual(['update', 'kill', 'sync']);
+  });
+
+  it('hands out copies: changing a view changes nothing in the engine', async () => {
+    const h = createHarness();
+    h.workers.updatePod({ updateType: 'create', pod: newNamedPod('v', 'ns', 'v', false) });
+    await h.workers.whenIdle();
+    const view = h.workers.snapshot().get('v')!;
+    view.finished = true;
+    view.terminatingAt = 1;
+    view.activeUpdate!.killPodOptions = { gracePeriodSecondsOverride: 1 };
+    expect(h.workers.statusOf('v')!.finished).toBe(false);
+    expect(h.workers.statusOf('v')!.terminatingAt).toBeUndefined();
+    expect(h.workers.statusOf('v')!.activeUpdate!.killPodOptions).toBeUndefined();
+    expect(h.workers.isPodTerminationRequested('v')).toBe(false);
+  });
+
+  it('reports a static pod waiting for its turn as known config from its pending update', async () => {
+    const h = createHarness();
+    h.workers.updatePod({ updateType: 'create', pod: newNamedPod('a', 'ns', 'same', true) });
+    h.workers.updatePod({ updateType: 'create', pod: newNamedPod('b', 'ns', 'same', true) });
+    await h.workers.whenIdle();
+    const known = h.workers.syncKnownPods([newNamedPod('a', 'ns', 'same', true), newNamedPod('b', 'ns', 'same', true)]);
+    expect(known.get('b')).toEqual({ state: 'sync', orphan: false, hasConfig: true, static: true });
+    expect(h.workers.statusOf('b')!.working).toBe(false);
+    expect(h.workers.statusOf('b')!.startedAt).toBeUndefined();
+    expect(h.workers.statusOf('b')!.pendingUpdate?.updateType).toBe('create');
+  });
+
+  it('a grace shortened while no sync runs is simply used by the next terminating sync', async () => {
+    const h = createHarness();
+    const pod = newNamedPod('i', 'ns', 'i', false);
+    h.hold('i');
+    h.workers.updatePod({ updateType: 'kill', pod, killPodOptions: { gracePeriodSecondsOverride: 20 } });
+    h.workers.updatePod({ updateType: 'kill', pod, killPodOptions: { gracePeriodSecondsOverride: 4 } });
+    h.release('i');
+    await h.workers.whenIdle();
+    expect(steps(h, 'i')).toEqual(['kill(4)', 'terminated']);
+    expect(h.events.filter((e) => e.type === 'sync-failed')).toEqual([]);
+  });
+
+  it('close releases the default queue timer', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      const { createPodWorkers } = await import('../../src/engine/index.js');
+      const h = createHarness();
+      const workers = createPodWorkers({ syncer: h.syncer, cache: h.cache });
+      workers.updatePod({ updateType: 'create', pod: newNamedPod('t', 'ns', 't', false) });
+      await workers.whenIdle();
+      expect(vi.getTimerCount()).toBe(1); // one shared resync timer
+      await workers.close();
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -130,3 +130,20 @@ describe('drain service', () => {
     expect(result.summary.planned).toBe(0);
   });
 });
+
+describe('drain verification', () => {
+  it('a pod reported terminated with a container still running counts as failed → partial', async () => {
+    const session = demo();
+    const etcd = session.uidOf('kube-system', 'etcd');
+    const original = session.waitTerminated.bind(session);
+    session.waitTerminated = async (uids, options) => {
+      const outcomes = await original(uids, options);
+      Object.assign(session.pod(etcd) ?? {}, { containersRunning: 1 });
+      return outcomes;
+    };
+    const result = await drainNode({ session, selection: everything, groups: defaultGroups(30, 10), dryRun: false, now: session.now });
+    expect(result.groups[1]?.pods.find((p) => p.name === 'etcd')).toMatchObject({ outcome: 'failed', error: expect.stringMatching(/still run in the runtime/) });
+    expect(result.status).toBe('partial');
+    expect(drainExitCode(result)).toBe(5);
+  });
+});

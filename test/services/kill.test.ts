@@ -158,3 +158,19 @@ describe('evict service', () => {
     expect(result.apiServer?.statusPatched).toBe(1);
   });
 });
+
+describe('verification after the wait', () => {
+  it('a pod reported terminated while the runtime still runs a container is a failure, not a success', async () => {
+    const session = new FakeSession([{ namespace: 'kube-system', name: 'etcd', static: true }]);
+    const uid = session.uidOf('kube-system', 'etcd');
+    const original = session.waitTerminated.bind(session);
+    session.waitTerminated = async (uids, options) => {
+      const outcomes = await original(uids, options);
+      Object.assign(session.pod(uid) ?? {}, { containersRunning: 1 });
+      return outcomes;
+    };
+    const result = await killPods({ session, selection: parseSelection({ args: ['kube-system/etcd'] }), wait: true, now: session.now });
+    expect(result.pods[0]).toMatchObject({ outcome: 'failed', error: 'reported terminated, but 1 container(s) still run in the runtime' });
+    expect(terminateExitCode(result)).toBe(1);
+  });
+});

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openSession, type SessionSeams } from '../../src/services/session.js';
 import type { NodeSession } from '../../src/services/session-api.js';
@@ -32,6 +33,15 @@ async function open(seams: SessionSeams = {}): Promise<NodeSession> {
 
 const WAIT = { timeoutMs: 10_000 };
 
+/** Re-checks `condition` on each turn of the event loop (bounded: 10 s). */
+async function until(condition: () => Promise<boolean>): Promise<void> {
+  const bound = Date.now() + 10_000;
+  while (!(await condition())) {
+    if (Date.now() > bound) throw new Error('condition not met within 10 s');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 describe('session: one process', () => {
   it('kills a pod it drives: durable before it returns, terminated after the wait, timeline recorded', async () => {
     runtime.add({ uid: 'p1', grace: 30 });
@@ -54,6 +64,15 @@ describe('session: one process', () => {
     expect((await store.leases.inspect('p1'))?.released).toBe(true);
   });
 
+  it('a running static pod found in the runtime goes through its terminating step', async () => {
+    runtime.add({ uid: 'st1', static: true, grace: 30 });
+    const s = await open();
+    await s.requestKill({ uid: 'st1', gracePeriodSeconds: 3 });
+    expect((await s.waitTerminated(['st1'], WAIT)).get('st1')).toBe('terminated');
+    expect(runtime.attempts.filter((a) => a.uid === 'st1').map((a) => [a.kind, a.grace])).toEqual([['pod', 3]]);
+    expect(runtime.pods.get('st1')!.running).toBe(false);
+  });
+
   it('lists runtime-only pods, owned pods and their owner', async () => {
     runtime.add({ uid: 'r1' });
     runtime.add({ uid: 'r2', stopDelayMs: 60_000 });
@@ -68,7 +87,7 @@ describe('session: one process', () => {
 
   it('refuses an unknown pod with a clear error', async () => {
     const s = await open();
-    await expect(s.requestKill({ uid: 'nope' })).rejects.toThrow('pod nope is not known to the runtime or the state dir');
+    await expect(s.requestKill({ uid: 'nope' })).rejects.toMatchObject({ message: 'pod not found on this node: nope', exitCode: 4 });
   });
 
   it('waitTerminated is bounded: a pod that does not stop times out', async () => {
@@ -107,7 +126,7 @@ describe('session: hand-over between processes', () => {
     await owner.requestKill({ uid: 'p3', gracePeriodSeconds: 4 });
     const other = await open();
     await other.requestKill({ uid: 'p3', gracePeriodSeconds: 20 });
-    await new Promise((r) => setTimeout(r, 300));
+    await until(async () => (await other.getPod('p3'))?.history.some((h) => h.type === 'request-applied') ?? false);
     const info = await other.getPod('p3');
     expect(info?.gracePeriod).toBe(4);
     expect(runtime.attempts.filter((a) => a.uid === 'p3').every((a) => (a.grace ?? 99) <= 4)).toBe(true);
@@ -177,28 +196,113 @@ describe('session: hand-over between processes', () => {
   });
 });
 
+describe('session: following other processes', () => {
+  it('waitTerminated takes over a pod whose owner went away mid-termination and finishes it', async () => {
+    runtime.add({ uid: 'w1', grace: 30, stopDelayMs: 60_000 });
+    const first = await open();
+    await first.requestKill({ uid: 'w1', gracePeriodSeconds: 6 });
+    await first.close();
+    runtime.pods.get('w1')!.stopDelayMs = 20;
+    const second = await open();
+    const outcome = await second.waitTerminated(['w1'], WAIT);
+    expect(outcome.get('w1')).toBe('terminated');
+    const pod = await second.getPod('w1');
+    expect(pod?.owner?.pid).toBe(process.pid);
+    const types = pod?.history.map((h) => h.type) ?? [];
+    expect(types.filter((t) => t === 'lease-taken')).toHaveLength(2);
+    expect(pod?.history.find((h) => h.type === 'resumed')?.detail).toBe('resumed terminating with grace 6s');
+    expect(runtime.attempts.filter((a) => a.uid === 'w1').every((a) => (a.grace ?? 99) <= 6)).toBe(true);
+  });
+
+  it('subscribers see other sessions\' checkpoint and lease changes, but not heartbeats', async () => {
+    runtime.add({ uid: 's1', stopDelayMs: 60_000 });
+    const watcher = await open();
+    const events: string[] = [];
+    const seen = new Promise<void>((resolve) => {
+      watcher.subscribe((event) => {
+        if (event.source === 'store' && event.uid === 's1') {
+          events.push(event.kind);
+          if (events.includes('checkpoint-changed') && events.includes('lease-changed')) resolve();
+        }
+      });
+    });
+    const actor = await open({ heartbeatMs: 20 });
+    await actor.requestKill({ uid: 's1' });
+    await seen;
+    const count = events.length;
+    await new Promise((r) => setTimeout(r, 150)); // several heartbeats of the actor
+    expect(events.length).toBe(count);
+  });
+});
+
 describe('session: persistence failures', () => {
-  it('disk full while persisting: the kill reports the error, the old checkpoint stays intact', async () => {
+  it('a corrupt checkpoint is quarantined with one warning; the other pods are listed and resumed', async () => {
+    runtime.add({ uid: 'c1', stopDelayMs: 60_000 });
+    runtime.add({ uid: 'c2', stopDelayMs: 60_000 });
+    const first = await open();
+    await first.requestKill({ uid: 'c1', gracePeriodSeconds: 3 });
+    await first.requestKill({ uid: 'c2', gracePeriodSeconds: 3 });
+    await first.close();
+    const { truncate } = await import('node:fs/promises');
+    await truncate(store.checkpoints.pathOf('c1'), 40);
+    const warnings: string[] = [];
+    const second = await openSession(
+      { stateDir, log: (level, message) => level === 'warn' && warnings.push(message) },
+      { runtime: runtime.session(), rescanMs: 200 },
+    );
+    sessions.push(second);
+    const pods = new Map((await second.listPods()).map((p) => [p.uid, p]));
+    expect(pods.get('c2')?.state).toBe('terminating');
+    expect(pods.get('c1')?.state).toBe('runtime'); // its worker state is lost, the pod is still seen
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^checkpoint .*c1\.ckpt truncated .*; moved to .*quarantine/);
+    runtime.pods.get('c2')!.stopDelayMs = 10;
+    const result = await second.syncKnown([runtime.specFor('c1'), runtime.specFor('c2')]);
+    expect(result.resumed).toEqual(['c2']);
+    expect(runtime.pods.get('c2')!.running).toBe(false);
+  });
+
+
+  it('disk full while persisting: the kill reports it in one line, old checkpoints stay intact, the write is retried', async () => {
     runtime.add({ uid: 'd1', stopDelayMs: 60_000 });
     runtime.add({ uid: 'd2', stopDelayMs: 60_000 });
     const ok = await open();
     await ok.requestKill({ uid: 'd1', gracePeriodSeconds: 9 });
     await ok.close();
-    const before = await store.checkpoints.read('d1');
+    const before = await readFile(store.checkpoints.pathOf('d1'));
     const { nodeFileOps } = await import('../../src/store/files.js');
-    let full = false;
-    const s = await open({
-      storeOps: {
-        ...nodeFileOps,
-        write: async (handle, data) => {
-          if (full) throw Object.assign(new Error('no space'), { code: 'ENOSPC' });
-          return nodeFileOps.write(handle, data);
+    const checkpointHandles = new WeakSet<object>();
+    let full = true;
+    const warnings: string[] = [];
+    const s = await openSession(
+      { stateDir, log: (level, message) => level === 'warn' && warnings.push(message) },
+      {
+        runtime: runtime.session(),
+        rescanMs: 200,
+        storeOps: {
+          ...nodeFileOps,
+          open: async (path, flags, mode) => {
+            const handle = await nodeFileOps.open(path, flags, mode);
+            if (path.includes('.ckpt.tmp-')) checkpointHandles.add(handle);
+            return handle;
+          },
+          write: async (handle, data) => {
+            if (full && checkpointHandles.has(handle)) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+            return nodeFileOps.write(handle, data);
+          },
         },
       },
-    });
-    full = true;
-    await expect(s.requestKill({ uid: 'd2' })).rejects.toMatchObject({ code: 'ENOSPC' });
-    expect(await store.checkpoints.read('d1')).toEqual(before);
+    );
+    sessions.push(s);
+    const error = await s.requestKill({ uid: 'd2' }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'ENOSPC' });
+    expect((error as Error).message).toMatch(/^no space left on device writing checkpoint .*d2\.ckpt; the previous version is kept/);
+    expect(warnings.filter((w) => w.startsWith('no space left'))).toHaveLength(1);
+    expect(await readFile(store.checkpoints.pathOf('d1'))).toEqual(before);
+    expect(await store.checkpoints.read('d2')).toBeUndefined();
+    expect((await readdir(store.layout.pods)).filter((n) => n.startsWith('.'))).toEqual([]);
+    // Space comes back: the pending state is written by the retry, nothing was lost.
     full = false;
+    await until(async () => (await store.checkpoints.read('d2'))?.status.terminatingAt !== undefined);
   });
 });

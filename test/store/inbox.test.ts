@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readdir, writeFile } from 'node:fs/promises';
+import { readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openStore, watchFolder, type Store } from '../../src/store/index.js';
 import { podFor, tempDir } from './support/fixtures.js';
@@ -31,6 +31,7 @@ describe('request inbox', () => {
     await inbox.acknowledge(p1[0]!);
     expect((await inbox.pending('p1')).map((r) => r.gracePeriodSeconds)).toEqual([5]);
     expect((await readdir(store.layout.inbox)).filter((n) => n.startsWith('.'))).toEqual([]);
+    for (const name of await readdir(store.layout.inbox)) expect((await stat(join(store.layout.inbox, name))).mode & 0o777).toBe(0o600);
   });
 
   it('quarantines an invalid request without blocking the valid ones', async () => {

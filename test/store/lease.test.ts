@@ -57,6 +57,7 @@ describe('leases', () => {
     expect(await a.tryAcquire('pod-1')).toMatchObject({ acquired: true, generation: 1 });
     expect(a.holds('pod-1')).toBe(true);
     expect(b.holds('pod-1')).toBe(false);
+    expect((await stat(join(store.layout.leases, 'pod-1@1'))).mode & 0o777).toBe(0o600);
   });
 
   it('a dead owner is taken over by the next generation', async () => {

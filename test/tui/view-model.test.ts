@@ -21,6 +21,8 @@ describe('view model', () => {
     expect(formatDuration(2 * 3600_000 + 5 * 60_000)).toBe('2h05m');
     expect(formatDuration(3 * 86400_000 + 4 * 3600_000)).toBe('3d4h');
     expect(formatDuration(-5)).toBe('0s');
+    expect(formatDuration(192_000, true)).toBe('3m');
+    expect(formatDuration(2 * 3600_000 + 5 * 60_000 + 7_000, true)).toBe('2h05m');
   });
 
   it('truncates with an ellipsis only when needed', () => {

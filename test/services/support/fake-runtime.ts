@@ -14,6 +14,8 @@ export interface FakePod {
   running: boolean;
   /** How long the containers take to stop after SIGTERM, ms (Infinity: only at the grace deadline). */
   stopDelayMs: number;
+  /** A static pod (config source 'file'). */
+  static?: boolean;
 }
 
 export interface KillAttempt {
@@ -27,7 +29,7 @@ function specOf(p: FakePod): V1Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { uid: p.uid, name: p.name, namespace: p.namespace, annotations: { 'kubernetes.io/config.source': 'api' } },
+    metadata: { uid: p.uid, name: p.name, namespace: p.namespace, annotations: { 'kubernetes.io/config.source': p.static ? 'file' : 'api' } },
     spec: { containers: [{ name: 'main', image: 'pause' }], terminationGracePeriodSeconds: p.grace, restartPolicy: 'Always' },
   };
 }
@@ -117,7 +119,7 @@ export class FakeRuntime {
       },
       status: statusOf(pod),
       ...(this.specless.has(pod.uid) ? {} : { pod: specOf(pod) }),
-      static: false,
+      static: pod.static ?? false,
     };
   }
 

@@ -1,0 +1,85 @@
+/**
+ * `podctl kill` end to end: the built CLI, a fresh state dir, the real containerd. What an operator
+ * sees (exit code, JSON result, stderr) and what the runtime did (SIGTERM, SIGKILL after the grace).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { describeContainerd } from './support/env.js';
+import { useContainerd } from './support/context.js';
+import { requireBuild, runPodctl } from './support/cli.js';
+import { exitInfo, firstSigterm, sandboxReady } from './support/observe.js';
+
+describeContainerd(import.meta.url, 'podctl kill against containerd', () => {
+  const node = useContainerd();
+  let stateDir: string;
+
+  beforeAll(() => requireBuild());
+  beforeEach(async () => {
+    stateDir = await mkdtemp(join(tmpdir(), 'podctl-e2e-cli-'));
+  });
+  afterEach(async () => {
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  const podctl = (args: string[]) => runPodctl(args, { endpoint: `unix://${node.socket}`, stateDir, timeoutMs: 60_000 });
+
+  it('kills a pod with --grace 2: exit 0, JSON outcome terminated, SIGTERM then SIGKILL ~2 s later', async () => {
+    const real = await node.pods.create({ name: 'cli', containers: [{ name: 'stubborn', mode: 'ignore' }] });
+    const [stubborn] = real.containers;
+
+    const run = await podctl(['kill', `${real.namespace}/${real.name}`, '--grace', '2', '--json']);
+    expect(run.stderr).not.toMatch(/error/i);
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout) as { status: string; pods: { uid: string; outcome: string; gracePeriodSeconds: number }[] };
+    expect(result.status).toBe('done');
+    expect(result.pods).toEqual([expect.objectContaining({ uid: real.uid, outcome: 'terminated', gracePeriodSeconds: 2 })]);
+
+    const exit = await exitInfo(node.cri, stubborn!.id);
+    expect(exit).toMatchObject({ state: 'exited', exitCode: 137 });
+    const termToKill = exit.finishedAt! - (await firstSigterm(stubborn!))!.time;
+    expect(termToKill).toBeGreaterThanOrEqual(1_800);
+    expect(termToKill).toBeLessThan(4_000);
+    expect(await sandboxReady(node.cri, real.sandboxId)).toBe(false);
+
+    // a second process sees the result in the shared state dir
+    const status = await podctl(['status', '--uid', real.uid, '-o', 'json']);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toContain(real.uid);
+  });
+
+  it('kills by label selector every matching pod, and only those', async () => {
+    const app = `sel-${Date.now().toString(36)}`;
+    const [a, b] = await node.pods.createMany(2, { name: 'sel', labels: { app } });
+    const bystander = await node.pods.create({ name: 'bystander', labels: { app: `${app}-other` } });
+
+    const run = await podctl(['kill', '-n', a!.namespace, '-l', `app=${app}`, '--grace', '1', '--json']);
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout) as { pods: { uid: string; outcome: string }[] };
+    expect(result.pods.map((p) => p.uid).sort()).toEqual([a!.uid, b!.uid].sort());
+    for (const real of [a!, b!]) {
+      expect(await exitInfo(node.cri, real.containers[0]!.id)).toMatchObject({ state: 'exited', exitCode: 0 });
+    }
+    expect(await exitInfo(node.cri, bystander.containers[0]!.id)).toMatchObject({ state: 'running' });
+  });
+
+  it('a pod that is not on the node: exit 4 and a one-line error', async () => {
+    const run = await podctl(['kill', 'e2e/no-such-pod-here']);
+    expect(run.code).toBe(4);
+    const lines = run.stderr.trim().split('\n');
+    expect(lines.at(-1)).toMatch(/not found/);
+    expect(run.stdout).toBe('');
+  });
+
+  it('an unreachable runtime: exit 1, one line naming the socket and the flag', async () => {
+    const missing = join(stateDir, 'no-runtime.sock');
+    const run = await runPodctl(['kill', 'e2e/anything', '--grace', '1'], { endpoint: `unix://${missing}`, stateDir, timeoutMs: 30_000 });
+    expect(run.code).toBe(1);
+    const lines = run.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(missing);
+    expect(lines[0]).toContain('--runtime-endpoint');
+    expect(lines[0]).not.toMatch(/\bat .+:\d+:\d+/); // no stack trace
+  });
+});
