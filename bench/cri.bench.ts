@@ -42,6 +42,7 @@ function median(xs: number[]): number {
 const min = (xs: number[]): number => Math.min(...xs);
 const max = (xs: number[]): number => Math.max(...xs);
 const ms = (x: number): string => x.toFixed(0);
+const signedMs = (x: number): string => `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(0)} ms`;
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
@@ -131,8 +132,8 @@ async function main(): Promise<void> {
     };
     const rawA = median(a.raw);
     row('(a) 1 pod', 'raw CRI: StopContainer + StopPodSandbox', a.raw, '');
-    row('(a) 1 pod', 'engine + syncer + cache, in-process', a.engine, `+${ms(median(a.engine) - rawA)} ms`);
-    row('(a) 1 pod', '`podctl kill ns/name` (fresh process)', a.cli, `+${ms(median(a.cli) - rawA)} ms (goal ≤ +150)`);
+    row('(a) 1 pod', 'engine + syncer + cache, in-process', a.engine, signedMs(median(a.engine) - rawA));
+    row('(a) 1 pod', '`podctl kill ns/name` (fresh process)', a.cli, `${signedMs(median(a.cli) - rawA)} (goal ≤ +150)`);
     row('(a) 1 pod', '`node -e 0`', a.node0, '');
     row('(a) 1 pod', '`podctl --version`', a.version, '');
     const rawB = median(b.raw);
@@ -149,7 +150,7 @@ async function main(): Promise<void> {
     for (const r of rows) console.log(line(r));
     const overhead = median(a.cli) - rawA;
     const ratio = median(b.cli) / rawB;
-    console.log(`\n(a) podctl kill overhead: +${ms(overhead)} ms (${overhead <= 150 ? 'goal met' : 'goal NOT met'}: ≤ 150 ms)`);
+    console.log(`\n(a) podctl kill overhead: ${signedMs(overhead)} (${overhead <= 150 ? 'goal met' : 'goal NOT met'}: ≤ 150 ms)`);
     console.log(`(b) ${PODS} pods: ${ratio.toFixed(2)}× the raw calls (${ratio <= 1.2 ? 'goal met' : 'goal NOT met'}: ≤ 1.2×)`);
   } finally {
     await pods.removeAll().catch(() => undefined);

@@ -39,10 +39,10 @@ const cases: Case[] = [
 ];
 
 /** Runs one child to completion (async: the simulator serves from this process meanwhile). */
-function runOnce(argv: string[]): Promise<{ ms: number; stdout: string }> {
+function runOnce(argv: string[], env: Record<string, string> = {}): Promise<{ ms: number; stdout: string }> {
   return new Promise((resolve, reject) => {
     const start = process.hrtime.bigint();
-    const child = spawn(process.execPath, argv, { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, argv, { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -93,12 +93,10 @@ const phaseScript = `
   const lap = (name) => { const now = performance.now(); out.push([name, now - last]); last = now; };
   await import('@oclif/core'); lap('@oclif/core');
   await import(${dist('commands/status.js')}); lap('status command + lib + services');
-  await import('zod'); lap('zod (store schemas)');
-  await import('proper-lockfile'); lap('proper-lockfile (store locks)');
   const { openSession } = await import(${dist('services/session.js')}); lap('session, store, engine modules');
   await import('@grpc/grpc-js'); lap('@grpc/grpc-js');
   await import(${dist('cri/generated/runtime_v1.js')}); lap('CRI proto (generated)');
-  const session = await openSession({ stateDir: ${JSON.stringify(path.join(dir, 'state'))}, runtimeEndpoint: ${JSON.stringify(sim.endpoint)} }); lap('openSession (connect, restore)');
+  const session = await openSession({ stateDir: process.env.BENCH_STATE_DIR, runtimeEndpoint: ${JSON.stringify(sim.endpoint)} }); lap('openSession (connect, restore)');
   const { podStatus, statusTable } = await import(${dist('services/status.js')});
   const { parseSelection } = await import(${dist('lib/refs.js')});
   const result = await podStatus({ session, selection: parseSelection({ args: [], allowEmpty: true, defaultAllNamespaces: true }), explain: false }); lap('listPods (50 pods, CRI calls)');
@@ -107,15 +105,38 @@ const phaseScript = `
   await session.close(); lap('session.close');
   console.log(JSON.stringify(out));
 `;
-const phaseRuns: [string, number][][] = [];
-for (let i = 0; i < Math.max(3, Math.ceil(RUNS / 3)); i++) {
-  const { stdout } = await runOnce(['--input-type=module', '-e', phaseScript]);
-  phaseRuns.push(JSON.parse(stdout) as [string, number][]);
+async function phases(stateDir: string, label: string): Promise<void> {
+  const phaseRuns: [string, number][][] = [];
+  for (let i = 0; i < Math.max(3, Math.ceil(RUNS / 3)); i++) {
+    const { stdout } = await runOnce(['--input-type=module', '-e', phaseScript], { BENCH_STATE_DIR: stateDir });
+    phaseRuns.push(JSON.parse(stdout) as [string, number][]);
+  }
+  console.log(`\nwhere the time goes, ${label} (median of ${phaseRuns.length} fresh processes, in load order):`);
+  console.table(
+    (phaseRuns[0] ?? []).map(([name], i) => ({ step: name, 'median ms': Math.round(quantile(phaseRuns.map((r) => r[i]?.[1] ?? NaN), 0.5)) })),
+  );
 }
-console.log(`\nwhere the time goes (median of ${phaseRuns.length} fresh processes, in load order):`);
-console.table(
-  (phaseRuns[0] ?? []).map(([name], i) => ({ step: name, 'median ms': Math.round(quantile(phaseRuns.map((r) => r[i]?.[1] ?? NaN), 0.5)) })),
+await phases(path.join(dir, 'state'), 'no checkpoints');
+
+// The same node after podctl has driven pods: a state dir with checkpoints (the store validates them).
+const tracked = path.join(dir, 'state-tracked');
+const trackedArgs = ['--runtime-endpoint', sim.endpoint, '--state-dir', tracked, '--no-color'];
+await runOnce([BIN, 'kill', '-A', '-l', 'app=frontend', '--grace', '1', '--log-level', 'error', ...trackedArgs]);
+const checkpoints = (await runOnce([BIN, 'status', '-o', 'json', ...trackedArgs])).stdout;
+const trackedCount = (JSON.parse(checkpoints) as { pods: { state: string }[] }).pods.filter((p) => p.state !== 'runtime').length;
+const trackedSamples: number[] = [];
+const baseSamples: number[] = [];
+await runOnce([BIN, 'status', ...trackedArgs]);
+for (let i = 0; i < RUNS; i++) {
+  baseSamples.push((await runOnce(['-e', '0'])).ms);
+  trackedSamples.push((await runOnce([BIN, 'status', ...trackedArgs])).ms);
+}
+const trackedOver = quantile(trackedSamples, 0.5) - quantile(baseSamples, 0.5);
+console.log(
+  `\npodctl status (${PODS} pods, ${trackedCount} with checkpoints): median ${Math.round(quantile(trackedSamples, 0.5))} ms, ` +
+    `${Math.round(trackedOver)} ms over node -e 0 (${Math.round(quantile(baseSamples, 0.5))} ms): ${trackedOver <= GOAL_MS ? 'MET' : 'NOT MET'}`,
 );
+await phases(tracked, `${trackedCount} checkpoints`);
 
 await sim.close();
 rmSync(dir, { recursive: true, force: true });

@@ -15,7 +15,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { seedPods, startSimulator } from '../src/cri/simulator/index.js';
@@ -165,7 +165,8 @@ try {
   console.log(table);
   if (WRITE) {
     mkdirSync('docs/bench', { recursive: true });
-    const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, state dir on ${tmpdir()}`;
+    const load = loadavg().map((l) => l.toFixed(1)).join(' / ');
+    const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, state dir on ${tmpdir()}, load average ${load} (1/5/15 min) at the end of the run`;
     writeFileSync(
       'docs/bench/store.md',
       [

@@ -4,7 +4,8 @@
  *
  * Setup: the embedded CRI simulator serves 200 demo pods from a child process (so its CPU is not
  * counted); this process opens a real node session on it, runs the watch feed and renders the Ink
- * screen into an in-memory 160×50 terminal, timestamping every frame written.
+ * screen into an in-memory 160×50 terminal, timestamping every frame written. Before each kill the
+ * bench types `/namespace/name⏎` so the pod's row is on screen whatever its state sorts to.
  *
  * Figures:
  * - latency, local: `requestKill` here → the engine's state-changed event → the first frame showing
@@ -52,14 +53,16 @@ class FakeTerminal extends Writable {
   override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
     const at = Date.now();
     this.frames += 1;
-    this.#last = chunk.toString().replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
-    this.#watchers = this.#watchers.filter((w) => (w.test(this.#last) ? (w.resolve(at), false) : true));
+    const screen = chunk.toString().replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
+    if (screen.trim() !== '') this.#last = screen;
+    this.#watchers = this.#watchers.filter((w) => (w.test(screen) ? (w.resolve(at), false) : true));
     done();
   }
-  /** Resolves with the time of the first frame (from now on) for which `test` holds. */
-  until(test: (screen: string) => boolean, timeoutMs = 10_000): Promise<number> {
+  /** Resolves with the time of the first frame (from now on, or the current one) for which `test` holds. */
+  until(test: (screen: string) => boolean, timeoutMs = 10_000, orCurrent = false): Promise<number> {
+    if (orCurrent && test(this.#last)) return Promise.resolve(Date.now());
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no such frame within the bound')), timeoutMs);
+      const timer = setTimeout(() => reject(new Error(`no such frame within the bound; last screen:\n${this.#last}`)), timeoutMs);
       this.#watchers.push({
         test,
         resolve: (at) => {
@@ -132,6 +135,18 @@ async function main(): Promise<void> {
   const session = counted(await openSession({ stateDir, runtimeEndpoint: `unix://${socketPath}` }));
   const other = await openSession({ stateDir, runtimeEndpoint: `unix://${socketPath}` });
   const term = new FakeTerminal();
+  // A keyboard: the bench filters the table down to the pod it kills, as an operator would.
+  const keyboard = Object.assign(new PassThrough(), { isTTY: true, setRawMode: () => undefined, ref: () => undefined, unref: () => undefined });
+  const showOnly = async (p: PodInfo) => {
+    const ref = `${p.namespace}/${p.name}`;
+    const shown = term.until((s) => s.includes(`filter "${ref}"`) && s.includes(' 1/'));
+    // Escape, slash, the reference (pasted), enter: each its own read, as a terminal delivers them.
+    for (const keys of ['\u001b', '/', ref, '\r']) {
+      keyboard.write(keys);
+      await sleep(20);
+    }
+    await shown;
+  };
   const feed = new WatchFeed(session);
   await feed.start();
   const { renderWatch } = await import('../src/tui/index.js');
@@ -141,11 +156,11 @@ async function main(): Promise<void> {
     requestKill: (r) => session.requestKill(r),
     color: true,
     stdout: term as unknown as NodeJS.WriteStream,
-    stdin: new PassThrough() as unknown as NodeJS.ReadStream,
+    stdin: keyboard as unknown as NodeJS.ReadStream,
     stderr: term as unknown as NodeJS.WriteStream,
     signal: stop.signal,
   });
-  await term.until((s) => s.includes('NAMESPACE/NAME') && s.includes(`${POD_COUNT}/${POD_COUNT} pods`));
+  await term.until((s) => s.includes('NAMESPACE/NAME') && s.includes(`${POD_COUNT}/${POD_COUNT} pods`), 10_000, true);
   await sleep(2_000);
 
   const idle = await cpuWindow(WINDOW_MS, session, term);
@@ -161,6 +176,7 @@ async function main(): Promise<void> {
 
   const local: number[] = [];
   for (const p of pods.slice(0, SAMPLES)) {
+    await showOnly(p);
     const shown = term.until(shownTerminating(p));
     await session.requestKill({ uid: p.uid, gracePeriodSeconds: 120 });
     const at = await shown;
@@ -169,20 +185,29 @@ async function main(): Promise<void> {
   }
   const remote: number[] = [];
   for (const p of pods.slice(-SAMPLES)) {
+    await showOnly(p);
     const shown = term.until(shownTerminating(p));
     await other.requestKill({ uid: p.uid, gracePeriodSeconds: 120 });
     const at = await shown;
     remote.push(at - (stateChangedAt.get(p.uid) ?? at));
     await sleep(150);
   }
+  // The other session stands for a process that has exited by now: its pods stay terminating.
+  await other.close();
+  keyboard.write('\u001b');
   await sleep(1_500);
   const terminating = (await session.listPods()).filter((p) => p.state === 'terminating').length;
+  const kinds = new Map<string, number>();
+  const countKinds = session.subscribe((e) => {
+    const k = e.source === 'engine' ? `engine:${e.event.type}` : `${e.source}:${e.kind}${e.source === 'runtime' ? (e.uids.length ? '(changed)' : '(same)') : ''}`;
+    kinds.set(k, (kinds.get(k) ?? 0) + 1);
+  });
   const countdown = await cpuWindow(WINDOW_MS, session, term);
+  countKinds();
 
   stop.abort();
   await screen;
   feed.close();
-  await other.close();
   await session.close();
   sim.kill('SIGTERM');
   await new Promise((r) => sim.once('exit', r));
@@ -196,6 +221,7 @@ async function main(): Promise<void> {
     [`idle CPU over ${WINDOW_MS / 1000} s (listings, frames)`, `${idle.cpu.toFixed(2)} % (${idle.lists}, ${idle.frames})`],
     [`countdown CPU over ${WINDOW_MS / 1000} s, ${terminating} terminating (listings, frames)`, `${countdown.cpu.toFixed(2)} % (${countdown.lists}, ${countdown.frames})`],
   ];
+  rows.push(['session events in the countdown window', [...kinds].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ')]);
   const w = Math.max(...rows.map((r) => r[0].length));
   console.log(`${'measure'.padEnd(w)}  value`);
   console.log(`${'-'.repeat(w)}  ${'-'.repeat(30)}`);

@@ -6,7 +6,7 @@ import { PodctlCommand } from '../lib/command.js';
 import { parseDuration } from '../lib/duration.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { renderJson, renderTable, renderYaml } from '../lib/output.js';
+import { renderTable } from '../lib/output.js';
 import { parseSelection } from '../lib/refs.js';
 import {
   DEFAULT_CRITICAL_GRACE_SECONDS,
@@ -84,8 +84,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       signal: this.abort.signal,
     });
     if (!this.jsonEnabled()) {
-      if (flags.output === 'json') this.log(renderJson(result));
-      else if (flags.output === 'yaml') this.log(await renderYaml(result));
+      if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else this.log(await renderTable(drainTable(result, this.styler), this.styler));
       this.logToStderr(drainSummaryLine(result));
     }

@@ -57,6 +57,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       reporter: this.reporter,
       signal: this.abort.signal,
     });
+    await this.handOffUnfinished(result);
     if (!this.jsonEnabled()) {
       this.log(await renderTable(terminateTable(result, this.styler), this.styler));
       this.logToStderr(terminateSummary(result));

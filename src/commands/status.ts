@@ -6,7 +6,7 @@ import { PodctlCommand } from '../lib/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { selectionFlags } from '../lib/flags.js';
-import { renderJson, renderTable, renderYaml } from '../lib/output.js';
+import { renderTable } from '../lib/output.js';
 import { parseSelection } from '../lib/refs.js';
 import { explainText, podStatus, statusExitCode, statusTable, type StatusResult } from '../services/status.js';
 
@@ -56,8 +56,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     const result = await podStatus({ session: await this.session(), selection, explain: flags.explain });
     for (const ref of result.missing) this.reporter.warn(`pod not found: ${ref}`);
     if (!this.jsonEnabled()) {
-      if (flags.output === 'json') this.log(renderJson(result));
-      else if (flags.output === 'yaml') this.log(await renderYaml(result));
+      if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else if (flags.explain) this.log((result.explain ?? []).map((e) => explainText(e, this.styler, Date.now())).join('\n\n'));
       else if (result.pods.length === 0) this.logToStderr('no pods');
       else this.log(await renderTable(statusTable(result, flags.output === 'wide', this.styler), this.styler));

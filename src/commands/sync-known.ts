@@ -6,7 +6,7 @@ import { detectKube } from '../kube/index.js';
 import { PodctlCommand } from '../lib/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { renderJson, renderTable, renderYaml } from '../lib/output.js';
+import { renderTable } from '../lib/output.js';
 import { syncKnown, syncKnownSummary, syncKnownTable, type DesiredSource, type SyncKnownResult } from '../services/sync-known.js';
 
 export default class SyncKnown extends PodctlCommand {
@@ -46,8 +46,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
     else throw new UsageError('no source of desired pods', 'pass --desired FILE or --desired-from runtime, or configure an API server with --kubeconfig');
     const result = await syncKnown({ session: await this.session(), source, reporter: this.reporter });
     if (!this.jsonEnabled()) {
-      if (flags.output === 'json') this.log(renderJson(result));
-      else if (flags.output === 'yaml') this.log(await renderYaml(result));
+      if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else {
         this.log(await renderTable(syncKnownTable(result, this.styler), this.styler));
         this.logToStderr(syncKnownSummary(result));

@@ -6,6 +6,7 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../lib/command.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
+import { nodeName } from '../lib/flags.js';
 import type { LogLevel, SessionOptions } from '../services/session-api.js';
 import type { WatchFormat, WatchResult } from '../services/watch.js';
 import type { WatchFeed } from '../services/watch-feed.js';
@@ -75,7 +76,7 @@ export default class Watch extends PodctlCommand {
       stdout: process.stdout,
       stdin: process.stdin,
       stderr: process.stderr,
-      node: flags.node,
+      node: nodeName(flags.node),
       color: this.styler.enabled,
       ...(flags['metrics-file'] !== undefined ? { metricsFile: flags['metrics-file'] } : {}),
       onFeed: (feed) => {

@@ -12,11 +12,14 @@
  *   exit 130); a second one exits at once.
  * - Heavy modules are never imported here: the session module is loaded on first `session()` call.
  */
+import path from 'node:path';
 import { Command, Errors } from '@oclif/core';
+import { handOff } from '../services/hand-off.js';
 import type { NodeSession, SessionOptions } from '../services/session-api.js';
+import { podsToHandOff, type TerminateResult } from '../services/terminate.js';
 import { exitCodeOf, oneLine } from './errors.js';
 import { ExitCode, type ExitCodeValue } from './exit-codes.js';
-import { globalFlags, nodeName, type GlobalFlags } from './flags.js';
+import { DEFAULT_STATE_DIR, globalFlags, nodeName, type GlobalFlags } from './flags.js';
 import { colorEnabled, createStyler, renderJson, renderYaml, type Styler } from './output.js';
 import { Reporter } from './reporter.js';
 
@@ -33,6 +36,8 @@ export abstract class PodctlCommand extends Command {
   static override baseFlags = globalFlags;
   /** Test seam: how commands open their node session. */
   static sessionFactory: SessionFactory = defaultSessionFactory;
+  /** Test seam: how `--no-wait` starts the background driver. */
+  static handOff: typeof handOff = handOff;
 
   protected reporter = new Reporter('info');
   protected styler: Styler = createStyler(false);
@@ -81,6 +86,35 @@ export abstract class PodctlCommand extends Command {
       this.reporter.debug(`session: runtime ${this.#session.endpoint}${this.#session.simulated ? ' (simulator)' : ''}, state ${this.#session.stateDir}`);
     }
     return this.#session;
+  }
+
+  /** Closes the session now (persisting state, releasing leases), before the command ends. */
+  protected async closeSession(): Promise<void> {
+    const session = this.#session;
+    this.#session = undefined;
+    await session?.close();
+  }
+
+  /**
+   * `--no-wait`: pods this process would drive itself are handed to a detached `podctl` process
+   * (after this session is closed and its leases released), so they keep being driven.
+   */
+  protected async handOffUnfinished(result: TerminateResult): Promise<void> {
+    const uids = podsToHandOff(result);
+    if (uids.length === 0) return;
+    await this.closeSession();
+    const g = this.globals;
+    const started = (this.constructor as typeof PodctlCommand).handOff({
+      uids,
+      bin: path.join(this.config.root, 'bin', 'run.js'),
+      stateDir: g?.['state-dir'] ?? DEFAULT_STATE_DIR,
+      ...(g?.['runtime-endpoint'] ? { runtimeEndpoint: g['runtime-endpoint'] } : {}),
+      ...(g?.kubeconfig ? { kubeconfig: g.kubeconfig } : {}),
+      ...(g?.node ? { node: g.node } : {}),
+    });
+    result.handedOffTo = started ? { ...started, uids } : null;
+    if (started) this.reporter.info(`${result.action}: ${uids.length} pod(s) handed to background podctl pid ${started.pid} (log ${started.log})`);
+    else this.reporter.warn(`${result.action}: could not start a background driver; run \`podctl sync-known\` to finish these pods`);
   }
 
   /** The outcome of a successful run that still is not "done" (timed out, not found, partial). */

@@ -93,7 +93,7 @@ export const terminationFlags = {
     helpValue: 'DURATION',
   }),
   'no-wait': Flags.boolean({
-    summary: 'Request the termination and return without waiting.',
+    summary: 'Request the termination and return; a background podctl process drives it to the end.',
     default: false,
   }),
 };

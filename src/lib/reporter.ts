@@ -58,7 +58,7 @@ export class Reporter {
     if (!this.enabled('info') || line === this.#lastProgress) return;
     this.#lastProgress = line;
     if (this.interactive) {
-      const width = Math.max(20, (this.#stream.columns ?? 100) - 1);
+      const width = Math.max(20, (this.#stream.columns || 100) - 1);
       const shown = line.length > width ? `${line.slice(0, width - 1)}…` : line;
       this.#stream.write(`\r\u001b[2K${shown}`);
       this.#statusShown = true;

@@ -150,18 +150,26 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
     reporter.info(`  ✓ ${pod.namespace}/${pod.name} ${outcome} (${formatDuration(pod.elapsedMs)})`);
   };
 
-  const waitFor = async (uids: string[], boundMs: number, label: string): Promise<void> => {
+  const waitFor = async (uids: string[], boundMs: number, stage: string): Promise<void> => {
     const waiting = uids.filter((uid) => byUid.get(uid)?.outcome === 'timeout');
     if (waiting.length === 0 || boundMs <= 0) return;
     const began = now();
-    const outcomes = await options.session.waitTerminated(waiting, {
-      timeoutMs: boundMs,
-      ...(options.signal ? { signal: options.signal } : {}),
-      onProgress: (pod) => {
-        if (pod.state === 'terminated' || pod.state === 'finished') markDone(pod.uid, 'terminated');
-        if (reporter.interactive) reporter.progress(`drain: ${label}: ${finished}/${total} terminated · ${formatDuration(Math.max(0, boundMs - (now() - began)))} left in this wait`);
-      },
-    });
+    const status = (): void => {
+      if (reporter.interactive) reporter.progress(`drain ${stage}: ${finished}/${total} terminated · ${formatDuration(Math.max(0, boundMs - (now() - began)))} left`);
+    };
+    // on a terminal the status line keeps counting down between events
+    const ticker = reporter.interactive ? setInterval(status, 1000) : undefined;
+    ticker?.unref();
+    const outcomes = await options.session
+      .waitTerminated(waiting, {
+        timeoutMs: boundMs,
+        ...(options.signal ? { signal: options.signal } : {}),
+        onProgress: (pod) => {
+          if (pod.state === 'terminated' || pod.state === 'finished') markDone(pod.uid, 'terminated');
+          status();
+        },
+      })
+      .finally(() => clearInterval(ticker));
     for (const [uid, outcome] of outcomes) if (outcome !== 'timeout') markDone(uid, outcome);
     reporter.done();
   };
@@ -187,7 +195,7 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
       }
     }
     const budgetMs = Math.min(group.budgetSeconds * 1000, deadline - now());
-    await waitFor(group.pods.map((p) => p.uid), budgetMs, label);
+    await waitFor(group.pods.map((p) => p.uid), budgetMs, `group ${index + 1}/${groups.length}`);
     group.elapsedMs = now() - start - group.startedAtMs;
     group.completedInBudget = group.pods.every((p) => p.outcome === 'terminated' || p.outcome === 'gone');
     if (!group.completedInBudget) {
@@ -240,7 +248,7 @@ export function drainTable(result: DrainResult, styler: Styler): TableSpec {
     }
   });
   for (const s of result.skipped) {
-    rows.push(['skipped', `${s.namespace}/${s.name}`, '-', result.dryRun ? '-' : '-', result.dryRun ? s.reason : '-', result.dryRun ? '-' : s.reason]);
+    rows.push(result.dryRun ? ['skipped', `${s.namespace}/${s.name}`, '-', '-', '-', s.reason] : ['skipped', `${s.namespace}/${s.name}`, '-', '-', s.reason, '-']);
   }
   return { head, rows };
 }

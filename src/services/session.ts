@@ -10,15 +10,19 @@
  *   (or released it) is taken over and restored into this engine from its checkpoint (`restore`):
  *   finished stays finished, terminating continues with the remembered grace, never longer.
  * - Persistence: every engine event of an owned pod marks it dirty; dirty pods are written as one
- *   coalesced batch a few ms later. `requestKill` resolves only after the pod's checkpoint (or the
- *   inbox request) is durable; `close()` flushes everything, then releases the leases. A write
- *   failure (disk full) is reported once and retried; the previous checkpoint stays intact.
+ *   coalesced batch a few ms later, and always before the pod's worker acts on new intent
+ *   (write-ahead, through the engine's `beforeWorkerWakes`). `requestKill` resolves only after
+ *   the pod's checkpoint (or the inbox request) is durable; `close()` flushes everything, then
+ *   releases the leases. A write failure (disk full) is reported once and retried; the previous
+ *   checkpoint stays intact.
  * - Hand-over: the inbox folder is watched (fs.watch, with a slow re-scan); requests for owned pods
  *   are applied through `updatePod` in arrival order, persisted, then acknowledged.
  * - Reads (`listPods`, `getPod`) merge this engine's live view of owned pods with every other
  *   process's checkpoints and leases and with one runtime listing; they never take a lease.
  * - Every wait is bounded: `waitTerminated` by its timeout, `syncKnown` by the kubelet's killPodNow
- *   bound for the pods it drives; timers are unref'd so a session never keeps a process alive.
+ *   bound for the pods it drives. Background timers (heartbeat, flush retry, re-scans) are unref'd
+ *   so a session never keeps a process alive; the bounded waits a caller awaits are ref'd, so the
+ *   process cannot exit in the middle of one.
  *
  * Heavy modules stay out: the CRI client and the API-server client are imported lazily, only when
  * the default runtime or a kubeconfig is used.
@@ -107,11 +111,15 @@ export interface SessionSeams {
 }
 
 const DEFAULT_HEARTBEAT_MS = 2_000;
+/** Bound of the wait, on close, for pods that just terminated to finish their cleanup. */
+const CLEANUP_ON_CLOSE_MS = 5_000;
 const DEFAULT_RESCAN_MS = 1_000;
 const DEFAULT_FLUSH_DELAY_MS = 15;
 const FLUSH_RETRY_MS = 1_000;
 /** How old a runtime listing may be for decisions that do not need the latest state, ms. */
 const RECENT_LISTING_MS = 1_000;
+/** Released leases of forgotten pods are deleted by sync-known after this long. */
+const RELEASED_LEASE_RETENTION_MS = 60 * 60 * 1000;
 /** How long a static pod found in the runtime may take to start in the engine before its kill. */
 const STATIC_START_WAIT_MS = 2_000;
 
@@ -231,6 +239,7 @@ class Session implements NodeSession {
     const engineOptions: PodWorkersOptions = {
       syncer: runtime.syncer,
       cache: runtime.cache,
+      beforeWorkerWakes: (uid) => this.#writeAhead(uid),
       ...(options.clock ? { clock: options.clock } : {}),
       ...seams.engine,
     };
@@ -339,6 +348,16 @@ class Session implements NodeSession {
     this.#dirty.add(event.uid);
     this.#scheduleFlush();
     this.#emit({ source: 'engine', event });
+  }
+
+  /**
+   * Write-ahead: before a worker acts on new intent (a kill, a shorter grace, a restore), the pod's
+   * checkpoint reflecting that intent is made durable, so the runtime never sees an action the
+   * store does not know about — a crash can lose an intent that was never acted on, never one that
+   * was. A failing write (disk full) is reported by the flush and does not stop the worker.
+   */
+  async #writeAhead(uid: string): Promise<void> {
+    if (this.#dirty.has(uid) && this.#store.leases.holds(uid)) await this.#flush().catch(() => {});
   }
 
   #scheduleFlush(delayMs = this.#seams.flushDelayMs ?? DEFAULT_FLUSH_DELAY_MS): void {
@@ -499,8 +518,8 @@ class Session implements NodeSession {
    */
   async #introduceStaticPod(uid: string, pod: V1Pod): Promise<void> {
     const started = new Promise<void>((resolve) => {
+      // Ref'd on purpose (bounded): the caller awaits it; see waitTerminated.
       const timer = setTimeout(done, STATIC_START_WAIT_MS);
-      timer.unref();
       const off = this.#engine.subscribe((event) => {
         if (event.uid === uid && event.type === 'sync-started') done();
       });
@@ -522,6 +541,10 @@ class Session implements NodeSession {
     runtimePod?: RuntimePodRecord,
   ): Promise<void> {
     let view = this.#engine.snapshot().get(uid);
+    if (!runtimePod && !request.pod && !specOf(view) && !runningPodOf(view)) {
+      // Neither the request nor the engine has the pod: the runtime does, or nobody.
+      runtimePod = (await this.#runtimeIndex(RECENT_LISTING_MS)).get(uid);
+    }
     const pod = request.pod ?? specOf(view) ?? runtimePod?.pod;
     const runningPod = pod ? undefined : (runningPodOf(view) ?? runtimePod?.runningPod);
     if (!pod && !runningPod) throw new PodNotFound(uid);
@@ -841,7 +864,18 @@ class Session implements NodeSession {
       unsubscribeAgain();
     }
     await this.#flush().catch(() => {});
+    await this.#sweepOldLeases();
     return { workers, orphanedRuntimePods, resumed, forgotten: [...forgotten] };
+  }
+
+  /** Deletes the released leases of pods long gone (no checkpoint), so leases/ does not grow forever. */
+  async #sweepOldLeases(): Promise<void> {
+    try {
+      const withCheckpoint = new Set(await this.#store.checkpoints.uids());
+      await this.#store.leases.sweepReleased(RELEASED_LEASE_RETENTION_MS, (uid) => withCheckpoint.has(uid));
+    } catch (error) {
+      this.#log('debug', `lease sweep: ${(error as Error).message}`);
+    }
   }
 
   /** Waits until no owned pod is terminating (or terminated but not yet cleaned up), bounded. */
@@ -880,6 +914,29 @@ class Session implements NodeSession {
     return this.#closing;
   }
 
+  /**
+   * Lets the cleanup of pods that just terminated finish (syncTerminatedPod: the final check, and
+   * the removal of an evicted pod's containers and sandboxes), bounded by `boundMs`, instead of
+   * aborting it half-way when a command closes the session right after its wait.
+   */
+  async #settleTerminated(boundMs: number): Promise<void> {
+    const cleaning = (): boolean =>
+      [...this.#engine.snapshot().values()].some((v) => v.working && !v.finished && workerStateOf(v) === 'terminated');
+    if (!cleaning()) return;
+    await new Promise<void>((resolve) => {
+      let unsubscribe: () => void = () => {};
+      const done = (): void => {
+        clearTimeout(timer);
+        unsubscribe();
+        resolve();
+      };
+      const timer = setTimeout(done, boundMs);
+      unsubscribe = this.#engine.subscribe(() => queueMicrotask(() => {
+        if (!cleaning()) done();
+      }));
+    });
+  }
+
   async #shutdown(): Promise<void> {
     for (const watch of this.#watches) watch.close();
     for (const timer of this.#timers) clearInterval(timer);
@@ -888,6 +945,7 @@ class Session implements NodeSession {
     for (const uid of this.#store.leases.heldUids()) this.#drainInbox(uid);
     await Promise.all([...this.#inboxChains.values()]);
     await Promise.all([...this.#adopting.values()]).catch(() => {});
+    await this.#settleTerminated(CLEANUP_ON_CLOSE_MS);
     this.#closed = true;
     await this.#engine.close();
     for (const uid of this.#store.leases.heldUids()) this.#dirty.add(uid);

@@ -173,7 +173,7 @@ export function waitingFor(pod: PodInfo, now: number): string {
   const view = pod.worker;
   if (!view) {
     if (pod.state === 'runtime') {
-      return 'Nothing drives it: the pod was found in the runtime but no worker tracks it. `podctl sync-known` terminates runtime pods no worker knows (orphaned runtime pods), or `podctl kill` it (grace 1).';
+      return 'Nothing: no worker tracks it yet (podctl has not acted on it; it runs as the runtime reports). `podctl kill` terminates it; `podctl sync-known` terminates it only if it is not desired (an orphaned runtime pod).';
     }
     return 'Nothing: no worker tracks this pod.';
   }

@@ -57,6 +57,8 @@ export interface TerminateResult {
   missing: string[];
   /** evict with an API server: what was reported there. */
   apiServer?: ApiServerReport;
+  /** --no-wait: the background podctl process that drives the pods this process would have driven. */
+  handedOffTo?: { pid: number; log: string; uids: string[] } | null;
 }
 
 export interface TerminateOptions {
@@ -180,6 +182,9 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     reporter.progress(`${action}: ${done}/${pending.length} terminated${detail} · ${formatDuration(now() - startedWait)}/${formatDuration(timeoutMs)}`);
   };
   render();
+  // on a terminal the status line keeps counting between events; elsewhere only changes are printed
+  const ticker = reporter.interactive ? setInterval(render, 1000) : undefined;
+  ticker?.unref();
   const outcomes = await session.waitTerminated(pending, {
     timeoutMs,
     ...(options.signal ? { signal: options.signal } : {}),
@@ -192,7 +197,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
       }
       render();
     },
-  });
+  }).finally(() => clearInterval(ticker));
   reporter.done();
   if (options.signal?.aborted) throw options.signal.reason instanceof Error ? options.signal.reason : new DOMException('interrupted', 'AbortError');
 
@@ -253,7 +258,13 @@ export function terminateTable(result: TerminateResult, styler: Styler): TableSp
       outcomeCell(p.outcome) + (p.error ? ` ${p.error}` : ''),
       `${p.gracePeriodSeconds}s`,
       p.elapsedMs === undefined ? '-' : formatDuration(p.elapsedMs),
-      p.handledBy === undefined ? '-' : p.handledBy === 'local' ? `this process (${p.ownerPid})` : `owner ${p.ownerPid}`,
+      result.handedOffTo?.uids.includes(p.uid)
+        ? `background (${result.handedOffTo.pid})`
+        : p.handledBy === undefined
+          ? '-'
+          : p.handledBy === 'local'
+            ? `this process (${p.ownerPid})`
+            : `owner ${p.ownerPid}`,
     ]),
   };
 }
@@ -279,4 +290,10 @@ export async function stillRunning(session: NodeSession, uids: string[]): Promis
     if (pod && (pod.state === 'terminated' || pod.state === 'finished') && pod.containersRunning > 0) found.set(uid, pod.containersRunning);
   }
   return found;
+}
+
+/** With --no-wait: the pods this process drives itself, which must be handed to a background driver. */
+export function podsToHandOff(result: TerminateResult): string[] {
+  if (result.waited) return [];
+  return result.pods.filter((p) => p.outcome === 'requested' && p.handledBy === 'local').map((p) => p.uid);
 }

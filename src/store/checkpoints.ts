@@ -19,6 +19,7 @@ import { decodeCheckpoint, encodeCheckpoint, type PodCheckpoint } from './format
 import { listNames, nodeFileOps, readFileNoFollow, writeFileAtomic, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
+import { mapLimit, READ_CONCURRENCY } from './limit.js';
 
 export const CHECKPOINT_SUFFIX = '.ckpt';
 
@@ -118,7 +119,7 @@ export class CheckpointStore {
   async readAll(): Promise<Map<string, PodCheckpoint>> {
     const out = new Map<string, PodCheckpoint>();
     const uids = await this.uids();
-    const results = await Promise.all(uids.map(async (uid) => [uid, await this.read(uid)] as const));
+    const results = await mapLimit(uids, READ_CONCURRENCY, async (uid) => [uid, await this.read(uid)] as const);
     for (const [uid, checkpoint] of results) if (checkpoint) out.set(uid, checkpoint);
     return out;
   }

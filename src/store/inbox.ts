@@ -18,7 +18,7 @@ import type { V1Pod } from '../engine/types.js';
 import { listNames, nodeFileOps, readFileNoFollow, writeFileAtomic, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import type { StoreReporter } from './checkpoints.js';
-import { storeSchemas } from './schemas.js';
+import { isInboxRequestShape } from './shapes.js';
 
 const REQUEST_SUFFIX = '.req';
 const SEPARATOR = '@';
@@ -137,8 +137,8 @@ export class Inbox {
 
 function parseRequest(data: Buffer): InboxRequest | undefined {
   try {
-    const parsed = storeSchemas().requestSchema.safeParse(JSON.parse(data.toString('utf8')));
-    return parsed.success ? (parsed.data as InboxRequest) : undefined;
+    const parsed: unknown = JSON.parse(data.toString('utf8'));
+    return isInboxRequestShape(parsed) ? parsed : undefined;
   } catch {
     return undefined;
   }

@@ -19,6 +19,9 @@
  *   generation" cannot be true of two processes at once.
  * - To release: create a tombstone generation N+1 marked `released` (close, forget). A crash
  *   releases nothing; the next process that touches the pod sees the dead holder and takes over.
+ * - Housekeeping (`sweepReleased`, run by sync-known) deletes the files of pods whose tombstone is
+ *   over an hour old and that have no checkpoint: the only deletion of a highest generation, safe
+ *   because no acquirer races from a generation it read an hour ago.
  *
  * Liveness is a property of the holder process, not of heartbeat age: a live but busy process keeps
  * its pods. The heartbeat is shown to operators (`status`) and refreshed every few seconds.
@@ -38,7 +41,9 @@ import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 import { isIdentityAlive, processIdentity, type ProcessIdentity } from './proc.js';
 import type { StoreReporter } from './checkpoints.js';
-import { storeSchemas, type LeaseRecord } from './schemas.js';
+import type { LeaseRecord } from './schemas.js';
+import { isLeaseRecordShape } from './shapes.js';
+import { mapLimit, READ_CONCURRENCY } from './limit.js';
 
 export type { LeaseRecord };
 
@@ -163,8 +168,8 @@ export class LeaseManager {
     let heartbeatAt = 0;
     if (outcome.kind === 'ok') {
       try {
-        const parsed = storeSchemas().leaseRecordSchema.safeParse(JSON.parse(outcome.data.toString('utf8')));
-        if (parsed.success && parsed.data.uid === uid && parsed.data.generation === generation) record = parsed.data;
+        const parsed: unknown = JSON.parse(outcome.data.toString('utf8'));
+        if (isLeaseRecordShape(parsed) && parsed.uid === uid && parsed.generation === generation) record = parsed;
       } catch {
         record = undefined;
       }
@@ -198,16 +203,14 @@ export class LeaseManager {
   async inspectAll(): Promise<Map<string, LeaseView>> {
     const out = new Map<string, LeaseView>();
     const byUid = await this.#generationsByUid();
-    await Promise.all(
-      [...byUid].map(async ([uid, generations]) => {
-        const view = await this.#readView(uid, Math.max(...generations));
-        if (view !== 'vanished') out.set(uid, view);
-        else {
-          const again = await this.inspect(uid);
-          if (again) out.set(uid, again);
-        }
-      }),
-    );
+    await mapLimit([...byUid], READ_CONCURRENCY, async ([uid, generations]) => {
+      const view = await this.#readView(uid, Math.max(...generations));
+      if (view !== 'vanished') out.set(uid, view);
+      else {
+        const again = await this.inspect(uid);
+        if (again) out.set(uid, again);
+      }
+    });
     return out;
   }
 
@@ -307,6 +310,28 @@ export class LeaseManager {
   /** Forgets held leases without writing tombstones (what a crash does); for tests. */
   abandonAll(): void {
     this.#held.clear();
+  }
+
+  /**
+   * Housekeeping: deletes the lease files of pods whose lease was released (a tombstone) more than
+   * `olderThanMs` ago and which `keep` does not claim (e.g. they still have a checkpoint). Returns
+   * how many pods were swept. Deleting a pod's highest generation is the one exception to "the
+   * highest file is never deleted": it is safe only because a tombstone this old cannot be the
+   * generation an acquirer is still racing from (that window is milliseconds); a re-acquisition
+   * afterwards simply starts again at generation 1.
+   */
+  async sweepReleased(olderThanMs: number, keep: (uid: string) => boolean): Promise<number> {
+    let swept = 0;
+    const cutoff = this.#now() - olderThanMs;
+    for (const [uid, generations] of await this.#generationsByUid()) {
+      if (keep(uid) || this.#held.has(uid)) continue;
+      const highest = Math.max(...generations);
+      const view = await this.#readView(uid, highest);
+      if (view === 'vanished' || !view.released || !view.record || view.record.acquiredAt > cutoff) continue;
+      for (const generation of generations.sort((a, b) => a - b)) await this.#unlinkQuietly(this.#pathOf(uid, generation));
+      swept += 1;
+    }
+    return swept;
   }
 
   async #sweepBelow(uid: string, generation: number): Promise<void> {

@@ -1,9 +1,12 @@
 /**
- * The store's zod schemas (checkpoint payload and header, lease record, inbox request), built on
- * first use. zod costs ~40 ms to import, so it is loaded (synchronously, through `require`) only
- * when the store first validates something: a podctl run on a state dir without checkpoints,
- * leases or requests never pays for it. The schemas are the validation contract of the on-disk
- * formats; format.ts, lease.ts and inbox.ts own the formats themselves.
+ * The store's zod schemas (checkpoint payload and header, lease record, inbox request): the
+ * reference definition of what each on-disk record may contain. format.ts, lease.ts and inbox.ts
+ * own the formats; shapes.ts holds fast guards that accept exactly what these schemas accept
+ * (test/store/shapes.test.ts keeps the two in agreement).
+ *
+ * zod costs ~40 ms to import, which every podctl command would pay, so it is loaded synchronously
+ * (through `require`) on first use — in practice only to name the offending field of a rejected
+ * checkpoint.
  */
 import { createRequire } from 'node:module';
 import type { z } from 'zod';

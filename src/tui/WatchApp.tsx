@@ -15,7 +15,7 @@ import { Box, useApp, useInput, useStdin } from 'ink';
 import type { KillHandle, KillRequest } from '../services/session-api.js';
 import type { FeedEntry } from '../services/watch-feed.js';
 import { countWorkingPods } from '../metrics/working-pods.js';
-import { initialUiState, promptText, reduceKey, selectedIndex, type Effect, type KeyPress, type UiState } from './controller.js';
+import { initialUiState, promptText, reduceKey, selectedIndex, splitKeys, type Effect, type UiState } from './controller.js';
 import { EventsPane } from './EventsPane.js';
 import { Header } from './Header.js';
 import { HelpLine } from './HelpLine.js';
@@ -96,13 +96,15 @@ export function WatchApp(props: WatchAppProps) {
 
   useInput(
     (input, key) => {
-      const press: KeyPress = { ...key, input };
       const ctx = { visible, now: now(), pageSize: Math.max(1, screen.tableRows - 1) };
-      const { state, effect } = reduceKey(uiRef.current, press, ctx);
-      // Pin the selection to a UID so it survives re-sorting and new listings.
-      const pinned = state.selectedUid === undefined && visible.length > 0 ? { ...state, selectedUid: visible[selectedIndex(state, visible)]!.uid } : state;
-      updateUi(() => pinned);
-      if (effect !== undefined) runEffect(effect);
+      for (const press of splitKeys({ ...key, input })) {
+        const { state, effect } = reduceKey(uiRef.current, press, ctx);
+        // Pin the selection to a UID so it survives re-sorting and new listings.
+        const pinned = state.selectedUid === undefined && visible.length > 0 ? { ...state, selectedUid: visible[selectedIndex(state, visible)]!.uid } : state;
+        updateUi(() => pinned);
+        if (effect !== undefined) runEffect(effect);
+        if (effect?.type === 'quit') return;
+      }
     },
     { isActive: interactive },
   );

@@ -200,6 +200,22 @@ export function reduceKey(state: UiState, key: KeyPress, ctx: KeyContext): { sta
   }
 }
 
+/**
+ * The key presses in one read of the terminal. Keys typed faster than they are read (or sent by a
+ * script, or pasted) arrive together as one string: each character is then its own key, with enter,
+ * backspace and escape recognised, so "⌫⌫3⏎" in a prompt edits and submits as if typed.
+ */
+export function splitKeys(press: KeyPress): KeyPress[] {
+  const { input } = press;
+  const special = press.upArrow || press.downArrow || press.pageUp || press.pageDown || press.home || press.end || press.ctrl;
+  if (special || input.length <= 1 || input.startsWith('\u001b')) return [press];
+  return [...input].map((ch): KeyPress => {
+    if (ch === '\r' || ch === '\n') return { input: '', return: true };
+    if (ch === '\u007f' || ch === '\b') return { input: '', backspace: true };
+    return { input: ch };
+  });
+}
+
 /** The question shown for a prompt or confirmation. */
 export function promptText(mode: Mode): string | undefined {
   switch (mode.kind) {

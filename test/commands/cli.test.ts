@@ -37,7 +37,7 @@ beforeAll(() => {
   if (!existsSync(path.join(ROOT, 'dist', 'commands', 'kill.js'))) throw new Error('dist/ is missing: run `npm run build` before the CLI tests');
 });
 
-describe('--help teaches', () => {
+describe('--help teaches', { timeout: 60_000 }, () => {
   it.each([
     ['kill', ['--grace', '--timeout', '--no-wait', '-l, --selector', 'killPodNow bound', 'Exit codes:', '3   timed out', 'EXAMPLES']],
     ['evict', ['--reason', '--message', 'Failed', 'Exit codes:', 'EXAMPLES']],
@@ -54,7 +54,7 @@ describe('--help teaches', () => {
   });
 });
 
-describe('exit codes and streams', () => {
+describe('exit codes and streams', { timeout: 60_000 }, () => {
   it('usage error: exit 2, one line on stderr, nothing on stdout', async () => {
     const run = await podctl(['kill']);
     expect(run.code).toBe(2);
@@ -80,7 +80,7 @@ describe('exit codes and streams', () => {
   });
 });
 
-describe('against the embedded simulator', () => {
+describe('against the embedded simulator', { timeout: 90_000 }, () => {
   let sim: RunningSimulator;
   let dir: string;
   let common: string[];
@@ -177,6 +177,19 @@ describe('against the embedded simulator', () => {
     expect(JSON.parse(out).pods[0]).toMatchObject({ name: 'stubborn-3', outcome: 'terminated' });
   });
 
+  it('--no-wait returns at once and a background podctl finishes the termination', async () => {
+    const run = await podctl(['kill', 'batch/batch-1', '--no-wait', '--json', ...common]);
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout);
+    expect(result).toMatchObject({ status: 'requested', handedOffTo: { pid: expect.any(Number) } });
+    let state = '';
+    for (let i = 0; i < 100 && state !== 'finished' && state !== 'terminated'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      state = JSON.parse((await podctl(['status', 'batch/batch-1', '--json', ...common])).stdout).pods[0].state;
+    }
+    expect(['terminated', 'finished']).toContain(state);
+  });
+
   it('evict removes the stopped pod from the runtime', async () => {
     const run = await podctl(['evict', 'web/web-2', '--json', ...common]);
     expect(run.code).toBe(0);
@@ -209,7 +222,7 @@ describe('against the embedded simulator', () => {
   });
 });
 
-describe('a real drain against the embedded simulator', () => {
+describe('a real drain against the embedded simulator', { timeout: 90_000 }, () => {
   let sim: RunningSimulator;
   let common: string[];
 

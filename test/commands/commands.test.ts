@@ -116,6 +116,22 @@ describe('kill', () => {
     expect(run.exitCode).toBe(1);
   });
 
+  it('--no-wait hands the pods this process would drive to a background podctl, after closing the session', async () => {
+    const session = node();
+    const run = await runCommand(Kill, ['web/frontend', '--no-wait', '--json', '--state-dir', '/tmp/s', '--runtime-endpoint', 'unix:///tmp/c.sock'], session);
+    expect(run.exitCode).toBe(0);
+    expect(session.closed).toBe(true);
+    const uid = session.uidOf('web', 'frontend');
+    expect(run.handOffs).toEqual([{ uids: [uid], stateDir: '/tmp/s', runtimeEndpoint: 'unix:///tmp/c.sock' }]);
+    expect(JSON.parse(run.stdout)).toMatchObject({ status: 'requested', handedOffTo: { pid: 99999, uids: [uid] } });
+    expect(run.stderr).toContain('handed to background podctl pid 99999');
+  });
+
+  it('without --no-wait nothing is handed off', async () => {
+    const run = await runCommand(Kill, ['web/frontend'], node());
+    expect(run.handOffs).toEqual([]);
+  });
+
   it('-l with -A kills across namespaces', async () => {
     const session = node();
     await runCommand(Kill, ['-l', 'app=frontend', '-A', '--no-wait'], session);

@@ -8,12 +8,19 @@ import { vi } from 'vitest';
 import { PodctlCommand } from '../../src/lib/command.js';
 import type { NodeSession, SessionOptions } from '../../src/services/session-api.js';
 
+export interface HandOffCall {
+  uids: string[];
+  stateDir: string;
+  runtimeEndpoint?: string;
+}
+
 export interface CommandRun<T> {
   result: T | undefined;
   stdout: string;
   stderr: string;
   exitCode: number;
   sessionOptions: SessionOptions | undefined;
+  handOffs: HandOffCall[];
 }
 
 let config: Config | undefined;
@@ -26,6 +33,12 @@ export async function runCommand<T>(command: Runnable<T>, argv: string[], sessio
   let stderr = '';
   let sessionOptions: SessionOptions | undefined;
   const previousFactory = PodctlCommand.sessionFactory;
+  const previousHandOff = PodctlCommand.handOff;
+  const handOffs: HandOffCall[] = [];
+  PodctlCommand.handOff = (options) => {
+    handOffs.push({ uids: options.uids, stateDir: options.stateDir, ...(options.runtimeEndpoint ? { runtimeEndpoint: options.runtimeEndpoint } : {}) });
+    return { pid: 99999, log: `${options.stateDir}/hand-off-test.log` };
+  };
   PodctlCommand.sessionFactory = async (options) => {
     sessionOptions = options;
     if (!session) throw new Error('this test gives no session');
@@ -65,11 +78,12 @@ export async function runCommand<T>(command: Runnable<T>, argv: string[], sessio
     log.mockRestore();
     error.mockRestore();
     PodctlCommand.sessionFactory = previousFactory;
+    PodctlCommand.handOff = previousHandOff;
     process.exitCode = undefined;
     for (const [k, v] of Object.entries(savedEnv)) {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
   }
-  return { result, stdout, stderr, exitCode, sessionOptions };
+  return { result, stdout, stderr, exitCode, sessionOptions, handOffs };
 }

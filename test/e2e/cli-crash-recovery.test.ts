@@ -89,5 +89,5 @@ describeContainerd(import.meta.url, 'podctl killed mid-termination, recovered by
     const after = await runPodctl(['status', '--uid', real.uid, '-o', 'json'], options);
     expect(after.code).toBe(0);
     expect((JSON.parse(after.stdout) as StatusJson).pods[0]?.state).toMatch(/^(terminated|finished)$/);
-  });
+  }, 120_000);
 });

@@ -9,6 +9,7 @@ import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { describeContainerd } from './support/env.js';
 import { useContainerd } from './support/context.js';
 import { requireBuild, runPodctl } from './support/cli.js';
+import { waitFor } from './support/engine.js';
 import { exitInfo, firstSigterm, sandboxReady } from './support/observe.js';
 
 describeContainerd(import.meta.url, 'podctl kill against containerd', () => {
@@ -45,7 +46,7 @@ describeContainerd(import.meta.url, 'podctl kill against containerd', () => {
 
     // a second process sees the result in the shared state dir
     const status = await podctl(['status', '--uid', real.uid, '-o', 'json']);
-    expect(status.code).toBe(0);
+    expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toContain(real.uid);
   });
 
@@ -63,6 +64,62 @@ describeContainerd(import.meta.url, 'podctl kill against containerd', () => {
     }
     expect(await exitInfo(node.cri, bystander.containers[0]!.id)).toMatchObject({ state: 'running' });
   });
+
+  it('a second `podctl kill --grace 1` shortens a first process\'s in-flight kill (grace 30)', async () => {
+    const real = await node.pods.create({ name: 'shorten', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
+    const [stubborn] = real.containers;
+    const ref = `${real.namespace}/${real.name}`;
+
+    const first = podctl(['kill', ref, '--json']);
+    await waitFor('the first SIGTERM', () => firstSigterm(stubborn!));
+    const secondStarted = Date.now();
+    const second = await podctl(['kill', ref, '--grace', '1', '--json']);
+    const firstRun = await first;
+
+    expect(second.code).toBe(0);
+    expect(firstRun.code).toBe(0);
+    const exit = await exitInfo(node.cri, stubborn!.id);
+    expect(exit).toMatchObject({ state: 'exited', exitCode: 137 });
+    // killed about a second after the shorter grace was asked for, not 30 s after the first SIGTERM
+    expect(exit.finishedAt! - secondStarted).toBeLessThan(6_000);
+    const firstResult = JSON.parse(firstRun.stdout) as { pods: { uid: string; outcome: string }[] };
+    expect(firstResult.pods).toEqual([expect.objectContaining({ uid: real.uid, outcome: 'terminated' })]);
+  }, 60_000);
+
+  it('evict: the pod is stopped, then its containers and sandbox are removed from the runtime', async () => {
+    const real = await node.pods.create({ name: 'evict', containers: [{ name: 'main', mode: 'default' }] });
+
+    const run = await podctl(['evict', `${real.namespace}/${real.name}`, '--grace', '5', '--json']);
+    expect(run.code).toBe(0);
+    const [sandboxes, containers] = await Promise.all([
+      node.cri.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.uid': real.uid } }),
+      node.cri.listContainers({ labelSelector: { 'io.kubernetes.pod.uid': real.uid } }),
+    ]);
+    expect(containers).toEqual([]);
+    expect(sandboxes).toEqual([]);
+  }, 60_000);
+
+  it('drain -l: ordinary pods first, the static (critical) pod last, each within its group budget', async () => {
+    const app = `drain-${Date.now().toString(36)}`;
+    const ordinary = await node.pods.create({ name: 'drain-app', labels: { app }, containers: [{ name: 'stubborn', mode: 'ignore' }] });
+    const critical = await node.pods.create({ name: 'drain-static', labels: { app }, configSource: 'file', containers: [{ name: 'main', mode: 'default' }] });
+
+    const run = await podctl(['drain', '-l', `app=${app}`, '--grace-period', '4', '--critical-grace-period', '2', '--json']);
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout) as { status: string; groups: { critical: boolean; budgetSeconds: number; pods: { uid: string; outcome: string }[] }[] };
+    expect(result.status).toBe('done');
+    const groupOf = (uid: string) => result.groups.find((g) => g.pods.some((p) => p.uid === uid));
+    expect(groupOf(ordinary.uid)).toMatchObject({ critical: false, budgetSeconds: 2 });
+    expect(groupOf(critical.uid)).toMatchObject({ critical: true, budgetSeconds: 2 });
+    expect(result.groups.flatMap((g) => g.pods.map((p) => p.uid))).toHaveLength(2);
+
+    const ordinaryExit = await exitInfo(node.cri, ordinary.containers[0]!.id);
+    expect(ordinaryExit).toMatchObject({ state: 'exited', exitCode: 137 });
+    const criticalSigterm = await firstSigterm(critical.containers[0]!);
+    // the critical pod is only asked to stop once the ordinary group is done
+    expect(criticalSigterm!.time).toBeGreaterThanOrEqual(ordinaryExit.finishedAt! - 50);
+    expect(await exitInfo(node.cri, critical.containers[0]!.id)).toMatchObject({ state: 'exited', exitCode: 0 });
+  }, 60_000);
 
   it('a pod that is not on the node: exit 4 and a one-line error', async () => {
     const run = await podctl(['kill', 'e2e/no-such-pod-here']);

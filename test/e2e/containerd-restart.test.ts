@@ -80,5 +80,5 @@ describeContainerd(import.meta.url, 'containerd restarted during a termination',
     } finally {
       await stack.close();
     }
-  });
+  }, 120_000);
 });

@@ -129,6 +129,7 @@ export class RecordingSyncer implements PodSyncer {
   onSyncPod: Hook | undefined;
   onTerminating: Hook | undefined;
   onTerminated: Hook | undefined;
+  onTerminatingRuntime: Hook | undefined;
 
   #record(uid: string, rec: SyncPodRecord): void {
     const list = this.processed.get(uid) ?? [];
@@ -160,8 +161,8 @@ export class RecordingSyncer implements PodSyncer {
     if (err) throw err;
   }
   async syncTerminatingRuntimePod(signal: AbortSignal, runningPod: RunningPod): Promise<void> {
-    void signal;
     this.#record(runningPod.id, { name: runningPod.name, updateType: 'kill', runningPod });
+    if (this.onTerminatingRuntime) await this.onTerminatingRuntime(runningPod.id, signal);
   }
   async syncTerminatedPod(signal: AbortSignal, pod: V1Pod, podStatus: PodStatus | undefined): Promise<void> {
     void podStatus;

@@ -229,6 +229,7 @@ describe('termination rules of UpdatePod', () => {
     await h.drain();
     expect(aborted).toBe(true);
     expect(h.syncer.records('1')!.map((r) => (r.terminated ? 'terminated' : r.updateType))).toEqual(['create', 'kill', 'terminated']);
+    expect(h.recorder.events).toEqual([]); // a cancellation is not a failure worth an event
     expect(h.workers.snapshot().get('1')!.finished).toBe(true);
     await h.workers.close();
   });
@@ -381,6 +382,33 @@ describe('onComplete on the less common termination paths (ENGINE-API: called ex
     killPodNow(h.workers)(newNamedPod('slow', 'ns', 'slow', false), false, 1).then(() => (outcome = 'resolved'), (e: Error) => (outcome = e));
     await vi.advanceTimersByTimeAsync(10_000);
     expect(outcome).toBeInstanceOf(Error);
+    await h.workers.close();
+  });
+});
+
+describe('killPodNow leaves no timer behind', () => {
+  it('once the kill completes its timeout timer is cleared (a CLI process can exit at once)', async () => {
+    vi.useFakeTimers();
+    const h = createHarness();
+    let outcome: 'pending' | 'resolved' | Error = 'pending';
+    killPodNow(h.workers, new FakeRecorder())(newNamedPod('1', 'ns', 'p', false), false).then(() => (outcome = 'resolved'), (e: Error) => (outcome = e));
+    for (let i = 0; i < 100 && outcome === 'pending'; i++) await vi.advanceTimersByTimeAsync(0);
+    expect(outcome).toBe('resolved');
+    for (let i = 0; i < 100 && !h.workers.snapshot().get('1')!.finished; i++) await vi.advanceTimersByTimeAsync(0);
+    expect(vi.getTimerCount()).toBe(0);
+    await h.workers.close();
+  });
+});
+
+describe('TestKillPodNowFunc with timers faked for the whole test', () => {
+  it('workers make progress and the kill resolves without advancing fake time', async () => {
+    vi.useFakeTimers();
+    const h = createHarness();
+    const pod = newNamedPod('test', 'ns', 'test', false);
+    await killPodNow(h.workers, new FakeRecorder())(pod, false, 0);
+    await h.workers.whenIdle();
+    expect(h.syncer.records('test')!.map((r) => (r.terminated ? 'terminated' : r.updateType))).toEqual(['kill', 'terminated']);
+    expect(vi.getTimerCount()).toBe(0);
     await h.workers.close();
   });
 });

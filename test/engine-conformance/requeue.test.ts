@@ -5,7 +5,7 @@
  * ([1, 1.5) s), an immediate requeue on a phase change, and nothing after the final step. Also
  * FailedSync when the cache cannot answer, and getNewerThan's minTime following the last sync.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createPodWorkers } from '../../src/engine/index.js';
 import { FakeCache, createHarness, newNamedPod, runningPod } from './harness.js';
 
@@ -37,6 +37,8 @@ describe('requeue via the WorkQueue', () => {
     expect(s.working).toBe(false);
     expect(s.terminatingAt).toBeUndefined();
     expect(s.startedAt).toBeDefined();
+    // the worker itself records no event for a syncer error (the syncer reports its own)
+    expect(h.recorder.events).toEqual([]);
     await h.workers.close();
   });
 
@@ -149,5 +151,112 @@ describe('default work queue', () => {
     expect(types[0]).toBe('create');
     expect(types[1]).toBe('sync');
     await workers.close();
+  });
+});
+
+describe('default work queue timing (fake timers)', () => {
+  function syncerCounting() {
+    const calls: string[] = [];
+    let failTerminatingOnce = false;
+    return {
+      calls,
+      failNextTerminating() {
+        failTerminatingOnce = true;
+      },
+      syncer: {
+        async syncPod(_s: AbortSignal, updateType: string) {
+          calls.push(`sync:${updateType}`);
+          return false;
+        },
+        async syncTerminatingPod() {
+          calls.push('terminating');
+          if (failTerminatingOnce) {
+            failTerminatingOnce = false;
+            throw new Error('runtime unavailable');
+          }
+        },
+        async syncTerminatingRuntimePod() {
+          calls.push('terminating-runtime');
+        },
+        async syncTerminatedPod() {
+          calls.push('terminated');
+        },
+      },
+    };
+  }
+
+  it('re-syncs after the default 60 s interval (jittered up to 90 s), and close() releases every timer', async () => {
+    vi.useFakeTimers();
+    try {
+      const s = syncerCounting();
+      const workers = createPodWorkers({ cache: new FakeCache(), syncer: s.syncer });
+      workers.updatePod({ pod: newNamedPod('1', 'ns', 'p', false), updateType: 'create' });
+      await vi.advanceTimersByTimeAsync(0);
+      expect(s.calls).toEqual(['sync:create']);
+      await vi.advanceTimersByTimeAsync(59_000);
+      expect(s.calls).toEqual(['sync:create']);
+      await vi.advanceTimersByTimeAsync(31_000);
+      expect(s.calls).toEqual(['sync:create', 'sync:sync']);
+      await workers.close();
+      expect(vi.getTimerCount()).toBe(0);
+      await vi.advanceTimersByTimeAsync(600_000);
+      expect(s.calls).toEqual(['sync:create', 'sync:sync']);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('retries a failed termination after the default 10 s backoff (jittered up to 15 s) and then finishes', async () => {
+    vi.useFakeTimers();
+    try {
+      const s = syncerCounting();
+      s.failNextTerminating();
+      const workers = createPodWorkers({ cache: new FakeCache(), syncer: s.syncer });
+      workers.updatePod({ pod: newNamedPod('1', 'ns', 'p', false), updateType: 'kill' });
+      await vi.advanceTimersByTimeAsync(0);
+      expect(s.calls).toEqual(['terminating']);
+      await vi.advanceTimersByTimeAsync(9_900);
+      expect(s.calls).toEqual(['terminating']);
+      await vi.advanceTimersByTimeAsync(5_200);
+      expect(s.calls).toEqual(['terminating', 'terminating', 'terminated']);
+      expect(workers.snapshot().get('1')!.finished).toBe(true);
+      // nothing more is scheduled for a finished pod
+      await vi.advanceTimersByTimeAsync(600_000);
+      expect(s.calls).toEqual(['terminating', 'terminating', 'terminated']);
+      await workers.close();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+describe('a supplied WorkQueue replaces the internal one', () => {
+  it('the engine only enqueues; it never re-syncs on its own', async () => {
+    vi.useFakeTimers();
+    try {
+      const h = createHarness({ resyncIntervalMs: 1_000, backOffPeriodMs: 1_000 });
+      h.workers.updatePod({ pod: newNamedPod('1', 'ns', 'p', false), updateType: 'create' });
+      for (let i = 0; i < 50 && h.syncer.records('1') === undefined; i++) await vi.advanceTimersByTimeAsync(0);
+      expect(h.syncer.records('1')).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(600_000);
+      expect(h.syncer.records('1')).toHaveLength(1);
+      expect(h.queue.forUid('1')).toHaveLength(1);
+      await h.workers.close();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+describe('jitter', () => {
+  it('resync delays are spread over [interval, 1.5 × interval), not all identical', async () => {
+    const h = createHarness({ resyncIntervalMs: 60_000 });
+    for (let i = 0; i < 20; i++) h.workers.updatePod({ pod: newNamedPod(String(i), 'ns', 'p', false), updateType: 'create' });
+    await h.drain();
+    const delays = h.queue.items.map((i) => i.delayMs);
+    expect(delays).toHaveLength(20);
+    for (const d of delays) inRange(d, 60_000, 90_000);
+    expect(new Set(delays).size).toBeGreaterThan(1);
+    await h.workers.close();
   });
 });

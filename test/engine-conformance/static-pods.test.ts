@@ -396,3 +396,34 @@ describe('Test_allowPodStart (through start order)', () => {
     await h.workers.close();
   });
 });
+
+describe('which pods are static', () => {
+  const withSource = (uid: string, source: string) => {
+    const p = newNamedPod(uid, 'ns', 'same', false);
+    p.metadata!.annotations = { 'kubernetes.io/config.source': source };
+    return p;
+  };
+
+  it('config.source "api" is not static: pods with one full name all start', async () => {
+    const h = createHarness();
+    h.workers.updatePod({ pod: withSource('a', 'api'), updateType: 'update' });
+    h.workers.updatePod({ pod: withSource('b', 'api'), updateType: 'update' });
+    await h.drain();
+    expect(started(h, 'a')).toBe(true);
+    expect(started(h, 'b')).toBe(true);
+    expect(h.workers.syncKnownPods([withSource('a', 'api'), withSource('b', 'api')]).get('a')!.static).toBe(false);
+    await h.workers.close();
+  });
+
+  it('config.source "http" (any source but the API) is static: one at a time', async () => {
+    const h = createHarness();
+    h.workers.updatePod({ pod: withSource('a', 'http'), updateType: 'update' });
+    h.workers.updatePod({ pod: withSource('b', 'http'), updateType: 'update' });
+    await h.drain();
+    expect(started(h, 'a')).toBe(true);
+    expect(waiting(h, 'b')).toBe(true);
+    expect(h.workers.syncKnownPods([withSource('a', 'http'), withSource('b', 'http')]).get('b')).toEqual(
+      { state: 'sync', orphan: false, hasConfig: true, static: true });
+    await h.workers.close();
+  });
+});

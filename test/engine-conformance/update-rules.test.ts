@@ -271,3 +271,69 @@ describe('more reference details', () => {
     await h.workers.close();
   });
 });
+
+describe('end-of-life details', () => {
+  it('a runtime-only pod: housekeeping kills that arrive while it terminates do not resurrect it', async () => {
+    const { gate } = await import('./harness.js');
+    const h = createHarness();
+    const g = gate();
+    h.syncer.onTerminatingRuntime = () => g.promise;
+    h.workers.updatePod({ updateType: 'kill', runningPod: runningPod('r', 'r', 'ns') });
+    await until(() => h.syncer.records('r')?.length === 1, 'runtime kill running');
+    h.workers.updatePod({ updateType: 'kill', runningPod: runningPod('r', 'r', 'ns') });
+    expect(h.workers.snapshot().get('r')!.working).toBe(true);
+    g.open();
+    await h.drain();
+    expect(h.syncer.records('r')).toHaveLength(1);
+    expect(h.workers.snapshot().has('r')).toBe(false);
+    await h.workers.close();
+  });
+
+  it('before the first SyncKnownPods a forgotten runtime pod could still have containers; after it, not', async () => {
+    const h = createHarness();
+    h.workers.updatePod({ updateType: 'kill', runningPod: runningPod('r', 'r', 'ns') });
+    await h.drain();
+    expect(h.workers.snapshot().has('r')).toBe(false);
+    expect(h.workers.couldHaveRunningContainers('r')).toBe(true);
+    expect(h.workers.isPodKnownTerminated('r')).toBe(false);
+    h.workers.syncKnownPods([]);
+    expect(h.workers.couldHaveRunningContainers('r')).toBe(false);
+    expect(h.workers.shouldPodRuntimeBeRemoved('r')).toBe(true);
+    await h.workers.close();
+  });
+
+  it('an update arriving during the terminated step is never run: the worker finishes', async () => {
+    const { gate } = await import('./harness.js');
+    const h = createHarness();
+    const pod = newNamedPod('1', 'ns', 'p', false);
+    const g = gate();
+    h.syncer.onTerminated = () => g.promise;
+    h.workers.updatePod({ pod, updateType: 'kill' });
+    await until(() => h.syncer.records('1')?.some((r) => r.terminated) === true, 'terminated step running');
+    h.workers.updatePod({ pod, updateType: 'update' });
+    g.open();
+    await h.drain();
+    const s = h.workers.snapshot().get('1')!;
+    expect(s.finished).toBe(true);
+    expect(s.working).toBe(false);
+    expect(h.syncer.records('1')!.filter((r) => r.terminated)).toHaveLength(1);
+    await h.workers.close();
+  });
+
+  it('kill options in the active update are those of the latest update (not accumulated)', async () => {
+    const h = createHarness();
+    const pod = newNamedPod('1', 'ns', 'p', false);
+    h.workers.updatePod({ pod, updateType: 'create' });
+    await h.drain();
+    h.syncer.failTerminating = () => new Error('keep terminating');
+    h.workers.updatePod({ pod, updateType: 'kill', killPodOptions: { evict: true } });
+    await h.drain();
+    expect(h.workers.snapshot().get('1')!.activeUpdate!.killPodOptions).toEqual({ evict: true, gracePeriodSecondsOverride: 30 });
+    h.workers.updatePod({ pod, updateType: 'update' });
+    await h.drain();
+    const s = h.workers.snapshot().get('1')!;
+    expect(s.activeUpdate!.killPodOptions).toEqual({ gracePeriodSecondsOverride: 30 });
+    expect(s.evicted).toBe(true); // the status flag, unlike the update, stays
+    await h.workers.close();
+  });
+});

@@ -141,3 +141,44 @@ describe('ordering details of the reference', () => {
     await h.workers.close();
   });
 });
+
+describe('cancellation signals', () => {
+  it('an ordinary update does not cancel a running syncPod', async () => {
+    const h = createHarness();
+    const g = gate();
+    let aborted = false;
+    h.syncer.onSyncPod = async (_uid, signal) => {
+      if (h.syncer.records('1')!.length > 1) return;
+      signal.addEventListener('abort', () => (aborted = true), { once: true });
+      await g.promise;
+    };
+    const pod = newNamedPod('1', 'ns', 'p', false);
+    h.workers.updatePod({ pod, updateType: 'create' });
+    await until(() => h.syncer.records('1')?.length === 1, 'first sync running');
+    h.workers.updatePod({ pod, updateType: 'update' });
+    h.workers.updatePod({ pod, updateType: 'sync', killPodOptions: { gracePeriodSecondsOverride: 1 } });
+    g.open();
+    await h.drain();
+    expect(aborted).toBe(false);
+    expect(h.syncer.records('1')!.map((r) => r.updateType)).toEqual(['create', 'sync']);
+    await h.workers.close();
+  });
+
+  it('after a cancellation the next sync gets a fresh, un-aborted signal', async () => {
+    const { untilAborted } = await import('./harness.js');
+    const h = createHarness();
+    h.syncer.onSyncPod = (_uid, signal) => untilAborted(signal);
+    let terminatingSignalAborted: boolean | undefined;
+    h.syncer.onTerminating = (_uid, signal) => {
+      terminatingSignalAborted = signal.aborted;
+    };
+    const pod = newNamedPod('1', 'ns', 'p', false);
+    h.workers.updatePod({ pod, updateType: 'create' });
+    await until(() => h.syncer.records('1')?.length === 1, 'sync running');
+    h.workers.updatePod({ pod, updateType: 'kill' });
+    await h.drain();
+    expect(terminatingSignalAborted).toBe(false);
+    expect(h.workers.snapshot().get('1')!.finished).toBe(true);
+    await h.workers.close();
+  });
+});

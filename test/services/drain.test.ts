@@ -147,3 +147,16 @@ describe('drain verification', () => {
     expect(drainExitCode(result)).toBe(5);
   });
 });
+
+describe('drain table', () => {
+  it('dry-run rows: group label, pod, priority, critical reason, pod grace, drain grace; skipped pods last', async () => {
+    const { drainTable } = await import('../../src/services/drain.js');
+    const { createStyler } = await import('../../src/lib/output.js');
+    const result = await drainNode({ session: demo(), selection: everything, groups: defaultGroups(30, 10), dryRun: true });
+    const spec = drainTable(result, createStyler(false));
+    expect(spec.head).toEqual(['GROUP', 'NAMESPACE/NAME', 'PRIORITY', 'CRITICAL', 'POD GRACE', 'DRAIN GRACE']);
+    expect(spec.rows[0]).toEqual(['1: ≥0 (20s)', 'batch/report', '-10', '-', '60s', '20s']);
+    expect(spec.rows.find((r) => r[1] === 'kube-system/etcd')).toEqual(['2: ≥2000000000 (10s, critical)', 'kube-system/etcd', '0', 'static', '30s', '10s']);
+    expect(spec.rows.at(-1)).toEqual(['skipped', 'default/old', '-', '-', '-', 'already-terminated']);
+  });
+});

@@ -130,7 +130,7 @@ describe('--explain', () => {
     const { owner: _owner, ...ownerless } = terminatingPod();
     expect(waitingFor(ownerless, NOW)).toMatch(/^No podctl process drives it now.*podctl sync-known/);
     const runtimeOnly: PodInfo = { uid: 'r', namespace: 'a', name: 'b', static: false, state: 'runtime', containersRunning: 1, containersTotal: 1, since: 0, history: [] };
-    expect(waitingFor(runtimeOnly, NOW)).toMatch(/no worker tracks it.*sync-known/);
+    expect(waitingFor(runtimeOnly, NOW)).toMatch(/no worker tracks it yet.*sync-known.*only if it is not desired/);
     const finished = { ...terminatingPod(), state: 'finished' as const, worker: view({ terminatingAt: 1, terminatedAt: 2, finished: true }) };
     expect(waitingFor(finished, NOW)).toMatch(/^Nothing: termination finished/);
     const terminated = { ...terminatingPod(), state: 'terminated' as const, worker: view({ terminatingAt: 1, terminatedAt: 2, evicted: true }) };

@@ -71,6 +71,40 @@ describe('watch feed', () => {
     expect(kinds).toEqual(['engine:termination-requested', 'engine:state-changed', 'runtime:transition']);
   });
 
+  it('shows this engine\'s transition at once, and a listing that started before it does not undo it', async () => {
+    const a = pod('default/a');
+    const session = new FakeSession([a]);
+    const { feed, changes } = feedOf(session, 1);
+    await feed.start();
+    // The next listing starts now and hangs (a runtime busy with the kill), then returns the old view.
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const list = session.listPods.bind(session);
+    let calls = 0;
+    session.listPods = async () => {
+      calls += 1;
+      const view = await list();
+      if (calls === 1) await gate;
+      return view;
+    };
+    session.emit({ source: 'store', uid: a.uid, at: 1, kind: 'lease-changed' });
+    await vi.waitFor(() => expect(calls).toBe(1));
+    // The engine moves the pod while that listing is in flight.
+    const changed = nextChange(feed);
+    session.set({ ...a, state: 'terminating', since: 5_000, gracePeriod: 8, graceDeadline: 13_000 });
+    session.emitEngine({ type: 'termination-requested', uid: a.uid, fullname: 'a_default', at: 5_000, gracePeriod: 8, evicted: false, deleted: false });
+    session.emitEngine({ type: 'state-changed', uid: a.uid, fullname: 'a_default', at: 5_000, from: 'sync', to: 'terminating' });
+    await changed;
+    expect(feed.snapshot().pods[0]).toMatchObject({ state: 'terminating', since: 5_000, gracePeriod: 8, graceDeadline: 13_000 });
+    expect(changes.flatMap((c) => c.transitions).map((t) => [t.from, t.to, t.source])).toEqual([['sync', 'terminating', 'engine']]);
+    // The stale listing lands: the transition stays, and is not reported twice.
+    release();
+    await feed.whenSettled();
+    expect(calls).toBe(2);
+    expect(feed.snapshot().pods[0]?.state).toBe('terminating');
+    expect(changes.flatMap((c) => c.transitions)).toHaveLength(1);
+  });
+
   it('coalesces a burst of events into a bounded number of listings', async () => {
     const session = new FakeSession([pod('default/a')]);
     const { feed } = feedOf(session, 40);

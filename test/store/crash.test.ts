@@ -10,7 +10,7 @@ import type { RunningSimulator, SimPodSpec } from '../../src/cri/simulator/index
 import { openSession } from '../../src/services/session.js';
 import { openStore } from '../../src/store/index.js';
 import { tempDir } from './support/fixtures.js';
-import { auditCheckpoints, desiredOf, isRunning, runDriver, seed, startNode, type DriverRun, type SeededPod } from './support/harness.js';
+import { auditCheckpoints, desiredOf, isRunning, journalCounts, runDriver, seed, startNode, type DriverRun, type SeededPod } from './support/harness.js';
 
 // The suite runs 5 × 10 = 50 trials; scripts/soak-store.sh raises these for 200+.
 const LANES = Number(process.env.PODCTL_CRASH_LANES ?? 5);
@@ -61,7 +61,8 @@ async function runLane(lane: number, random: () => number): Promise<TrialReport[
         containers: [{ name: 'main', onSigterm: i % 3 === 0 ? 'ignore' : i % 3 === 1 ? { exitAfterSeconds: 10 } : 'exit' }],
       }));
       const pods: SeededPod[] = seed(sim, specs);
-      const args = pods.map((p) => `${p.uid}:${1 + Math.floor(random() * 30)}`);
+      const graces = pods.map(() => 1 + Math.floor(random() * 30));
+      const args = pods.map((p, i) => `${p.uid}:${graces[i]}`);
       const run = runDriver([stateDir, sim.endpoint, '20000', ...args]);
       // Some kills land during start-up; most after the session opened, anywhere in the kill.
       const early = random() < 0.15;
@@ -87,15 +88,28 @@ async function runLane(lane: number, random: () => number): Promise<TrialReport[
       reports.push({ lane, trial, killAfterMs, reportedDone, resumed, orphaned });
 
       const store = await openStore({ stateDir });
-      for (const pod of pods) {
+      const counts = journalCounts(sim);
+      for (const [i, pod] of pods.entries()) {
         const checkpoint = await store.checkpoints.read(pod.uid);
         const where = `lane ${lane} trial ${trial} pod ${pod.uid} (killed after ${killAfterMs} ms)`;
         if (reportedDone.includes(pod.uid)) {
           // A kill reported done survives the crash: the pod was driven to termination.
           expect(checkpoint?.status.terminatingAt, where).toBeDefined();
         }
+        // Write-ahead: the runtime never saw a stop the store does not know about, and the grace it
+        // saw never exceeded the requested one nor grew, across the crash and the resume.
+        const timeouts = pod.containerIds.flatMap((id) => counts.stopTimeouts.get(id) ?? []);
+        if (timeouts.length > 0) expect(checkpoint?.status.terminatingAt, `${where}: stopped without a checkpoint`).toBeDefined();
+        for (const id of pod.containerIds) {
+          const seen = counts.stopTimeouts.get(id) ?? [];
+          for (const [k, t] of seen.entries()) {
+            expect(t, `${where}: StopContainer timeouts ${seen.join(',')} (grace ${graces[i]})`).toBeLessThanOrEqual(graces[i]!);
+            if (k > 0) expect(t, `${where}: StopContainer timeouts ${seen.join(',')}`).toBeLessThanOrEqual(seen[k - 1]!);
+          }
+        }
         if (checkpoint) {
           expect(checkpoint.status.terminatedAt, `${where}: stuck terminating`).toBeDefined();
+          expect(checkpoint.status.gracePeriod, where).toBeLessThanOrEqual(graces[i]!);
           expect(isRunning(sim, pod), `${where}: still running after sync-known`).toBe(false);
         } else {
           // Never requested (the driver died first): untouched, still running as desired.

@@ -102,6 +102,22 @@ describe('leases', () => {
     expect(a.holds('pod-5')).toBe(false);
   });
 
+  it('housekeeping deletes old tombstones of pods without a checkpoint, and nothing else', async () => {
+    let t = 1_000_000;
+    const a = manager({ clock: () => t });
+    for (const uid of ['gone', 'kept', 'recent', 'held']) await a.tryAcquire(uid);
+    await a.release('gone');
+    await a.release('kept');
+    t += 2 * 3_600_000;
+    await a.release('recent');
+    const swept = await a.sweepReleased(3_600_000, (uid) => uid === 'kept');
+    expect(swept).toBe(1);
+    const left = (await readdir(store.layout.leases)).sort();
+    expect(left).toEqual(['held@1', 'kept@2', 'recent@2']);
+    // A later acquisition of the swept pod starts again and works.
+    expect(await manager().tryAcquire('gone')).toMatchObject({ acquired: true, generation: 1 });
+  });
+
   it('an unreadable lease file is treated as stale and superseded', async () => {
     await writeFile(join(store.layout.leases, 'pod-6@1'), 'garbage', { mode: 0o600 });
     const reports: string[] = [];

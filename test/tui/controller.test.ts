@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { initialUiState, promptText, reduceKey, type KeyContext, type KeyPress, type UiState } from '../../src/tui/controller.js';
+import { initialUiState, promptText, reduceKey, splitKeys, type KeyContext, type KeyPress, type UiState } from '../../src/tui/controller.js';
 import { pod } from './support/fake-session.js';
 
 const web = pod('default/web');
@@ -101,5 +101,14 @@ describe('watch keys', () => {
     expect(press(inHelp.state, 'q').effects).toEqual([{ type: 'quit' }]);
     // In the filter prompt q is text, not quit.
     expect(press(initialUiState, '/', 'q').effects).toEqual([]);
+  });
+
+  it('splits keys that arrived in one read, so a fast "⌫⌫3⏎" edits and submits the prompt', () => {
+    expect(splitKeys({ input: '\u007f\u007f3\r' })).toEqual([{ input: '', backspace: true }, { input: '', backspace: true }, { input: '3' }, { input: '', return: true }]);
+    expect(splitKeys({ input: 'k' })).toEqual([{ input: 'k' }]);
+    expect(splitKeys({ input: '', upArrow: true })).toEqual([{ input: '', upArrow: true }]);
+    let state = press(initialUiState, 'k').state;
+    for (const key of splitKeys({ input: '\u007f\u007f3\r' })) state = reduceKey(state, key, ctx).state;
+    expect(state.mode).toMatchObject({ kind: 'confirm', grace: 3 });
   });
 });

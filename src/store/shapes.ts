@@ -1,0 +1,143 @@
+/**
+ * Fast structural checks for the store's on-disk records: the hot path of every read.
+ *
+ * The zod schemas (schemas.ts) are the reference definition of each format; loading zod costs
+ * ~40 ms, which every `podctl status` would pay. These guards accept exactly what the schemas
+ * accept (test/store/shapes.test.ts checks the two agree on valid records and on every single-field
+ * mutation of them), so a valid record is accepted without zod, and zod is loaded only to explain a
+ * rejection in one line.
+ *
+ * Invariants: pure, no I/O, never throw; a `true` answer means the value has the record's type.
+ */
+import type { InboxRequest } from './inbox.js';
+import type { PodCheckpoint } from './format.js';
+import type { LeaseRecord } from './schemas.js';
+import { HISTORY_LIMIT } from './schemas.js';
+
+type Obj = Record<string, unknown>;
+
+function isObject(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+const isString = (v: unknown): v is string => typeof v === 'string';
+const isNonEmptyString = (v: unknown): boolean => typeof v === 'string' && v.length > 0;
+const isBoolean = (v: unknown): v is boolean => typeof v === 'boolean';
+const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+const isInt = (v: unknown): boolean => Number.isSafeInteger(v);
+const isEpoch = (v: unknown): boolean => isNumber(v) && v >= 0;
+/** Absent, or present and valid (JSON never holds `undefined`, but objects built in memory may). */
+const optional = (o: Obj, key: string, check: (v: unknown) => boolean): boolean => o[key] === undefined || check(o[key]);
+
+const UPDATE_TYPES = new Set(['sync', 'update', 'create', 'kill']);
+const CONTAINER_STATES = new Set(['created', 'running', 'exited', 'unknown']);
+const SANDBOX_STATES = new Set(['ready', 'notready']);
+
+function isRunningPod(v: unknown): boolean {
+  if (!isObject(v) || !isString(v.id) || !isString(v.name) || !isString(v.namespace)) return false;
+  if (!Array.isArray(v.containers) || !Array.isArray(v.sandboxes)) return false;
+  for (const c of v.containers) {
+    if (!isObject(c) || !isString(c.id) || !isString(c.name) || !CONTAINER_STATES.has(c.state as string)) return false;
+  }
+  for (const s of v.sandboxes) {
+    if (!isObject(s) || !isString(s.id) || !SANDBOX_STATES.has(s.state as string)) return false;
+  }
+  return true;
+}
+
+function isKillOptions(v: unknown): boolean {
+  return isObject(v) && optional(v, 'evict', isBoolean) && optional(v, 'gracePeriodSecondsOverride', isNumber);
+}
+
+function isUpdateView(v: unknown): boolean {
+  return (
+    isObject(v) &&
+    UPDATE_TYPES.has(v.updateType as string) &&
+    optional(v, 'startTime', isNumber) &&
+    optional(v, 'pod', isObject) &&
+    optional(v, 'mirrorPod', isObject) &&
+    optional(v, 'runningPod', isRunningPod) &&
+    optional(v, 'killPodOptions', isKillOptions)
+  );
+}
+
+const STATUS_FLAGS = ['working', 'startedTerminating', 'deleted', 'evicted', 'finished', 'restartRequested', 'observedRuntime'];
+const STATUS_TIMES = ['syncedAt', 'startedAt', 'terminatingAt', 'terminatedAt'];
+
+function isStatusView(v: unknown): boolean {
+  if (!isObject(v) || !isNonEmptyString(v.uid) || !isString(v.fullname) || !isNumber(v.gracePeriod)) return false;
+  for (const flag of STATUS_FLAGS) if (!isBoolean(v[flag])) return false;
+  for (const time of STATUS_TIMES) if (!optional(v, time, isEpoch)) return false;
+  return optional(v, 'pendingUpdate', isUpdateView) && optional(v, 'activeUpdate', isUpdateView);
+}
+
+function isTransition(v: unknown): boolean {
+  return isObject(v) && isEpoch(v.at) && isString(v.type) && isString(v.detail) && isInt(v.pid);
+}
+
+function isRuntimeError(v: unknown): boolean {
+  return isObject(v) && isString(v.message) && isEpoch(v.at) && optional(v, 'retryAt', isEpoch);
+}
+
+/** The checkpoint payload (after its checksum matched). */
+export function isCheckpointShape(v: unknown): v is PodCheckpoint {
+  return (
+    isObject(v) &&
+    isNonEmptyString(v.uid) &&
+    isString(v.namespace) &&
+    isString(v.name) &&
+    isStatusView(v.status) &&
+    isEpoch(v.since) &&
+    Array.isArray(v.history) &&
+    v.history.length <= HISTORY_LIMIT &&
+    v.history.every(isTransition) &&
+    optional(v, 'lastError', isRuntimeError) &&
+    optional(v, 'graceDeadline', isEpoch) &&
+    isEpoch(v.writtenAt) &&
+    isInt(v.writerPid)
+  );
+}
+
+/** The checkpoint header line (format and version are checked by the caller first). */
+export function isCheckpointHeader(v: unknown): v is { format: string; version: number; length: number; sha256: string } {
+  return (
+    isObject(v) &&
+    isString(v.format) &&
+    isInt(v.version) &&
+    isInt(v.length) &&
+    (v.length as number) >= 0 &&
+    isString(v.sha256) &&
+    /^[0-9a-f]{64}$/.test(v.sha256)
+  );
+}
+
+export function isLeaseRecordShape(v: unknown): v is LeaseRecord {
+  return (
+    isObject(v) &&
+    isString(v.uid) &&
+    isInt(v.generation) &&
+    (v.generation as number) > 0 &&
+    isInt(v.pid) &&
+    isNumber(v.startTicks) &&
+    (v.startTicks as number) >= 0 &&
+    isNumber(v.startedAt) &&
+    isString(v.token) &&
+    isNumber(v.acquiredAt) &&
+    isBoolean(v.released)
+  );
+}
+
+export function isInboxRequestShape(v: unknown): v is InboxRequest {
+  return (
+    isObject(v) &&
+    isNonEmptyString(v.id) &&
+    isNonEmptyString(v.uid) &&
+    isNumber(v.at) &&
+    isInt(v.fromPid) &&
+    v.kind === 'kill' &&
+    optional(v, 'gracePeriodSeconds', isNumber) &&
+    optional(v, 'evict', isBoolean) &&
+    optional(v, 'reason', isString) &&
+    optional(v, 'message', isString) &&
+    optional(v, 'pod', isObject)
+  );
+}
