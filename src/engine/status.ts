@@ -119,8 +119,9 @@ export class PodSyncRecord {
 
 /** True when the cached runtime status shows nothing running: no running container, no ready sandbox. */
 export function isPodStatusCacheTerminal(status: PodStatus): boolean {
-  for (const c of status.containerStatuses) if (c.state === 'running') return false;
-  for (const s of status.sandboxStatuses) if (s.state === 'ready') return false;
+  // An empty status (the runtime knows the pod, nothing is left) is terminal.
+  for (const c of status.containerStatuses ?? []) if (c.state === 'running') return false;
+  for (const s of status.sandboxStatuses ?? []) if (s.state === 'ready') return false;
   return true;
 }
 

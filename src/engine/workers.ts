@@ -102,6 +102,15 @@ export interface EngineInternals {
  * tests only, the kubelet's internal transitions `allowPodStart` and `removeTerminatedWorker`
  * and the injectable `EngineInternals` (the kubelet's tests reach the same internals).
  */
+/** The cache's latest status; a cache that fails to answer counts as "nothing cached". */
+function cachedStatusOrNothing(cache: PodStatusCache, uid: string): PodStatus | undefined {
+  try {
+    return cache.get(uid);
+  } catch {
+    return undefined;
+  }
+}
+
 export class PodWorkerEngine implements PodWorkers {
   readonly #syncer: PodSyncer;
   readonly #cache: PodStatusCache;
@@ -289,7 +298,7 @@ export class PodWorkerEngine implements PodWorkers {
     // A terminal pod seen for the first time (usually after a restart) whose cached runtime status
     // shows nothing running already went through termination: it only needs the terminated step.
     if (pod !== undefined && isTerminalPhase(pod)) {
-      const cached = this.#cache.get(uid);
+      const cached = cachedStatusOrNothing(this.#cache, uid);
       if (cached !== undefined && isPodStatusCacheTerminal(cached)) {
         record.terminatingAt = now;
         record.terminatedAt = now;
