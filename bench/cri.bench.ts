@@ -11,10 +11,13 @@
  * Scenarios (every pod: one container whose /pause exits on SIGTERM, plus its sandbox):
  * (a) one pod: `podctl kill ns/name` wall time (a fresh process: start-up, session, engine, store,
  *     CRI) vs the raw calls alone on a warm connection (StopContainer + StopPodSandbox); goal:
- *     overhead ≤ 150 ms. Also shown: the same kill in-process through engine + syncer + cache
- *     (no process start-up, no store), and `node -e 0` / `podctl --version` for the start-up share.
+ *     overhead ≤ 150 ms. Also shown, to place the overhead: the same kill in-process through
+ *     engine + syncer + cache (no store), through an open NodeSession (requestKill +
+ *     waitTerminated: store, leases, engine, CRI; no process start-up), and `node -e 0` /
+ *     `podctl --version` for the start-up share.
  * (b) BENCH_PODS pods at once: `podctl kill -l app=…` vs the same raw calls issued concurrently
- *     (per pod: StopContainer then StopPodSandbox); goal: ≤ 1.2×. Also in-process engine + syncer.
+ *     (per pod: StopContainer then StopPodSandbox); goal: ≤ 1.2×. Also in-process engine + syncer,
+ *     and an open NodeSession with all requestKill calls issued concurrently.
  * Runs alternate between the variants, each on fresh pods, so load drifts hit all of them alike.
  */
 import { execFile } from 'node:child_process';
@@ -24,6 +27,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import { connectCri, type CriClient } from '../src/cri/client.js';
+import { openSession } from '../src/services/session.js';
+import type { NodeSession } from '../src/services/session-api.js';
 import { runPodctl, requireBuild } from '../test/e2e/support/cli.js';
 import { EngineStack } from '../test/e2e/support/engine.js';
 import { PrivateNode } from '../test/e2e/support/node.js';
@@ -50,6 +55,18 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
   return performance.now() - t0;
 }
 
+/** As `podctl kill` on an open session: list the node's pods, requestKill each (concurrently), wait. */
+async function sessionKill(session: NodeSession, targets: RealPod[]): Promise<void> {
+  await session.listPods();
+  await Promise.all(targets.map((p) => session.requestKill({ uid: p.uid })));
+  const outcomes = await session.waitTerminated(
+    targets.map((p) => p.uid),
+    { timeoutMs: 120_000 },
+  );
+  const notDone = [...outcomes.values()].filter((o) => o !== 'terminated').length;
+  if (notDone > 0) throw new Error(`session kill: ${notDone} pod(s) not terminated`);
+}
+
 /** The raw runtime work of a kill: StopContainer (the pod's grace), then StopPodSandbox. */
 async function rawKill(cri: CriClient, pod: RealPod): Promise<void> {
   await Promise.all(pod.containers.map((c) => cri.stopContainer(c.id, 30)));
@@ -70,6 +87,8 @@ async function main(): Promise<void> {
   const pods = new PodFactory(cri, join(node?.nodeDir ?? join(socket, '..'), 'logs', 'pods'));
   const stateDir = await mkdtemp(join(tmpdir(), 'podctl-bench-cri-'));
   const stack = await EngineStack.open(socket);
+  const sessionDir = await mkdtemp(join(tmpdir(), 'podctl-bench-cri-session-'));
+  const session = await openSession({ stateDir: sessionDir, runtimeEndpoint: endpoint });
   const version = await cri.version();
 
   try {
@@ -79,7 +98,7 @@ async function main(): Promise<void> {
     await pods.removeAll();
 
     // ---------------------------------------------------------------- (a) one pod
-    const a = { raw: [] as number[], engine: [] as number[], cli: [] as number[], node0: [] as number[], version: [] as number[] };
+    const a = { raw: [] as number[], engine: [] as number[], session: [] as number[], cli: [] as number[], node0: [] as number[], version: [] as number[] };
     for (let i = 0; i < RUNS; i++) {
       const rawPod = await pods.create({ name: 'bench-raw' });
       a.raw.push(await timed(() => rawKill(cri, rawPod)));
@@ -87,6 +106,9 @@ async function main(): Promise<void> {
       const enginePod = await pods.create({ name: 'bench-engine' });
       await stack.adopt(enginePod.pod);
       a.engine.push(await timed(() => stack.kill(enginePod.pod, false)));
+
+      const sessionPod = await pods.create({ name: 'bench-session' });
+      a.session.push(await timed(() => sessionKill(session, [sessionPod])));
 
       const cliPod = await pods.create({ name: 'bench-cli' });
       const cliRun = await runPodctl(['kill', `${cliPod.namespace}/${cliPod.name}`], { endpoint, stateDir });
@@ -99,7 +121,7 @@ async function main(): Promise<void> {
     }
 
     // ---------------------------------------------------------------- (b) PODS at once
-    const b = { raw: [] as number[], engine: [] as number[], cli: [] as number[] };
+    const b = { raw: [] as number[], engine: [] as number[], session: [] as number[], cli: [] as number[] };
     for (let round = 0; round < ROUNDS; round++) {
       const rawPods = await pods.createMany(PODS, { name: 'bench-many-raw' });
       b.raw.push(await timed(() => Promise.all(rawPods.map((p) => rawKill(cri, p)))));
@@ -109,6 +131,10 @@ async function main(): Promise<void> {
       for (const p of enginePods) stack.workers.updatePod({ updateType: 'create', pod: p.pod });
       await stack.workers.whenIdle();
       b.engine.push(await timed(() => Promise.all(enginePods.map((p) => stack.kill(p.pod, false)))));
+      await pods.removeAll();
+
+      const sessionPods = await pods.createMany(PODS, { name: 'bench-many-session' });
+      b.session.push(await timed(() => sessionKill(session, sessionPods)));
       await pods.removeAll();
 
       const app = `bench-${process.pid}-${round}`;
@@ -133,12 +159,14 @@ async function main(): Promise<void> {
     const rawA = median(a.raw);
     row('(a) 1 pod', 'raw CRI: StopContainer + StopPodSandbox', a.raw, '');
     row('(a) 1 pod', 'engine + syncer + cache, in-process', a.engine, signedMs(median(a.engine) - rawA));
+    row('(a) 1 pod', 'NodeSession requestKill + wait, in-process', a.session, signedMs(median(a.session) - rawA));
     row('(a) 1 pod', '`podctl kill ns/name` (fresh process)', a.cli, `${signedMs(median(a.cli) - rawA)} (goal ≤ +150)`);
     row('(a) 1 pod', '`node -e 0`', a.node0, '');
     row('(a) 1 pod', '`podctl --version`', a.version, '');
     const rawB = median(b.raw);
     row(`(b) ${PODS} pods`, 'raw CRI, concurrently', b.raw, '');
     row(`(b) ${PODS} pods`, 'engine + syncer + cache, in-process', b.engine, `${(median(b.engine) / rawB).toFixed(2)}×`);
+    row(`(b) ${PODS} pods`, 'NodeSession, requests concurrent, in-process', b.session, `${(median(b.session) / rawB).toFixed(2)}×`);
     row(`(b) ${PODS} pods`, '`podctl kill -l app=…` (fresh process)', b.cli, `${(median(b.cli) / rawB).toFixed(2)}× (goal ≤ 1.2×)`);
 
     const header = ['scenario', 'what', 'median ms', 'min ms', 'max ms', 'vs raw'];
@@ -155,8 +183,10 @@ async function main(): Promise<void> {
   } finally {
     await pods.removeAll().catch(() => undefined);
     await stack.close();
+    await session.close();
     cri.close();
     await rm(stateDir, { recursive: true, force: true });
+    await rm(sessionDir, { recursive: true, force: true });
     if (node) {
       await node.down();
       await rm(`${node.nodeDir}.lock`, { force: true });

@@ -14,7 +14,7 @@
  * - checkpoint reads: `readAll()` of every checkpoint (decode + checksum + schema).
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -41,7 +41,7 @@ function summary(samples: number[]): { p50: number; p99: number; max: number } {
 
 const ms = (v: number): string => `${v.toFixed(1)} ms`;
 
-async function benchHandover(root: string): Promise<{ handover: number[]; durable: number[] }> {
+async function benchHandover(root: string): Promise<{ handover: number[]; durable: number[]; acted: number[] }> {
   const stateDir = join(root, 'handover');
   const sim = await startSimulator({ socketPath: join(root, 'sim.sock'), pods: [], timeScale: 1 });
   const seeded = seedPods(
@@ -81,16 +81,25 @@ async function benchHandover(root: string): Promise<{ handover: number[]; durabl
   while (appliedAt.size < uids.length && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
   const handover: number[] = [];
   const durable: number[] = [];
+  const acted: number[] = [];
+  // When the runtime saw the owner act on the shorter grace: its StopContainer with timeout=200.
+  const containerOf = new Map(seeded.map((p) => [p.uid, p.containerIds[0]]));
+  const stopAt = new Map<string, number>();
+  for (const r of sim.state.journal()) {
+    if (r.kind === 'rpc' && r.method === 'StopContainer' && r.id && r.detail === 'timeout=200' && !stopAt.has(r.id)) stopAt.set(r.id, r.at);
+  }
   for (const line of lines) {
     if (line.handledBy !== 'delegated') throw new Error(`request for ${line.uid} was not delegated (${line.handledBy})`);
     const applied = appliedAt.get(line.uid);
     if (applied === undefined) throw new Error(`hand-over of ${line.uid} never applied`);
     handover.push(applied - line.startedAt);
     durable.push(line.durableAt - line.startedAt);
+    const stop = stopAt.get(containerOf.get(line.uid) ?? '');
+    if (stop !== undefined) acted.push(stop - line.startedAt);
   }
   await owner.close();
   await sim.close();
-  return { handover, durable };
+  return { handover, durable, acted };
 }
 
 function checkpointFor(uid: string, i: number): PodCheckpoint {
@@ -145,16 +154,18 @@ async function benchWrites(root: string): Promise<{ serial: number[]; serialRate
 
 const root = mkdtempSync(join(tmpdir(), 'podctl-store-bench-'));
 try {
-  const { handover, durable } = await benchHandover(root);
+  const { handover, durable, acted } = await benchHandover(root);
   const writes = await benchWrites(root);
   const h = summary(handover);
   const d = summary(durable);
+  const a = summary(acted);
   const w = summary(writes.serial);
   const rows: [string, string][] = [
     [`inbox hand-over (${handover.length} requests, cross-process) p50`, ms(h.p50)],
     ['inbox hand-over p99 (goal ≤ 200 ms)', ms(h.p99)],
     ['inbox hand-over max', ms(h.max)],
     ['request durable in the inbox p50 / p99', `${ms(d.p50)} / ${ms(d.p99)}`],
+    [`until the runtime sees the shorter grace (${acted.length}) p50 / p99`, `${ms(a.p50)} / ${ms(a.p99)}`],
     [`checkpoint write, one at a time (${WRITES}) p50 / p99`, `${ms(w.p50)} / ${ms(w.p99)}`],
     ['checkpoint writes/s, one at a time', writes.serialRate.toFixed(0)],
     ['checkpoint writes/s, 50 in parallel', writes.parallelRate.toFixed(0)],
@@ -165,6 +176,10 @@ try {
   console.log(table);
   if (WRITE) {
     mkdirSync('docs/bench', { recursive: true });
+    // Hand-written notes below the marker (soak runs, earlier figures) survive a rewrite.
+    const MARKER = '<!-- notes (kept by --write) -->';
+    const previous = existsSync('docs/bench/store.md') ? readFileSync('docs/bench/store.md', 'utf8') : '';
+    const notes = previous.includes(MARKER) ? previous.slice(previous.indexOf(MARKER)) : `${MARKER}\n`;
     const load = loadavg().map((l) => l.toFixed(1)).join(' / ');
     const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, state dir on ${tmpdir()}, load average ${load} (1/5/15 min) at the end of the run`;
     writeFileSync(
@@ -185,9 +200,12 @@ try {
         '  `requestKill` to the owner\'s engine emitting `grace-shortened` (wall clock, both processes).',
         '  It includes the requester\'s runtime listing and lease look-up, the durable inbox write,',
         '  fs.watch delivery, the owner\'s read and `updatePod`; not the runtime\'s work after it.',
+        '- *until the runtime sees the shorter grace*: to the owner\'s StopContainer with the new timeout at',
+        '  the simulator; adds the write-ahead checkpoint (durable before the worker acts) and the RPC.',
         '- *checkpoint write*: `CheckpointStore.write` — temp file, write, fsync, rename, directory fsync.',
-        '- *readAll*: list, read, checksum and schema-validate every checkpoint.',
+        '- *readAll*: list, read, checksum and validate every checkpoint (shapes.ts guards; zod only on a rejection).',
         '',
+        notes,
       ].join('\n'),
     );
   }

@@ -85,7 +85,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     });
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
-      else this.log(await renderTable(drainTable(result, this.styler), this.styler));
+      else if (result.groups.length > 0 || result.skipped.length > 0) this.log(await renderTable(drainTable(result, this.styler), this.styler));
       this.logToStderr(drainSummaryLine(result));
     }
     this.setExitCode(drainExitCode(result));

@@ -48,7 +48,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else {
-        this.log(await renderTable(syncKnownTable(result, this.styler), this.styler));
+        if (result.workers.length > 0) this.log(await renderTable(syncKnownTable(result, this.styler), this.styler));
         this.logToStderr(syncKnownSummary(result));
       }
     }

@@ -209,6 +209,8 @@ class Session implements NodeSession {
   readonly #owned = new Map<string, OwnedPod>();
   /** UIDs being restored right now: their restore events keep the checkpoint's timeline. */
   readonly #restoring = new Set<string>();
+  /** UIDs whose last sync was cancelled by new intent (not a runtime failure). */
+  readonly #cancelled = new Set<string>();
   readonly #dirty = new Set<string>();
   readonly #forgotten = new Set<string>();
   #flushTimer: NodeJS.Timeout | undefined;
@@ -331,7 +333,11 @@ class Session implements NodeSession {
   #onEngineEvent(event: PodWorkerEvent): void {
     const owned = this.#ownedPod(event.uid, event.fullname);
     const restoring = this.#restoring.has(event.uid);
-    if (!restoring) {
+    // The backoff requeue that follows a cancelled sync is moot (the worker re-runs at once).
+    const mootRequeue = event.type === 'requeued' && event.reason === 'backoff' && this.#cancelled.has(event.uid);
+    if (event.type === 'sync-failed' && event.aborted) this.#cancelled.add(event.uid);
+    else if (event.type !== 'requeued') this.#cancelled.delete(event.uid);
+    if (!restoring && !mootRequeue) {
       const record = transitionOf(event, this.#pid);
       if (record) this.#record(owned, record);
       if (event.type === 'state-changed' || event.type === 'finished') owned.since = event.at;

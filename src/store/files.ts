@@ -69,7 +69,8 @@ export const FILE_MODE = 0o600;
 export const DIR_MODE = 0o700;
 
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
-const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW;
+// O_NONBLOCK: a FIFO planted under a store name must not block the reader (it is then rejected).
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 const TEMP_MARK = '.tmp-';
 

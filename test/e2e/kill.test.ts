@@ -122,6 +122,47 @@ describeContainerd(import.meta.url, 'kill on containerd through the engine', () 
     expect(stack.workers.snapshot().get(real.uid)?.gracePeriod).toBe(1);
   });
 
+  it('runs a sleep preStop hook before the SIGTERM, inside the grace period', async () => {
+    const real = await node.pods.create({
+      name: 'prestop-sleep',
+      containers: [{ name: 'app', mode: 'default', preStop: { sleep: { seconds: 1 } } }],
+    });
+    const [app] = real.containers;
+    await stack.adopt(real.pod);
+
+    const started = Date.now();
+    await stack.kill(real.pod, false, 5);
+
+    const sigterm = await firstSigterm(app!);
+    expect(sigterm!.time - started).toBeGreaterThanOrEqual(900);
+    expect(sigterm!.time - started).toBeLessThan(4_000);
+    expect(await exitInfo(node.cri, app!.id)).toMatchObject({ state: 'exited', exitCode: 0 });
+    expect(stack.hooks.filter((h) => h.uid === real.uid)).toEqual([
+      expect.objectContaining({ container: 'app', ok: true }),
+    ]);
+  });
+
+  it('runs an exec preStop hook in the container through ExecSync, then stops it', async () => {
+    // `/pause bogus` is a usage error: exit 2, so the hook runs for real and reports its failure
+    const real = await node.pods.create({
+      name: 'prestop-exec',
+      containers: [{ name: 'app', mode: 'default', preStop: { exec: { command: ['/pause', 'bogus'] } } }],
+    });
+    const [app] = real.containers;
+    await stack.cache.refresh();
+    // the hook comes from the container's io.kubernetes.container.preStopHandler annotation
+    const rebuilt = toV1Pod(stack.cache.pod(real.uid)!);
+    await stack.adopt(rebuilt);
+
+    await stack.kill(rebuilt, false, 5);
+
+    expect(stack.hooks.filter((h) => h.uid === real.uid)).toEqual([
+      expect.objectContaining({ container: 'app', ok: false, message: expect.stringMatching(/exit(ed)? 2/) }),
+    ]);
+    expect(await exitInfo(node.cri, app!.id)).toMatchObject({ state: 'exited', exitCode: 0 });
+    expect(stack.workers.isPodKnownTerminated(real.uid)).toBe(true);
+  });
+
   it('terminates an orphaned runtime pod (no spec) with grace 1, whatever its own grace says', async () => {
     const real = await node.pods.create({
       name: 'orphan',

@@ -93,4 +93,23 @@ describe('surface robustness', () => {
     expect(workers.snapshot().get('')!.fullname).toBe('_');
     await workers.close();
   });
+
+  it('a negative grace override is clamped to 1, like any value below 1', () => {
+    const pod: V1Pod = { metadata: { uid: '1', name: 'p', namespace: 'ns' }, spec: { containers: [], terminationGracePeriodSeconds: 30 } };
+    expect(calculateEffectiveGracePeriod({ gracePeriod: 0 }, pod, { gracePeriodSecondsOverride: -5 }).gracePeriod).toBe(1);
+    expect(calculateEffectiveGracePeriod({ gracePeriod: 10 }, pod, { gracePeriodSecondsOverride: -5 })).toEqual({ gracePeriod: 1, shortened: true });
+  });
+
+  it('a deletionTimestamp that arrives as a string (raw API JSON) still marks the pod deleted', async () => {
+    const syncer = new RecordingSyncer();
+    const workers = createPodWorkers({ syncer, cache: new FakeCache(), workQueue: new FakeQueue() });
+    const pod = { metadata: { uid: '1', name: 'p', namespace: 'ns', deletionTimestamp: '2026-01-01T00:00:00Z' }, spec: { containers: [] } } as unknown as V1Pod;
+    workers.updatePod({ pod, updateType: 'update' });
+    const s = workers.snapshot().get('1')!;
+    expect(s.deleted).toBe(true);
+    expect(s.terminatingAt).toBeDefined();
+    await workers.whenIdle();
+    expect(workers.shouldPodContentBeRemoved('1')).toBe(true);
+    await workers.close();
+  });
 });

@@ -117,6 +117,10 @@ describe('session: hand-over between processes', () => {
     expect(runtime.stops.filter((u) => u === 'p2')).toHaveLength(1);
     const pod = await other.getPod('p2');
     expect(pod?.history.some((h) => h.type === 'request-applied' && h.detail.includes('grace 1s'))).toBe(true);
+    // The cancelled attempt is shown as such, not as a runtime error with a backoff.
+    expect(pod?.history.some((h) => h.detail === 'terminating sync cancelled (new intent: re-running at once)')).toBe(true);
+    expect(pod?.history.some((h) => h.type === 'requeued')).toBe(false);
+    expect(pod?.lastError).toBeUndefined();
     expect((await store.inbox.pendingUids()).size).toBe(0);
   });
 

@@ -209,3 +209,15 @@ describe('checkpoint store', () => {
     expect(names).toContain(`.a-1.ckpt.tmp-${process.pid}-abcdef`);
   });
 });
+
+describe('checkpoint store: odd files', () => {
+  it('a FIFO under a checkpoint name neither blocks the reader nor survives: it is quarantined', async () => {
+    const { execFileSync } = await import('node:child_process');
+    await store.checkpoints.write(checkpointFor('b-2'));
+    execFileSync('mkfifo', [store.checkpoints.pathOf('a-1')]);
+    const all = await store.checkpoints.readAll();
+    expect([...all.keys()]).toEqual(['b-2']);
+    expect(reports).toHaveLength(1);
+    expect(reports[0]).toContain('is not a regular file');
+  });
+});

@@ -37,7 +37,7 @@ describe('8 concurrent processes', () => {
     const pods: SeededPod[] = seed(sim, specs);
     const stateDir = join(dir.path, 'state');
     const targeted = new Set<string>();
-    const runs = Array.from({ length: PROCESSES }, (_, p) => {
+    const runs = Array.from({ length: PROCESSES }, () => {
       // Overlapping random subsets with random graces.
       const picks = [...pods].sort(() => Math.random() - 0.5).slice(0, PER_PROCESS);
       for (const pod of picks) targeted.add(pod.uid);

@@ -34,7 +34,6 @@ function running(uid: string, isRunning: boolean): PodStatus {
 function harness(options: { blockTerminating?: boolean } = {}) {
   const calls: Call[] = [];
   const live = new Map<string, boolean>();
-  let release: (() => void) | undefined;
   const callListeners: (() => void)[] = [];
   /** Resolves once `count` syncTerminatingPod calls were made. */
   const terminatingCalls = async (count: number): Promise<void> => {
@@ -50,9 +49,9 @@ function harness(options: { blockTerminating?: boolean } = {}) {
       calls.push({ op: 'terminating', uid: p.metadata!.uid!, grace });
       for (const notify of callListeners.splice(0)) notify();
       if (options.blockTerminating) {
-        await new Promise<void>((resolve, reject) => {
+        // Blocks until the attempt is aborted (a shorter grace, or the engine closing).
+        await new Promise<void>((_resolve, reject) => {
           if (signal.aborted) return reject(signal.reason);
-          release = resolve;
           signal.addEventListener('abort', () => reject(signal.reason), { once: true });
         });
       }
@@ -72,7 +71,7 @@ function harness(options: { blockTerminating?: boolean } = {}) {
       getNewerThan: async (uid) => running(uid, live.get(uid) ?? true),
     },
   });
-  return { engine, calls, terminatingCalls, release: () => release?.() };
+  return { engine, calls, terminatingCalls };
 }
 
 /** Writes the view through the checkpoint format and reads it back. */

@@ -31,11 +31,17 @@ export class EngineStack {
   readonly workers: PodWorkers;
   readonly kill: KillPodFunc;
   readonly events: PodWorkerEvent[] = [];
+  /** preStop hook outcomes the syncer reported. */
+  readonly hooks: { uid: string; container: string; ok: boolean; message: string; at: number }[] = [];
 
   private constructor(client: CriClient, options: EngineStackOptions) {
     this.client = client;
     this.cache = new RuntimePodCache({ client });
-    this.syncer = new RuntimeSyncer({ client, cache: this.cache });
+    this.syncer = new RuntimeSyncer({
+      client,
+      cache: this.cache,
+      onHook: (hook) => this.hooks.push({ ...hook, at: Date.now() }),
+    });
     this.workers = createPodWorkers({
       syncer: this.syncer,
       cache: this.cache,

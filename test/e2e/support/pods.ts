@@ -9,6 +9,9 @@
  * io.kubernetes.container.{hash,restartCount,terminationMessagePath,terminationMessagePolicy,
  * preStopHandler,type} and io.kubernetes.pod.{terminationGracePeriod,deletionGracePeriod}.
  * podctl rebuilds pods from exactly these, so the suite proves that path against the real thing.
+ * This writer follows the kubelet (pkg/kubelet/kuberuntime labels.go) on its own, deliberately not
+ * through podctl's builders in src/cri/kubelet-labels.ts: a key both spelled wrong would otherwise
+ * go unnoticed.
  *
  * Every container runs the test image's /pause in one of its modes (its argv):
  *   default → exits 0 on SIGTERM; ignore → only SIGKILL ends it; graceful N → exits N s after SIGTERM.
@@ -76,7 +79,6 @@ export interface RealPod {
 const NamespaceMode = { POD: 0, CONTAINER: 1, NODE: 2 } as const;
 
 /** The subset of the generated PodSandboxConfig the kubelet fills in for these pods. */
-
 export interface SandboxConfig {
   metadata: { name: string; uid: string; namespace: string; attempt: number };
   hostname: string;

@@ -1,0 +1,36 @@
+/**
+ * The README's first command ends in `npm run demo` (scripts/demo.sh): it must work on a machine
+ * with no runtime, on its own private simulator socket, and clean up after itself.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { mkdtempSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+
+describe('npm run demo (scripts/demo.sh)', { timeout: 180_000 }, () => {
+  it('starts a private simulator, drains it with visible progress, shows status, and cleans up', async () => {
+    if (!existsSync(path.join(process.cwd(), 'dist', 'commands', 'drain.js'))) throw new Error('dist/ is missing: run `npm run build` first');
+    const tmp = mkdtempSync(path.join(tmpdir(), 'podctl-demo-test-'));
+    const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(
+        'bash',
+        ['scripts/demo.sh'],
+        { cwd: process.cwd(), env: { ...process.env, TMPDIR: tmp, DEMO_PODS: '10', DEMO_TIME_SCALE: '0.05', DEMO_GRACE: '6', DEMO_CRITICAL_GRACE: '2', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '' }, timeout: 170_000 },
+        (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
+      );
+    });
+    expect(run.stderr).toContain('private to this demo');
+    expect(run.stderr).toMatch(/drain: group 1\/2/);
+    expect(run.stderr).toMatch(/✓ \S+ terminated/);
+    expect(run.stderr).toMatch(/drain done: 10\/10 terminated/);
+    // status before (runtime) and after (finished): two tables with every pod
+    const tables = run.stdout.split('\n').filter((l) => l.startsWith('NAMESPACE/NAME'));
+    expect(tables).toHaveLength(2);
+    expect(run.stdout).toMatch(/kube-system\/etcd-node-1 +\S+ +finished/);
+    expect(run.code).toBe(0);
+    // the private socket and state are gone
+    expect(readdirSync(tmp).filter((f) => f.startsWith('podctl-demo.'))).toEqual([]);
+  });
+});
