@@ -18,6 +18,7 @@
  * - A failed relist rejects its waiters with the CriError and leaves the last good state in place.
  * - `close()` ends the event stream and polling; later waits reject.
  */
+import { setMaxListeners } from 'node:events';
 import type { Clock, PodStatus, PodStatusCache } from '../engine/types.js';
 import type { CriClient } from './client.js';
 import { ContainerStateCode } from './codes.js';
@@ -133,6 +134,9 @@ export class RuntimePodCache implements PodStatusCache {
   #relistCount = 0;
 
   constructor(options: RuntimePodCacheOptions) {
+    // Every in-flight status call of a relist listens on this one signal (up to statusConcurrency
+    // at once, each removed when its call settles): many listeners here are expected, not a leak.
+    setMaxListeners(0, this.#lifecycle.signal);
     this.#client = options.client;
     this.#clock = options.clock ?? { now: () => Date.now() };
     this.#rpcTimeoutMs = options.rpcTimeoutMs;
