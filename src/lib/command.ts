@@ -17,7 +17,7 @@ import { Command, Errors } from '@oclif/core';
 import { handOff } from '../services/hand-off.js';
 import type { NodeSession, SessionOptions } from '../services/session-api.js';
 import { podsToHandOff, type TerminateResult } from '../services/terminate.js';
-import { exitCodeOf, oneLine } from './errors.js';
+import { RuntimeFailure, exitCodeOf, oneLine } from './errors.js';
 import { ExitCode, type ExitCodeValue } from './exit-codes.js';
 import { DEFAULT_STATE_DIR, globalFlags, nodeName, type GlobalFlags } from './flags.js';
 import { colorEnabled, createStyler, renderJson, renderYaml, type Styler } from './output.js';
@@ -36,6 +36,8 @@ export abstract class PodctlCommand extends Command {
   static override baseFlags = globalFlags;
   /** Test seam: how commands open their node session. */
   static sessionFactory: SessionFactory = defaultSessionFactory;
+  /** Bound for opening the node session (connect, restore, leases). */
+  static sessionOpenTimeoutMs = 30_000;
   /** Test seam: how `--no-wait` starts the background driver. */
   static handOff: typeof handOff = handOff;
 
@@ -78,11 +80,19 @@ export abstract class PodctlCommand extends Command {
     };
   }
 
-  /** Opens the node session once; closed in `finally`. */
+  /**
+   * Opens the node session once; closed in `finally`. Opening is bounded (SESSION_OPEN_TIMEOUT_MS)
+   * and interruptible; a file-system error on the state dir is reported with the flag to fix.
+   */
   protected async session(): Promise<NodeSession> {
     if (!this.#session) {
       const factory = (this.constructor as typeof PodctlCommand).sessionFactory;
-      this.#session = await factory(this.sessionOptions());
+      const options = this.sessionOptions();
+      try {
+        this.#session = await bounded(factory(options), PodctlCommand.sessionOpenTimeoutMs, this.abort.signal, options.stateDir);
+      } catch (error) {
+        throw explainOpenError(error, options.stateDir);
+      }
       this.reporter.debug(`session: runtime ${this.#session.endpoint}${this.#session.simulated ? ' (simulator)' : ''}, state ${this.#session.stateDir}`);
     }
     return this.#session;
@@ -173,4 +183,51 @@ export abstract class PodctlCommand extends Command {
     if (!this.globals) throw new Error('configure() must run before the session is opened');
     return this.globals;
   }
+}
+
+/** Resolves with the session, or rejects when the bound passes or the signal aborts (a late session is closed). */
+function bounded(opening: Promise<NodeSession>, timeoutMs: number, signal: AbortSignal, stateDir: string): Promise<NodeSession> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const finish = (): void => {
+      settled = true;
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    };
+    const giveUp = (error: unknown): void => {
+      if (settled) return;
+      finish();
+      reject(error);
+    };
+    const onAbort = (): void => giveUp(signal.reason ?? new DOMException('interrupted', 'AbortError'));
+    const timer = setTimeout(
+      () => giveUp(new RuntimeFailure(`opening the node session did not finish within ${timeoutMs / 1000}s`, `check --state-dir ${stateDir} and --runtime-endpoint`)),
+      timeoutMs,
+    );
+    timer.unref();
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    opening.then(
+      (session) => {
+        if (settled) return void session.close().catch(() => undefined);
+        finish();
+        resolve(session);
+      },
+      (error: unknown) => {
+        if (settled) return;
+        finish();
+        reject(error);
+      },
+    );
+  });
+}
+
+/** A file-system error on a path inside the state dir names the flag to fix. */
+function explainOpenError(error: unknown, stateDir: string): unknown {
+  const e = error as NodeJS.ErrnoException;
+  if (error instanceof Error && typeof e.code === 'string' && typeof e.path === 'string' && !(error instanceof RuntimeFailure)) {
+    const inStateDir = e.path === stateDir || e.path.startsWith(`${stateDir}/`) || stateDir.startsWith(`${e.path}/`);
+    if (inStateDir) return new RuntimeFailure(`state dir ${stateDir}: ${e.code} on ${e.path}`, 'pass a writable directory with --state-dir (or PODCTL_STATE_DIR)', { cause: error });
+  }
+  return error;
 }

@@ -22,7 +22,7 @@ import { writeFile, rename, mkdir } from 'node:fs/promises';
 import { dirname, join, basename } from 'node:path';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PodWorkerEvent, PodWorkerSync } from '../engine/types.js';
-import type { SessionEvent } from '../services/session-api.js';
+import type { SessionEvent, SyncKnownResult } from '../services/session-api.js';
 import { workingPodSeries } from './working-pods.js';
 
 /** Seconds; from a prompt pod exit to a pod that used a long grace period. */
@@ -106,6 +106,12 @@ export class PodctlMetrics {
       this.#orphansCounted.add(uid);
       this.#orphanedRuntimePods.inc();
     }
+  }
+
+  /** Records the outcome of a SyncKnownPods step: the known-workers breakdown and orphaned runtime pods. */
+  observeSyncKnown(result: Pick<SyncKnownResult, 'workers' | 'orphanedRuntimePods'>): void {
+    this.setWorkingPods(result.workers.values());
+    this.observeOrphanedRuntimePods(result.orphanedRuntimePods);
   }
 
   /** Feeds one event of this process's engine. */

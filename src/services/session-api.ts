@@ -98,6 +98,15 @@ export interface PodInfo {
   history: TransitionRecord[];
 }
 
+export interface ListPodsOptions {
+  /**
+   * Accept a runtime listing this old (ms) instead of relisting the runtime for this call (default
+   * 0: a relist started after the call). For readers that learn of runtime changes from `subscribe`
+   * (watch), where each listing would otherwise add a relist.
+   */
+  runtimeMaxAgeMs?: number;
+}
+
 export interface KillRequest {
   uid: string;
   /** Shorter than the pod's current grace to take effect; never lengthens it. */
@@ -147,7 +156,7 @@ export interface NodeSession {
   /** True when talking to the embedded simulator rather than a real runtime. */
   readonly simulated: boolean;
   /** Every pod podctl knows about: tracked workers (any process) and runtime pods. */
-  listPods(): Promise<PodInfo[]>;
+  listPods(options?: ListPodsOptions): Promise<PodInfo[]>;
   getPod(uid: string): Promise<PodInfo | undefined>;
   /** Starts (or shortens) a termination; returns at once. */
   requestKill(request: KillRequest): Promise<KillHandle>;

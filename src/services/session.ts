@@ -51,6 +51,7 @@ import { lastErrorAfter, sessionTransition, transitionOf } from '../store/timeli
 import type {
   KillHandle,
   KillRequest,
+  ListPodsOptions,
   Logger,
   NodeSession,
   PodInfo,
@@ -691,9 +692,10 @@ class Session implements NodeSession {
     return info;
   }
 
-  async listPods(): Promise<PodInfo[]> {
+  async listPods(options?: ListPodsOptions): Promise<PodInfo[]> {
     this.#assertOpen();
-    return [...(await this.#collect()).values()];
+    const runtime = options?.runtimeMaxAgeMs ? await this.#runtimeIndex(options.runtimeMaxAgeMs) : undefined;
+    return [...(await this.#collect(undefined, runtime)).values()];
   }
 
   async getPod(uid: string): Promise<PodInfo | undefined> {

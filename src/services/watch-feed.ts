@@ -88,6 +88,11 @@ export interface WatchFeedOptions {
   coalesceMs?: number;
   /** Events kept for the events pane; default 200. */
   maxEntries?: number;
+  /**
+   * Runtime listing age a re-read accepts (ms; default 1000). Runtime changes arrive as events after
+   * the runtime cache saw them, so a re-read need not relist the runtime each time.
+   */
+  runtimeMaxAgeMs?: number;
   now?: () => number;
 }
 
@@ -185,6 +190,7 @@ export class WatchFeed {
   readonly #session: NodeSession;
   readonly #coalesceMs: number;
   readonly #maxEntries: number;
+  readonly #runtimeMaxAgeMs: number;
   readonly #now: () => number;
   #pods: PodInfo[] = [];
   #byUid = new Map<string, PodInfo>();
@@ -217,6 +223,7 @@ export class WatchFeed {
     this.#session = session;
     this.#coalesceMs = options.coalesceMs ?? 50;
     this.#maxEntries = options.maxEntries ?? 200;
+    this.#runtimeMaxAgeMs = options.runtimeMaxAgeMs ?? 1_000;
     this.#now = options.now ?? Date.now;
     this.#snapshot = this.#makeSnapshot();
   }
@@ -354,7 +361,7 @@ export class WatchFeed {
     this.#localErrors = new Set();
     const run = (async () => {
       try {
-        const pods = await this.#session.listPods();
+        const pods = await this.#session.listPods({ runtimeMaxAgeMs: this.#runtimeMaxAgeMs });
         if (this.#closed) return;
         this.#listError = undefined;
         this.#apply(pods, sources, localErrors, startedAt);

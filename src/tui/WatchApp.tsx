@@ -6,8 +6,8 @@
  *
  * Invariants:
  * - Keys are read only when stdin supports raw mode; otherwise the screen is read-only (no crash).
- * - Redraws happen on a new snapshot, a key, a resize, and — only while a pod is terminating — once a
- *   second for the countdowns.
+ * - Redraws happen on a new snapshot, a key, a resize, and on a tick: once a second only while a pod
+ *   is terminating (countdowns), else once a minute (time in state is shown in minutes past the first).
  * - Every line fits the terminal width, and the frame is one line shorter than the terminal.
  */
 import { useMemo, useRef, useState } from 'react';
@@ -41,6 +41,8 @@ export interface WatchAppProps {
   size?: TerminalSize;
   /** Countdown redraw period while something terminates (ms); default 1000. */
   tickMs?: number;
+  /** Redraw period otherwise, for the time-in-state column (ms); default 60 000. */
+  idleTickMs?: number;
   onQuit?: () => void;
 }
 
@@ -61,7 +63,8 @@ export function WatchApp(props: WatchAppProps) {
   const topRef = useRef(0);
 
   const anyTerminating = snapshot.pods.some((p) => p.state === 'terminating');
-  const at = useTicker(anyTerminating, props.tickMs ?? 1000, now);
+  // Countdowns need a redraw every second; otherwise only the minutes of "time in state" move.
+  const at = useTicker(true, anyTerminating ? (props.tickMs ?? 1000) : (props.idleTickMs ?? 60_000), now);
 
   const counts = useMemo(() => countWorkingPods(snapshot.pods), [snapshot.pods]);
   const visible = useMemo(() => sortPods(filterPods(snapshot.pods, ui.filter), ui.sort, at), [snapshot.pods, ui.filter, ui.sort, at]);

@@ -1,6 +1,6 @@
 /**
- * A clock for countdowns: returns `now()` and re-renders every `intervalMs`, but only while `active`
- * (something is terminating). When nothing counts down no timer exists, so an idle screen costs no CPU.
+ * A clock for redraws: returns `now()` and re-renders every `intervalMs` while `active`. The screen
+ * ticks every second only while something counts down, and once a minute otherwise.
  */
 import { useEffect, useState } from 'react';
 

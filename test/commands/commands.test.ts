@@ -4,6 +4,7 @@ import Evict from '../../src/commands/evict.js';
 import Kill from '../../src/commands/kill.js';
 import Status from '../../src/commands/status.js';
 import SyncKnown from '../../src/commands/sync-known.js';
+import { PodctlCommand } from '../../src/lib/command.js';
 import { FakeSession } from '../services/fake-session.js';
 import { runCommand } from './harness.js';
 
@@ -26,6 +27,30 @@ describe('global flags and the session', () => {
   it('reads PODCTL_STATE_DIR, default /var/lib/podctl', async () => {
     expect((await runCommand(Status, [], node())).sessionOptions?.stateDir).toBe('/var/lib/podctl');
     expect((await runCommand(Status, [], node(), { PODCTL_STATE_DIR: '/tmp/env-state' })).sessionOptions?.stateDir).toBe('/tmp/env-state');
+  });
+
+  it('opening the session is bounded: a hung open is exit 1 naming --state-dir, and a late session is closed', async () => {
+    const previous = PodctlCommand.sessionOpenTimeoutMs;
+    PodctlCommand.sessionOpenTimeoutMs = 50;
+    const late = node();
+    let open: (s: FakeSession) => void = () => undefined;
+    try {
+      const run = await runCommand(Status, ['--state-dir', '/tmp/hung'], () => new Promise((resolve) => (open = resolve)));
+      expect(run.exitCode).toBe(1);
+      expect(run.stderr).toMatch(/^error: opening the node session did not finish within 0.05s \(check --state-dir \/tmp\/hung and --runtime-endpoint\)/);
+      open(late);
+      await new Promise((r) => setImmediate(r));
+      expect(late.closed).toBe(true);
+    } finally {
+      PodctlCommand.sessionOpenTimeoutMs = previous;
+    }
+  });
+
+  it('a file-system error in the state dir names --state-dir', async () => {
+    const enotdir = Object.assign(new Error("ENOTDIR: not a directory, mkdir '/tmp/f/x'"), { code: 'ENOTDIR', path: '/tmp/f/x' });
+    const run = await runCommand(Status, ['--state-dir', '/tmp/f/x'], () => Promise.reject(enotdir));
+    expect(run.exitCode).toBe(1);
+    expect(run.stderr).toBe('error: state dir /tmp/f/x: ENOTDIR on /tmp/f/x (pass a writable directory with --state-dir (or PODCTL_STATE_DIR))\n');
   });
 
   it('the session is closed even when the command fails', async () => {

@@ -27,7 +27,12 @@ let config: Config | undefined;
 
 type Runnable<T> = { run(argv: string[], config: Config): Promise<T> };
 
-export async function runCommand<T>(command: Runnable<T>, argv: string[], session?: NodeSession, env: Record<string, string> = {}): Promise<CommandRun<T>> {
+export async function runCommand<T>(
+  command: Runnable<T>,
+  argv: string[],
+  session?: NodeSession | ((options: SessionOptions) => Promise<NodeSession>),
+  env: Record<string, string> = {},
+): Promise<CommandRun<T>> {
   config ??= await Config.load({ root: process.cwd() });
   let stdout = '';
   let stderr = '';
@@ -42,7 +47,7 @@ export async function runCommand<T>(command: Runnable<T>, argv: string[], sessio
   PodctlCommand.sessionFactory = async (options) => {
     sessionOptions = options;
     if (!session) throw new Error('this test gives no session');
-    return session;
+    return typeof session === 'function' ? session(options) : session;
   };
   const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
     stdout += String(chunk);

@@ -108,6 +108,21 @@ describe('metrics registry', () => {
     expect(sample(text, 'podctl_orphaned_runtime_pods_total')).toBe(3);
   });
 
+  it('records a sync-known outcome: the known-workers map and the orphaned runtime pods', async () => {
+    const m = createMetrics();
+    m.observeSyncKnown({
+      workers: new Map([
+        ['a', { state: 'sync', orphan: false, hasConfig: true, static: true }],
+        ['b', { state: 'terminating', orphan: true, hasConfig: false, static: false }],
+      ]),
+      orphanedRuntimePods: ['b'],
+    });
+    const text = await m.exposition();
+    expect(sample(text, 'podctl_working_pods{lifecycle="sync",config="desired",static="true"}')).toBe(1);
+    expect(sample(text, 'podctl_working_pods{lifecycle="terminating",config="runtime_only",static="false"}')).toBe(1);
+    expect(sample(text, 'podctl_orphaned_runtime_pods_total')).toBe(1);
+  });
+
   it('writes the exposition atomically to a file', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'podctl-metrics-'));
     const m = createMetrics();
