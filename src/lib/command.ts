@@ -14,9 +14,9 @@
  */
 import path from 'node:path';
 import { Command, Errors } from '@oclif/core';
-import { handOff } from '../services/hand-off.js';
+import type { HandOff, HandOffOptions } from '../services/hand-off.js';
 import type { NodeSession, SessionOptions } from '../services/session-api.js';
-import { podsToHandOff, type TerminateResult } from '../services/terminate.js';
+import type { TerminateResult } from '../services/terminate.js';
 import { RuntimeFailure, exitCodeOf, oneLine } from './errors.js';
 import { ExitCode, type ExitCodeValue } from './exit-codes.js';
 import { DEFAULT_STATE_DIR, globalFlags, nodeName, type GlobalFlags } from './flags.js';
@@ -38,8 +38,8 @@ export abstract class PodctlCommand extends Command {
   static sessionFactory: SessionFactory = defaultSessionFactory;
   /** Bound for opening the node session (connect, restore, leases). */
   static sessionOpenTimeoutMs = 30_000;
-  /** Test seam: how `--no-wait` starts the background driver. */
-  static handOff: typeof handOff = handOff;
+  /** Test seam: how `--no-wait` starts the background driver (loaded on first use). */
+  static handOff: (options: HandOffOptions) => Promise<HandOff | undefined> = async (options) => (await import('../services/hand-off.js')).handOff(options);
 
   protected reporter = new Reporter('info');
   protected styler: Styler = createStyler(false);
@@ -110,11 +110,12 @@ export abstract class PodctlCommand extends Command {
    * (after this session is closed and its leases released), so they keep being driven.
    */
   protected async handOffUnfinished(result: TerminateResult): Promise<void> {
+    const { podsToHandOff } = await import('../services/terminate.js');
     const uids = podsToHandOff(result);
     if (uids.length === 0) return;
     await this.closeSession();
     const g = this.globals;
-    const started = (this.constructor as typeof PodctlCommand).handOff({
+    const started = await (this.constructor as typeof PodctlCommand).handOff({
       uids,
       bin: path.join(this.config.root, 'bin', 'run.js'),
       stateDir: g?.['state-dir'] ?? DEFAULT_STATE_DIR,

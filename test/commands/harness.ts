@@ -40,7 +40,7 @@ export async function runCommand<T>(
   const previousFactory = PodctlCommand.sessionFactory;
   const previousHandOff = PodctlCommand.handOff;
   const handOffs: HandOffCall[] = [];
-  PodctlCommand.handOff = (options) => {
+  PodctlCommand.handOff = async (options) => {
     handOffs.push({ uids: options.uids, stateDir: options.stateDir, ...(options.runtimeEndpoint ? { runtimeEndpoint: options.runtimeEndpoint } : {}) });
     return { pid: 99999, log: `${options.stateDir}/hand-off-test.log` };
   };
