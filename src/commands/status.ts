@@ -16,7 +16,7 @@ export default class Status extends PodctlCommand {
 
 Without REF or -n, every namespace is shown. With --explain, for each named pod: every engine predicate (couldHaveRunningContainers, shouldPodContainersBeTerminating, …), what its worker is waiting for, the remaining grace, the last runtime error and next retry, and its timeline.
 
-${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFound])}`;
+${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFound, ExitCode.Interrupted])}`;
 
   static override examples = [
     { description: 'Every pod on the node:', command: '<%= config.bin %> <%= command.id %>' },
@@ -53,7 +53,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     if (flags.explain && selection.refs.length === 0) {
       throw new UsageError('--explain needs the pods to explain', 'name them: podctl status ns/name --explain (or --uid UID)');
     }
-    const result = await podStatus({ session: await this.session(), selection, explain: flags.explain });
+    const result = await podStatus({ session: await this.session(), selection, explain: flags.explain, signal: this.abort.signal });
     for (const ref of result.missing) this.reporter.warn(`pod not found: ${ref}`);
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);

@@ -14,16 +14,11 @@ import type { WatchFeed } from '../services/watch-feed.js';
 export default class Watch extends PodctlCommand {
   static override summary = 'Follow the node\'s pods live: a screen with actions, or a JSON stream for scripts.';
 
-  static override description = [
-    'On a terminal: a header with the working-pods breakdown, the pod table (state, grace countdown,',
-    'containers, time in state, owner PID, last error) and the latest events; keys ↑/↓ select, k kill,',
-    'e evict, g shorten a terminating pod\'s grace, / filter, s sort, ? help, q quit.',
-    '',
-    'When stdout is not a terminal, or with --json / -o json: one JSON object per line — a "pod" record',
-    'per pod at start, then "transition" and "event" records — until SIGINT/SIGTERM or the reader goes away.',
-    '',
-    exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage]),
-  ].join('\n');
+  static override description = `On a terminal: a header with the node, the runtime endpoint and the working-pods breakdown (sync / terminating / terminated, desired / orphan / runtime-only), the pod table (state, grace countdown, containers running/total, time in state, owner PID, last error) and the latest events. Keys: ↑/↓ select, k kill (asks the grace, then confirmation), e evict, g shorten a terminating pod's grace, / filter, s sort, ? help, q quit. Kills go through the same session as \`podctl kill\`: a pod another podctl process drives is handed to that process.
+
+When stdout is not a terminal, or with --json / -o json: one JSON object per line — a "pod" record per pod at start, then "transition" records (any process's) and "event" records (errors, warnings, grace changes) — until SIGINT/SIGTERM or the reader goes away. See docs/watch.md for the record fields.
+
+${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
 
   static override examples = [
     { description: 'Watch the node on the terminal.', command: '<%= config.bin %> watch' },

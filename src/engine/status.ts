@@ -156,8 +156,7 @@ export function updateFromView(v: UpdateView): PodUpdate {
 
 /** A read-only copy of a record (pods are shared, not cloned: treat them as immutable). */
 export function viewOfRecord(uid: string, r: PodSyncRecord): PodSyncStatusView {
-  const view: PodSyncStatusView = {
-    uid,
+  const view = {
     fullname: r.fullname,
     working: r.working,
     syncedAt: r.syncedAt,
@@ -168,7 +167,10 @@ export function viewOfRecord(uid: string, r: PodSyncRecord): PodSyncStatusView {
     finished: r.finished,
     restartRequested: r.restartRequested,
     observedRuntime: r.observedRuntime,
-  };
+  } as PodSyncStatusView;
+  // The UID is the snapshot map's key; on the view it is a convenience for consumers (the store),
+  // kept out of enumeration so the view's own fields are exactly the reference's podSyncStatus.
+  Object.defineProperty(view, 'uid', { value: uid, enumerable: false });
   if (r.startedAt !== undefined) view.startedAt = r.startedAt;
   if (r.terminatingAt !== undefined) view.terminatingAt = r.terminatingAt;
   if (r.terminatedAt !== undefined) view.terminatedAt = r.terminatedAt;

@@ -226,6 +226,8 @@ function bounded(opening: Promise<NodeSession>, timeoutMs: number, signal: Abort
 /** A file-system error on a path inside the state dir names the flag to fix. */
 function explainOpenError(error: unknown, stateDir: string): unknown {
   const e = error as NodeJS.ErrnoException;
+  // The store's own one line already names the path, the cause and the fix.
+  if (error instanceof Error && error.name === 'StoreError') return error;
   if (error instanceof Error && typeof e.code === 'string' && typeof e.path === 'string' && !(error instanceof RuntimeFailure)) {
     const inStateDir = e.path === stateDir || e.path.startsWith(`${stateDir}/`) || stateDir.startsWith(`${e.path}/`);
     if (inStateDir) return new RuntimeFailure(`state dir ${stateDir}: ${e.code} on ${e.path}`, 'pass a writable directory with --state-dir (or PODCTL_STATE_DIR)', { cause: error });

@@ -105,6 +105,17 @@ export interface ListPodsOptions {
    * (watch), where each listing would otherwise add a relist.
    */
   runtimeMaxAgeMs?: number;
+  /** Stops waiting for the listing: the call rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+export interface SyncKnownCallOptions {
+  /**
+   * Stops the sync early: it stops waiting for the pods it drives and rejects with the signal's
+   * reason. Those pods stay owned by the session; `close()` persists them and releases their leases,
+   * so the next podctl run resumes them.
+   */
+  signal?: AbortSignal;
 }
 
 export interface KillRequest {
@@ -163,7 +174,7 @@ export interface NodeSession {
   /** Waits until every pod is terminated (or gone), the timeout passes, or the signal aborts. */
   waitTerminated(uids: string[], options: WaitOptions): Promise<Map<string, WaitOutcome>>;
   /** The kubelet's housekeeping step; `desired` undefined = desired pods from the API server. */
-  syncKnown(desired: V1Pod[] | undefined): Promise<SyncKnownResult>;
+  syncKnown(desired: V1Pod[] | undefined, options?: SyncKnownCallOptions): Promise<SyncKnownResult>;
   subscribe(listener: (event: SessionEvent) => void): () => void;
   /** Persists all state, stops the engine, releases leases and the CRI connection. */
   close(): Promise<void>;

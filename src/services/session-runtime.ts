@@ -5,8 +5,10 @@
  * Loaded lazily by session.ts, so that grpc-js is imported only by processes that talk to a runtime.
  * Invariants: every RPC has the session's deadline (`rpcTimeoutMs`); `close()` ends the event
  * stream and the channel; the listing always reflects a relist started after the call.
+ * `simulated` is what the runtime says of itself (its Version answer), not a guess from the
+ * socket's path: the simulator reached through any `--runtime-endpoint` is still the simulator.
  */
-import { connectCri } from '../cri/client.js';
+import { connectCri, type CriClient } from '../cri/client.js';
 import { RuntimePodCache } from '../cri/cache.js';
 import { resolveEndpoint } from '../cri/endpoint.js';
 import { toPodStatus, toRunningPod, toV1Pod, type RuntimePod } from '../cri/pods.js';
@@ -14,6 +16,24 @@ import { RuntimeSyncer } from '../cri/syncer.js';
 import type { V1Pod } from '../engine/types.js';
 import type { SessionOptions } from './session-api.js';
 import type { RuntimePodRecord, SessionRuntime } from './session.js';
+
+/** The `runtimeName` the embedded simulator answers Version with. */
+export const SIMULATOR_RUNTIME_NAME = 'podctl-simulator';
+/** Bound of the Version call made on connect, ms (a runtime that does not answer is not waited for longer). */
+const VERSION_TIMEOUT_MS = 2_000;
+
+/**
+ * Whether the runtime behind `client` is the embedded simulator, by its own Version answer; when it
+ * gives none (down, too slow, no Version), the endpoint resolution's guess stands.
+ */
+export async function runtimeIsSimulator(client: Pick<CriClient, 'version'>, guess: boolean, timeoutMs = VERSION_TIMEOUT_MS): Promise<boolean> {
+  try {
+    const answer = await client.version({ timeoutMs });
+    return answer.runtimeName === SIMULATOR_RUNTIME_NAME;
+  } catch {
+    return guess;
+  }
+}
 
 export interface RuntimeHooks {
   /** Whether the engine marked the pod evicted (its containers and sandboxes are then removed). */
@@ -50,9 +70,10 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     },
   });
   cache.start();
+  const simulated = await runtimeIsSimulator(client, resolved.simulated, Math.min(VERSION_TIMEOUT_MS, options.rpcTimeoutMs ?? VERSION_TIMEOUT_MS));
   return {
     endpoint: resolved.endpoint,
-    simulated: resolved.simulated,
+    simulated,
     syncer,
     cache,
     async listPods(signal, maxAgeMs) {

@@ -20,7 +20,7 @@
  * - Reads (`listPods`, `getPod`) merge this engine's live view of owned pods with every other
  *   process's checkpoints and leases and with one runtime listing; they never take a lease.
  * - Every wait is bounded: `waitTerminated` by its timeout, `syncKnown` by the kubelet's killPodNow
- *   bound for the pods it drives. Background timers (heartbeat, flush retry, re-scans) are unref'd
+ *   bound for the pods it drives; both (and `listPods`) end early when their signal aborts. Background timers (heartbeat, flush retry, re-scans) are unref'd
  *   so a session never keeps a process alive; the bounded waits a caller awaits are ref'd, so the
  *   process cannot exit in the middle of one.
  *
@@ -58,6 +58,7 @@ import type {
   RuntimeErrorInfo,
   SessionEvent,
   SessionOptions,
+  SyncKnownCallOptions,
   SyncKnownResult,
   TransitionRecord,
   WaitOptions,
@@ -614,14 +615,14 @@ class Session implements NodeSession {
   // ---------------------------------------------------------------------------------------------
   // reads
 
-  async #runtimeIndex(maxAgeMs = 0): Promise<Map<string, RuntimePodRecord>> {
-    const list = await this.#runtime.listPods(undefined, maxAgeMs);
+  async #runtimeIndex(maxAgeMs = 0, signal?: AbortSignal): Promise<Map<string, RuntimePodRecord>> {
+    const list = await this.#runtime.listPods(signal, maxAgeMs);
     return new Map(list.map((p) => [p.uid, p]));
   }
 
   /** PodInfo for the given UIDs (all known pods when `only` is undefined). */
-  async #collect(only?: readonly string[], runtimePods?: Map<string, RuntimePodRecord>): Promise<Map<string, PodInfo>> {
-    const runtime = runtimePods ?? (await this.#runtimeIndex());
+  async #collect(only?: readonly string[], runtimePods?: Map<string, RuntimePodRecord>, signal?: AbortSignal): Promise<Map<string, PodInfo>> {
+    const runtime = runtimePods ?? (await this.#runtimeIndex(0, signal));
     const snapshot = this.#engine.snapshot();
     const { checkpoints, leases } = this.#store;
     let stored: Map<string, PodCheckpoint>;
@@ -694,8 +695,12 @@ class Session implements NodeSession {
 
   async listPods(options?: ListPodsOptions): Promise<PodInfo[]> {
     this.#assertOpen();
-    const runtime = options?.runtimeMaxAgeMs ? await this.#runtimeIndex(options.runtimeMaxAgeMs) : undefined;
-    return [...(await this.#collect(undefined, runtime)).values()];
+    const signal = options?.signal;
+    signal?.throwIfAborted();
+    const runtime = options?.runtimeMaxAgeMs ? await this.#runtimeIndex(options.runtimeMaxAgeMs, signal) : undefined;
+    const pods = [...(await this.#collect(undefined, runtime, signal)).values()];
+    signal?.throwIfAborted();
+    return pods;
   }
 
   async getPod(uid: string): Promise<PodInfo | undefined> {
@@ -817,11 +822,15 @@ class Session implements NodeSession {
     return client.listNodePods();
   }
 
-  async syncKnown(desired: V1Pod[] | undefined): Promise<SyncKnownResult> {
+  async syncKnown(desired: V1Pod[] | undefined, options?: SyncKnownCallOptions): Promise<SyncKnownResult> {
     this.#assertOpen();
+    // An abort stops the sync between steps and ends the bounded wait of step 4; the pods adopted so
+    // far stay owned until close() persists them and releases their leases.
+    const signal = options?.signal;
+    signal?.throwIfAborted();
     const desiredPods = desired ?? (await this.#desiredPods());
     const desiredUids = new Set(desiredPods.map((p) => p.metadata?.uid).filter((u): u is string => !!u));
-    const runtime = await this.#runtimeIndex();
+    const runtime = await this.#runtimeIndex(0, signal);
     const [stored, leaseViews] = await Promise.all([this.#store.checkpoints.readAll(), this.#store.leases.inspectAll()]);
 
     // 1. Resume pods whose owner is gone (or released them), from their checkpoints.
@@ -830,10 +839,12 @@ class Session implements NodeSession {
       if (this.#store.leases.holds(uid)) continue;
       const lease = leaseViews.get(uid);
       if (lease?.alive) continue;
+      signal?.throwIfAborted();
       if (await this.#adopt(uid, 'sync-known')) {
         if (!checkpoint.status.finished) resumed.push(uid);
       }
     }
+    signal?.throwIfAborted();
 
     // 2. The engine's housekeeping: forget finished orphans, drive unfinished orphans on.
     const forgotten = new Set<string>();
@@ -860,9 +871,11 @@ class Session implements NodeSession {
       orphanedRuntimePods.push(uid);
     }
     await this.#flush().catch(() => {});
+    signal?.throwIfAborted();
 
     // 4. Drive what this sync started to completion (bounded), then forget what finished.
-    await this.#driveToCompletion();
+    await this.#driveToCompletion(signal);
+    signal?.throwIfAborted();
     const unsubscribeAgain = this.#engine.subscribe((event) => {
       if (event.type === 'forgotten') forgotten.add(event.uid);
     });
@@ -886,24 +899,26 @@ class Session implements NodeSession {
     }
   }
 
-  /** Waits until no owned pod is terminating (or terminated but not yet cleaned up), bounded. */
-  async #driveToCompletion(): Promise<void> {
+  /** Waits until no owned pod is terminating (or terminated but not yet cleaned up), bounded; an abort ends the wait. */
+  async #driveToCompletion(signal?: AbortSignal): Promise<void> {
     const unfinished = (): PodSyncStatusView[] =>
       [...this.#engine.snapshot().values()].filter((v) => this.#store.leases.holds(v.uid) && !v.finished && workerStateOf(v) !== 'sync');
     const first = unfinished();
-    if (first.length === 0) return;
+    if (first.length === 0 || signal?.aborted) return;
     const bound = this.#now() + killBoundMs(Math.max(1, ...first.map((v) => v.gracePeriod))) + 5_000;
     await new Promise<void>((resolve) => {
       const check = (): void => {
-        if (unfinished().length === 0 || this.#now() >= bound || this.#closed) {
+        if (unfinished().length === 0 || this.#now() >= bound || this.#closed || signal?.aborted) {
           unsubscribe();
           clearInterval(timer);
+          signal?.removeEventListener('abort', check);
           resolve();
         }
       };
       const unsubscribe = this.#engine.subscribe(() => queueMicrotask(check));
       // Ref'd on purpose (bounded): the caller awaits completion; see waitTerminated.
       const timer = setInterval(check, 250);
+      signal?.addEventListener('abort', check, { once: true });
       check();
     });
   }

@@ -87,6 +87,8 @@ export interface StatusOptions {
   selection: PodSelection;
   explain: boolean;
   now?: () => number;
+  /** SIGINT/SIGTERM: stop waiting for the listing and reject with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
@@ -231,7 +233,7 @@ export function statusExitCode(result: Pick<StatusResult, 'missing'>): ExitCodeV
 export async function podStatus(options: StatusOptions): Promise<StatusResult> {
   const now = (options.now ?? Date.now)();
   const { session } = options;
-  const { targets, missing } = resolveSelection(await session.listPods(), options.selection);
+  const { targets, missing } = resolveSelection(await session.listPods(options.signal ? { signal: options.signal } : undefined), options.selection);
   const result: StatusResult = {
     endpoint: session.endpoint,
     simulated: session.simulated,

@@ -12,7 +12,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { V1Pod } from '../engine/types.js';
-import { RuntimeFailure, UsageError } from '../lib/errors.js';
+import { RuntimeFailure, UsageError, isAbort } from '../lib/errors.js';
 import { comparePods } from '../lib/refs.js';
 import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
@@ -49,6 +49,8 @@ export interface SyncKnownOptions {
   session: NodeSession;
   source: DesiredSource;
   reporter?: Reporter;
+  /** SIGINT/SIGTERM: stop waiting and reject with the signal's reason (the session keeps the state). */
+  signal?: AbortSignal;
 }
 
 /** Parses a desired-pod document; `where` names the file in errors. */
@@ -113,7 +115,8 @@ async function desiredPods(options: SyncKnownOptions, before: PodInfo[]): Promis
 
 export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownResult> {
   const reporter = options.reporter ?? silentReporter();
-  const before = await options.session.listPods();
+  const signal = options.signal;
+  const before = await options.session.listPods(signal ? { signal } : undefined);
   const desired = await desiredPods(options, before);
   reporter.info(
     options.source.kind === 'api'
@@ -122,9 +125,9 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
   );
   let outcome;
   try {
-    outcome = await options.session.syncKnown(desired);
+    outcome = await options.session.syncKnown(desired, signal ? { signal } : undefined);
   } catch (error) {
-    if (error instanceof UsageError || error instanceof RuntimeFailure) throw error;
+    if (error instanceof UsageError || error instanceof RuntimeFailure || isAbort(error)) throw error;
     throw new RuntimeFailure(`sync-known failed: ${(error as Error).message}`, undefined, { cause: error });
   }
   const names = new Map<string, PodName>();

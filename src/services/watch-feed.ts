@@ -23,7 +23,7 @@
  * - Snapshots are immutable: a new object per change, the same object while nothing changed (so a
  *   renderer can compare by identity).
  * - The event list is bounded (`maxEntries`); the oldest entries are dropped first.
- * - After `close()` no listener is called and no timer is left.
+ * - After `close()` no listener is called, no timer is left, and a listing in flight is aborted.
  */
 import type { PodWorkerEvent } from '../engine/types.js';
 import type { NodeSession, PodInfo, SessionEvent } from './session-api.js';
@@ -209,6 +209,8 @@ export class WatchFeed {
   #lastReadStartedAt = Number.NEGATIVE_INFINITY;
   #started = false;
   #closed = false;
+  /** Aborts a listing in flight on close. */
+  readonly #stop = new AbortController();
   #unsubscribe: (() => void) | undefined;
   #snapshotListeners = new Set<() => void>();
   #changeListeners = new Set<(change: FeedChange) => void>();
@@ -253,7 +255,7 @@ export class WatchFeed {
     return () => this.#changeListeners.delete(listener);
   }
 
-  /** Adds a line to the events pane (actions of the TUI, errors); shown with the next change. */
+  /** Adds a line to the events pane (actions of the TUI, session log lines); published at once. */
   note(entry: Omit<FeedEntry, 'at'> & { at?: number }): void {
     if (this.#closed) return;
     const full: FeedEntry = { ...entry, at: entry.at ?? this.#now() };
@@ -288,6 +290,7 @@ export class WatchFeed {
 
   close(): void {
     this.#closed = true;
+    this.#stop.abort();
     this.#unsubscribe?.();
     this.#unsubscribe = undefined;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
@@ -361,7 +364,7 @@ export class WatchFeed {
     this.#localErrors = new Set();
     const run = (async () => {
       try {
-        const pods = await this.#session.listPods({ runtimeMaxAgeMs: this.#runtimeMaxAgeMs });
+        const pods = await this.#session.listPods({ runtimeMaxAgeMs: this.#runtimeMaxAgeMs, signal: this.#stop.signal });
         if (this.#closed) return;
         this.#listError = undefined;
         this.#apply(pods, sources, localErrors, startedAt);

@@ -61,7 +61,9 @@ export function boundHistory(history: TransitionRecord[]): TransitionRecord[] {
 }
 
 export function encodeCheckpoint(checkpoint: PodCheckpoint): Buffer {
-  const bounded = { ...checkpoint, history: boundHistory(checkpoint.history) };
+  // Engine views keep `uid` non-enumerable (it is the snapshot's key); the file records it.
+  const status = { ...checkpoint.status, uid: checkpoint.uid };
+  const bounded = { ...checkpoint, status, history: boundHistory(checkpoint.history) };
   const payload = Buffer.from(JSON.stringify(pruneUndefined(bounded)), 'utf8');
   const header = JSON.stringify({
     format: CHECKPOINT_FORMAT,

@@ -19,7 +19,7 @@
  * - A pod UID maps to a file name reversibly; no UID can escape its folder.
  */
 import * as fsp from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { DIR_MODE } from './files.js';
 import { StoreError, errnoOf } from './errors.js';
 
@@ -60,7 +60,7 @@ async function checkFolder(path: string, isRoot: boolean): Promise<void> {
     throw new StoreError('ESYMLINK', path, `refusing to use ${path}: it is a symlink inside the state dir; remove it`);
   }
   if (!stat.isDirectory()) {
-    throw new StoreError('EPERMS', path, `${isRoot ? 'state dir' : 'state folder'} ${path} is not a directory`);
+    throw new StoreError('EPERMS', path, `${isRoot ? 'state dir' : 'state folder'} ${path} is not a directory; ${isRoot ? 'choose another with --state-dir or PODCTL_STATE_DIR' : 'move it aside'}`);
   }
   const uid = process.getuid?.();
   if (uid !== undefined && stat.uid !== uid) {
@@ -79,18 +79,56 @@ async function checkFolder(path: string, isRoot: boolean): Promise<void> {
   }
 }
 
-async function ensureFolder(path: string, isRoot: boolean): Promise<void> {
+/**
+ * mkdir, then (for the root) its missing parents one level at a time, each tried at most twice:
+ * the work is bounded by the path's depth. (Node's `recursive: true` retries a parent that exists
+ * for ever when the file system answers ENOENT for a name it will never create, as /proc does.)
+ */
+async function makeFolder(path: string, withParents: boolean): Promise<void> {
   try {
-    await fsp.mkdir(path, { mode: DIR_MODE, recursive: isRoot });
+    await fsp.mkdir(path, { mode: DIR_MODE });
+    return;
   } catch (error) {
     const code = errnoOf(error);
-    if (code === 'EACCES' || code === 'EROFS') {
-      throw new StoreError('EPERMS', path, `cannot create state dir ${path} (${code}); choose another with --state-dir or PODCTL_STATE_DIR`, { cause: error });
-    }
-    if (code === 'ENOSPC') {
-      throw new StoreError('ENOSPC', path, `no space left on device creating ${path}`, { cause: error });
-    }
-    if (code !== 'EEXIST') throw error;
+    if (code === 'EEXIST') return;
+    const parent = dirname(path);
+    if (code !== 'ENOENT' || !withParents || parent === path) throw error;
+    await makeFolder(parent, true);
+  }
+  // The parent exists now: this second answer is final.
+  try {
+    await fsp.mkdir(path, { mode: DIR_MODE });
+  } catch (error) {
+    if (errnoOf(error) !== 'EEXIST') throw error;
+  }
+}
+
+/** The one line for a state dir (or folder) that cannot be created: the path, why, and the flag. */
+function cannotCreate(path: string, isRoot: boolean, error: unknown): StoreError {
+  const code = errnoOf(error) ?? 'EIO';
+  const what = isRoot ? 'state dir' : 'state folder';
+  if (code === 'ENOSPC' || code === 'EDQUOT') {
+    return new StoreError('ENOSPC', path, `no space left on device creating ${what} ${path}`, { cause: error });
+  }
+  const why =
+    code === 'EACCES' || code === 'EPERM'
+      ? 'permission denied'
+      : code === 'EROFS'
+        ? 'read-only file system'
+        : code === 'ENOTDIR'
+          ? 'a part of the path is not a directory'
+          : code === 'ENOENT'
+            ? 'its file system does not allow creating it'
+            : error instanceof Error ? error.message : String(error);
+  const storeCode = code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || code === 'ENOTDIR' || code === 'ENOENT' ? 'EPERMS' : 'EIO';
+  return new StoreError(storeCode, path, `cannot create ${what} ${path}: ${why} (${code}); choose another with --state-dir or PODCTL_STATE_DIR`, { cause: error });
+}
+
+async function ensureFolder(path: string, isRoot: boolean): Promise<void> {
+  try {
+    await makeFolder(path, isRoot);
+  } catch (error) {
+    throw cannotCreate(path, isRoot, error);
   }
   await checkFolder(path, isRoot);
 }

@@ -6,8 +6,8 @@
  * straight to confirm. Destructive actions always pass through confirm, and only `y` confirms.
  *
  * Invariants:
- * - The selection is a pod UID; when the selected pod leaves the visible list, the selection moves
- *   to the row at the same position (or the last row).
+ * - The selection is a pod UID, so it follows its pod through re-sorting and new listings; when that
+ *   pod leaves the visible list (filtered out, gone), the first row is selected.
  * - A grace shortening (`g`) is offered only for a terminating pod and only accepts a grace shorter
  *   than the one in force (grace periods only shrink).
  * - No effect is produced outside confirm, except quit.

@@ -40,7 +40,6 @@ describe('TestUpdatePod', () => {
       name: 'a new pod is recorded and started',
       update: { updateType: 'create', pod: newNamedPod('1', 'ns', 'running-pod', false) },
       expect: expectedView({
-        uid: '1',
         fullname: 'running-pod_ns',
         syncedAt: s(1),
         startedAt: s(3),
@@ -57,7 +56,6 @@ describe('TestUpdatePod', () => {
         return () => h.release('1');
       },
       expect: expectedView({
-        uid: '1',
         fullname: 'running-pod_ns',
         syncedAt: s(1),
         startedAt: s(3),
@@ -83,7 +81,6 @@ describe('TestUpdatePod', () => {
         runningPod: runningPod('1', 'orphaned-pod', 'ns'),
       },
       expect: expectedView({
-        uid: '1',
         fullname: 'running-pod_ns',
         syncedAt: s(1),
         startedAt: s(3),
@@ -98,7 +95,6 @@ describe('TestUpdatePod', () => {
         return undefined;
       },
       expect: expectedView({
-        uid: '1',
         fullname: 'running-pod_ns',
         syncedAt: s(1),
         startedAt: s(3),
@@ -124,7 +120,6 @@ describe('TestUpdatePod', () => {
         return undefined;
       },
       expect: expectedView({
-        uid: '1',
         fullname: 'running-pod_ns',
         syncedAt: s(1),
         startedAt: s(3),
@@ -146,7 +141,6 @@ describe('TestUpdatePod', () => {
       name: 'a pod that is terminal and has never started must be terminated if the runtime does not have a cached terminal state',
       update: { updateType: 'create', pod: newPodWithPhase('1', 'done-pod', 'Succeeded') },
       expect: expectedView({
-        uid: '1',
         fullname: 'done-pod_ns',
         syncedAt: s(1),
         terminatingAt: s(1),
@@ -168,7 +162,6 @@ describe('TestUpdatePod', () => {
       update: { updateType: 'create', pod: newPodWithPhase('1', 'done-pod', 'Succeeded') },
       runtimeStatus: emptyStatus('1'),
       expectBeforeWorker: expectedView({
-        uid: '1',
         fullname: 'done-pod_ns',
         syncedAt: s(1),
         terminatingAt: s(1),
@@ -179,7 +172,6 @@ describe('TestUpdatePod', () => {
         working: true,
       }),
       expect: expectedView({
-        uid: '1',
         fullname: 'done-pod_ns',
         syncedAt: s(1),
         terminatingAt: s(1),
@@ -197,7 +189,6 @@ describe('TestUpdatePod', () => {
       name: 'an orphaned running pod we have not seen is marked terminating and advances to finished and then is removed',
       update: { updateType: 'kill', runningPod: runningPod('1', 'orphaned-pod', 'ns') },
       expectBeforeWorker: expectedView({
-        uid: '1',
         fullname: 'orphaned-pod_ns',
         syncedAt: s(1),
         terminatingAt: s(1),

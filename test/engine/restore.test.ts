@@ -173,7 +173,10 @@ describe('restore', () => {
         }
       });
     });
-    const saved = JSON.parse(JSON.stringify([...first.workers.snapshot().values()])) as PodSyncStatusView[];
+    // as a checkpoint stores it: the view's fields plus its UID (the snapshot's key)
+    const saved = JSON.parse(
+      JSON.stringify([...first.workers.snapshot()].map(([uid, view]) => ({ ...view, uid }))),
+    ) as PodSyncStatusView[];
 
     const second = createHarness();
     second.workers.restore(saved);

@@ -18,6 +18,8 @@
  *
  * Invariants:
  * - Names and UIDs are unique per call (a test never sees another test's pods).
+ * - `create()` returns only once every container's /pause has its signal handlers installed (it
+ *   logged "started"), so a kill that follows is never lost to a too-early SIGTERM.
  * - A `PodFactory` remembers every sandbox it created; `removeAll()` stops and removes them
  *   (StopPodSandbox SIGKILLs whatever still runs), so each test leaves the node as it found it.
  */
@@ -268,6 +270,7 @@ export class PodFactory {
       await this.#cri.startContainer(id, { signal, timeoutMs: 60_000 });
       real.containers.push({ name: container.name, id, mode: inputs[i]!.mode, logPath: join(real.logDirectory, config.logPath) });
     }
+    await Promise.all(real.containers.map((c) => waitUntilListening(c, signal)));
     return real;
   }
 
@@ -292,6 +295,22 @@ export class PodFactory {
     if (failed.length > 0) {
       throw new Error(`e2e cleanup: ${failed.length} pod(s) not removed: ${String(failed[0]!.reason)}`);
     }
+  }
+}
+
+/**
+ * Resolves once /pause has logged "started", which it does only after installing its signal
+ * handlers. A SIGTERM sent before that is dropped by the kernel (the program is PID 1 of its PID
+ * namespace), so a container must not be stopped earlier: it would sit out the whole grace period.
+ */
+async function waitUntilListening(container: RealContainer, signal?: AbortSignal): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    signal?.throwIfAborted();
+    const lines = await readContainerLog(container);
+    if (lines.some((l) => l.message.includes('started mode='))) return;
+    if (Date.now() >= deadline) throw new Error(`e2e: container ${container.name} (${container.id.slice(0, 12)}) did not log "started" within 15 s`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
 

@@ -1,0 +1,123 @@
+/**
+ * The built `podctl watch` as scripts use it: stdout a pipe, so JSON lines; transitions made by
+ * another podctl process (a `podctl kill`) arrive through the checkpoint store; SIGTERM and a reader
+ * that goes away (EPIPE) end it with exit 0; Ink and React are never loaded. Skipped when not built.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const built = existsSync(join(root, 'dist/commands/watch.js')) && existsSync(join(root, 'oclif.manifest.json'));
+if (!built) console.warn('[watch-stream] SKIPPED: podctl is not built (run `npm run build`)');
+const traceImports = join(root, 'test/commands/fixtures/trace-imports.mjs');
+
+interface Watcher {
+  child: ChildProcessWithoutNullStreams;
+  lines: () => Record<string, unknown>[];
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+function watch(endpoint: string, stateDir: string): Watcher {
+  const child = spawn(process.execPath, ['--import', traceImports, 'bin/run.js', 'watch', '--runtime-endpoint', endpoint, '--state-dir', stateDir], {
+    cwd: root,
+    env: { ...process.env, NO_COLOR: '1' },
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const lines = () =>
+    out
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  return { child, lines, stderr: () => err, exited };
+}
+
+async function until<T>(read: () => T | undefined | false, what: string, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = read();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Runs the CLI without blocking this process (which serves the simulator). */
+function podctl(args: string[]): Promise<{ status: number | null; stderr: string }> {
+  const child = spawn(process.execPath, ['bin/run.js', ...args], { cwd: root, timeout: 30_000 });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.once('exit', (status) => resolve({ status, stderr })));
+}
+
+describe.skipIf(!built)(`podctl watch as a JSON stream${built ? '' : ' (skipped: not built)'}`, () => {
+  let dir = '';
+  let sim: RunningSimulator | undefined;
+  let stateDir = '';
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'podctl-watch-stream-'));
+    stateDir = join(dir, 'state');
+    sim = await startSimulator({
+      socketPath: join(dir, 'sim.sock'),
+      pods: [
+        { name: 'api-1', namespace: 'web' },
+        { name: 'api-2', namespace: 'web' },
+        { name: 'report', namespace: 'batch' },
+      ],
+    });
+  });
+
+  afterAll(async () => {
+    await sim?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('streams pods, then transitions another process makes, and exits 0 on SIGTERM without loading Ink', async () => {
+    const w = watch(sim!.endpoint, stateDir);
+    try {
+      const pods = await until(() => w.lines().length >= 3 && w.lines(), 'the pod records');
+      expect(pods.map((r) => [r.type, `${r.namespace}/${r.name}`]).sort()).toEqual([
+        ['pod', 'batch/report'],
+        ['pod', 'web/api-1'],
+        ['pod', 'web/api-2'],
+      ]);
+      const kill = await podctl(['kill', 'web/api-2', '--grace', '1', '--runtime-endpoint', sim!.endpoint, '--state-dir', stateDir]);
+      expect(kill.status, kill.stderr).toBe(0);
+      const transitions = await until(() => {
+        const t = w.lines().filter((r) => r.type === 'transition' && r.name === 'api-2');
+        return t.some((r) => r.to === 'terminated' || r.to === 'finished') && t;
+      }, 'api-2 to be terminated');
+      expect(transitions[0]).toMatchObject({ type: 'transition', namespace: 'web', name: 'api-2', source: 'store' });
+      expect(transitions.map((r) => r.to)).toContain('terminating');
+      w.child.kill('SIGTERM');
+      expect(await w.exited).toBe(0);
+      expect(w.stderr()).not.toContain('LOADED');
+    } finally {
+      w.child.kill('SIGKILL');
+    }
+  });
+
+  it('exits 0 when its reader goes away (EPIPE on the next record)', async () => {
+    const w = watch(sim!.endpoint, stateDir);
+    try {
+      await until(() => w.lines().length >= 3, 'the pod records');
+      w.child.stdout.destroy();
+      const kill = await podctl(['kill', 'web/api-1', '--grace', '1', '--runtime-endpoint', sim!.endpoint, '--state-dir', stateDir]);
+      expect(kill.status, kill.stderr).toBe(0);
+      expect(await Promise.race([w.exited, new Promise((r) => setTimeout(() => r('still running'), 10_000))])).toBe(0);
+    } finally {
+      w.child.kill('SIGKILL');
+    }
+  });
+});
