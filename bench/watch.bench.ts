@@ -22,8 +22,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { openSession } from '../src/services/session.js';
@@ -130,6 +129,8 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'podctl-bench-watch-'));
   const socketPath = join(dir, 'sim.sock');
   const sim = await startSimulatorProcess(socketPath);
+  // Never leave the simulator behind, even when the benchmark fails.
+  process.once('exit', () => sim.kill('SIGKILL'));
   await stat(socketPath);
   const stateDir = join(dir, 'state');
   const session = counted(await openSession({ stateDir, runtimeEndpoint: `unix://${socketPath}` }));

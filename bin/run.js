@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// podctl entry point: oclif reads the generated oclif.manifest.json, so only the invoked command loads.
-import { execute } from '@oclif/core';
+// podctl entry point: the bundled CLI (dist/cli.js, built by `npm run build`) runs oclif, which reads
+// the generated oclif.manifest.json, so only the invoked command loads.
+import { run } from '../dist/cli.js';
 
-await execute({ dir: import.meta.url });
+await run(import.meta.url);

@@ -26,6 +26,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
   ];
 
   static override strict = false;
+  protected override readOnlySession = true;
   static override args = {
     ref: Args.string({ description: 'Pods to show: ns/name, or name with -n (repeatable). Default: every pod.' }),
   };

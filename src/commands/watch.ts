@@ -41,6 +41,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     }),
   };
 
+  protected override interruptMessage = 'stopping the watch';
+  protected override interruptIsNormal = true;
+
   /** Log lines of the session while the screen is up go to its events pane, not over it. */
   #screenLog: { feed?: WatchFeed; pending: { level: LogLevel; message: string }[] } | undefined;
 

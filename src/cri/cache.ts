@@ -199,10 +199,13 @@ export class RuntimePodCache implements PodStatusCache {
     return this.#pods.get(uid);
   }
 
-  /** Rebuilt pods from a relist no older than `maxAgeMs` (default 0: a fresh relist). */
+  /**
+   * Rebuilt pods from a relist no older than `maxAgeMs` (default 0: a fresh relist). A relist still
+   * running that started within `maxAgeMs` is joined rather than followed by another.
+   */
   async listPods(signal?: AbortSignal, maxAgeMs = 0): Promise<RuntimePod[]> {
     const minTime = this.#clock.now() - maxAgeMs;
-    if (this.#observedAt < minTime) await raceAbort(this.#requestRelist(this.#clock.now()), signal);
+    if (this.#observedAt < minTime) await raceAbort(this.#requestRelist(minTime), signal);
     return this.pods();
   }
 

@@ -106,10 +106,7 @@ let modules: Promise<{ grpc: GrpcModule; proto: ProtoModule }> | undefined;
 
 /** Loads grpc-js and the generated module once (the only heavy imports of the CRI layer). */
 export function loadGrpcModules(): Promise<{ grpc: GrpcModule; proto: ProtoModule }> {
-  modules ??= Promise.all([import('@grpc/grpc-js'), import('./generated/runtime_v1.js')]).then(([grpc, proto]) => ({
-    grpc,
-    proto,
-  }));
+  modules ??= import('./grpc-modules.js').then(({ grpc, proto }) => ({ grpc, proto }));
   return modules;
 }
 

@@ -49,6 +49,8 @@ export abstract class PodctlCommand extends Command {
   protected interruptMessage = 'stopping; pod state is saved and the next podctl run resumes it';
   /** A signal is the normal way to end this command (logged as info, not as a warning). */
   protected interruptIsNormal = false;
+  /** The command only reads (status): its session takes no lease and starts no watchers. */
+  protected readOnlySession = false;
   #session: NodeSession | undefined;
   #onSignal: ((signal: NodeJS.Signals) => void) | undefined;
 
@@ -77,6 +79,7 @@ export abstract class PodctlCommand extends Command {
       ...(g.kubeconfig ? { kubeconfig: g.kubeconfig } : {}),
       node: nodeName(g.node),
       log: this.reporter.asLogger(),
+      ...(this.readOnlySession ? { readOnly: true } : {}),
     };
   }
 

@@ -5,10 +5,13 @@
  * - Results go to stdout only; nothing here writes to stderr.
  * - JSON and YAML render the very object a command returns (its `--json` contract), with Maps and
  *   undefined fields normalised the same way in both.
- * - cli-table3 and yaml are loaded on first use, so commands that print neither do not pay for them.
+ * - string-width (tables with non-ASCII text) and yaml are loaded on first use, so commands that
+ *   print neither do not pay for them.
  * - Colour only when enabled (a TTY, no --no-color, no NO_COLOR); tables never carry colour codes
  *   otherwise.
  */
+import { stripVTControlCharacters } from 'node:util';
+
 export type OutputFormat = 'table' | 'wide' | 'json' | 'yaml';
 
 export interface Styler {
@@ -58,23 +61,46 @@ export interface TableSpec {
   rows: string[][];
 }
 
-/** A borderless, kubectl-like table (cli-table3); no colour codes unless `styler.enabled`. */
+/** Printable ASCII only: one column per character. */
+const PRINTABLE_ASCII = /^[\u0020-\u007e]*$/;
+
+/**
+ * A borderless, kubectl-like table: columns left-aligned and two spaces apart, widths measured as
+ * the terminal shows them (ANSI codes take no room; wide characters take two, as string-width
+ * measures them), a multi-line cell spanning lines of its row, no trailing blanks. No colour codes
+ * unless `styler.enabled`.
+ *
+ * Cost: linear in the cells. string-width (whose start-up builds an ICU segmenter, ~10 ms) is loaded
+ * only when a cell holds more than printable ASCII; pod names, UIDs and states never do.
+ */
 export async function renderTable(spec: TableSpec, styler: Styler): Promise<string> {
-  const { default: Table } = await import('cli-table3');
-  const table = new Table({
-    head: spec.head.map((h) => styler.bold(h)),
-    chars: {
-      top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '',
-      'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '  ',
-    },
-    style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0, compact: true },
-  });
-  for (const row of spec.rows) table.push(row);
-  return table
-    .toString()
-    .split('\n')
-    .map((line) => line.trimEnd())
-    .join('\n');
+  const rows = [spec.head.map((h) => styler.bold(h)), ...spec.rows];
+  const columns = Math.max(...rows.map((r) => r.length));
+  const lines = rows.map((row) => Array.from({ length: columns }, (_, i) => (row[i] ?? '').split('\n')));
+  const plain = lines.every((row) => row.every((cell) => cell.every((text) => PRINTABLE_ASCII.test(stripVTControlCharacters(text)))));
+  const widthOf: (text: string) => number = plain ? (text) => stripVTControlCharacters(text).length : (await import('string-width')).default;
+  const widths = new Array<number>(columns).fill(0);
+  const cells = lines.map((row) =>
+    row.map((cell, i) =>
+      cell.map((text) => {
+        const width = widthOf(text);
+        if (width > (widths[i] ?? 0)) widths[i] = width;
+        return { text, width };
+      }),
+    ),
+  );
+  const out: string[] = [];
+  for (const row of cells) {
+    const height = Math.max(...row.map((cell) => cell.length));
+    for (let line = 0; line < height; line++) {
+      const parts = row.map((cell, i) => {
+        const part = cell[line];
+        return (part?.text ?? '') + ' '.repeat((widths[i] ?? 0) - (part?.width ?? 0));
+      });
+      out.push(parts.join('  ').trimEnd());
+    }
+  }
+  return out.join('\n');
 }
 
 /** Cuts a string to `max` characters with an ellipsis. */

@@ -100,9 +100,15 @@ export interface Resolution {
   missing: string[];
 }
 
+/**
+ * Code-unit order. For Kubernetes names and UIDs (lowercase letters, digits, '-', '.') it is the order
+ * `localeCompare` gives, without building an ICU collator (~8 ms on the first call of a process).
+ */
+const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 /** Orders pods as every listing shows them: namespace, then name, then UID. */
 export function comparePods(a: Pick<PodInfo, 'namespace' | 'name' | 'uid'>, b: Pick<PodInfo, 'namespace' | 'name' | 'uid'>): number {
-  return a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name) || a.uid.localeCompare(b.uid);
+  return compareText(a.namespace, b.namespace) || compareText(a.name, b.name) || compareText(a.uid, b.uid);
 }
 
 /**

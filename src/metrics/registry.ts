@@ -125,7 +125,8 @@ export class PodctlMetrics {
         if (event.to === 'terminated') this.#observeKillEnd(event.uid, event.at);
         return;
       case 'sync-failed':
-        this.#syncErrors.inc({ phase: event.phase });
+        // A sync cancelled for a new intent (kill, shorter grace) is not an error.
+        if (event.aborted !== true) this.#syncErrors.inc({ phase: event.phase });
         return;
       case 'forgotten':
         this.#terminationStartedAt.delete(event.uid);

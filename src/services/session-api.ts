@@ -44,6 +44,13 @@ export interface SessionOptions {
   log?: Logger;
   /** Deadline for each CRI call, ms (default 10_000). */
   rpcTimeoutMs?: number;
+  /**
+   * A session that only reads (`status`): it never takes a lease nor drives a pod, so it starts no
+   * store watchers, heartbeats or runtime event stream. Its first runtime listing starts while it
+   * opens, and `listPods` accepts a listing up to 1 s old by default. `requestKill`,
+   * `waitTerminated` and `syncKnown` reject.
+   */
+  readOnly?: boolean;
 }
 
 /** One entry of a pod's bounded timeline (persisted in its checkpoint). */

@@ -4,11 +4,12 @@
  *
  * Loaded lazily by session.ts, so that grpc-js is imported only by processes that talk to a runtime.
  * Invariants: every RPC has the session's deadline (`rpcTimeoutMs`); `close()` ends the event
- * stream and the channel; the listing always reflects a relist started after the call.
+ * stream and the channel; the listing reflects a relist started after the call (or, when the caller
+ * accepts it, one no older than `maxAgeMs`).
  * `simulated` is what the runtime says of itself (its Version answer), not a guess from the
  * socket's path: the simulator reached through any `--runtime-endpoint` is still the simulator.
  */
-import { connectCri, type CriClient } from '../cri/client.js';
+import { connectCri, loadGrpcModules, type CriClient } from '../cri/client.js';
 import { RuntimePodCache } from '../cri/cache.js';
 import { resolveEndpoint } from '../cri/endpoint.js';
 import { toPodStatus, toRunningPod, toV1Pod, type RuntimePod } from '../cri/pods.js';
@@ -38,6 +39,11 @@ export async function runtimeIsSimulator(client: Pick<CriClient, 'version'>, gue
 export interface RuntimeHooks {
   /** Whether the engine marked the pod evicted (its containers and sandboxes are then removed). */
   isEvicted?: (uid: string) => boolean;
+  /**
+   * For a read-only session: no runtime event stream (nothing is driven, so nothing waits on
+   * events), and the first relist starts at once, alongside the Version call.
+   */
+  readOnly?: boolean;
 }
 
 export function recordOfRuntimePod(pod: RuntimePod): RuntimePodRecord {
@@ -55,6 +61,8 @@ export function recordOfRuntimePod(pod: RuntimePod): RuntimePodRecord {
 }
 
 export async function connectRuntime(options: SessionOptions, stateDir: string, hooks: RuntimeHooks = {}): Promise<SessionRuntime> {
+  // grpc-js and the generated module load (CPU) while the endpoint is probed (I/O).
+  loadGrpcModules().catch(() => undefined);
   const resolved = await resolveEndpoint({ ...(options.runtimeEndpoint ? { flag: options.runtimeEndpoint } : {}), stateDir });
   const client = await connectCri({ endpoint: resolved.endpoint, ...(options.rpcTimeoutMs ? { timeoutMs: options.rpcTimeoutMs } : {}) });
   const clock = options.clock;
@@ -69,7 +77,12 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
       return uid !== undefined && (hooks.isEvicted?.(uid) ?? false);
     },
   });
-  cache.start();
+  if (hooks.readOnly) {
+    // A failure here is reported by the listing that needs it (a failed relist is not reused).
+    cache.refresh().catch(() => undefined);
+  } else {
+    cache.start();
+  }
   const simulated = await runtimeIsSimulator(client, resolved.simulated, Math.min(VERSION_TIMEOUT_MS, options.rpcTimeoutMs ?? VERSION_TIMEOUT_MS));
   return {
     endpoint: resolved.endpoint,

@@ -20,15 +20,17 @@
  * - Reads (`listPods`, `getPod`) merge this engine's live view of owned pods with every other
  *   process's checkpoints and leases and with one runtime listing; they never take a lease.
  * - Every wait is bounded: `waitTerminated` by its timeout, `syncKnown` by the kubelet's killPodNow
- *   bound for the pods it drives; both (and `listPods`) end early when their signal aborts. Background timers (heartbeat, flush retry, re-scans) are unref'd
- *   so a session never keeps a process alive; the bounded waits a caller awaits are ref'd, so the
- *   process cannot exit in the middle of one.
+ *   bound for the pods it drives; both (and `listPods`) end early when their signal aborts.
+ *   Background timers (heartbeat, flush retry, re-scans) are unref'd so a session never keeps a
+ *   process alive; the bounded waits a caller awaits are ref'd, so the process cannot exit in the
+ *   middle of one.
  *
  * Heavy modules stay out: the CRI client and the API-server client are imported lazily, only when
  * the default runtime or a kubeconfig is used.
  */
 import { lstat } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import path from 'node:path';
 import { PodNotFoundError } from '../lib/errors.js';
 import { createPodWorkers } from '../engine/index.js';
 import {
@@ -697,7 +699,10 @@ class Session implements NodeSession {
     this.#assertOpen();
     const signal = options?.signal;
     signal?.throwIfAborted();
-    const runtime = options?.runtimeMaxAgeMs ? await this.#runtimeIndex(options.runtimeMaxAgeMs, signal) : undefined;
+    // A read-only session follows no runtime events: a listing of its own from the last second (the
+    // one started while it opened) is as recent as what it could learn otherwise.
+    const maxAgeMs = options?.runtimeMaxAgeMs ?? (this.#options.readOnly ? RECENT_LISTING_MS : 0);
+    const runtime = maxAgeMs ? await this.#runtimeIndex(maxAgeMs, signal) : undefined;
     const pods = [...(await this.#collect(undefined, runtime, signal)).values()];
     signal?.throwIfAborted();
     return pods;
@@ -713,6 +718,7 @@ class Session implements NodeSession {
 
   async requestKill(request: KillRequest): Promise<KillHandle> {
     this.#assertOpen();
+    this.#assertWritable();
     const { uid } = request;
     // The pod's spec and existence do not need a fresh relist; a recent one (≤ 1 s) will do.
     const runtime = await this.#runtimeIndex(RECENT_LISTING_MS);
@@ -744,6 +750,7 @@ class Session implements NodeSession {
 
   async waitTerminated(uids: string[], options: WaitOptions): Promise<Map<string, WaitOutcome>> {
     this.#assertOpen();
+    this.#assertWritable();
     const outcomes = new Map<string, WaitOutcome>();
     const deadline = this.#now() + options.timeoutMs;
     const rescanMs = this.#seams.rescanMs ?? DEFAULT_RESCAN_MS;
@@ -824,6 +831,7 @@ class Session implements NodeSession {
 
   async syncKnown(desired: V1Pod[] | undefined, options?: SyncKnownCallOptions): Promise<SyncKnownResult> {
     this.#assertOpen();
+    this.#assertWritable();
     // An abort stops the sync between steps and ends the bounded wait of step 4; the pods adopted so
     // far stay owned until close() persists them and releases their leases.
     const signal = options?.signal;
@@ -932,6 +940,10 @@ class Session implements NodeSession {
     if (this.#closed) throw new Error('the session is closed');
   }
 
+  #assertWritable(): void {
+    if (this.#options.readOnly) throw new Error('this session is read-only: open it without readOnly to act on pods');
+  }
+
   close(): Promise<void> {
     this.#closing ??= this.#shutdown();
     return this.#closing;
@@ -988,24 +1000,36 @@ class Session implements NodeSession {
 /** Builds the default CRI-backed runtime (lazy: grpc-js is loaded only here). */
 async function connectDefaultRuntime(options: SessionOptions, stateDir: string, isEvicted: (uid: string) => boolean): Promise<SessionRuntime> {
   const { connectRuntime } = await import('./session-runtime.js');
-  return connectRuntime(options, stateDir, { isEvicted });
+  return connectRuntime(options, stateDir, { isEvicted, ...(options.readOnly ? { readOnly: true } : {}) });
 }
 
 /**
- * Opens the node session: state dir (created/checked), runtime, engine, watchers.
+ * Opens the node session: state dir (created/checked), runtime, engine, watchers (none when read-only).
  * Throws one-line errors (StoreError, EndpointError) the CLI maps to exit codes.
  */
 export async function openSession(options: SessionOptions, seams: SessionSeams = {}): Promise<NodeSession> {
   const log: Logger = options.log ?? (() => {});
-  const store = await openStore({
-    stateDir: options.stateDir,
-    report: (message) => log('warn', message),
-    ...(seams.storeOps ? { ops: seams.storeOps } : {}),
-    ...(options.clock ? { clock: () => options.clock!.now() } : {}),
-  });
   let session: Session | undefined;
-  const runtime = seams.runtime ?? (await connectDefaultRuntime(options, store.layout.root, (uid) => session?.isEvicted(uid) ?? false));
+  // The state dir and the runtime are opened side by side; a state-dir error is reported first, as
+  // when they were opened one after the other (and the runtime connection is then closed).
+  const [opened, connected] = await Promise.allSettled([
+    openStore({
+      stateDir: options.stateDir,
+      report: (message) => log('warn', message),
+      ...(seams.storeOps ? { ops: seams.storeOps } : {}),
+      ...(options.clock ? { clock: () => options.clock!.now() } : {}),
+    }),
+    seams.runtime ?? connectDefaultRuntime(options, path.resolve(options.stateDir), (uid) => session?.isEvicted(uid) ?? false),
+  ]);
+  if (opened.status === 'rejected') {
+    if (connected.status === 'fulfilled' && !seams.runtime) await connected.value.close().catch(() => undefined);
+    throw opened.reason;
+  }
+  if (connected.status === 'rejected') throw connected.reason;
+  const store = opened.value;
+  const runtime = connected.value;
   session = new Session(options, seams, store, runtime, log);
-  session.start();
+  // A read-only session acts on nothing: no inbox, checkpoint or lease watchers, no heartbeat.
+  if (!options.readOnly) session.start();
   return session;
 }

@@ -125,6 +125,7 @@ export function entryOfEngineEvent(event: PodWorkerEvent): FeedEntry | undefined
     case 'grace-shortened':
       return { ...base, level: 'info', detail: `grace ${event.from}s → ${event.to}s` };
     case 'sync-failed':
+      if (event.aborted) return { ...base, kind: 'sync-cancelled', level: 'info', detail: `${event.phase} sync cancelled for a new intent` };
       return { ...base, level: 'error', detail: `${event.phase}: ${event.error} (retry in ${Math.round(event.retryInMs / 100) / 10}s)` };
     case 'state-changed':
       return { ...base, level: 'info', detail: `${event.from} → ${event.to}` };
@@ -180,10 +181,42 @@ export function patchedPod(pod: PodInfo, event: PodWorkerEvent): PodInfo {
       return { ...pod, gracePeriod: event.to, graceDeadline: Math.min(deadline, pod.graceDeadline ?? deadline) };
     }
     case 'sync-failed':
-      return { ...pod, lastError: { message: event.error, at: event.at, retryAt: event.at + event.retryInMs } };
+      if (event.aborted) return pod;
+      return { ...pod, lastError: { message: `${event.phase}: ${event.error}`, at: event.at, retryAt: event.at + event.retryInMs } };
     default:
       return pod;
   }
+}
+
+const LIFECYCLES = new Set<string>(['sync', 'terminating', 'terminated']);
+
+/**
+ * The state changes a pod went through between two listings, read from its timeline (the
+ * `state-changed` and `finished` entries newer than the previous listing's), when they lead from the
+ * previous listed state to the current one. Empty when the timeline does not say.
+ */
+export function timelineSteps(prev: PodInfo, pod: PodInfo): Omit<PodTransition, 'source'>[] {
+  const seenUntil = prev.history.reduce((max, r) => Math.max(max, r.at), 0);
+  const steps: Omit<PodTransition, 'source'>[] = [];
+  let from: PodLifecycle = prev.state;
+  let fromSince = prev.since;
+  for (const record of pod.history) {
+    if (record.at <= seenUntil) continue;
+    let to: PodLifecycle | undefined;
+    if (record.type === 'finished') to = 'finished';
+    else if (record.type === 'state-changed') {
+      const target = /→\s*(\w+)\s*$/.exec(record.detail)?.[1];
+      if (target !== undefined && LIFECYCLES.has(target)) to = target as PodLifecycle;
+    }
+    if (to === undefined || to === from) continue;
+    if (LIFECYCLE_ORDER[to] < LIFECYCLE_ORDER[from]) continue;
+    const step: Omit<PodTransition, 'source'> = { at: record.at, uid: pod.uid, namespace: pod.namespace, name: pod.name, from, to, fromSince, ownerPid: record.pid };
+    if (to === 'terminating' && pod.gracePeriod !== undefined) step.gracePeriod = pod.gracePeriod;
+    steps.push(step);
+    from = to;
+    fromSince = record.at;
+  }
+  return steps.at(-1)?.to === pod.state ? steps : [];
 }
 
 export class WatchFeed {
@@ -329,7 +362,7 @@ export class WatchFeed {
     switch (event.source) {
       case 'engine':
         this.#sources.set(event.event.uid, 'engine');
-        if (event.event.type === 'sync-failed') this.#localErrors.add(event.event.uid);
+        if (event.event.type === 'sync-failed' && event.event.aborted !== true) this.#localErrors.add(event.event.uid);
         return;
       case 'store':
         if (this.#sources.get(event.uid) !== 'engine') this.#sources.set(event.uid, 'store');
@@ -401,7 +434,11 @@ export class WatchFeed {
       if (first) continue;
       const source = sources.get(pod.uid) ?? 'runtime';
       if (prev === undefined || prev.state !== pod.state) {
-        transitions.push(this.#transition(pod, prev, pod.state, source, at));
+        // Another process's steps between two listings are in the pod's timeline; fall back to the
+        // difference of states when the timeline does not explain it.
+        const steps = prev !== undefined && source !== 'engine' ? timelineSteps(prev, pod) : [];
+        if (steps.length > 0) transitions.push(...steps.map((step) => ({ ...step, source })));
+        else transitions.push(this.#transition(pod, prev, pod.state, source, at));
       }
       if (pod.lastError !== undefined && pod.lastError.at !== prev?.lastError?.at && !localErrors.has(pod.uid)) {
         remoteErrors.push(pod);

@@ -52,5 +52,8 @@ export function writeError(path: string, error: unknown, what: string): StoreErr
     return new StoreError('ESYMLINK', path, `refusing to follow a symlink at ${path}`, { cause: error });
   }
   const detail = error instanceof Error ? error.message : String(error);
+  if (code === 'EROFS' || code === 'EACCES' || code === 'EPERM') {
+    return new StoreError('EPERMS', path, `cannot write ${what} ${path}: ${detail}; the state dir must be writable (choose another with --state-dir)`, { cause: error });
+  }
   return new StoreError('EIO', path, `cannot write ${what} ${path}: ${detail}`, { cause: error });
 }

@@ -119,7 +119,7 @@ export interface TableLayout {
 }
 
 const FIXED: Record<Exclude<ColumnId, 'name' | 'error'>, number> = { state: 11, grace: 16, ctrs: 5, age: 8, owner: 7 };
-const MIN_NAME = 14;
+const MIN_NAME = 22;
 /** The last error is shown only when the name still gets this much room. */
 const MIN_NAME_WITH_ERROR = 24;
 const MIN_ERROR = 12;

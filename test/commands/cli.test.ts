@@ -4,7 +4,7 @@
  * test script does it).
  */
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -78,6 +78,23 @@ describe('exit codes and streams', { timeout: 60_000 }, () => {
     expect(run.stderr).toContain('--runtime-endpoint');
     expect(run.stderr).not.toMatch(/\n\s+at /);
   });
+
+  it.each([
+    ['under /proc (a file system that refuses new names)', () => `/proc/podctl-no-such-dir-${process.pid}`, 'ENOENT'],
+    ['below a regular file', () => {
+      const file = path.join(mkdtempSync(path.join(tmpdir(), 'podctl-cli-')), 'file');
+      writeFileSync(file, 'x');
+      return path.join(file, 'state');
+    }, 'ENOTDIR'],
+  ])('an unusable state dir %s: exit 1 at once, one line naming the path, the cause and --state-dir', async (_what, stateDir, code) => {
+    const dir = stateDir();
+    // Bounded below the session-open bound (30 s), so a hang cannot pass as its timeout message.
+    const run = await podctl(['status', '--state-dir', dir, '--runtime-endpoint', 'unix:///nonexistent/cri.sock'], {}, 20_000);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toMatch(new RegExp(`^error: cannot create state dir ${dir}: .*\\(${code}\\); choose another with --state-dir`));
+  });
 });
 
 describe('against the embedded simulator', { timeout: 90_000 }, () => {
@@ -112,6 +129,12 @@ describe('against the embedded simulator', { timeout: 90_000 }, () => {
     expect(run.code).toBe(0);
     expect(run.stdout.split('\n')[0]).toMatch(/^NAMESPACE\/NAME\s+UID\s+STATE\s+GRACE\s+AGE\s+CONTAINERS\s+OWNER\s+LAST ERROR$/);
     for (const name of ['web/web-1', 'web/web-2', 'default/stubborn', 'batch/batch-1', 'kube-system/etcd']) expect(run.stdout).toContain(name);
+  });
+
+  it('status --json says the runtime is the simulator, though reached through an explicit --runtime-endpoint', async () => {
+    const run = await podctl(['status', '--json', ...common]);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ endpoint: sim.endpoint, simulated: true });
   });
 
   it('kill waits for termination and reports it as JSON; status then shows it finished', async () => {

@@ -1,4 +1,4 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +52,7 @@ describe('podctl watch (command)', () => {
     ]);
     expect(session.closed).toBe(true);
     expect(process.exitCode ?? 0).toBe(0);
+    await rm(dir, { recursive: true, force: true });
   });
 
   it('rejects an unknown output format as a usage error', async () => {

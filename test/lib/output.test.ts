@@ -23,6 +23,19 @@ describe('output', () => {
     expect(text).not.toContain('\u001b[');
   });
 
+  it('tables align by what the terminal shows: colour codes take no room, wide characters two', async () => {
+    const styler = createStyler(true);
+    const text = await renderTable({ head: ['NAME', 'STATE', 'ERROR'], rows: [[styler.green('a'), styler.red('stopped'), 'x'], ['日本', 'ok', 'y…']] }, styler);
+    const visible = text.split('\n').map((l) => l.replace(/\u001b\[\d+m/g, ''));
+    expect(visible).toEqual(['NAME  STATE    ERROR', 'a     stopped  x', '日本  ok       y…']);
+    expect(text).toContain('\u001b[32ma\u001b[39m');
+  });
+
+  it('a multi-line cell spans lines of its row; the other cells stay in their columns', async () => {
+    const text = await renderTable({ head: ['A', 'B', 'C'], rows: [['one', 'two\nlines', 'end'], ['x', 'y', 'z']] }, createStyler(false));
+    expect(text.split('\n')).toEqual(['A    B      C', 'one  two    end', '     lines', 'x    y      z']);
+  });
+
   it('colour only on a TTY without --no-color or NO_COLOR', () => {
     expect(colorEnabled(false, { isTTY: true }, {})).toBe(true);
     expect(colorEnabled(true, { isTTY: true }, {})).toBe(false);

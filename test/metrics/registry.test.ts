@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, readdir } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { register as globalRegistry } from 'prom-client';
@@ -133,5 +133,6 @@ describe('metrics registry', () => {
     expect(text).toContain('# TYPE podctl_working_pods gauge');
     expect(sample(text, 'podctl_working_pods{lifecycle="sync",config="desired",static="false"}')).toBe(1);
     expect(await readdir(join(dir, 'sub'))).toEqual(['podctl.prom']);
+    await rm(dir, { recursive: true, force: true });
   });
 });

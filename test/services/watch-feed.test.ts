@@ -51,6 +51,46 @@ describe('watch feed', () => {
     expect(feed.snapshot().entries.at(-1)).toMatchObject({ kind: 'transition', pod: 'default/a', detail: 'sync → terminating (pid 777)' });
   });
 
+  it('reads another process\'s steps between two listings from the pod\'s timeline', async () => {
+    const a = pod('default/a', { state: 'runtime', since: 1, history: [] });
+    const session = new FakeSession([a]);
+    const { feed, changes } = feedOf(session, 1);
+    await feed.start();
+    // Between two listings the other process took the pod from runtime-only to finished.
+    session.set({
+      ...a,
+      state: 'finished',
+      since: 4_000,
+      history: [
+        { at: 1_000, type: 'lease-taken', detail: 'lease taken', pid: 77 },
+        { at: 1_000, type: 'state-changed', detail: 'new → terminating', pid: 77 },
+        { at: 3_000, type: 'sync-failed', detail: 'terminating sync failed: x', pid: 77 },
+        { at: 3_500, type: 'state-changed', detail: 'terminating → terminated', pid: 77 },
+        { at: 4_000, type: 'finished', detail: 'finished (cleanup done)', pid: 77 },
+      ],
+    });
+    session.emit({ source: 'store', uid: a.uid, at: 4_000, kind: 'checkpoint-changed' });
+    await feed.whenSettled();
+    const steps = changes.flatMap((c) => c.transitions).map((t) => [t.from, t.to, t.at, t.source, t.ownerPid]);
+    expect(steps).toEqual([
+      ['runtime', 'terminating', 1_000, 'store', 77],
+      ['terminating', 'terminated', 3_500, 'store', 77],
+      ['terminated', 'finished', 4_000, 'store', 77],
+    ]);
+    // A timeline that does not lead to the listed state is not trusted: one step from the states.
+    const b = pod('default/b', { since: 1, history: [] });
+    session.set(b);
+    session.emit({ source: 'store', uid: b.uid, at: 5_000, kind: 'checkpoint-changed' });
+    await feed.whenSettled();
+    session.set({ ...b, state: 'terminated', since: 6_000, history: [{ at: 5_500, type: 'state-changed', detail: 'sync → terminating', pid: 77 }] });
+    session.emit({ source: 'store', uid: b.uid, at: 6_000, kind: 'checkpoint-changed' });
+    await feed.whenSettled();
+    expect(changes.flatMap((c) => c.transitions).filter((t) => t.name === 'b').map((t) => [t.from, t.to])).toEqual([
+      ['new', 'sync'],
+      ['sync', 'terminated'],
+    ]);
+  });
+
   it('labels transitions of this process\'s engine as engine, and pods that vanished as gone', async () => {
     const a = pod('default/a');
     const b = pod('default/b');

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -99,5 +99,6 @@ describe('watch JSON stream', () => {
     expect(text).toContain('podctl_working_pods{lifecycle="terminating",config="desired",static="false"} 1');
     expect(text).toContain('podctl_untracked_runtime_pods 1');
     expect(text).toContain('podctl_pod_transitions_total{from="sync",to="terminating"} 1');
+    await rm(dir, { recursive: true, force: true });
   });
 });

@@ -8,7 +8,7 @@ import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStore, StoreError } from '../../src/store/index.js';
-import { tempDir } from './support/fixtures.js';
+import { checkpointFor, tempDir } from './support/fixtures.js';
 
 /** A hang shows as a failed assertion naming the path instead of the test's own timeout. */
 const HANG_BOUND_MS = 5_000;
@@ -94,15 +94,14 @@ describe('a regular file where a folder should be', () => {
 });
 
 /**
- * A folder this process cannot create entries in: a read-only bind mount when running as root
- * (root ignores modes), mode 0500 otherwise. Undefined when neither can be arranged here.
+ * Makes `path` (an existing folder) one this process cannot create entries in: a read-only bind
+ * mount when running as root (root ignores modes), mode 0500 otherwise. Undefined when neither can
+ * be arranged here.
  */
-function readOnlyFolder(base: string): { path: string; release: () => void } | undefined {
-  const path = join(base, 'ro');
-  execFileSync('mkdir', ['-m', '0700', path]);
+function makeReadOnly(path: string): { release: () => void } | undefined {
   if (process.getuid?.() !== 0) {
     execFileSync('chmod', ['0500', path]);
-    return { path, release: () => execFileSync('chmod', ['0700', path]) };
+    return { release: () => execFileSync('chmod', ['0700', path]) };
   }
   try {
     execFileSync('mount', ['--bind', path, path], { stdio: 'ignore' });
@@ -115,19 +114,43 @@ function readOnlyFolder(base: string): { path: string; release: () => void } | u
     execFileSync('umount', [path], { stdio: 'ignore' });
     return undefined;
   }
-  return { path, release: () => execFileSync('umount', [path], { stdio: 'ignore' }) };
+  return { release: () => execFileSync('umount', [path], { stdio: 'ignore' }) };
 }
 
 describe('a state dir in a place this process cannot write', () => {
   it('fails at once with the reason, the path and --state-dir', async (context) => {
-    const ro = readOnlyFolder(dir.path);
+    const parent = join(dir.path, 'ro');
+    await mkdir(parent, { mode: 0o700 });
+    const ro = makeReadOnly(parent);
     if (!ro) return context.skip('no read-only folder can be arranged here (root without mount rights)');
     try {
-      const path = join(ro.path, 'state', 'deeper');
+      const path = join(parent, 'state', 'deeper');
       const error = await openFailure(path);
       expect(error.code).toBe('EPERMS');
       expectOneLineNaming(error, path);
       expect(error.message).toMatch(/\((EROFS|EACCES)\)/);
+    } finally {
+      ro.release();
+    }
+  });
+
+  it('an existing state dir there opens for reading; its first write fails at once naming the path and --state-dir', async (context) => {
+    const root = join(dir.path, 'state');
+    const store = await openStore({ stateDir: root });
+    await store.checkpoints.write(checkpointFor('a-1'));
+    // (a mode only binds a non-root user in the folder it is set on; a read-only mount binds everything below)
+    const ro = makeReadOnly(process.getuid?.() === 0 ? root : join(root, 'pods'));
+    if (!ro) return context.skip('no read-only folder can be arranged here (root without mount rights)');
+    try {
+      const reader = await openStore({ stateDir: root });
+      expect((await reader.checkpoints.read('a-1'))?.uid).toBe('a-1');
+      const error = await reader.checkpoints.write(checkpointFor('b-2')).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreError);
+      expect((error as StoreError).code).toBe('EPERMS');
+      expect((error as StoreError).message).not.toContain('\n');
+      expect((error as StoreError).message).toContain(join(root, 'pods'));
+      expect((error as StoreError).message).toContain('--state-dir');
+      expect((await reader.checkpoints.read('a-1'))?.uid).toBe('a-1');
     } finally {
       ro.release();
     }

@@ -46,6 +46,10 @@ describe('view model', () => {
     const medium = tableLayout(80);
     expect(medium.columns).not.toContain('error');
     expect(medium.columns.slice(0, 3)).toEqual(['name', 'state', 'grace']);
+    // A name stays readable: columns go before the name drops under 22 characters.
+    const sixty = tableLayout(60);
+    expect(sixty.columns).toEqual(['name', 'state', 'grace', 'ctrs']);
+    expect(sixty.widths.name).toBeGreaterThanOrEqual(22);
     const narrow = tableLayout(30);
     expect(narrow.columns).toEqual(['name', 'state']);
     for (const width of [20, 30, 45, 60, 80, 100, 120, 200]) {

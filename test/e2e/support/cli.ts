@@ -6,7 +6,7 @@
  * Invariants: every run has a bound (it is killed after `timeoutMs`); the child's environment never
  * inherits a runtime endpoint or state dir from the caller (each call passes its own).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,9 +14,15 @@ import { fileURLToPath } from 'node:url';
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const PODCTL_BIN = join(REPO_ROOT, 'bin', 'run.js');
 
+/** Throws one clear line unless the built CLI starts (`podctl --version` exits 0). */
 export function requireBuild(): void {
-  if (!existsSync(join(REPO_ROOT, 'dist', 'commands', 'kill.js')) || !existsSync(join(REPO_ROOT, 'oclif.manifest.json'))) {
+  if (!existsSync(join(REPO_ROOT, 'dist')) || !existsSync(join(REPO_ROOT, 'oclif.manifest.json'))) {
     throw new Error('e2e: podctl is not built (dist/ missing): run `npm run build` first (`npm test` does)');
+  }
+  const probe = spawnSync(process.execPath, [PODCTL_BIN, '--version'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 30_000 });
+  if (probe.status !== 0) {
+    const why = (probe.stderr || probe.error?.message || `exit ${probe.status}`).trim().split('\n')[0];
+    throw new Error(`e2e: the built podctl does not start (${why}): run \`npm run build\``);
   }
 }
 

@@ -1,0 +1,98 @@
+/**
+ * Bundles podctl into dist/ with esbuild (run by `npm run build`, after the type check and before
+ * `oclif manifest`).
+ *
+ * Why: Node's ESM loader pays per module (resolve, read, compile), and `podctl status` used to load
+ * ~300 of them (@oclif/core's, grpc-js's, and ours). Bundled, a command loads a handful of files.
+ *
+ * Layout (what oclif and the tools rely on):
+ * - dist/commands/<id>.js — one entry per command (package.json `oclif.commands` is ./dist/commands;
+ *   the manifest and command discovery work as before). Shared code lives in dist/chunks/, outside
+ *   the commands folder, so oclif never mistakes a chunk for a command.
+ * - dist/cli.js — oclif's `execute`, bundled with the commands so that bin/run.js and every command
+ *   share one copy of @oclif/core.
+ * - Lazily imported modules stay lazy: each `await import()` becomes its own chunk, loaded only when
+ *   reached. A few of them are entries with stable paths (dist/services/session.js, …) for the
+ *   benchmarks.
+ * - Heavy or optional packages are not bundled and are still loaded lazily from node_modules, only
+ *   where used: @kubernetes/client-node, ink, react, prom-client, zod (read through createRequire).
+ */
+import { build } from 'esbuild';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '..');
+const commands = readdirSync(path.join(root, 'src/commands')).filter((f) => /\.tsx?$/.test(f) && !f.endsWith('.d.ts'));
+
+const entryPoints = {
+  cli: 'src/cli.ts',
+  ...Object.fromEntries(commands.map((f) => [`commands/${f.replace(/\.tsx?$/, '')}`, `src/commands/${f}`])),
+  // Stable paths of lazily loaded modules (also chunks of the commands), for bench/startup.bench.ts.
+  'services/session': 'src/services/session.ts',
+  'services/status': 'src/services/status.ts',
+  'cri/grpc-modules': 'src/cri/grpc-modules.ts',
+  'lib/output': 'src/lib/output.ts',
+  'lib/refs': 'src/lib/refs.ts',
+};
+
+const external = [
+  // heavy, used only by some commands: loaded from node_modules on first use
+  '@kubernetes/client-node',
+  'ink',
+  'react',
+  'react/*',
+  'prom-client',
+  'zod',
+  // required by dependencies only on paths podctl never takes (grpc-js channelz, oclif's TS support)
+  '@grpc/proto-loader',
+  'typescript',
+  'ts-node',
+  'tsx',
+  'pnpapi',
+];
+
+/**
+ * @oclif/core requires ejs at load time but renders templates only for help and examples: a stand-in
+ * with the one function oclif calls loads the real ejs (bundled) on its first render.
+ */
+const lazyEjs = {
+  name: 'lazy-ejs',
+  setup(b) {
+    b.onResolve({ filter: /^ejs$/ }, (args) => (args.importer.includes(`${path.sep}@oclif${path.sep}core${path.sep}`) ? { path: 'lazy-ejs', namespace: 'podctl' } : undefined));
+    b.onLoad({ filter: /^lazy-ejs$/, namespace: 'podctl' }, () => ({
+      contents: "module.exports = { render: (...args) => require('ejs').render(...args) };",
+      loader: 'js',
+      resolveDir: root,
+    }));
+  },
+};
+
+const result = await build({
+  absWorkingDir: root,
+  entryPoints,
+  outdir: 'dist',
+  chunkNames: 'chunks/[name]-[hash]',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  jsx: 'automatic',
+  external,
+  plugins: [lazyEjs],
+  // oclif's start-up check of the Node version against its own engines (podctl's package.json is
+  // engine-strict already) loads semver, ~50 modules: compiled out.
+  define: { 'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"' },
+  // Whitespace and syntax only: identifiers (class and error names in messages) stay as written.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  legalComments: 'none',
+  // Bundled CommonJS dependencies call require() for Node built-ins and lazily loaded packages.
+  banner: { js: "import { createRequire as __podctlCreateRequire } from 'node:module'; const require = __podctlCreateRequire(import.meta.url);" },
+  metafile: true,
+  logLevel: 'warning',
+});
+
+const outputs = Object.entries(result.metafile.outputs);
+const bytes = outputs.reduce((sum, [, o]) => sum + o.bytes, 0);
+console.error(`bundled ${Object.keys(result.metafile.inputs).length} modules into ${outputs.length} files (${(bytes / 1024).toFixed(0)} KiB) in dist/`);

@@ -1,0 +1,11 @@
+/**
+ * podctl's entry: runs oclif. Bundled together with the commands (scripts/build.mjs), so bin/run.js
+ * and every command share one copy of @oclif/core; oclif reads the generated oclif.manifest.json,
+ * so only the invoked command is loaded.
+ */
+import { execute } from '@oclif/core';
+
+/** Runs the CLI for `process.argv`; `dir` is bin/run.js's URL (oclif finds package.json from it). */
+export async function run(dir: string): Promise<void> {
+  await execute({ dir });
+}
