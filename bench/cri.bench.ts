@@ -6,7 +6,7 @@
  * Runtime: PODCTL_E2E_SOCKET if set (a node from test/e2e/containerd-node.sh); otherwise, as root,
  * the benchmark brings up a node of its own (NODE_DIR=/tmp/podctl-bench-node) and takes it down.
  * Env: BENCH_RUNS (single-pod runs, default 9), BENCH_ROUNDS (50-pod rounds, default 3),
- * BENCH_PODS (default 50).
+ * BENCH_PODS (default 50), PODCTL_E2E_CLI_ROOT (run the CLI from a copy of the build).
  *
  * Scenarios (every pod: one container whose /pause exits on SIGTERM, plus its sandbox):
  * (a) one pod: `podctl kill ns/name` wall time (a fresh process: start-up, session, engine, store,
@@ -29,7 +29,7 @@ import { promisify } from 'node:util';
 import { connectCri, type CriClient } from '../src/cri/client.js';
 import { openSession } from '../src/services/session.js';
 import type { NodeSession } from '../src/services/session-api.js';
-import { runPodctl, requireBuild } from '../test/e2e/support/cli.js';
+import { PODCTL_BIN, runPodctl, requireBuild } from '../test/e2e/support/cli.js';
 import { EngineStack } from '../test/e2e/support/engine.js';
 import { PrivateNode } from '../test/e2e/support/node.js';
 import { PodFactory, type RealPod } from '../test/e2e/support/pods.js';
@@ -116,7 +116,7 @@ async function main(): Promise<void> {
       a.cli.push(cliRun.ms);
 
       a.node0.push(await timed(() => run(process.execPath, ['-e', '0'])));
-      a.version.push(await timed(() => run(process.execPath, ['bin/run.js', '--version'])));
+      a.version.push(await timed(() => run(process.execPath, [PODCTL_BIN, '--version'])));
       await pods.removeAll();
     }
 

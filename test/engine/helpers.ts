@@ -176,8 +176,11 @@ export function runningPod(id: string, name: string, namespace: string): Running
   return { id, name, namespace, containers: [], sandboxes: [] };
 }
 
-/** A full status view with the kubelet's zero values for everything not given. */
-export function expectedView(partial: Partial<PodSyncStatusView> & { uid: string; fullname: string }): PodSyncStatusView {
+/**
+ * A full status view with the kubelet's zero values for everything not given. Pass `uid` when the
+ * view is an input (restore); leave it out for expectations (the engine keeps it non-enumerable).
+ */
+export function expectedView(partial: Partial<PodSyncStatusView> & { fullname: string }): PodSyncStatusView {
   return {
     working: false,
     gracePeriod: 0,

@@ -12,14 +12,20 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-export const PODCTL_BIN = join(REPO_ROOT, 'bin', 'run.js');
+/**
+ * Where the built CLI is run from: the repository, or PODCTL_E2E_CLI_ROOT (a copy of bin/, dist/,
+ * package.json and oclif.manifest.json), so that a rebuild of the tree cannot pull dist/ away from
+ * under a long benchmark.
+ */
+export const CLI_ROOT = process.env.PODCTL_E2E_CLI_ROOT || REPO_ROOT;
+export const PODCTL_BIN = join(CLI_ROOT, 'bin', 'run.js');
 
 /** Throws one clear line unless the built CLI starts (`podctl --version` exits 0). */
 export function requireBuild(): void {
-  if (!existsSync(join(REPO_ROOT, 'dist')) || !existsSync(join(REPO_ROOT, 'oclif.manifest.json'))) {
+  if (!existsSync(join(CLI_ROOT, 'dist')) || !existsSync(join(CLI_ROOT, 'oclif.manifest.json'))) {
     throw new Error('e2e: podctl is not built (dist/ missing): run `npm run build` first (`npm test` does)');
   }
-  const probe = spawnSync(process.execPath, [PODCTL_BIN, '--version'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 30_000 });
+  const probe = spawnSync(process.execPath, [PODCTL_BIN, '--version'], { cwd: CLI_ROOT, encoding: 'utf8', timeout: 30_000 });
   if (probe.status !== 0) {
     const why = (probe.stderr || probe.error?.message || `exit ${probe.status}`).trim().split('\n')[0];
     throw new Error(`e2e: the built podctl does not start (${why}): run \`npm run build\``);
@@ -54,7 +60,7 @@ export function spawnPodctl(args: string[], options: PodctlOptions): ChildProces
   return spawn(
     process.execPath,
     [PODCTL_BIN, ...args, '--runtime-endpoint', options.endpoint, '--state-dir', options.stateDir],
-    { cwd: REPO_ROOT, env: childEnv(options), stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: CLI_ROOT, env: childEnv(options), stdio: ['ignore', 'pipe', 'pipe'] },
   );
 }
 
