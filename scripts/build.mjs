@@ -52,15 +52,30 @@ const external = [
 ];
 
 /**
- * @oclif/core requires ejs at load time but renders templates only for help and examples: a stand-in
- * with the one function oclif calls loads the real ejs (bundled) on its first render.
+ * @oclif/core requires some packages when it loads but uses them only on paths `podctl status` and
+ * the other commands do not take (rendering help templates, globbing for commands when there is no
+ * manifest, plugin matching, spinners). Each is replaced, inside oclif only, by a stand-in that
+ * loads the real (bundled) package on first use; CommonJS interop (`__importDefault`) sees the same
+ * exports as before.
  */
-const lazyEjs = {
-  name: 'lazy-ejs',
+const LAZY_IN_OCLIF = ['ejs', 'tinyglobby', 'minimatch', 'cli-spinners'];
+const lazyOclifDependencies = {
+  name: 'lazy-oclif-dependencies',
   setup(b) {
-    b.onResolve({ filter: /^ejs$/ }, (args) => (args.importer.includes(`${path.sep}@oclif${path.sep}core${path.sep}`) ? { path: 'lazy-ejs', namespace: 'podctl' } : undefined));
-    b.onLoad({ filter: /^lazy-ejs$/, namespace: 'podctl' }, () => ({
-      contents: "module.exports = { render: (...args) => require('ejs').render(...args) };",
+    const filter = new RegExp(`^(${LAZY_IN_OCLIF.join('|')})$`);
+    const inOclif = (importer) => importer.includes(`${path.sep}@oclif${path.sep}core${path.sep}`);
+    b.onResolve({ filter }, (args) => (inOclif(args.importer) ? { path: args.path, namespace: 'podctl-lazy' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'podctl-lazy' }, (args) => ({
+      contents: `let real;
+const load = () => (real ??= require(${JSON.stringify(args.path)}));
+module.exports = new Proxy({}, {
+  get(_, key) {
+    if (key === '__esModule') return true;
+    const m = load();
+    if (key === 'default') return m && m.__esModule ? m.default : m;
+    return m[key];
+  },
+});`,
       loader: 'js',
       resolveDir: root,
     }));
@@ -79,7 +94,7 @@ const result = await build({
   target: 'node20',
   jsx: 'automatic',
   external,
-  plugins: [lazyEjs],
+  plugins: [lazyOclifDependencies],
   // oclif's start-up check of the Node version against its own engines (podctl's package.json is
   // engine-strict already) loads semver, ~50 modules: compiled out.
   define: { 'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"' },

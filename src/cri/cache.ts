@@ -44,6 +44,12 @@ export interface RuntimePodCacheOptions {
   pollIntervalMs?: number;
   /** Concurrent ContainerStatus calls during a relist (default 16). */
   statusConcurrency?: number;
+  /**
+   * Fetch exit code, times and reason of exited containers (one ContainerStatus each, once per
+   * container; default true). A reader that shows none of them (`podctl status`) turns it off: a
+   * relist is then one ListPodSandbox and one ListContainers, and exited containers carry no details.
+   */
+  exitDetails?: boolean;
   /** Upper bound of one getNewerThan wait, ms (default 60_000). */
   maxWaitMs?: number;
 }
@@ -116,6 +122,7 @@ export class RuntimePodCache implements PodStatusCache {
   #rpcTimeoutMs: number | undefined;
   #pollIntervalMs: number;
   #statusConcurrency: number;
+  #exitDetails: boolean;
   #maxWaitMs: number;
 
   #pods = new Map<string, RuntimePod>();
@@ -142,6 +149,7 @@ export class RuntimePodCache implements PodStatusCache {
     this.#rpcTimeoutMs = options.rpcTimeoutMs;
     this.#pollIntervalMs = options.pollIntervalMs ?? 1000;
     this.#statusConcurrency = options.statusConcurrency ?? 16;
+    this.#exitDetails = options.exitDetails ?? true;
     this.#maxWaitMs = options.maxWaitMs ?? 60_000;
   }
 
@@ -296,6 +304,7 @@ export class RuntimePodCache implements PodStatusCache {
 
   /** ContainerStatus for exited containers whose exit code is not known yet. */
   async #fetchExitDetails(containers: readonly Container[], call: { signal: AbortSignal; timeoutMs?: number }): Promise<void> {
+    if (!this.#exitDetails) return;
     const missing = containers.filter((c) => c.state === ContainerStateCode.EXITED && !this.#details.has(c.id));
     await mapLimit(missing, this.#statusConcurrency, async (c) => {
       try {

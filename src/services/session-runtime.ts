@@ -41,7 +41,8 @@ export interface RuntimeHooks {
   isEvicted?: (uid: string) => boolean;
   /**
    * For a read-only session: no runtime event stream (nothing is driven, so nothing waits on
-   * events), and the first relist starts at once, alongside the Version call.
+   * events), relists without ContainerStatus calls (exit details are not shown), and the first
+   * relist starts at once, alongside the Version call.
    */
   readOnly?: boolean;
 }
@@ -66,7 +67,13 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
   const resolved = await resolveEndpoint({ ...(options.runtimeEndpoint ? { flag: options.runtimeEndpoint } : {}), stateDir });
   const client = await connectCri({ endpoint: resolved.endpoint, ...(options.rpcTimeoutMs ? { timeoutMs: options.rpcTimeoutMs } : {}) });
   const clock = options.clock;
-  const cache = new RuntimePodCache({ client, ...(clock ? { clock } : {}), ...(options.rpcTimeoutMs ? { rpcTimeoutMs: options.rpcTimeoutMs } : {}) });
+  const cache = new RuntimePodCache({
+    client,
+    ...(clock ? { clock } : {}),
+    ...(options.rpcTimeoutMs ? { rpcTimeoutMs: options.rpcTimeoutMs } : {}),
+    // A read-only session reports containers running/total, never exit codes: no ContainerStatus calls.
+    ...(hooks.readOnly ? { exitDetails: false } : {}),
+  });
   const syncer = new RuntimeSyncer({
     client,
     cache,

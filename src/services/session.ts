@@ -623,15 +623,16 @@ class Session implements NodeSession {
   }
 
   /** PodInfo for the given UIDs (all known pods when `only` is undefined). */
-  async #collect(only?: readonly string[], runtimePods?: Map<string, RuntimePodRecord>, signal?: AbortSignal): Promise<Map<string, PodInfo>> {
-    const runtime = runtimePods ?? (await this.#runtimeIndex(0, signal));
-    const snapshot = this.#engine.snapshot();
+  async #collect(
+    only?: readonly string[],
+    runtimePods?: Map<string, RuntimePodRecord> | Promise<Map<string, RuntimePodRecord>>,
+    signal?: AbortSignal,
+  ): Promise<Map<string, PodInfo>> {
     const { checkpoints, leases } = this.#store;
-    let stored: Map<string, PodCheckpoint>;
-    let leaseViews: Map<string, LeaseView>;
-    if (only) {
-      stored = new Map();
-      leaseViews = new Map();
+    const readStore = async (): Promise<[Map<string, PodCheckpoint>, Map<string, LeaseView>]> => {
+      if (!only) return Promise.all([checkpoints.readAll(), leases.inspectAll()]);
+      const stored = new Map<string, PodCheckpoint>();
+      const leaseViews = new Map<string, LeaseView>();
       await Promise.all(
         only.map(async (uid) => {
           if (!leases.holds(uid)) {
@@ -642,9 +643,11 @@ class Session implements NodeSession {
           if (lease) leaseViews.set(uid, lease);
         }),
       );
-    } else {
-      [stored, leaseViews] = await Promise.all([checkpoints.readAll(), leases.inspectAll()]);
-    }
+      return [stored, leaseViews];
+    };
+    // The runtime listing and the store reads do not depend on each other: they run side by side.
+    const [runtime, [stored, leaseViews]] = await Promise.all([runtimePods ?? this.#runtimeIndex(0, signal), readStore()]);
+    const snapshot = this.#engine.snapshot();
     const uids = new Set<string>(only ?? [...runtime.keys(), ...stored.keys(), ...this.#owned.keys()]);
     const out = new Map<string, PodInfo>();
     for (const uid of uids) {
@@ -702,7 +705,7 @@ class Session implements NodeSession {
     // A read-only session follows no runtime events: a listing of its own from the last second (the
     // one started while it opened) is as recent as what it could learn otherwise.
     const maxAgeMs = options?.runtimeMaxAgeMs ?? (this.#options.readOnly ? RECENT_LISTING_MS : 0);
-    const runtime = maxAgeMs ? await this.#runtimeIndex(maxAgeMs, signal) : undefined;
+    const runtime = maxAgeMs ? this.#runtimeIndex(maxAgeMs, signal) : undefined;
     const pods = [...(await this.#collect(undefined, runtime, signal)).values()];
     signal?.throwIfAborted();
     return pods;

@@ -138,6 +138,19 @@ describe('RuntimePodCache', () => {
     cache.close();
   });
 
+  it('without exit details a relist is one ListPodSandbox and one ListContainers, whatever has exited', async () => {
+    const { sim, client } = await simulator({ pods: [{ name: 'a', uid: 'ua', containers: [{ name: 'c', state: 'exited', exitCode: 3 }, { name: 'd' }] }] });
+    const cache = new RuntimePodCache({ client, exitDetails: false });
+    const [pod] = await cache.listPods();
+    expect(pod?.containers.map((c) => c.name).sort()).toEqual(['c', 'd']);
+    const status = cache.get('ua');
+    expect(status?.containerStatuses.find((c) => c.name === 'c')).toMatchObject({ state: 'exited' });
+    expect(status?.containerStatuses.find((c) => c.name === 'c')?.exitCode).toBeUndefined();
+    const methods = sim.state.journal().flatMap((r) => (r.kind === 'rpc' ? [r.method] : []));
+    expect(methods.filter((m) => m !== 'Version').sort()).toEqual(['ListContainers', 'ListPodSandbox']);
+    cache.close();
+  });
+
   it('lists rebuilt pods for the session', async () => {
     const { client } = await simulator({ pods: 10 });
     const cache = new RuntimePodCache({ client });
