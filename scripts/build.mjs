@@ -15,7 +15,8 @@
  *   reached. A few of them are entries with stable paths (dist/services/session.js, …) for the
  *   benchmarks.
  * - Heavy or optional packages are not bundled and are still loaded lazily from node_modules, only
- *   where used: @kubernetes/client-node, ink, react, prom-client, zod (read through createRequire).
+ *   where used: @kubernetes/client-node, ink, react, prom-client, yaml, zod (read through
+ *   createRequire).
  */
 import { build } from 'esbuild';
 import { readdirSync } from 'node:fs';
@@ -43,6 +44,9 @@ const external = [
   'react/*',
   'prom-client',
   'zod',
+  // CommonJS packages imported with `await import()` for their named exports: Node's own CommonJS
+  // interop provides them (a bundled copy would expose only `default`)
+  'yaml',
   // required by dependencies only on paths podctl never takes (grpc-js channelz, oclif's TS support)
   '@grpc/proto-loader',
   'typescript',

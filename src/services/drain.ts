@@ -21,7 +21,8 @@ import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { planDrain, type DrainPlan, type PlannedPod, type PriorityGroup, type SkippedPod } from './drain-plan.js';
 import type { NodeSession, PodInfo } from './session-api.js';
-import { isFinal, stillRunning } from './terminate.js';
+import { mapLimit } from '../store/limit.js';
+import { isFinal, KILL_REQUEST_CONCURRENCY, stillRunning } from './terminate.js';
 
 export type DrainPodOutcome = 'terminated' | 'gone' | 'timeout' | 'failed' | 'not-started';
 
@@ -183,7 +184,8 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
     group.startedAtMs = now() - start;
     const label = `group ${index + 1}/${groups.length} (priority ≥ ${group.priority}${group.critical ? ', critical' : ''}, budget ${group.budgetSeconds}s)`;
     reporter.info(`drain: ${label}: ${group.pods.length} pod(s)`);
-    for (const pod of group.pods) {
+    // a group's pods start terminating together, as in the kubelet's node shutdown
+    await mapLimit(group.pods, KILL_REQUEST_CONCURRENCY, async (pod) => {
       try {
         await options.session.requestKill({ uid: pod.uid, gracePeriodSeconds: pod.gracePeriodSeconds });
         requestedAt.set(pod.uid, now());
@@ -193,7 +195,7 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
         pod.error = (error as Error)?.message?.split('\n')[0] ?? String(error);
         reporter.warn(`  ✗ ${pod.namespace}/${pod.name}: ${pod.error}`);
       }
-    }
+    });
     const budgetMs = Math.min(group.budgetSeconds * 1000, deadline - now());
     await waitFor(group.pods.map((p) => p.uid), budgetMs, `group ${index + 1}/${groups.length}`);
     group.elapsedMs = now() - start - group.startedAtMs;

@@ -18,7 +18,11 @@ import { effectiveGraceSeconds, killPodNowBoundMs } from '../lib/grace.js';
 import { describeSelection, resolveSelection, type PodSelection } from '../lib/refs.js';
 import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
+import { mapLimit } from '../store/limit.js';
 import type { NodeSession, PodInfo, WaitOutcome } from './session-api.js';
+
+/** Kill requests in flight at once (each takes a lease and writes a checkpoint). */
+export const KILL_REQUEST_CONCURRENCY = 16;
 
 export type PodOutcome = 'terminated' | 'gone' | 'timeout' | 'requested' | 'already-terminated' | 'failed';
 
@@ -119,6 +123,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   const podsByUid = new Map(targets.map((p) => [p.uid, p]));
   const apiServer: ApiServerReport | undefined = options.evict && options.kube ? { statusPatched: 0, eventsPosted: 0, errors: [] } : undefined;
 
+  const toRequest: { pod: PodInfo; entry: TerminatedPod }[] = [];
   for (const pod of targets) {
     const entry: TerminatedPod = {
       uid: pod.uid,
@@ -128,10 +133,13 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
       outcome: 'requested',
     };
     results.set(pod.uid, entry);
-    if (isFinal(pod)) {
-      entry.outcome = 'already-terminated';
-      continue;
-    }
+    if (isFinal(pod)) entry.outcome = 'already-terminated';
+    else toRequest.push({ pod, entry });
+  }
+
+  // Requests go out concurrently (bounded), as the kubelet's workers start terminations in
+  // parallel: a 50-pod kill must not cost 50 sequential lease + checkpoint round trips.
+  const requestOne = async ({ pod, entry }: { pod: PodInfo; entry: TerminatedPod }): Promise<void> => {
     if (options.evict && options.kube && apiServer && pod.pod) {
       await reportEvictionEvent(options.kube, pod, options.evict, apiServer, reporter);
     }
@@ -154,7 +162,8 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     if (options.evict && options.kube && apiServer && pod.pod && entry.outcome !== 'failed') {
       await reportEvictionStatus(options.kube, pod, options.evict, apiServer, reporter);
     }
-  }
+  };
+  await mapLimit(toRequest, KILL_REQUEST_CONCURRENCY, requestOne);
 
   const pending = [...requestedAt.keys()];
   const base: Pick<TerminateResult, 'action' | 'pods' | 'missing' | 'apiServer'> = { action, pods: [...results.values()], missing, ...(apiServer ? { apiServer } : {}) };
