@@ -28,6 +28,7 @@ import { ContainerStateCode, SandboxStateCode } from './codes.js';
 import { isCriError, isNotFound } from './errors.js';
 import { ANN_PRESTOP, ANN_REMOVE, LABEL_CONTAINER_NAME, LABEL_POD_UID, type RestartPolicy } from './kubelet-labels.js';
 import { parsePreStop } from './pods.js';
+const __kt = process.env.PODCTL_KILL_TRACE ? (m: string): void => void process.stderr.write(`${performance.now().toFixed(1)} ${m}\n`) : (): void => {}; // KTRACE
 
 /** The kubelet's default terminationGracePeriodSeconds. */
 export const DEFAULT_GRACE_SECONDS = 30;
@@ -206,7 +207,7 @@ export class RuntimeSyncer implements PodSyncer {
       const after = await this.#verifyStopped(uid, signal);
       if (podStatusFn) await this.#reportFinalStatus(uid, after, podStatusFn, signal);
     } finally {
-      this.#refreshCache();
+      this.#refreshCacheAfterReturn();
     }
   }
 
@@ -231,17 +232,25 @@ export class RuntimeSyncer implements PodSyncer {
       await this.#killPod(signal, uid, view, deadline, grace, undefined);
       await this.#verifyStopped(uid, signal);
     } finally {
-      this.#refreshCache();
+      this.#refreshCacheAfterReturn();
     }
   }
 
   // --------------------------------------------------------------------- syncTerminatedPod
 
-  async syncTerminatedPod(signal: AbortSignal, pod: V1Pod, _podStatus: PodStatus | undefined): Promise<void> {
+  async syncTerminatedPod(signal: AbortSignal, pod: V1Pod, podStatus: PodStatus | undefined): Promise<void> {
     const uid = podUid(pod);
+    const removal = this.#wantsRemoval(pod);
+    // The final check: nothing of the pod may run. The status the engine hands over comes from a
+    // relist started after the terminating sync returned; when it shows nothing running and nothing
+    // is to be removed, it is that check, and no further listing or relist is needed.
+    if (!removal && podStatus !== undefined && podStatus.id === uid) {
+      signal.throwIfAborted();
+      if (!podStatus.containerStatuses.some((c) => c.state === 'running')) return;
+    }
     try {
       const view = await this.#verifyStopped(uid, signal);
-      if (!this.#wantsRemoval(pod)) return;
+      if (!removal) return;
       const removals = await Promise.allSettled(
         view.containers.map((c) => this.#ignoreNotFound(this.#client.removeContainer(c.id, { signal }))),
       );
@@ -277,7 +286,9 @@ export class RuntimeSyncer implements PodSyncer {
     throwFirstFailure(lanes);
 
     const ready = view.sandboxes.filter((s) => s.state === SandboxStateCode.READY);
+    __kt('StopPodSandbox'); // KTRACE
     const stops = await Promise.allSettled(ready.map((s) => this.#ignoreNotFound(this.#client.stopPodSandbox(s.id, { signal }))));
+    __kt('StopPodSandbox done'); // KTRACE
     signal.throwIfAborted();
     throwFirstFailure(stops);
   }
@@ -304,7 +315,9 @@ export class RuntimeSyncer implements PodSyncer {
     const floor = ranHook ? Math.min(MINIMUM_GRACE_SECONDS, grace) : 0;
     const timeout = Math.max(remaining, floor, 0);
     this.#log('debug', `StopContainer ${name} (${c.id.slice(0, 12)}) timeout ${timeout}s`);
+    __kt('StopContainer'); // KTRACE
     await this.#ignoreNotFound(this.#client.stopContainer(c.id, timeout, { signal }));
+    __kt('StopContainer done'); // KTRACE
   }
 
   #preStopOf(pod: V1Pod | undefined, name: string, c: Container): V1LifecycleHandler | undefined {
@@ -348,6 +361,7 @@ export class RuntimeSyncer implements PodSyncer {
   // ---------------------------------------------------------------------------- helpers
 
   async #listPod(uid: string, signal: AbortSignal): Promise<PodRuntimeView> {
+    __kt('listPod'); // KTRACE
     const selector = { labelSelector: { [LABEL_POD_UID]: uid } };
     const [sandboxes, containers] = await Promise.all([
       this.#client.listPodSandbox(selector, { signal }),
@@ -392,6 +406,7 @@ export class RuntimeSyncer implements PodSyncer {
         }
       }),
     );
+    __kt('final status'); // KTRACE
     const failed = exitCodes.length === 0 || exitCodes.some((code) => code !== 0);
     const status: V1PodStatus = { phase: failed ? 'Failed' : 'Succeeded' };
     podStatusFn(status);
@@ -417,5 +432,15 @@ export class RuntimeSyncer implements PodSyncer {
 
   #refreshCache(): void {
     this.#cache?.refresh().catch(() => undefined);
+  }
+
+  /**
+   * Relists once the caller has taken in this call's return: the engine stamps the end of a sync
+   * right after it, and its next phase waits for a status newer than that stamp. A relist started
+   * on the next turn of the event loop carries a stamp at or after it, so the next phase joins this
+   * relist (already running while the worker writes its checkpoint) instead of starting another.
+   */
+  #refreshCacheAfterReturn(): void {
+    if (this.#cache) setImmediate(() => this.#refreshCache());
   }
 }

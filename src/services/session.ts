@@ -66,6 +66,7 @@ import type {
   WaitOptions,
   WaitOutcome,
 } from './session-api.js';
+const __kt = process.env.PODCTL_KILL_TRACE ? (m: string): void => void process.stderr.write(`${performance.now().toFixed(1)} ${m}\n`) : (): void => {}; // KTRACE
 
 /** One pod as the runtime lists it. */
 export interface RuntimePodRecord {
@@ -119,6 +120,10 @@ const DEFAULT_HEARTBEAT_MS = 2_000;
 const CLEANUP_ON_CLOSE_MS = 5_000;
 const DEFAULT_RESCAN_MS = 1_000;
 const DEFAULT_FLUSH_DELAY_MS = 15;
+/** Engine events that carry new intent for a pod (its write-ahead must be durable before it acts). */
+const INTENT_EVENTS: ReadonlySet<PodWorkerEvent['type']> = new Set(['update-queued', 'termination-requested', 'grace-shortened', 'restart-requested']);
+/** How long `waitTerminated` coalesces notices that do not move an awaited pod on, ms. */
+const WAKE_COALESCE_MS = 10;
 const FLUSH_RETRY_MS = 1_000;
 /** How old a runtime listing may be for decisions that do not need the latest state, ms. */
 const RECENT_LISTING_MS = 1_000;
@@ -177,6 +182,13 @@ function stateOfView(view: PodSyncStatusView): PodInfo['state'] {
   return view.finished ? 'finished' : workerStateOf(view);
 }
 
+/** Whether `event` is the engine moving one of the awaited pods on (worth an immediate look). */
+function movesAwaitedPod(event: SessionEvent, awaited: ReadonlySet<string>): boolean {
+  if (event.source !== 'engine' || !awaited.has(event.event.uid)) return false;
+  const type = event.event.type;
+  return type === 'state-changed' || type === 'finished' || type === 'forgotten' || type === 'sync-failed';
+}
+
 function isDone(state: PodInfo['state']): boolean {
   return state === 'terminated' || state === 'finished';
 }
@@ -216,15 +228,26 @@ class Session implements NodeSession {
   /** UIDs whose last sync was cancelled by new intent (not a runtime failure). */
   readonly #cancelled = new Set<string>();
   readonly #dirty = new Set<string>();
+  /**
+   * Pods with new intent (an update queued, a restore) not yet durable, with a sequence number so a
+   * batch clears only the intent it wrote. The write-ahead waits for these only: a worker's wake-up
+   * that follows its own progress (terminating → terminated) records an outcome, which a crash may
+   * lose and the next owner re-derives (the runtime calls are idempotent).
+   */
+  readonly #intent = new Map<string, number>();
+  #intentSeq = 0;
   readonly #forgotten = new Set<string>();
   #flushTimer: NodeJS.Timeout | undefined;
-  #flushChain: Promise<void> = Promise.resolve();
+  /** The batch write in flight, if any. */
+  #flushing: Promise<void> | undefined;
+  /** The one follow-up batch shared by every flush requested while a write is in flight. */
+  #flushQueued: Promise<void> | undefined;
   #flushFailing = false;
 
   readonly #adopting = new Map<string, Promise<boolean>>();
   readonly #inboxChains = new Map<string, Promise<void>>();
   readonly #listeners = new Set<(event: SessionEvent) => void>();
-  readonly #wakers = new Set<() => void>();
+  readonly #wakers = new Set<(event: SessionEvent) => void>();
   readonly #watches: FolderWatch[] = [];
   readonly #timers: NodeJS.Timeout[] = [];
   #unsubscribeRuntime: (() => void) | undefined;
@@ -311,7 +334,7 @@ class Session implements NodeSession {
         // A listener's failure is its own.
       }
     }
-    for (const wake of this.#wakers) wake();
+    for (const wake of this.#wakers) wake(event);
   }
 
   #warn(message: string): void {
@@ -335,6 +358,7 @@ class Session implements NodeSession {
   }
 
   #onEngineEvent(event: PodWorkerEvent): void {
+    __kt(`engine ${event.type} ${(event as {to?: string}).to ?? ''}`); // KTRACE
     const owned = this.#ownedPod(event.uid, event.fullname);
     const restoring = this.#restoring.has(event.uid);
     // The backoff requeue that follows a cancelled sync is moot (the worker re-runs at once).
@@ -355,19 +379,27 @@ class Session implements NodeSession {
       if (owned.graceDeadline === undefined || deadline < owned.graceDeadline) owned.graceDeadline = deadline;
     }
     if (event.type === 'forgotten') this.#forgotten.add(event.uid);
+    if (INTENT_EVENTS.has(event.type)) this.#markIntent(event.uid);
     this.#dirty.add(event.uid);
     this.#scheduleFlush();
     this.#emit({ source: 'engine', event });
+  }
+
+  #markIntent(uid: string): void {
+    this.#intentSeq += 1;
+    this.#intent.set(uid, this.#intentSeq);
   }
 
   /**
    * Write-ahead: before a worker acts on new intent (a kill, a shorter grace, a restore), the pod's
    * checkpoint reflecting that intent is made durable, so the runtime never sees an action the
    * store does not know about — a crash can lose an intent that was never acted on, never one that
-   * was. A failing write (disk full) is reported by the flush and does not stop the worker.
+   * was. This holds also when the intent is in a batch already being written (no longer dirty): the
+   * intent stays marked until its batch is on disk. A failing write (disk full) is reported by the
+   * flush and does not stop the worker.
    */
   async #writeAhead(uid: string): Promise<void> {
-    if (this.#dirty.has(uid) && this.#store.leases.holds(uid)) await this.#flush().catch(() => {});
+    if (this.#intent.has(uid) && this.#store.leases.holds(uid)) await this.#flush().catch(() => {});
   }
 
   #scheduleFlush(delayMs = this.#seams.flushDelayMs ?? DEFAULT_FLUSH_DELAY_MS): void {
@@ -379,27 +411,53 @@ class Session implements NodeSession {
     this.#flushTimer.unref();
   }
 
-  /** Writes every dirty pod now; resolves when they (and earlier flushes) are on disk. */
+  /**
+   * Writes every dirty pod now; resolves when they (and earlier flushes) are on disk. At most one
+   * batch is written at a time: a pod marked dirty during a write cannot be in it (the batch took
+   * its snapshot at start), so every flush requested meanwhile joins one shared follow-up batch.
+   * Many workers waking at once (50 pods reaching terminated) thus cost two batch writes, not one
+   * sequential write each.
+   */
   #flush(): Promise<void> {
     if (this.#flushTimer) {
       clearTimeout(this.#flushTimer);
       this.#flushTimer = undefined;
     }
-    const next = this.#flushChain.then(() => this.#writeDirty());
-    this.#flushChain = next.catch(() => {});
-    return next;
+    if (this.#flushQueued) return this.#flushQueued;
+    const inflight = this.#flushing;
+    if (!inflight) return this.#startBatch();
+    const queued = inflight
+      .catch(() => undefined)
+      .then(() => {
+        this.#flushQueued = undefined;
+        return this.#startBatch();
+      });
+    this.#flushQueued = queued;
+    return queued;
+  }
+
+  #startBatch(): Promise<void> {
+    const batch: Promise<void> = this.#writeDirty().finally(() => {
+      if (this.#flushing === batch) this.#flushing = undefined;
+    });
+    this.#flushing = batch;
+    return batch;
   }
 
   async #writeDirty(): Promise<void> {
     if (this.#dirty.size === 0) return;
+    __kt(`flush ${this.#dirty.size}`); // KTRACE
+    try { // KTRACE
     const uids = [...this.#dirty];
     this.#dirty.clear();
     const snapshot = this.#engine.snapshot();
     const failed: unknown[] = [];
     await Promise.all(
       uids.map(async (uid) => {
+        const intent = this.#intent.get(uid);
         try {
           await this.#persist(uid, snapshot.get(uid));
+          if (intent !== undefined && this.#intent.get(uid) === intent) this.#intent.delete(uid);
         } catch (error) {
           this.#dirty.add(uid);
           failed.push(error);
@@ -413,6 +471,7 @@ class Session implements NodeSession {
       throw failed[0];
     }
     this.#flushFailing = false;
+    } finally { __kt('flush done'); } // KTRACE
   }
 
   async #persist(uid: string, view: PodSyncStatusView | undefined): Promise<void> {
@@ -476,7 +535,9 @@ class Session implements NodeSession {
 
   async #takeOver(uid: string, why: string): Promise<boolean> {
     if (this.#closed) return false;
+    __kt('lease acquire'); // KTRACE
     const result = await this.#store.leases.tryAcquire(uid);
+    __kt('lease acquired'); // KTRACE
     if (!result.acquired) return false;
     const checkpoint = await this.#store.checkpoints.read(uid);
     const now = this.#now();
@@ -499,6 +560,7 @@ class Session implements NodeSession {
       : 'first owner';
     this.#record(owned, sessionTransition('lease-taken', `${why}: lease taken ${from}`, now, this.#pid));
     if (checkpoint && !this.#engine.snapshot().has(uid)) {
+      this.#markIntent(uid);
       this.#restoring.add(uid);
       try {
         this.#engine.restore([checkpoint.status]);
@@ -515,7 +577,9 @@ class Session implements NodeSession {
       this.#record(owned, sessionTransition('resumed', detail, now, this.#pid));
     }
     this.#dirty.add(uid);
-    await this.#flush().catch(() => {});
+    // A restored pod's checkpoint records the take-over now; a pod new to the engine has nothing to
+    // write yet (its lease-taken record goes out with the first checkpoint, before its worker acts).
+    if (this.#engine.snapshot().has(uid)) await this.#flush().catch(() => {});
     this.#drainInbox(uid);
     return true;
   }
@@ -699,6 +763,7 @@ class Session implements NodeSession {
   }
 
   async listPods(options?: ListPodsOptions): Promise<PodInfo[]> {
+    __kt('listPods'); // KTRACE
     this.#assertOpen();
     const signal = options?.signal;
     signal?.throwIfAborted();
@@ -720,6 +785,7 @@ class Session implements NodeSession {
   // commands
 
   async requestKill(request: KillRequest): Promise<KillHandle> {
+    __kt('requestKill'); // KTRACE
     this.#assertOpen();
     this.#assertWritable();
     const { uid } = request;
@@ -732,6 +798,7 @@ class Session implements NodeSession {
       if (await this.#adopt(uid, 'kill')) {
         await this.#applyKill(uid, request, { pid: this.#pid, inbox: false }, runtimePod);
         await this.#flush();
+        __kt('requestKill done'); // KTRACE
         return { uid, handledBy: 'local', ownerPid: this.#pid };
       }
       const owner = await this.#store.leases.inspect(uid);
@@ -761,6 +828,7 @@ class Session implements NodeSession {
     const waiting = (): string[] => uids.filter((uid) => !outcomes.has(uid));
 
     const evaluate = async (): Promise<void> => {
+      __kt('wait evaluate'); // KTRACE
       const pending = waiting();
       if (pending.length === 0) return;
       let infos: Map<string, PodInfo>;
@@ -790,27 +858,49 @@ class Session implements NodeSession {
       }
     };
 
-    let wake: () => void = () => {};
-    const waker = (): void => wake();
+    // Wake-ups: an engine event that moves an awaited pod on (a state change, finished, a failed
+    // sync) re-evaluates at once, after the current burst of events (setImmediate); anything else
+    // (store and runtime notices, other pods) is coalesced for a few ms. An event that arrives while
+    // an evaluation runs is not lost: the next wait starts with it.
+    const awaited = new Set(uids);
+    let woken = false;
+    let urgent = false;
+    let onWake: (() => void) | undefined;
+    const waker = (event?: SessionEvent): void => {
+      woken = true;
+      if (event === undefined || movesAwaitedPod(event, awaited)) urgent = true;
+      onWake?.();
+    };
     this.#wakers.add(waker);
-    const onAbort = (): void => wake();
+    const onAbort = (): void => waker();
     options.signal?.addEventListener('abort', onAbort);
     try {
       for (;;) {
+        woken = false;
+        urgent = false;
         await evaluate();
         if (waiting().length === 0 || options.signal?.aborted || this.#closed) break;
         const left = deadline - this.#now();
         if (left <= 0) break;
         await new Promise<void>((resolve) => {
+          let finished = false;
+          let coalesce: NodeJS.Timeout | undefined;
+          const finish = (): void => {
+            if (finished) return;
+            finished = true;
+            clearTimeout(timer);
+            clearTimeout(coalesce);
+            onWake = undefined;
+            resolve();
+          };
           // Ref'd on purpose: a caller awaits this bounded wait, and the engine's own timers are
           // unref'd, so without it the process could exit (code 13) in the middle of a kill.
-          const timer = setTimeout(resolve, Math.min(left, rescanMs));
-          wake = () => {
-            clearTimeout(timer);
-            // Coalesce bursts of events into one evaluation.
-            setTimeout(resolve, 10);
-            wake = () => {};
+          const timer = setTimeout(finish, Math.min(left, rescanMs));
+          onWake = () => {
+            if (urgent) setImmediate(finish);
+            else coalesce ??= setTimeout(finish, WAKE_COALESCE_MS);
           };
+          if (woken) onWake();
         });
       }
     } finally {
@@ -976,6 +1066,7 @@ class Session implements NodeSession {
   }
 
   async #shutdown(): Promise<void> {
+    __kt('close'); // KTRACE
     for (const watch of this.#watches) watch.close();
     for (const timer of this.#timers) clearInterval(timer);
     this.#unsubscribeRuntime?.();
@@ -984,9 +1075,12 @@ class Session implements NodeSession {
     await Promise.all([...this.#inboxChains.values()]);
     await Promise.all([...this.#adopting.values()]).catch(() => {});
     await this.#settleTerminated(CLEANUP_ON_CLOSE_MS);
+    __kt('close settled'); // KTRACE
     this.#closed = true;
     await this.#engine.close();
-    for (const uid of this.#store.leases.heldUids()) this.#dirty.add(uid);
+    // Every engine event of an owned pod marked it dirty (the subscription is still on), and a
+    // failed write left its pods dirty: flushing what is dirty leaves every held pod's checkpoint
+    // current, without rewriting those already on disk.
     let persisted = true;
     await this.#flush().catch((error: unknown) => {
       persisted = false;
@@ -995,7 +1089,9 @@ class Session implements NodeSession {
     this.#unsubscribeEngine?.();
     // Leases whose checkpoint could not be written stay held by this (exiting) process: the next
     // process sees it dead and resumes from the last good checkpoint.
+    __kt('close flushed'); // KTRACE
     if (persisted) await this.#store.leases.releaseAll();
+    __kt('close released'); // KTRACE
     await this.#runtime.close();
   }
 }
@@ -1012,12 +1108,15 @@ async function connectDefaultRuntime(options: SessionOptions, stateDir: string, 
  */
 export async function openSession(options: SessionOptions, seams: SessionSeams = {}): Promise<NodeSession> {
   const log: Logger = options.log ?? (() => {});
+  __kt('openSession'); // KTRACE
+  if (process.env.PODCTL_KILL_TRACE) process.once('exit', () => __kt('exit')); // KTRACE
   let session: Session | undefined;
   // The state dir and the runtime are opened side by side; a state-dir error is reported first, as
   // when they were opened one after the other (and the runtime connection is then closed).
   const [opened, connected] = await Promise.allSettled([
     openStore({
       stateDir: options.stateDir,
+      ...(__kt('openStore') as unknown as object), // KTRACE
       report: (message) => log('warn', message),
       ...(seams.storeOps ? { ops: seams.storeOps } : {}),
       ...(options.clock ? { clock: () => options.clock!.now() } : {}),
@@ -1029,10 +1128,12 @@ export async function openSession(options: SessionOptions, seams: SessionSeams =
     throw opened.reason;
   }
   if (connected.status === 'rejected') throw connected.reason;
+  __kt('store+runtime open'); // KTRACE
   const store = opened.value;
   const runtime = connected.value;
   session = new Session(options, seams, store, runtime, log);
   // A read-only session acts on nothing: no inbox, checkpoint or lease watchers, no heartbeat.
   if (!options.readOnly) session.start();
+  __kt('openSession done'); // KTRACE
   return session;
 }

@@ -24,6 +24,9 @@ import type { NodeSession, PodInfo, WaitOutcome } from './session-api.js';
 /** Kill requests in flight at once (each takes a lease and writes a checkpoint). */
 export const KILL_REQUEST_CONCURRENCY = 16;
 
+/** How old the runtime listing the selection is resolved on may be, ms. */
+const SELECTION_LISTING_MAX_AGE_MS = 1_000;
+
 export type PodOutcome = 'terminated' | 'gone' | 'timeout' | 'requested' | 'already-terminated' | 'failed';
 
 export interface TerminatedPod {
@@ -112,7 +115,9 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   const action = options.evict ? 'evict' : 'kill';
   const { session } = options;
 
-  const { targets, missing } = resolveSelection(await session.listPods(), options.selection);
+  // The selection is resolved on a runtime listing from the last second (the session starts one
+  // as it opens), as requestKill decides on the pod's spec and existence.
+  const { targets, missing } = resolveSelection(await session.listPods({ runtimeMaxAgeMs: SELECTION_LISTING_MAX_AGE_MS }), options.selection);
   if (targets.length === 0) {
     throw new PodNotFoundError(missing.length > 0 ? missing : [`no pod matches ${describeSelection(options.selection)}`]);
   }
@@ -294,9 +299,13 @@ export function terminateSummary(result: TerminateResult): string {
  */
 export async function stillRunning(session: NodeSession, uids: string[]): Promise<Map<string, number>> {
   const found = new Map<string, number>();
-  for (const uid of uids) {
-    const pod = await session.getPod(uid);
-    if (pod && (pod.state === 'terminated' || pod.state === 'finished') && pod.containersRunning > 0) found.set(uid, pod.containersRunning);
+  if (uids.length === 0) return found;
+  // One fresh runtime listing for all of them: a lookup per pod would cost a relist each (each
+  // wants one started after it), and a node's worth of pods a string of relists.
+  const wanted = new Set(uids);
+  const pods = uids.length === 1 ? [await session.getPod(uids[0]!)] : (await session.listPods()).filter((p) => wanted.has(p.uid));
+  for (const pod of pods) {
+    if (pod && (pod.state === 'terminated' || pod.state === 'finished') && pod.containersRunning > 0) found.set(pod.uid, pod.containersRunning);
   }
   return found;
 }

@@ -173,4 +173,24 @@ describe('verification after the wait', () => {
     expect(result.pods[0]).toMatchObject({ outcome: 'failed', error: 'reported terminated, but 1 container(s) still run in the runtime' });
     expect(terminateExitCode(result)).toBe(1);
   });
+
+  it('several pods are checked on one listing: only the one still running fails', async () => {
+    const session = new FakeSession([
+      { namespace: 'default', name: 'a' },
+      { namespace: 'default', name: 'b' },
+      { namespace: 'default', name: 'c' },
+    ]);
+    const b = session.uidOf('default', 'b');
+    const original = session.waitTerminated.bind(session);
+    session.waitTerminated = async (uids, options) => {
+      const outcomes = await original(uids, options);
+      Object.assign(session.pod(b) ?? {}, { containersRunning: 2 });
+      return outcomes;
+    };
+    const result = await killPods({ session, selection: parseSelection({ args: ['default/a', 'default/b', 'default/c'] }), wait: true, now: session.now });
+    const outcomes = Object.fromEntries(result.pods.map((p) => [p.name, p.outcome]));
+    expect(outcomes).toEqual({ a: 'terminated', b: 'failed', c: 'terminated' });
+    expect(result.pods.find((p) => p.name === 'b')?.error).toBe('reported terminated, but 2 container(s) still run in the runtime');
+    expect(terminateExitCode(result)).toBe(1);
+  });
 });

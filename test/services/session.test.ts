@@ -240,6 +240,35 @@ describe('session: following other processes', () => {
   });
 });
 
+describe('session: write-ahead', () => {
+  it("every pod's kill is on disk before the runtime is asked to stop it, also with slow writes and kills at once", async () => {
+    const uids = Array.from({ length: 12 }, (_, i) => `w${i}`);
+    for (const uid of uids) runtime.add({ uid, grace: 30 });
+    // What the store holds for a pod at the moment its terminating step starts.
+    const seenAtStop = new Map<string, string | undefined>();
+    const inner = runtime.syncer;
+    const syncer = {
+      ...inner,
+      syncTerminatingPod: async (...args: Parameters<typeof inner.syncTerminatingPod>) => {
+        const uid = args[1].metadata!.uid!;
+        const checkpoint = await store.checkpoints.read(uid);
+        seenAtStop.set(uid, checkpoint?.status.terminatingAt !== undefined ? `grace ${checkpoint.status.gracePeriod}` : undefined);
+        return inner.syncTerminatingPod(...args);
+      },
+    };
+    const { nodeFileOps } = await import('../../src/store/files.js');
+    // Slow fsyncs keep batches in flight while other pods' intents arrive.
+    const s = await open({
+      runtime: { ...runtime.session(), syncer },
+      storeOps: { ...nodeFileOps, fsync: async (handle) => { await new Promise((r) => setTimeout(r, 15)); return nodeFileOps.fsync(handle); } },
+    });
+    await Promise.all(uids.map((uid, i) => s.requestKill({ uid, gracePeriodSeconds: 2 + (i % 3) })));
+    const outcomes = await s.waitTerminated(uids, WAIT);
+    expect([...outcomes.values()].every((o) => o === 'terminated')).toBe(true);
+    for (const [i, uid] of uids.entries()) expect(seenAtStop.get(uid)).toBe(`grace ${2 + (i % 3)}`);
+  });
+});
+
 describe('session: persistence failures', () => {
   it('a corrupt checkpoint is quarantined with one warning; the other pods are listed and resumed', async () => {
     runtime.add({ uid: 'c1', stopDelayMs: 60_000 });
