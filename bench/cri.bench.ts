@@ -6,7 +6,9 @@
  * Runtime: PODCTL_E2E_SOCKET if set (a node from test/e2e/containerd-node.sh); otherwise, as root,
  * the benchmark brings up a node of its own (NODE_DIR=/tmp/podctl-bench-node) and takes it down.
  * Env: BENCH_RUNS (single-pod runs, default 9), BENCH_ROUNDS (50-pod rounds, default 3),
- * BENCH_PODS (default 50), PODCTL_E2E_CLI_ROOT (run the CLI from a copy of the build).
+ * BENCH_PODS (default 50), PODCTL_E2E_CLI_ROOT (run the CLI from a copy of the build),
+ * BENCH_BASELINE_CLI_ROOT (another build, e.g. of the previous commit: its `podctl kill` runs
+ * alternate with this one's, so a before/after comparison sees the same load).
  *
  * Scenarios (every pod: one container whose /pause exits on SIGTERM, plus its sandbox):
  * (a) one pod: `podctl kill ns/name` wall time (a fresh process: start-up, session, engine, store,
@@ -20,7 +22,7 @@
  *     and an open NodeSession with all requestKill calls issued concurrently.
  * Runs alternate between the variants, each on fresh pods, so load drifts hit all of them alike.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,7 +31,7 @@ import { promisify } from 'node:util';
 import { connectCri, type CriClient } from '../src/cri/client.js';
 import { openSession } from '../src/services/session.js';
 import type { NodeSession } from '../src/services/session-api.js';
-import { PODCTL_BIN, runPodctl, requireBuild } from '../test/e2e/support/cli.js';
+import { collect, PODCTL_BIN, runPodctl, requireBuild, type PodctlRun } from '../test/e2e/support/cli.js';
 import { EngineStack } from '../test/e2e/support/engine.js';
 import { PrivateNode } from '../test/e2e/support/node.js';
 import { PodFactory, type RealPod } from '../test/e2e/support/pods.js';
@@ -37,7 +39,22 @@ import { PodFactory, type RealPod } from '../test/e2e/support/pods.js';
 const RUNS = Number(process.env.BENCH_RUNS ?? 9);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PODS = Number(process.env.BENCH_PODS ?? 50);
+const BASELINE_ROOT = process.env.BENCH_BASELINE_CLI_ROOT;
 const run = promisify(execFile);
+
+/** `podctl` from another build (BENCH_BASELINE_CLI_ROOT), as runPodctl runs this one. */
+function runBaseline(args: string[], options: { endpoint: string; stateDir: string; timeoutMs?: number }): Promise<PodctlRun> {
+  const started = performance.now();
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
+  delete env.CONTAINER_RUNTIME_ENDPOINT;
+  delete env.PODCTL_STATE_DIR;
+  const child = spawn(process.execPath, [join(BASELINE_ROOT!, 'bin', 'run.js'), ...args, '--runtime-endpoint', options.endpoint, '--state-dir', options.stateDir], {
+    cwd: BASELINE_ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return collect(child, options.timeoutMs ?? 60_000, started);
+}
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -98,7 +115,7 @@ async function main(): Promise<void> {
     await pods.removeAll();
 
     // ---------------------------------------------------------------- (a) one pod
-    const a = { raw: [] as number[], engine: [] as number[], session: [] as number[], cli: [] as number[], node0: [] as number[], version: [] as number[] };
+    const a = { raw: [] as number[], engine: [] as number[], session: [] as number[], cli: [] as number[], base: [] as number[], node0: [] as number[], version: [] as number[] };
     for (let i = 0; i < RUNS; i++) {
       const rawPod = await pods.create({ name: 'bench-raw' });
       a.raw.push(await timed(() => rawKill(cri, rawPod)));
@@ -115,13 +132,20 @@ async function main(): Promise<void> {
       if (cliRun.code !== 0) throw new Error(`podctl kill exited ${cliRun.code}: ${cliRun.stderr.trim()}`);
       a.cli.push(cliRun.ms);
 
+      if (BASELINE_ROOT) {
+        const basePod = await pods.create({ name: 'bench-base' });
+        const baseRun = await runBaseline(['kill', `${basePod.namespace}/${basePod.name}`], { endpoint, stateDir });
+        if (baseRun.code !== 0) throw new Error(`baseline podctl kill exited ${baseRun.code}: ${baseRun.stderr.trim()}`);
+        a.base.push(baseRun.ms);
+      }
+
       a.node0.push(await timed(() => run(process.execPath, ['-e', '0'])));
       a.version.push(await timed(() => run(process.execPath, [PODCTL_BIN, '--version'])));
       await pods.removeAll();
     }
 
     // ---------------------------------------------------------------- (b) PODS at once
-    const b = { raw: [] as number[], engine: [] as number[], session: [] as number[], cli: [] as number[] };
+    const b = { raw: [] as number[], engine: [] as number[], session: [] as number[], cli: [] as number[], base: [] as number[] };
     for (let round = 0; round < ROUNDS; round++) {
       const rawPods = await pods.createMany(PODS, { name: 'bench-many-raw' });
       b.raw.push(await timed(() => Promise.all(rawPods.map((p) => rawKill(cri, p)))));
@@ -149,6 +173,15 @@ async function main(): Promise<void> {
       if (killed.length !== PODS) throw new Error(`podctl kill -l terminated ${killed.length}/${PODS} pods`);
       b.cli.push(cliRun.ms);
       await pods.removeAll();
+
+      if (BASELINE_ROOT) {
+        const baseApp = `bench-base-${process.pid}-${round}`;
+        const basePods = await pods.createMany(PODS, { name: 'bench-many-base', labels: { app: baseApp } });
+        const baseRun = await runBaseline(['kill', '-n', basePods[0]!.namespace, '-l', `app=${baseApp}`, '--json'], { endpoint, stateDir, timeoutMs: 120_000 });
+        if (baseRun.code !== 0) throw new Error(`baseline podctl kill -l exited ${baseRun.code}: ${baseRun.stderr.trim()}`);
+        b.base.push(baseRun.ms);
+        await pods.removeAll();
+      }
     }
 
     // ---------------------------------------------------------------- report
@@ -161,6 +194,7 @@ async function main(): Promise<void> {
     row('(a) 1 pod', 'engine + syncer + cache, in-process', a.engine, signedMs(median(a.engine) - rawA));
     row('(a) 1 pod', 'NodeSession requestKill + wait, in-process', a.session, signedMs(median(a.session) - rawA));
     row('(a) 1 pod', '`podctl kill ns/name` (fresh process)', a.cli, `${signedMs(median(a.cli) - rawA)} (goal ≤ +150)`);
+    if (BASELINE_ROOT) row('(a) 1 pod', '`podctl kill ns/name`, baseline build', a.base, signedMs(median(a.base) - rawA));
     row('(a) 1 pod', '`node -e 0`', a.node0, '');
     row('(a) 1 pod', '`podctl --version`', a.version, '');
     const rawB = median(b.raw);
@@ -168,6 +202,7 @@ async function main(): Promise<void> {
     row(`(b) ${PODS} pods`, 'engine + syncer + cache, in-process', b.engine, `${(median(b.engine) / rawB).toFixed(2)}×`);
     row(`(b) ${PODS} pods`, 'NodeSession, requests concurrent, in-process', b.session, `${(median(b.session) / rawB).toFixed(2)}×`);
     row(`(b) ${PODS} pods`, '`podctl kill -l app=…` (fresh process)', b.cli, `${(median(b.cli) / rawB).toFixed(2)}× (goal ≤ 1.2×)`);
+    if (BASELINE_ROOT) row(`(b) ${PODS} pods`, '`podctl kill -l app=…`, baseline build', b.base, `${(median(b.base) / rawB).toFixed(2)}×`);
 
     const header = ['scenario', 'what', 'median ms', 'min ms', 'max ms', 'vs raw'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));

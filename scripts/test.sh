@@ -49,7 +49,9 @@ node -e '
   let passed = 0, failed = 0, skipped = 0;
   try {
     const r = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
-    passed = r.numPassedTests; failed = r.numFailedTests + (r.numFailedTestSuites || 0);
+    passed = r.numPassedTests; failed = r.numFailedTests;
+    // a file that failed before running any test (an import error) counts as one failure
+    for (const f of r.testResults || []) if (f.status === "failed" && !(f.assertionResults || []).length) failed += 1;
     skipped = (r.numPendingTests || 0) + (r.numTodoTests || 0);
   } catch (e) { failed = 1; console.error("[test] could not read vitest results: " + e.message); }
   console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);

@@ -25,7 +25,6 @@ import { ContainerStateCode } from './codes.js';
 import { isNotFound, isUnimplemented } from './errors.js';
 import type { Container } from './generated/runtime_v1.js';
 import { emptyPodStatus, groupRuntimePods, nanosToMs, toPodStatus, type ContainerDetails, type RuntimePod } from './pods.js';
-const __kt = process.env.PODCTL_KILL_TRACE ? (m: string): void => void process.stderr.write(`${performance.now().toFixed(1)} ${m}\n`) : (): void => {}; // KTRACE
 
 export type RuntimeCacheEvent =
   | { kind: 'relisted'; at: number; uids: string[] }
@@ -161,7 +160,6 @@ export class RuntimePodCache implements PodStatusCache {
   }
 
   async getNewerThan(uid: string, minTime: number, signal?: AbortSignal): Promise<PodStatus> {
-    __kt(`getNewerThan lag ${this.#clock.now() - minTime} observed ${minTime - this.#observedAt}`); // KTRACE
     if (signal?.aborted) throw abortError(signal);
     const giveUpAt = Date.now() + this.#maxWaitMs;
     while (this.#observedAt < minTime) {
@@ -269,7 +267,6 @@ export class RuntimePodCache implements PodStatusCache {
   }
 
   async #relist(startedAt: number): Promise<void> {
-    __kt('relist start'); // KTRACE
     const call = {
       signal: this.#lifecycle.signal,
       ...(this.#rpcTimeoutMs !== undefined ? { timeoutMs: this.#rpcTimeoutMs } : {}),
@@ -302,7 +299,6 @@ export class RuntimePodCache implements PodStatusCache {
     this.#fingerprints = new Map([...statuses].map(([uid, s]) => [uid, fingerprint(s)]));
     this.#observedAt = startedAt;
     this.#relistCount += 1;
-    __kt('relist done'); // KTRACE
     this.#emit({ kind: 'relisted', at: startedAt, uids: changed });
   }
 
@@ -336,7 +332,6 @@ export class RuntimePodCache implements PodStatusCache {
       try {
         for await (const event of this.#client.containerEvents(signal)) {
           this.#eventsSupported = true;
-          __kt('container event'); // KTRACE
           backoffMs = 250;
           const uid = event.podSandboxStatus?.labels?.['io.kubernetes.pod.uid'] ?? event.podSandboxStatus?.metadata?.uid;
           this.#emit({ kind: 'container-event', at: this.#clock.now(), uids: uid ? [uid] : [] });

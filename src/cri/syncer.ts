@@ -28,7 +28,6 @@ import { ContainerStateCode, SandboxStateCode } from './codes.js';
 import { isCriError, isNotFound } from './errors.js';
 import { ANN_PRESTOP, ANN_REMOVE, LABEL_CONTAINER_NAME, LABEL_POD_UID, type RestartPolicy } from './kubelet-labels.js';
 import { parsePreStop } from './pods.js';
-const __kt = process.env.PODCTL_KILL_TRACE ? (m: string): void => void process.stderr.write(`${performance.now().toFixed(1)} ${m}\n`) : (): void => {}; // KTRACE
 
 /** The kubelet's default terminationGracePeriodSeconds. */
 export const DEFAULT_GRACE_SECONDS = 30;
@@ -286,9 +285,7 @@ export class RuntimeSyncer implements PodSyncer {
     throwFirstFailure(lanes);
 
     const ready = view.sandboxes.filter((s) => s.state === SandboxStateCode.READY);
-    __kt('StopPodSandbox'); // KTRACE
     const stops = await Promise.allSettled(ready.map((s) => this.#ignoreNotFound(this.#client.stopPodSandbox(s.id, { signal }))));
-    __kt('StopPodSandbox done'); // KTRACE
     signal.throwIfAborted();
     throwFirstFailure(stops);
   }
@@ -315,9 +312,7 @@ export class RuntimeSyncer implements PodSyncer {
     const floor = ranHook ? Math.min(MINIMUM_GRACE_SECONDS, grace) : 0;
     const timeout = Math.max(remaining, floor, 0);
     this.#log('debug', `StopContainer ${name} (${c.id.slice(0, 12)}) timeout ${timeout}s`);
-    __kt('StopContainer'); // KTRACE
     await this.#ignoreNotFound(this.#client.stopContainer(c.id, timeout, { signal }));
-    __kt('StopContainer done'); // KTRACE
   }
 
   #preStopOf(pod: V1Pod | undefined, name: string, c: Container): V1LifecycleHandler | undefined {
@@ -361,7 +356,6 @@ export class RuntimeSyncer implements PodSyncer {
   // ---------------------------------------------------------------------------- helpers
 
   async #listPod(uid: string, signal: AbortSignal): Promise<PodRuntimeView> {
-    __kt('listPod'); // KTRACE
     const selector = { labelSelector: { [LABEL_POD_UID]: uid } };
     const [sandboxes, containers] = await Promise.all([
       this.#client.listPodSandbox(selector, { signal }),
@@ -406,7 +400,6 @@ export class RuntimeSyncer implements PodSyncer {
         }
       }),
     );
-    __kt('final status'); // KTRACE
     const failed = exitCodes.length === 0 || exitCodes.some((code) => code !== 0);
     const status: V1PodStatus = { phase: failed ? 'Failed' : 'Succeeded' };
     podStatusFn(status);

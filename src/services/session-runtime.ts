@@ -17,7 +17,6 @@ import { RuntimeSyncer } from '../cri/syncer.js';
 import type { V1Pod } from '../engine/types.js';
 import type { SessionOptions } from './session-api.js';
 import type { RuntimePodRecord, SessionRuntime } from './session.js';
-const __kt = process.env.PODCTL_KILL_TRACE ? (m: string): void => void process.stderr.write(`${performance.now().toFixed(1)} ${m}\n`) : (): void => {}; // KTRACE
 
 /** The `runtimeName` the embedded simulator answers Version with. */
 export const SIMULATOR_RUNTIME_NAME = 'podctl-simulator';
@@ -64,12 +63,9 @@ export function recordOfRuntimePod(pod: RuntimePod): RuntimePodRecord {
 
 export async function connectRuntime(options: SessionOptions, stateDir: string, hooks: RuntimeHooks = {}): Promise<SessionRuntime> {
   // grpc-js and the generated module load (CPU) while the endpoint is probed (I/O).
-  __kt('connectRuntime'); // KTRACE
   loadGrpcModules().catch(() => undefined);
   const resolved = await resolveEndpoint({ ...(options.runtimeEndpoint ? { flag: options.runtimeEndpoint } : {}), stateDir });
-  __kt('endpoint resolved'); // KTRACE
   const client = await connectCri({ endpoint: resolved.endpoint, ...(options.rpcTimeoutMs ? { timeoutMs: options.rpcTimeoutMs } : {}) });
-  __kt('connected'); // KTRACE
   const clock = options.clock;
   const cache = new RuntimePodCache({
     client,
@@ -95,7 +91,6 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
   cache.refresh().catch(() => undefined);
   if (!hooks.readOnly) cache.start();
   const simulated = await runtimeIsSimulator(client, resolved.simulated, Math.min(VERSION_TIMEOUT_MS, options.rpcTimeoutMs ?? VERSION_TIMEOUT_MS));
-  __kt('version done'); // KTRACE
   return {
     endpoint: resolved.endpoint,
     simulated,

@@ -66,7 +66,6 @@ import type {
   WaitOptions,
   WaitOutcome,
 } from './session-api.js';
-const __kt = process.env.PODCTL_KILL_TRACE ? (m: string): void => void process.stderr.write(`${performance.now().toFixed(1)} ${m}\n`) : (): void => {}; // KTRACE
 
 /** One pod as the runtime lists it. */
 export interface RuntimePodRecord {
@@ -358,7 +357,6 @@ class Session implements NodeSession {
   }
 
   #onEngineEvent(event: PodWorkerEvent): void {
-    __kt(`engine ${event.type} ${(event as {to?: string}).to ?? ''}`); // KTRACE
     const owned = this.#ownedPod(event.uid, event.fullname);
     const restoring = this.#restoring.has(event.uid);
     // The backoff requeue that follows a cancelled sync is moot (the worker re-runs at once).
@@ -446,8 +444,6 @@ class Session implements NodeSession {
 
   async #writeDirty(): Promise<void> {
     if (this.#dirty.size === 0) return;
-    __kt(`flush ${this.#dirty.size}`); // KTRACE
-    try { // KTRACE
     const uids = [...this.#dirty];
     this.#dirty.clear();
     const snapshot = this.#engine.snapshot();
@@ -471,7 +467,6 @@ class Session implements NodeSession {
       throw failed[0];
     }
     this.#flushFailing = false;
-    } finally { __kt('flush done'); } // KTRACE
   }
 
   async #persist(uid: string, view: PodSyncStatusView | undefined): Promise<void> {
@@ -535,9 +530,7 @@ class Session implements NodeSession {
 
   async #takeOver(uid: string, why: string): Promise<boolean> {
     if (this.#closed) return false;
-    __kt('lease acquire'); // KTRACE
     const result = await this.#store.leases.tryAcquire(uid);
-    __kt('lease acquired'); // KTRACE
     if (!result.acquired) return false;
     const checkpoint = await this.#store.checkpoints.read(uid);
     const now = this.#now();
@@ -763,7 +756,6 @@ class Session implements NodeSession {
   }
 
   async listPods(options?: ListPodsOptions): Promise<PodInfo[]> {
-    __kt('listPods'); // KTRACE
     this.#assertOpen();
     const signal = options?.signal;
     signal?.throwIfAborted();
@@ -785,7 +777,6 @@ class Session implements NodeSession {
   // commands
 
   async requestKill(request: KillRequest): Promise<KillHandle> {
-    __kt('requestKill'); // KTRACE
     this.#assertOpen();
     this.#assertWritable();
     const { uid } = request;
@@ -798,7 +789,6 @@ class Session implements NodeSession {
       if (await this.#adopt(uid, 'kill')) {
         await this.#applyKill(uid, request, { pid: this.#pid, inbox: false }, runtimePod);
         await this.#flush();
-        __kt('requestKill done'); // KTRACE
         return { uid, handledBy: 'local', ownerPid: this.#pid };
       }
       const owner = await this.#store.leases.inspect(uid);
@@ -828,7 +818,6 @@ class Session implements NodeSession {
     const waiting = (): string[] => uids.filter((uid) => !outcomes.has(uid));
 
     const evaluate = async (): Promise<void> => {
-      __kt('wait evaluate'); // KTRACE
       const pending = waiting();
       if (pending.length === 0) return;
       let infos: Map<string, PodInfo>;
@@ -1066,7 +1055,6 @@ class Session implements NodeSession {
   }
 
   async #shutdown(): Promise<void> {
-    __kt('close'); // KTRACE
     for (const watch of this.#watches) watch.close();
     for (const timer of this.#timers) clearInterval(timer);
     this.#unsubscribeRuntime?.();
@@ -1075,7 +1063,6 @@ class Session implements NodeSession {
     await Promise.all([...this.#inboxChains.values()]);
     await Promise.all([...this.#adopting.values()]).catch(() => {});
     await this.#settleTerminated(CLEANUP_ON_CLOSE_MS);
-    __kt('close settled'); // KTRACE
     this.#closed = true;
     await this.#engine.close();
     // Every engine event of an owned pod marked it dirty (the subscription is still on), and a
@@ -1089,9 +1076,7 @@ class Session implements NodeSession {
     this.#unsubscribeEngine?.();
     // Leases whose checkpoint could not be written stay held by this (exiting) process: the next
     // process sees it dead and resumes from the last good checkpoint.
-    __kt('close flushed'); // KTRACE
     if (persisted) await this.#store.leases.releaseAll();
-    __kt('close released'); // KTRACE
     await this.#runtime.close();
   }
 }
@@ -1108,15 +1093,12 @@ async function connectDefaultRuntime(options: SessionOptions, stateDir: string, 
  */
 export async function openSession(options: SessionOptions, seams: SessionSeams = {}): Promise<NodeSession> {
   const log: Logger = options.log ?? (() => {});
-  __kt('openSession'); // KTRACE
-  if (process.env.PODCTL_KILL_TRACE) process.once('exit', () => __kt('exit')); // KTRACE
   let session: Session | undefined;
   // The state dir and the runtime are opened side by side; a state-dir error is reported first, as
   // when they were opened one after the other (and the runtime connection is then closed).
   const [opened, connected] = await Promise.allSettled([
     openStore({
       stateDir: options.stateDir,
-      ...(__kt('openStore') as unknown as object), // KTRACE
       report: (message) => log('warn', message),
       ...(seams.storeOps ? { ops: seams.storeOps } : {}),
       ...(options.clock ? { clock: () => options.clock!.now() } : {}),
@@ -1128,12 +1110,10 @@ export async function openSession(options: SessionOptions, seams: SessionSeams =
     throw opened.reason;
   }
   if (connected.status === 'rejected') throw connected.reason;
-  __kt('store+runtime open'); // KTRACE
   const store = opened.value;
   const runtime = connected.value;
   session = new Session(options, seams, store, runtime, log);
   // A read-only session acts on nothing: no inbox, checkpoint or lease watchers, no heartbeat.
   if (!options.readOnly) session.start();
-  __kt('openSession done'); // KTRACE
   return session;
 }
