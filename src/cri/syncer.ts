@@ -8,6 +8,10 @@
  *   2. only when every container has stopped: StopPodSandbox (containerd SIGKILLs whatever still
  *      runs in a sandbox it stops, so it must come last);
  *   3. a check that nothing of the pod still runs, and a relist of the status cache.
+ * What it stops is what the status it was handed shows (as the kubelet kills the running pod it
+ * derives from the cached status): the cache's view of that relist when it is at most a relist
+ * period (1 s) old, else a fresh listing by the pod's UID label. Step 3 always lists fresh, so a container the view missed
+ * fails the attempt, and the engine's retry works from a newer relist.
  *
  * Invariants:
  * - The grace period is a deadline fixed when the attempt starts; a re-run with a shorter grace
@@ -27,7 +31,7 @@ import type { RuntimePodCache } from './cache.js';
 import { ContainerStateCode, SandboxStateCode } from './codes.js';
 import { isCriError, isNotFound } from './errors.js';
 import { ANN_PRESTOP, ANN_REMOVE, LABEL_CONTAINER_NAME, LABEL_POD_UID, type RestartPolicy } from './kubelet-labels.js';
-import { parsePreStop } from './pods.js';
+import { parsePreStop, type RuntimeContainer } from './pods.js';
 
 /** The kubelet's default terminationGracePeriodSeconds. */
 export const DEFAULT_GRACE_SECONDS = 30;
@@ -52,11 +56,21 @@ export interface RuntimeSyncerOptions {
   onHook?: (event: { uid: string; container: string; ok: boolean; message: string }) => void;
 }
 
-/** One runtime object view of a pod, listed fresh (by the UID label) for each attempt. */
+/** One runtime object view of a pod: from the status cache's relist, or listed by the UID label. */
 interface PodRuntimeView {
   containers: Container[];
   sandboxes: PodSandbox[];
 }
+
+/** The oldest status-cache relist whose view of a pod is stopped without listing it again (the kubelet's relist period), ms. */
+const CACHED_VIEW_MAX_AGE_MS = 1_000;
+
+const CONTAINER_STATE_CODES: Record<RuntimeContainer['state'], number> = {
+  created: ContainerStateCode.CREATED,
+  running: ContainerStateCode.RUNNING,
+  exited: ContainerStateCode.EXITED,
+  unknown: ContainerStateCode.UNKNOWN,
+};
 
 function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
@@ -188,7 +202,7 @@ export class RuntimeSyncer implements PodSyncer {
   async syncTerminatingPod(
     signal: AbortSignal,
     pod: V1Pod,
-    _podStatus: PodStatus | undefined,
+    podStatus: PodStatus | undefined,
     gracePeriodSeconds: number | undefined,
     podStatusFn: ((s: V1PodStatus) => void) | undefined,
   ): Promise<void> {
@@ -201,7 +215,7 @@ export class RuntimeSyncer implements PodSyncer {
     const deadline = this.#clock.now() + grace * 1000;
     this.#log('debug', `terminating ${podName(pod)} with grace ${grace}s`);
     try {
-      const view = await this.#listPod(uid, signal);
+      const view = (podStatus !== undefined ? this.#cachedView(uid) : undefined) ?? (await this.#listPod(uid, signal));
       await this.#killPod(signal, uid, view, deadline, grace, pod);
       const after = await this.#verifyStopped(uid, signal);
       if (podStatusFn) await this.#reportFinalStatus(uid, after, podStatusFn, signal);
@@ -362,6 +376,42 @@ export class RuntimeSyncer implements PodSyncer {
       this.#client.listContainers(selector, { signal }),
     ]);
     return { sandboxes, containers };
+  }
+
+  /**
+   * The pod's runtime objects as the status cache last relisted them: at least as new as the status
+   * the engine handed over, which came from that cache. Undefined without a cache, when the relist
+   * is older than the kubelet's relist period, or when it did not see the pod (then it is listed
+   * by label).
+   */
+  #cachedView(uid: string): PodRuntimeView | undefined {
+    const observedAt = this.#cache?.observedAt;
+    if (observedAt === undefined || this.#clock.now() - observedAt > CACHED_VIEW_MAX_AGE_MS) return undefined;
+    const pod = this.#cache?.pod(uid);
+    if (!pod) return undefined;
+    return {
+      sandboxes: pod.sandboxes.map((sb) => ({
+        id: sb.id,
+        metadata: undefined,
+        state: sb.state === 'ready' ? SandboxStateCode.READY : SandboxStateCode.NOTREADY,
+        createdAt: BigInt(sb.createdAt) * 1_000_000n,
+        labels: sb.labels,
+        annotations: sb.annotations,
+        runtimeHandler: '',
+      })),
+      containers: pod.containers.map((c) => ({
+        id: c.id,
+        podSandboxId: c.sandboxId,
+        metadata: { name: c.name, attempt: c.attempt },
+        image: undefined,
+        imageRef: '',
+        state: CONTAINER_STATE_CODES[c.state],
+        createdAt: BigInt(c.createdAt) * 1_000_000n,
+        labels: c.labels,
+        annotations: c.annotations,
+        imageId: '',
+      })),
+    };
   }
 
   /** Lists the pod again and throws when any of its containers still runs. */

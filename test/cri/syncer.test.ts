@@ -47,6 +47,41 @@ describe('RuntimeSyncer.syncTerminatingPod', () => {
     expect(rpcs(journal, 'StopContainer').map((r) => r.detail)).toEqual(['timeout=5', 'timeout=5']);
   });
 
+  it('with a status from the cache, stops what that relist saw without listing the pod again first; the check after lists fresh', async () => {
+    const { sim, client } = await simulator({ pods: [spec({ uid: 'c1', containers: [{ name: 'a' }, { name: 'b' }] })] });
+    const { RuntimePodCache } = await import('../../src/cri/cache.js');
+    const cache = new RuntimePodCache({ client });
+    await cache.refresh();
+    const syncer = new RuntimeSyncer({ client, cache });
+    const pod = await podOf(client, 'c1');
+    const before = rpcs(sim.state.journal(), 'ListContainers').length;
+    await syncer.syncTerminatingPod(never, pod, cache.get('c1'), 4, undefined);
+    const journal = sim.state.journal();
+    expect(rpcs(journal, 'StopContainer').map((r) => r.detail)).toEqual(['timeout=4', 'timeout=4']);
+    expect(rpcs(journal, 'StopPodSandbox')).toHaveLength(1);
+    // the syncer lists only for its check after the stops
+    expect(rpcs(journal, 'ListContainers').length - before).toBe(1);
+    expect(sim.state.containerIds().every((id) => sim.state.container(id)?.state === 2)).toBe(true);
+    cache.close();
+  });
+
+  it('a cached view older than the relist period is not used: the pod is listed by label first', async () => {
+    const { sim, client } = await simulator({ pods: [spec({ uid: 'c2', containers: [{ name: 'a' }] })] });
+    const { RuntimePodCache } = await import('../../src/cri/cache.js');
+    let now = Date.now();
+    const clock = { now: () => now };
+    const cache = new RuntimePodCache({ client, clock });
+    await cache.refresh();
+    now += 5_000;
+    const syncer = new RuntimeSyncer({ client, cache, clock });
+    const pod = await podOf(client, 'c2');
+    const before = rpcs(sim.state.journal(), 'ListContainers').length;
+    await syncer.syncTerminatingPod(never, pod, cache.get('c2'), 4, undefined);
+    expect(rpcs(sim.state.journal(), 'ListContainers').length - before).toBe(2);
+    expect(rpcs(sim.state.journal(), 'StopContainer')).toHaveLength(1);
+    cache.close();
+  });
+
   it('without a grace from the engine, uses the pod\'s deletion grace, else its termination grace', async () => {
     const { sim, client } = await simulator({
       pods: [
