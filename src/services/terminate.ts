@@ -21,8 +21,12 @@ import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { mapLimit } from '../store/limit.js';
 import type { NodeSession, PodInfo, WaitOutcome } from './session-api.js';
 
-/** Kill requests in flight at once (each takes a lease and writes a checkpoint). */
-export const KILL_REQUEST_CONCURRENCY = 16;
+/**
+ * Kill requests in flight at once (each takes a lease and writes a checkpoint). High enough for a
+ * node's worth of pods to go out together: their checkpoints then share the session's batch writes,
+ * and every pod's StopContainer follows its own write-ahead instead of waiting for a free lane.
+ */
+export const KILL_REQUEST_CONCURRENCY = 64;
 
 /** How old the runtime listing the selection is resolved on may be, ms. */
 const SELECTION_LISTING_MAX_AGE_MS = 1_000;
