@@ -61,7 +61,10 @@ export function isAbort(error: unknown): boolean {
 /** The one line shown for an error: its first message line, plus the hint when there is one. */
 export function oneLine(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
-  const first = (message.split('\n').find((line) => line.trim() !== '') ?? 'unknown error').trim();
+  const lines = message.split('\n').map((line) => line.trim()).filter((line) => line !== '');
+  let first = lines[0] ?? 'unknown error';
+  // oclif reports a bad flag value as "Parsing --flag" with the reason on the next line
+  if (/^Parsing --[\w-]+$/.test(first) && lines[1] !== undefined) first = `${first}: ${lines[1]}`;
   const hint = error instanceof PodctlError ? error.hint : undefined;
   return hint ? `${first} (${hint})` : first;
 }

@@ -26,7 +26,7 @@
  * Liveness is a property of the holder process, not of heartbeat age: a live but busy process keeps
  * its pods. The heartbeat is shown to operators (`status`) and refreshed every few seconds.
  *
- * Why not proper-lockfile (installed): its staleness is an mtime age, so a live but stalled owner
+ * Why not proper-lockfile: its staleness is an mtime age, so a live but stalled owner
  * loses its lock and a dead owner keeps it for the stale period, and its stale-lock takeover (stat,
  * rmdir, mkdir) lets two processes that both saw the stale lock both end up holding it. Ownership
  * here must follow the owner's life exactly, under 8 racing processes, which the immutable

@@ -63,6 +63,10 @@ describe('errors and exit codes', () => {
 
   it('shows one line, with the hint', () => {
     expect(oneLine(new Error('first\nsecond'))).toBe('first');
+    // oclif's flag-value errors keep their reason on the one line
+    expect(oneLine(new Error('Parsing --grace \n\tExpected an integer but received: abc\nSee more help with --help'))).toBe(
+      'Parsing --grace: Expected an integer but received: abc',
+    );
     expect(oneLine(new UsageError('--timeout: "x" is not a duration', 'use e.g. 30s'))).toBe('--timeout: "x" is not a duration (use e.g. 30s)');
   });
 
