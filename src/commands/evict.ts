@@ -9,7 +9,7 @@ import { RuntimeFailure, UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { nodeName, selectionFlags, terminationFlags } from '../lib/flags.js';
 import { renderTable } from '../lib/output.js';
-import { parseSelection } from '../lib/refs.js';
+import { selectionFromFlags } from '../lib/refs.js';
 import { DEFAULT_EVICTION_REASON, evictPods, type EvictResult } from '../services/evict.js';
 import { terminateExitCode, terminateSummary, terminateTable } from '../services/terminate.js';
 
@@ -40,14 +40,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   async run(): Promise<EvictResult> {
     const { argv, flags } = await this.parse(Evict);
     this.configure(flags);
-    const selection = parseSelection({
-      args: argv as string[],
-      uids: flags.uid,
-      namespace: flags.namespace,
-      allNamespaces: flags['all-namespaces'],
-      selector: flags.selector,
-      all: flags.all,
-    });
+    const selection = selectionFromFlags(argv, flags);
     if (flags['no-wait'] && flags.timeout !== undefined) throw new UsageError('--timeout has no effect with --no-wait', 'drop one of them');
     if (flags.reason !== undefined && !/^[A-Za-z][A-Za-z0-9]*$/.test(flags.reason)) {
       throw new UsageError(`--reason "${flags.reason}" is not a CamelCase reason`, 'e.g. --reason DiskPressure');

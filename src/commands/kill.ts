@@ -8,7 +8,7 @@ import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { selectionFlags, terminationFlags } from '../lib/flags.js';
 import { renderTable } from '../lib/output.js';
-import { parseSelection } from '../lib/refs.js';
+import { selectionFromFlags } from '../lib/refs.js';
 import { killPods, type KillResult } from '../services/kill.js';
 import { terminateExitCode, terminateSummary, terminateTable } from '../services/terminate.js';
 
@@ -38,14 +38,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   async run(): Promise<KillResult> {
     const { argv, flags } = await this.parse(Kill);
     this.configure(flags);
-    const selection = parseSelection({
-      args: argv as string[],
-      uids: flags.uid,
-      namespace: flags.namespace,
-      allNamespaces: flags['all-namespaces'],
-      selector: flags.selector,
-      all: flags.all,
-    });
+    const selection = selectionFromFlags(argv, flags);
     if (flags['no-wait'] && flags.timeout !== undefined) throw new UsageError('--timeout has no effect with --no-wait', 'drop one of them');
     const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, 'timeout');
     const result = await killPods({

@@ -7,7 +7,7 @@ import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { selectionFlags } from '../lib/flags.js';
 import { renderTable } from '../lib/output.js';
-import { parseSelection } from '../lib/refs.js';
+import { selectionFromFlags } from '../lib/refs.js';
 import { explainText, podStatus, statusExitCode, statusTable, type StatusResult } from '../services/status.js';
 
 export default class Status extends PodctlCommand {
@@ -42,15 +42,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
   async run(): Promise<StatusResult> {
     const { argv, flags } = await this.parse(Status);
     this.configure(flags);
-    const selection = parseSelection({
-      args: argv as string[],
-      uids: flags.uid,
-      namespace: flags.namespace,
-      allNamespaces: flags['all-namespaces'],
-      selector: flags.selector,
-      defaultAllNamespaces: true,
-      allowEmpty: true,
-    });
+    // with no pods named, status shows every pod on the node
+    const selection = selectionFromFlags(argv, flags, { defaultAllNamespaces: true, allowEmpty: true });
     if (flags.explain && selection.refs.length === 0) {
       throw new UsageError('--explain needs the pods to explain', 'name them: podctl status ns/name --explain (or --uid UID)');
     }

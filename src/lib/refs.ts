@@ -141,3 +141,29 @@ export function describeSelection(selection: PodSelection): string {
   if (selection.selector) return `-l ${formatSelector(selection.selector)} ${scope}`;
   return `all pods ${scope}`;
 }
+
+/** The pod-selection flags as oclif parses them (see `selectionFlags` in flags.ts). */
+export interface SelectionFlagValues {
+  uid?: string[];
+  namespace?: string;
+  'all-namespaces'?: boolean;
+  selector?: string;
+  all?: boolean;
+}
+
+/** A command's REF arguments and selection flags, parsed into one selection. */
+export function selectionFromFlags(
+  argv: unknown[],
+  flags: SelectionFlagValues,
+  options: Pick<SelectionInput, 'defaultAllNamespaces' | 'allowEmpty'> = {},
+): PodSelection {
+  return parseSelection({
+    args: argv as string[],
+    uids: flags.uid,
+    namespace: flags.namespace,
+    allNamespaces: flags['all-namespaces'],
+    selector: flags.selector,
+    all: flags.all,
+    ...options,
+  });
+}
