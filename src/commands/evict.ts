@@ -4,10 +4,9 @@
 import { Args, Flags } from '@oclif/core';
 import { connectKube, detectKube } from '../kube/index.js';
 import { PodctlCommand } from '../lib/command.js';
-import { parseDuration } from '../lib/duration.js';
 import { RuntimeFailure, UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { nodeName, selectionFlags, terminationFlags } from '../lib/flags.js';
+import { nodeName, selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
 import { DEFAULT_EVICTION_REASON, evictPods, type EvictResult } from '../services/evict.js';
@@ -41,11 +40,10 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const { argv, flags } = await this.parse(Evict);
     this.configure(flags);
     const selection = selectionFromFlags(argv, flags);
-    if (flags['no-wait'] && flags.timeout !== undefined) throw new UsageError('--timeout has no effect with --no-wait', 'drop one of them');
+    const termination = terminationOptionsFromFlags(flags);
     if (flags.reason !== undefined && !/^[A-Za-z][A-Za-z0-9]*$/.test(flags.reason)) {
       throw new UsageError(`--reason "${flags.reason}" is not a CamelCase reason`, 'e.g. --reason DiskPressure');
     }
-    const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, 'timeout');
     const source = detectKube(flags.kubeconfig);
     let kube;
     if (source) {
@@ -58,9 +56,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const result = await evictPods({
       session: await this.session(),
       selection,
-      ...(flags.grace !== undefined ? { gracePeriodSeconds: flags.grace } : {}),
-      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-      wait: !flags['no-wait'],
+      ...termination,
       ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
       ...(flags.message !== undefined ? { message: flags.message } : {}),
       ...(kube ? { kube } : {}),

@@ -3,10 +3,8 @@
  */
 import { Args } from '@oclif/core';
 import { PodctlCommand } from '../lib/command.js';
-import { parseDuration } from '../lib/duration.js';
-import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { selectionFlags, terminationFlags } from '../lib/flags.js';
+import { selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
 import { killPods, type KillResult } from '../services/kill.js';
@@ -39,14 +37,11 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const { argv, flags } = await this.parse(Kill);
     this.configure(flags);
     const selection = selectionFromFlags(argv, flags);
-    if (flags['no-wait'] && flags.timeout !== undefined) throw new UsageError('--timeout has no effect with --no-wait', 'drop one of them');
-    const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, 'timeout');
+    const termination = terminationOptionsFromFlags(flags);
     const result = await killPods({
       session: await this.session(),
       selection,
-      ...(flags.grace !== undefined ? { gracePeriodSeconds: flags.grace } : {}),
-      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-      wait: !flags['no-wait'],
+      ...termination,
       reporter: this.reporter,
       signal: this.abort.signal,
     });

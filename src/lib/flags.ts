@@ -7,6 +7,8 @@
  */
 import { hostname } from 'node:os';
 import { Flags } from '@oclif/core';
+import { parseDuration } from './duration.js';
+import { UsageError } from './errors.js';
 
 export const DEFAULT_STATE_DIR = '/var/lib/podctl';
 
@@ -97,6 +99,23 @@ export const terminationFlags = {
     default: false,
   }),
 };
+
+/** What the termination flags ask of a kill or evict (the services' options, not the flags). */
+export interface TerminationOptions {
+  gracePeriodSeconds?: number;
+  timeoutMs?: number;
+  wait: boolean;
+}
+
+/** Validates and converts the termination flags; `--timeout` with `--no-wait` is a usage error. */
+export function terminationOptionsFromFlags(flags: { grace?: number; timeout?: string; 'no-wait': boolean }): TerminationOptions {
+  if (flags['no-wait'] && flags.timeout !== undefined) throw new UsageError('--timeout has no effect with --no-wait', 'drop one of them');
+  return {
+    ...(flags.grace !== undefined ? { gracePeriodSeconds: flags.grace } : {}),
+    ...(flags.timeout !== undefined ? { timeoutMs: parseDuration(flags.timeout, 'timeout') } : {}),
+    wait: !flags['no-wait'],
+  };
+}
 
 export type GlobalFlags = {
   'runtime-endpoint'?: string | undefined;
