@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-// podctl entry point: the bundled CLI (dist/cli.js, built by `npm run build`) runs oclif, which reads
-// the generated oclif.manifest.json, so only the invoked command loads.
-import { run } from '../dist/cli.js';
-
-await run(import.meta.url);
+// podctl entry point, CommonJS (bin/package.json) so that start-up does not wait for the ES-module
+// loader: dist/boot.cjs (src/boot.ts, built by `npm run build`) runs the CLI from one bundled script
+// compiled with a V8 code cache; oclif reads the generated oclif.manifest.json.
+require('../dist/boot.cjs').boot(__filename);

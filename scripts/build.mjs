@@ -19,7 +19,8 @@
  *   createRequire).
  */
 import { build } from 'esbuild';
-import { readdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -34,6 +35,9 @@ const entryPoints = {
   'cri/grpc-modules': 'src/cri/grpc-modules.ts',
   'lib/output': 'src/lib/output.ts',
   'lib/refs': 'src/lib/refs.ts',
+  // The watch screen: Ink is an ES module with top-level await, which CommonJS cannot require, so
+  // dist/podctl.cjs imports this ES-module build of the screen instead of bundling it.
+  'tui/index': 'src/tui/index.tsx',
 };
 
 const external = [
@@ -111,6 +115,79 @@ const result = await build({
   metafile: true,
   logLevel: 'warning',
 });
+
+/**
+ * dist/podctl.cjs: the same code as one CommonJS script (oclif and every command; src/launch.ts),
+ * which dist/boot.js (bin/run.js) compiles with a V8 code cache. Dynamic imports stay lazily
+ * initialised modules inside the script; the external packages stay real `import()`s.
+ */
+const watchScreenFromEsmBuild = {
+  name: 'watch-screen-from-esm-build',
+  setup(b) {
+    // `import('../tui/index.js')` in src/services/watch.ts: resolved at run time (by src/boot.ts,
+    // relative to dist/) to the ES-module entry dist/tui/index.js.
+    b.onResolve({ filter: /\/tui\/index\.js$/ }, () => ({ path: './tui/index.js', external: true }));
+  },
+};
+const cjs = await build({
+  absWorkingDir: root,
+  entryPoints: { podctl: 'src/launch.ts' },
+  outdir: 'dist',
+  outExtension: { '.js': '.cjs' },
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  jsx: 'automatic',
+  external,
+  plugins: [lazyOclifDependencies, watchScreenFromEsmBuild],
+  define: {
+    'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"',
+    // the few `import.meta.url` uses (createRequire) resolve from the script itself
+    'import.meta.url': '__podctlScriptUrl',
+  },
+  banner: { js: "const __podctlScriptUrl = require('node:url').pathToFileURL(__filename).href;" },
+  minifyWhitespace: true,
+  minifySyntax: true,
+  legalComments: 'none',
+  metafile: true,
+  logLevel: 'warning',
+});
+// The packages kept out of the bundle are ES modules loaded with `import()`. Inside a vm.Script
+// (src/boot.ts) `import()` needs an experimental vm option in Node 20, so each one is routed to
+// boot's own import (`__podctlImport`, a parameter of the script's wrapper). Exactly these
+// specifiers are expected; anything else fails the build rather than a command at run time.
+const EXTERNAL_IMPORTS = ['./tui/index.js', '@kubernetes/client-node', 'yaml'];
+const bundlePath = path.join(root, 'dist/podctl.cjs');
+const seenImports = new Set();
+// every `import(` call (not the word inside a string): podctl's own, and oclif's module loader's
+// (for plugins and hooks podctl does not have)
+const rewritten = readFileSync(bundlePath, 'utf8').replace(/(?<![\w$."'`])import\((?:("[^"]+")\))?/g, (_, specifier) => {
+  if (specifier === undefined) return '__podctlImport(';
+  seenImports.add(JSON.parse(specifier));
+  return `__podctlImport(${specifier})`;
+});
+const unexpected = [...seenImports].filter((s) => !EXTERNAL_IMPORTS.includes(s));
+const missing = EXTERNAL_IMPORTS.filter((s) => !seenImports.has(s));
+if (unexpected.length > 0 || missing.length > 0) {
+  throw new Error(`dist/podctl.cjs: unexpected dynamic imports (unexpected: ${unexpected.join(', ') || '-'}; missing: ${missing.join(', ') || '-'})`);
+}
+writeFileSync(bundlePath, rewritten);
+const bundleHash = createHash('sha256').update(readFileSync(path.join(root, 'dist/podctl.cjs'))).digest('hex').slice(0, 16);
+const boot = await build({
+  absWorkingDir: root,
+  entryPoints: { boot: 'src/boot.ts' },
+  outdir: 'dist',
+  outExtension: { '.js': '.cjs' },
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  define: { __PODCTL_BUNDLE_HASH__: JSON.stringify(bundleHash) },
+  metafile: true,
+  logLevel: 'warning',
+});
+Object.assign(result.metafile.outputs, cjs.metafile.outputs, boot.metafile.outputs);
 
 const outputs = Object.entries(result.metafile.outputs);
 const bytes = outputs.reduce((sum, [, o]) => sum + o.bytes, 0);

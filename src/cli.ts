@@ -5,7 +5,7 @@
  */
 import { execute } from '@oclif/core';
 
-/** Runs the CLI for `process.argv`; `dir` is bin/run.js's URL (oclif finds package.json from it). */
+/** Runs the CLI for `process.argv`; `dir` is the package root (oclif reads package.json there). */
 export async function run(dir: string): Promise<void> {
   await execute({ dir });
 }

@@ -31,7 +31,7 @@ import type { RuntimePodCache } from './cache.js';
 import { ContainerStateCode, SandboxStateCode } from './codes.js';
 import { isCriError, isNotFound } from './errors.js';
 import { ANN_PRESTOP, ANN_REMOVE, LABEL_CONTAINER_NAME, LABEL_POD_UID, type RestartPolicy } from './kubelet-labels.js';
-import { parsePreStop, type RuntimeContainer } from './pods.js';
+import { parsePreStop, type RuntimeContainer, type RuntimePod } from './pods.js';
 
 /** The kubelet's default terminationGracePeriodSeconds. */
 export const DEFAULT_GRACE_SECONDS = 30;
@@ -60,6 +60,8 @@ export interface RuntimeSyncerOptions {
 interface PodRuntimeView {
   containers: Container[];
   sandboxes: PodSandbox[];
+  /** Exit codes of exited containers the status cache already knows (by container ID). */
+  exitCodes?: ReadonlyMap<string, number>;
 }
 
 /** The oldest status-cache relist whose view of a pod is stopped without listing it again (the kubelet's relist period), ms. */
@@ -151,6 +153,34 @@ export function isTerminalByRestartPolicy(pod: V1Pod, status: PodStatus | undefi
     if (!c || c.state !== 'exited') return false;
     return policy === 'Never' || c.exitCode === 0;
   });
+}
+
+/** A pod as the status cache relisted it, in the shape of a CRI listing. */
+function viewOfRuntimePod(pod: RuntimePod): PodRuntimeView {
+  return {
+    sandboxes: pod.sandboxes.map((sb) => ({
+      id: sb.id,
+      metadata: undefined,
+      state: sb.state === 'ready' ? SandboxStateCode.READY : SandboxStateCode.NOTREADY,
+      createdAt: BigInt(sb.createdAt) * 1_000_000n,
+      labels: sb.labels,
+      annotations: sb.annotations,
+      runtimeHandler: '',
+    })),
+    containers: pod.containers.map((c) => ({
+      id: c.id,
+      podSandboxId: c.sandboxId,
+      metadata: { name: c.name, attempt: c.attempt },
+      image: undefined,
+      imageRef: '',
+      state: CONTAINER_STATE_CODES[c.state],
+      createdAt: BigInt(c.createdAt) * 1_000_000n,
+      labels: c.labels,
+      annotations: c.annotations,
+      imageId: '',
+    })),
+    exitCodes: new Map(pod.containers.flatMap((c) => (c.state === 'exited' && c.exitCode !== undefined ? [[c.id, c.exitCode] as const] : []))),
+  };
 }
 
 export class RuntimeSyncer implements PodSyncer {
@@ -388,35 +418,24 @@ export class RuntimeSyncer implements PodSyncer {
     const observedAt = this.#cache?.observedAt;
     if (observedAt === undefined || this.#clock.now() - observedAt > CACHED_VIEW_MAX_AGE_MS) return undefined;
     const pod = this.#cache?.pod(uid);
-    if (!pod) return undefined;
-    return {
-      sandboxes: pod.sandboxes.map((sb) => ({
-        id: sb.id,
-        metadata: undefined,
-        state: sb.state === 'ready' ? SandboxStateCode.READY : SandboxStateCode.NOTREADY,
-        createdAt: BigInt(sb.createdAt) * 1_000_000n,
-        labels: sb.labels,
-        annotations: sb.annotations,
-        runtimeHandler: '',
-      })),
-      containers: pod.containers.map((c) => ({
-        id: c.id,
-        podSandboxId: c.sandboxId,
-        metadata: { name: c.name, attempt: c.attempt },
-        image: undefined,
-        imageRef: '',
-        state: CONTAINER_STATE_CODES[c.state],
-        createdAt: BigInt(c.createdAt) * 1_000_000n,
-        labels: c.labels,
-        annotations: c.annotations,
-        imageId: '',
-      })),
-    };
+    return pod ? viewOfRuntimePod(pod) : undefined;
+  }
+
+  /**
+   * The pod's runtime objects from a listing that started after this call. With a status cache
+   * that is a relist of the cache (one relist serves every pod whose stops end meanwhile: 50 pods
+   * stopped together cost a few relists, not 50 listings), else a listing by the pod's UID label.
+   */
+  async #listPodFresh(uid: string, signal: AbortSignal): Promise<PodRuntimeView> {
+    if (!this.#cache) return this.#listPod(uid, signal);
+    await this.#cache.refresh(signal);
+    const pod = this.#cache.pod(uid);
+    return pod ? viewOfRuntimePod(pod) : { containers: [], sandboxes: [] };
   }
 
   /** Lists the pod again and throws when any of its containers still runs. */
   async #verifyStopped(uid: string, signal: AbortSignal): Promise<PodRuntimeView> {
-    const view = await this.#listPod(uid, signal);
+    const view = await this.#listPodFresh(uid, signal);
     const running = view.containers.filter((c) => c.state === ContainerStateCode.RUNNING);
     if (running.length > 0) {
       const names = running.map((c) => c.labels?.[LABEL_CONTAINER_NAME] ?? c.metadata?.name ?? c.id.slice(0, 12));
@@ -442,6 +461,8 @@ export class RuntimeSyncer implements PodSyncer {
     }
     const exitCodes = await Promise.all(
       [...newest.values()].map(async (c) => {
+        const known = view.exitCodes?.get(c.id);
+        if (known !== undefined) return known;
         try {
           return (await this.#client.containerStatus(c.id, { signal })).status?.exitCode;
         } catch (err) {

@@ -112,6 +112,13 @@ export interface ListPodsOptions {
    * (watch), where each listing would otherwise add a relist.
    */
   runtimeMaxAgeMs?: number;
+  /**
+   * Which pods: 'all' (default) the runtime's, the store's and this session's; 'runtime' only pods
+   * the runtime listing shows plus those this session drives. 'runtime' reads the store only for
+   * those pods, so its cost does not grow with the finished pods the store remembers until
+   * sync-known forgets them.
+   */
+  scope?: 'all' | 'runtime';
   /** Stops waiting for the listing: the call rejects with the signal's reason. */
   signal?: AbortSignal;
 }

@@ -89,6 +89,14 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
   // or joins it. A failure here is reported by the listing that needs it (a failed relist is not
   // reused).
   cache.refresh().catch(() => undefined);
+  // A relist builds new RuntimePod objects; until the next one, every listing of a pod (a wait
+  // re-evaluates on each engine event) reuses its record instead of converting it again.
+  const records = new WeakMap<RuntimePod, RuntimePodRecord>();
+  const recordOf = (pod: RuntimePod): RuntimePodRecord => {
+    let record = records.get(pod);
+    if (!record) records.set(pod, (record = recordOfRuntimePod(pod)));
+    return record;
+  };
   if (!hooks.readOnly) cache.start();
   const simulated = await runtimeIsSimulator(client, resolved.simulated, Math.min(VERSION_TIMEOUT_MS, options.rpcTimeoutMs ?? VERSION_TIMEOUT_MS));
   return {
@@ -97,7 +105,7 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     syncer,
     cache,
     async listPods(signal, maxAgeMs) {
-      return (await cache.listPods(signal, maxAgeMs ?? 0)).map(recordOfRuntimePod);
+      return (await cache.listPods(signal, maxAgeMs ?? 0)).map(recordOf);
     },
     subscribe(listener) {
       return cache.subscribe((event) => {

@@ -121,6 +121,8 @@ const DEFAULT_RESCAN_MS = 1_000;
 const DEFAULT_FLUSH_DELAY_MS = 15;
 /** Engine events that carry new intent for a pod (its write-ahead must be durable before it acts). */
 const INTENT_EVENTS: ReadonlySet<PodWorkerEvent['type']> = new Set(['update-queued', 'termination-requested', 'grace-shortened', 'restart-requested']);
+/** Engine events that do not by themselves start a flush (the pod is still marked dirty). */
+const HISTORY_ONLY_EVENTS: ReadonlySet<PodWorkerEvent['type']> = new Set(['sync-started', 'sync-succeeded', 'requeued']);
 /** How long `waitTerminated` coalesces notices that do not move an awaited pod on, ms. */
 const WAKE_COALESCE_MS = 10;
 const FLUSH_RETRY_MS = 1_000;
@@ -379,7 +381,9 @@ class Session implements NodeSession {
     if (event.type === 'forgotten') this.#forgotten.add(event.uid);
     if (INTENT_EVENTS.has(event.type)) this.#markIntent(event.uid);
     this.#dirty.add(event.uid);
-    this.#scheduleFlush();
+    // What other processes show (state, grace, errors) is written within a flush delay; a sync
+    // starting or succeeding alone changes only the history, written with the pod's next write.
+    if (!HISTORY_ONLY_EVENTS.has(event.type)) this.#scheduleFlush();
     this.#emit({ source: 'engine', event });
   }
 
@@ -448,18 +452,33 @@ class Session implements NodeSession {
     this.#dirty.clear();
     const snapshot = this.#engine.snapshot();
     const failed: unknown[] = [];
+    // The batch's files are renamed into place side by side, then made durable by one fsync of
+    // the folder; only then is a pod's intent on disk.
+    const written = new Map<string, number | undefined>();
     await Promise.all(
       uids.map(async (uid) => {
         const intent = this.#intent.get(uid);
         try {
           await this.#persist(uid, snapshot.get(uid));
-          if (intent !== undefined && this.#intent.get(uid) === intent) this.#intent.delete(uid);
+          written.set(uid, intent);
         } catch (error) {
           this.#dirty.add(uid);
           failed.push(error);
         }
       }),
     );
+    if (written.size > 0) {
+      try {
+        await this.#store.checkpoints.syncFolder();
+      } catch (error) {
+        for (const uid of written.keys()) this.#dirty.add(uid);
+        written.clear();
+        failed.push(error);
+      }
+    }
+    for (const [uid, intent] of written) {
+      if (intent !== undefined && this.#intent.get(uid) === intent) this.#intent.delete(uid);
+    }
     if (failed.length > 0) {
       if (!this.#flushFailing) this.#warn((failed[0] as Error).message);
       this.#flushFailing = true;
@@ -484,7 +503,7 @@ class Session implements NodeSession {
     const names = namesOf(view);
     owned.namespace = names.namespace;
     owned.name = names.name;
-    await checkpoints.write(this.#checkpointOf(view, owned));
+    await checkpoints.write(this.#checkpointOf(view, owned), { syncFolder: false });
   }
 
   #checkpointOf(view: PodSyncStatusView, owned: OwnedPod): PodCheckpoint {
@@ -692,10 +711,14 @@ class Session implements NodeSession {
       const leaseViews = new Map<string, LeaseView>();
       await Promise.all(
         only.map(async (uid) => {
-          if (!leases.holds(uid)) {
-            const checkpoint = await checkpoints.read(uid);
-            if (checkpoint) stored.set(uid, checkpoint);
+          // A pod this session drives is known from memory: the engine's view and our own lease.
+          const held = leases.heldView(uid);
+          if (held) {
+            leaseViews.set(uid, held);
+            return;
           }
+          const checkpoint = await checkpoints.read(uid);
+          if (checkpoint) stored.set(uid, checkpoint);
           const lease = await leases.inspect(uid);
           if (lease) leaseViews.set(uid, lease);
         }),
@@ -762,8 +785,13 @@ class Session implements NodeSession {
     // A read-only session follows no runtime events: a listing of its own from the last second (the
     // one started while it opened) is as recent as what it could learn otherwise.
     const maxAgeMs = options?.runtimeMaxAgeMs ?? (this.#options.readOnly ? RECENT_LISTING_MS : 0);
-    const runtime = maxAgeMs ? this.#runtimeIndex(maxAgeMs, signal) : undefined;
-    const pods = [...(await this.#collect(undefined, runtime, signal)).values()];
+    let runtime: Map<string, RuntimePodRecord> | Promise<Map<string, RuntimePodRecord>> | undefined = maxAgeMs ? this.#runtimeIndex(maxAgeMs, signal) : undefined;
+    let only: string[] | undefined;
+    if (options?.scope === 'runtime') {
+      runtime = await (runtime ?? this.#runtimeIndex(0, signal));
+      only = [...new Set([...runtime.keys(), ...this.#owned.keys()])];
+    }
+    const pods = [...(await this.#collect(only, runtime, signal)).values()];
     signal?.throwIfAborted();
     return pods;
   }

@@ -88,6 +88,10 @@ export interface TerminateOptions {
   now?: () => number;
 }
 
+function isDoneState(state: PodInfo['state']): boolean {
+  return state === 'terminated' || state === 'finished';
+}
+
 export function isFinal(pod: Pick<PodInfo, 'state' | 'worker'>): boolean {
   return pod.state === 'finished' || (pod.state === 'terminated' && pod.worker?.finished === true);
 }
@@ -120,8 +124,12 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   const { session } = options;
 
   // The selection is resolved on a runtime listing from the last second (the session starts one
-  // as it opens), as requestKill decides on the pod's spec and existence.
-  const { targets, missing } = resolveSelection(await session.listPods({ runtimeMaxAgeMs: SELECTION_LISTING_MAX_AGE_MS }), options.selection);
+  // as it opens), as requestKill decides on the pod's spec and existence: first on the pods the
+  // runtime shows (and this session drives); only a ref that names none of them is looked up
+  // among the pods the store remembers too (finished ones, or ones whose runtime objects are gone).
+  const listing = { runtimeMaxAgeMs: SELECTION_LISTING_MAX_AGE_MS };
+  let { targets, missing } = resolveSelection(await session.listPods({ ...listing, scope: 'runtime' }), options.selection);
+  if (missing.length > 0) ({ targets, missing } = resolveSelection(await session.listPods(listing), options.selection));
   if (targets.length === 0) {
     throw new PodNotFoundError(missing.length > 0 ? missing : [`no pod matches ${describeSelection(options.selection)}`]);
   }
@@ -226,7 +234,15 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     entry.outcome = outcome;
     if (outcome !== 'timeout' && entry.elapsedMs === undefined) entry.elapsedMs = now() - (requestedAt.get(uid) ?? startedWait);
   }
-  for (const [uid, running] of await stillRunning(session, pending.filter((uid) => results.get(uid)?.outcome === 'terminated'))) {
+  // Pods driven here were checked by their own terminating sync, which lists the runtime after its
+  // stops and fails (and is retried) while anything still runs; the pods another process drove
+  // are checked here.
+  const terminatedUids = pending.filter((uid) => results.get(uid)?.outcome === 'terminated' && results.get(uid)?.handledBy !== 'local');
+  // When every one of them was seen terminated (with the time it became so), the check may use a
+  // runtime listing that started after the earliest of those times.
+  const sinces = terminatedUids.map((uid) => podsByUid.get(uid)).map((p) => (p && isDoneState(p.state) ? p.since : undefined));
+  const since = sinces.every((t): t is number => t !== undefined) && sinces.length > 0 ? Math.min(...sinces) : undefined;
+  for (const [uid, running] of await stillRunning(session, terminatedUids, since !== undefined ? { since, now } : undefined)) {
     const entry = results.get(uid);
     if (!entry) continue;
     entry.outcome = 'failed';
@@ -301,13 +317,19 @@ export function terminateSummary(result: TerminateResult): string {
  * containers (uid → running count): a terminated pod must have nothing running, so podctl checks
  * before it tells the operator so.
  */
-export async function stillRunning(session: NodeSession, uids: string[]): Promise<Map<string, number>> {
+export async function stillRunning(
+  session: NodeSession,
+  uids: string[],
+  terminated?: { since: number; now: () => number },
+): Promise<Map<string, number>> {
   const found = new Map<string, number>();
   if (uids.length === 0) return found;
-  // One fresh runtime listing for all of them: a lookup per pod would cost a relist each (each
-  // wants one started after it), and a node's worth of pods a string of relists.
+  // One runtime listing for all of them (a lookup per pod would cost a relist each), started after
+  // the pods were seen terminated: when the caller knows that moment (`terminated.since`, the
+  // earliest of them), the relist that already followed it serves; else a fresh one.
   const wanted = new Set(uids);
-  const pods = uids.length === 1 ? [await session.getPod(uids[0]!)] : (await session.listPods()).filter((p) => wanted.has(p.uid));
+  const runtimeMaxAgeMs = terminated ? Math.max(0, terminated.now() - terminated.since) : 0;
+  const pods = (await session.listPods({ scope: 'runtime', runtimeMaxAgeMs })).filter((p) => wanted.has(p.uid));
   for (const pod of pods) {
     if (pod && (pod.state === 'terminated' || pod.state === 'finished') && pod.containersRunning > 0) found.set(pod.uid, pod.containersRunning);
   }

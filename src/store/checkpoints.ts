@@ -16,7 +16,7 @@ import * as fsp from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
 import { decodeCheckpoint, encodeCheckpoint, type PodCheckpoint } from './format.js';
-import { listNames, nodeFileOps, readFileNoFollow, writeFileAtomic, type FileOps } from './files.js';
+import { listNames, nodeFileOps, readFileNoFollow, syncFolder, writeFileAtomic, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 import { mapLimit, READ_CONCURRENCY } from './limit.js';
@@ -79,8 +79,13 @@ export class CheckpointStore {
   }
 
   /** Writes (replaces) a pod's checkpoint atomically; throws a one-line StoreError on failure. */
-  async write(checkpoint: PodCheckpoint): Promise<void> {
-    await writeFileAtomic(this.pathOf(checkpoint.uid), encodeCheckpoint(checkpoint), 'checkpoint', this.#ops);
+  async write(checkpoint: PodCheckpoint, options: { syncFolder?: boolean } = {}): Promise<void> {
+    await writeFileAtomic(this.pathOf(checkpoint.uid), encodeCheckpoint(checkpoint), 'checkpoint', this.#ops, options);
+  }
+
+  /** Makes the writes done with `syncFolder: false` durable (one fsync of the folder). */
+  async syncFolder(): Promise<void> {
+    await syncFolder(this.#layout.pods, 'checkpoint', this.#ops);
   }
 
   /** Reads one pod's checkpoint; bad files are quarantined and read as undefined. */

@@ -93,11 +93,11 @@ export function temporaryWriterPid(name: string): number | undefined {
   return Number.isInteger(pid) && pid > 0 ? pid : undefined;
 }
 
-async function writeTemporary(ops: FileOps, temp: string, data: Uint8Array): Promise<void> {
+async function writeTemporary(ops: FileOps, temp: string, data: Uint8Array, durable = true): Promise<void> {
   const handle = await ops.open(temp, CREATE_FLAGS, FILE_MODE);
   try {
     await ops.write(handle, data);
-    await ops.fsync(handle);
+    if (durable) await ops.fsync(handle);
   } finally {
     await handle.close();
   }
@@ -114,12 +114,15 @@ async function removeQuietly(ops: FileOps, path: string): Promise<void> {
 /**
  * Replaces `path` with `data` atomically and durably. On any failure the previous content of
  * `path` is untouched and a one-line StoreError is thrown (`what` names the kind of file).
+ * With `syncFolder: false` the rename is durable only once the caller has called `syncFolder` on
+ * the folder (one folder fsync for a batch of writes).
  */
 export async function writeFileAtomic(
   path: string,
   data: Uint8Array,
   what: string,
   ops: FileOps = nodeFileOps,
+  options: { syncFolder?: boolean } = {},
 ): Promise<void> {
   const temp = temporaryNameFor(path);
   try {
@@ -129,28 +132,37 @@ export async function writeFileAtomic(
     await removeQuietly(ops, temp);
     throw writeError(path, error, what);
   }
+  if (options.syncFolder !== false) await syncFolder(dirname(path), what, ops);
+}
+
+/** fsyncs `folder`, so the renames and links done in it survive a power cut (one-line StoreError). */
+export async function syncFolder(folder: string, what: string, ops: FileOps = nodeFileOps): Promise<void> {
   try {
-    await ops.fsyncDir(dirname(path));
+    await ops.fsyncDir(folder);
   } catch (error) {
-    // The rename happened; only its durability across a power cut is in doubt.
-    throw writeError(path, error, what);
+    // The renames happened; only their durability across a power cut is in doubt.
+    throw writeError(folder, error, what);
   }
 }
 
 /**
  * Creates `path` with `data` only if nothing exists there, atomically (temporary file + link).
  * Returns false when `path` already exists. Other failures throw a one-line StoreError.
+ * `durable: false` skips both fsyncs, for files whose loss in a power cut is harmless (leases:
+ * every holder dies in it too); the name still appears complete or not at all.
  */
 export async function createExclusive(
   path: string,
   data: Uint8Array,
   what: string,
   ops: FileOps = nodeFileOps,
+  options: { durable?: boolean } = {},
 ): Promise<boolean> {
+  const durable = options.durable !== false;
   const temp = temporaryNameFor(path);
   let created = false;
   try {
-    await writeTemporary(ops, temp, data);
+    await writeTemporary(ops, temp, data, durable);
     await ops.link(temp, path);
     created = true;
   } catch (error) {
@@ -160,7 +172,7 @@ export async function createExclusive(
     }
   }
   await removeQuietly(ops, temp);
-  if (created) {
+  if (created && durable) {
     try {
       await ops.fsyncDir(dirname(path));
     } catch (error) {

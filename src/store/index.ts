@@ -32,7 +32,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const layout = await openStateDir(options.stateDir);
   const shared = { layout, report: options.report, ops: options.ops ?? nodeFileOps, clock: options.clock };
   const checkpoints = new CheckpointStore(shared);
-  for (const folder of [layout.pods, layout.leases, layout.inbox]) await sweepTemporaries(folder);
+  await Promise.all([layout.pods, layout.leases, layout.inbox].map((folder) => sweepTemporaries(folder)));
   return {
     layout,
     checkpoints,

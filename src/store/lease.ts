@@ -75,6 +75,13 @@ export interface LeaseManagerOptions {
 }
 
 const SEPARATOR = '@';
+/**
+ * Lease files are not fsynced: a lease matters only among live processes, and a power cut ends
+ * every holder. A lease file lost in one reads as no lease, a torn one (linked name, data not yet
+ * on disk) as unreadable, i.e. stale: either way the next process takes the pod over, as after a
+ * crash. Creation stays atomic (link of a complete temporary), which is what exclusivity needs.
+ */
+const NOT_DURABLE = { durable: false } as const;
 const MAX_ACQUIRE_ATTEMPTS = 16;
 
 export function leaseInfoOf(view: LeaseView): LeaseInfo | undefined {
@@ -92,6 +99,11 @@ export class LeaseManager {
   readonly #token = randomBytes(8).toString('hex');
   /** uid → generation we hold. */
   readonly #held = new Map<string, number>();
+  /** uid → our own lease as anyone would read it (kept in memory: no file read to know it). */
+  readonly #heldViews = new Map<string, LeaseView>();
+  /** The folder listing in flight, and the one queued behind it (see #listFolder). */
+  #listing: Promise<string[]> | undefined;
+  #queuedListing: Promise<string[]> | undefined;
   readonly #reportedUnreadable = new Set<string>();
 
   constructor(options: LeaseManagerOptions) {
@@ -109,6 +121,15 @@ export class LeaseManager {
 
   holds(uid: string): boolean {
     return this.#held.has(uid);
+  }
+
+  /**
+   * The lease of a pod this manager holds, without reading the folder: what `inspect` would return
+   * while nobody supersedes it (a take-over shows on the next `verify`/heartbeat). Undefined when
+   * not held.
+   */
+  heldView(uid: string): LeaseView | undefined {
+    return this.#held.has(uid) ? this.#heldViews.get(uid) : undefined;
   }
 
   heldUids(): string[] {
@@ -132,10 +153,33 @@ export class LeaseManager {
     return join(this.#layout.leases, `${encodeUid(uid)}${SEPARATOR}${generation}`);
   }
 
+  /**
+   * The folder's names from a readdir that started after this call: the one queued behind the
+   * readdir in flight, shared by every caller that arrives meanwhile. Concurrent acquisitions of a
+   * node's worth of pods then share a few listings instead of each listing the folder three times,
+   * and no caller ever decides on a listing that started before it asked.
+   */
+  #listFolder(): Promise<string[]> {
+    if (!this.#listing) {
+      const listing = listNames(this.#layout.leases).finally(() => {
+        if (this.#listing === listing) this.#listing = undefined;
+      });
+      this.#listing = listing;
+      return listing;
+    }
+    this.#queuedListing ??= this.#listing
+      .catch(() => undefined)
+      .then(() => {
+        this.#queuedListing = undefined;
+        return this.#listFolder();
+      });
+    return this.#queuedListing;
+  }
+
   /** Generations present for every UID (one readdir). */
   async #generationsByUid(): Promise<Map<string, number[]>> {
     const out = new Map<string, number[]>();
-    for (const name of await listNames(this.#layout.leases)) {
+    for (const name of await this.#listFolder()) {
       if (name.startsWith('.')) continue;
       const at = name.lastIndexOf(SEPARATOR);
       if (at <= 0) continue;
@@ -152,7 +196,7 @@ export class LeaseManager {
   async #generationsOf(uid: string): Promise<number[]> {
     const prefix = `${encodeUid(uid)}${SEPARATOR}`;
     const out: number[] = [];
-    for (const name of await listNames(this.#layout.leases)) {
+    for (const name of await this.#listFolder()) {
       if (!name.startsWith(prefix)) continue;
       const generation = Number(name.slice(prefix.length));
       if (Number.isInteger(generation) && generation > 0) out.push(generation);
@@ -218,7 +262,17 @@ export class LeaseManager {
     return view.record !== undefined && !view.released && view.record.token === this.#token;
   }
 
-  #recordFor(uid: string, generation: number, released: boolean): Buffer {
+  #hold(uid: string, view: LeaseView): void {
+    this.#held.set(uid, view.generation);
+    this.#heldViews.set(uid, view);
+  }
+
+  #drop(uid: string): void {
+    this.#held.delete(uid);
+    this.#heldViews.delete(uid);
+  }
+
+  #recordFor(uid: string, generation: number, released: boolean): LeaseRecord {
     const record: LeaseRecord = {
       uid,
       generation,
@@ -229,7 +283,7 @@ export class LeaseManager {
       acquiredAt: this.#now(),
       released,
     };
-    return Buffer.from(JSON.stringify(record), 'utf8');
+    return record;
   }
 
   /**
@@ -240,21 +294,24 @@ export class LeaseManager {
     for (let attempt = 0; attempt < MAX_ACQUIRE_ATTEMPTS; attempt += 1) {
       const current = await this.inspect(uid);
       if (current && this.#isOurs(current)) {
-        this.#held.set(uid, current.generation);
+        this.#hold(uid, current);
         return { acquired: true, generation: current.generation };
       }
       if (current && current.alive) return { acquired: false, owner: current };
       const next = (current?.generation ?? 0) + 1;
-      const created = await createExclusive(this.#pathOf(uid, next), this.#recordFor(uid, next, false), 'lease', this.#ops);
+      const record = this.#recordFor(uid, next, false);
+      const created = await createExclusive(this.#pathOf(uid, next), Buffer.from(JSON.stringify(record), 'utf8'), 'lease', this.#ops, NOT_DURABLE);
       if (!created) continue; // someone else won generation `next`: look again
-      const highest = Math.max(...(await this.#generationsOf(uid)));
+      const generations = await this.#generationsOf(uid);
+      const highest = Math.max(...generations);
       if (highest !== next) {
         // We re-created a swept low generation; a higher one rules. Drop ours and look again.
         await this.#unlinkQuietly(this.#pathOf(uid, next));
         continue;
       }
-      this.#held.set(uid, next);
-      await this.#sweepBelow(uid, next);
+      this.#hold(uid, { uid, generation: next, record, heartbeatAt: record.acquiredAt, alive: true, released: false });
+      // Generations below ours are never re-created once ours is the highest: this listing serves.
+      await this.#sweepBelow(uid, next, generations);
       return current ? { acquired: true, generation: next, previous: current } : { acquired: true, generation: next };
     }
     const owner = await this.inspect(uid);
@@ -271,7 +328,7 @@ export class LeaseManager {
     if (generation === undefined) return false;
     const generations = await this.#generationsOf(uid);
     if (generations.length > 0 && Math.max(...generations) === generation) return true;
-    this.#held.delete(uid);
+    this.#drop(uid);
     this.#report(`lease of pod ${uid} was taken over by another process; this process stops driving it`);
     return false;
   }
@@ -284,6 +341,8 @@ export class LeaseManager {
       [...this.#held].map(async ([uid, generation]) => {
         try {
           await fsp.utimes(this.#pathOf(uid, generation), now, now);
+          const view = this.#heldViews.get(uid);
+          if (view) this.#heldViews.set(uid, { ...view, heartbeatAt: now.getTime() });
         } catch (error) {
           if (errnoOf(error) !== 'ENOENT') return; // keep the lease; a later beat retries
         }
@@ -297,9 +356,9 @@ export class LeaseManager {
   async release(uid: string): Promise<void> {
     const generation = this.#held.get(uid);
     if (generation === undefined) return;
-    this.#held.delete(uid);
+    this.#drop(uid);
     const next = generation + 1;
-    const created = await createExclusive(this.#pathOf(uid, next), this.#recordFor(uid, next, true), 'lease', this.#ops);
+    const created = await createExclusive(this.#pathOf(uid, next), Buffer.from(JSON.stringify(this.#recordFor(uid, next, true)), 'utf8'), 'lease', this.#ops, NOT_DURABLE);
     if (created) await this.#sweepBelow(uid, next);
   }
 
@@ -310,6 +369,7 @@ export class LeaseManager {
   /** Forgets held leases without writing tombstones (what a crash does); for tests. */
   abandonAll(): void {
     this.#held.clear();
+    this.#heldViews.clear();
   }
 
   /**
@@ -334,8 +394,8 @@ export class LeaseManager {
     return swept;
   }
 
-  async #sweepBelow(uid: string, generation: number): Promise<void> {
-    for (const old of await this.#generationsOf(uid)) {
+  async #sweepBelow(uid: string, generation: number, listed?: number[]): Promise<void> {
+    for (const old of listed ?? (await this.#generationsOf(uid))) {
       if (old < generation) await this.#unlinkQuietly(this.#pathOf(uid, old));
     }
   }

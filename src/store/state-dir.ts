@@ -149,9 +149,11 @@ export async function openStateDir(stateDir: string): Promise<StateLayout> {
   });
   const root = await fsp.realpath(requested);
   const layout = layoutOf(root);
-  for (const folder of [layout.pods, layout.leases, layout.inbox, layout.quarantine]) {
-    await ensureFolder(folder, false);
-  }
+  // The folders are independent: created and checked side by side; the failure reported is the
+  // first in this order, as when they were checked one after the other.
+  const checked = await Promise.allSettled([layout.pods, layout.leases, layout.inbox, layout.quarantine].map((folder) => ensureFolder(folder, false)));
+  const failed = checked.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
   return layout;
 }
 

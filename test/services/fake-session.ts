@@ -10,6 +10,7 @@ import type { V1Pod } from '../../src/engine/types.js';
 import type {
   KillHandle,
   KillRequest,
+  ListPodsOptions,
   NodeSession,
   PodInfo,
   SessionEvent,
@@ -33,6 +34,8 @@ export interface FakePod {
   behaviour?: Behaviour;
   /** Known only from the runtime (no spec). */
   noSpec?: boolean;
+  /** Driven by another podctl process with this PID: requestKill is handed to it ('delegated'). */
+  ownerPid?: number;
   containers?: number;
 }
 
@@ -41,6 +44,7 @@ interface Tracked {
   behaviour: Behaviour;
   waitsSinceKill: number;
   killed: boolean;
+  ownerPid?: number;
 }
 
 export class FakeSession implements NodeSession {
@@ -50,6 +54,9 @@ export class FakeSession implements NodeSession {
   readonly kills: KillRequest[] = [];
   readonly waits: { uids: string[]; timeoutMs: number }[] = [];
   readonly syncCalls: (V1Pod[] | undefined)[] = [];
+  /** How many times listPods was called, and with which options. */
+  listings = 0;
+  readonly listingOptions: (ListPodsOptions | undefined)[] = [];
   closed = false;
   /** Fake clock (epoch ms); waits advance it. */
   time = Date.parse('2026-01-01T00:00:00Z');
@@ -92,7 +99,7 @@ export class FakeSession implements NodeSession {
       since: this.time - 60_000,
       history: [],
     };
-    this.#pods.set(uid, { info, behaviour: p.behaviour ?? 'exits', waitsSinceKill: 0, killed: false });
+    this.#pods.set(uid, { info, behaviour: p.behaviour ?? 'exits', waitsSinceKill: 0, killed: false, ...(p.ownerPid !== undefined ? { ownerPid: p.ownerPid } : {}) });
     return info;
   }
 
@@ -105,7 +112,9 @@ export class FakeSession implements NodeSession {
     throw new Error(`no fake pod ${namespace}/${name}`);
   }
 
-  async listPods(): Promise<PodInfo[]> {
+  async listPods(options?: ListPodsOptions): Promise<PodInfo[]> {
+    this.listings += 1;
+    this.listingOptions.push(options);
     return [...this.#pods.values()].map((t) => structuredClone(t.info));
   }
 
@@ -129,7 +138,7 @@ export class FakeSession implements NodeSession {
       t.info.since = this.time;
     }
     t.killed = true;
-    return { uid: request.uid, handledBy: 'local', ownerPid: 4242 };
+    return t.ownerPid !== undefined ? { uid: request.uid, handledBy: 'delegated', ownerPid: t.ownerPid } : { uid: request.uid, handledBy: 'local', ownerPid: 4242 };
   }
 
   async waitTerminated(uids: string[], options: WaitOptions): Promise<Map<string, WaitOutcome>> {

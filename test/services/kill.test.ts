@@ -160,8 +160,8 @@ describe('evict service', () => {
 });
 
 describe('verification after the wait', () => {
-  it('a pod reported terminated while the runtime still runs a container is a failure, not a success', async () => {
-    const session = new FakeSession([{ namespace: 'kube-system', name: 'etcd', static: true }]);
+  it('a pod another process reported terminated while the runtime still runs a container is a failure, not a success', async () => {
+    const session = new FakeSession([{ namespace: 'kube-system', name: 'etcd', static: true, ownerPid: 777 }]);
     const uid = session.uidOf('kube-system', 'etcd');
     const original = session.waitTerminated.bind(session);
     session.waitTerminated = async (uids, options) => {
@@ -176,9 +176,9 @@ describe('verification after the wait', () => {
 
   it('several pods are checked on one listing: only the one still running fails', async () => {
     const session = new FakeSession([
-      { namespace: 'default', name: 'a' },
-      { namespace: 'default', name: 'b' },
-      { namespace: 'default', name: 'c' },
+      { namespace: 'default', name: 'a', ownerPid: 777 },
+      { namespace: 'default', name: 'b', ownerPid: 777 },
+      { namespace: 'default', name: 'c', ownerPid: 777 },
     ]);
     const b = session.uidOf('default', 'b');
     const original = session.waitTerminated.bind(session);
@@ -192,5 +192,34 @@ describe('verification after the wait', () => {
     expect(outcomes).toEqual({ a: 'terminated', b: 'failed', c: 'terminated' });
     expect(result.pods.find((p) => p.name === 'b')?.error).toBe('reported terminated, but 2 container(s) still run in the runtime');
     expect(terminateExitCode(result)).toBe(1);
+    // the selection and the check: one listing each; the check's may be any listing that
+    // started after the pods were seen terminated (the fake clock stood still since)
+    expect(session.listings).toBe(2);
+    expect(session.listingOptions[1]).toEqual({ scope: 'runtime', runtimeMaxAgeMs: session.now() - session.pod(b)!.since });
+  });
+
+  it('pods driven here are not listed again: their own terminating sync verified the runtime', async () => {
+    const session = new FakeSession([
+      { namespace: 'default', name: 'a' },
+      { namespace: 'default', name: 'b', ownerPid: 777 },
+    ]);
+    const a = session.uidOf('default', 'a');
+    const original = session.waitTerminated.bind(session);
+    session.waitTerminated = async (uids, options) => {
+      const outcomes = await original(uids, options);
+      // what a listing would show (it cannot for a pod whose sync checked after its stops)
+      Object.assign(session.pod(a) ?? {}, { containersRunning: 1 });
+      return outcomes;
+    };
+    const result = await killPods({ session, selection: parseSelection({ args: ['default/a', 'default/b'] }), wait: true, now: session.now });
+    expect(Object.fromEntries(result.pods.map((p) => [p.name, [p.outcome, p.handledBy]]))).toEqual({ a: ['terminated', 'local'], b: ['terminated', 'delegated'] });
+    expect(session.listings).toBe(2);
+  });
+
+  it('with only pods driven here there is no listing after the wait', async () => {
+    const session = new FakeSession([{ namespace: 'default', name: 'a' }]);
+    const result = await killPods({ session, selection: parseSelection({ args: ['default/a'] }), wait: true, now: session.now });
+    expect(result.pods[0]?.outcome).toBe('terminated');
+    expect(session.listings).toBe(1);
   });
 });
