@@ -103,9 +103,26 @@ async function main(): Promise<void> {
   const cri = await connectCri({ endpoint: socket, timeoutMs: 60_000 });
   const pods = new PodFactory(cri, join(node?.nodeDir ?? join(socket, '..'), 'logs', 'pods'));
   const stateDir = await mkdtemp(join(tmpdir(), 'podctl-bench-cri-'));
-  const stack = await EngineStack.open(socket);
   const sessionDir = await mkdtemp(join(tmpdir(), 'podctl-bench-cri-session-'));
-  const session = await openSession({ stateDir: sessionDir, runtimeEndpoint: endpoint });
+  // The in-process variants are opened for their own runs only (not timed) and closed after: open,
+  // they follow the runtime (a relist a second, since containerd 1.6 streams no events), which
+  // would load the runtime and this process during the other variants' runs.
+  const withStack = async <T>(fn: (stack: EngineStack) => Promise<T>): Promise<T> => {
+    const stack = await EngineStack.open(socket!);
+    try {
+      return await fn(stack);
+    } finally {
+      await stack.close();
+    }
+  };
+  const withSession = async <T>(fn: (session: NodeSession) => Promise<T>): Promise<T> => {
+    const session = await openSession({ stateDir: sessionDir, runtimeEndpoint: endpoint });
+    try {
+      return await fn(session);
+    } finally {
+      await session.close();
+    }
+  };
   const version = await cri.version();
 
   try {
@@ -121,11 +138,15 @@ async function main(): Promise<void> {
       a.raw.push(await timed(() => rawKill(cri, rawPod)));
 
       const enginePod = await pods.create({ name: 'bench-engine' });
-      await stack.adopt(enginePod.pod);
-      a.engine.push(await timed(() => stack.kill(enginePod.pod, false)));
+      a.engine.push(
+        await withStack(async (stack) => {
+          await stack.adopt(enginePod.pod);
+          return timed(() => stack.kill(enginePod.pod, false));
+        }),
+      );
 
       const sessionPod = await pods.create({ name: 'bench-session' });
-      a.session.push(await timed(() => sessionKill(session, [sessionPod])));
+      a.session.push(await withSession((session) => timed(() => sessionKill(session, [sessionPod]))));
 
       const cliPod = await pods.create({ name: 'bench-cli' });
       const cliRun = await runPodctl(['kill', `${cliPod.namespace}/${cliPod.name}`], { endpoint, stateDir });
@@ -152,13 +173,17 @@ async function main(): Promise<void> {
       await pods.removeAll();
 
       const enginePods = await pods.createMany(PODS, { name: 'bench-many-engine' });
-      for (const p of enginePods) stack.workers.updatePod({ updateType: 'create', pod: p.pod });
-      await stack.workers.whenIdle();
-      b.engine.push(await timed(() => Promise.all(enginePods.map((p) => stack.kill(p.pod, false)))));
+      b.engine.push(
+        await withStack(async (stack) => {
+          for (const p of enginePods) stack.workers.updatePod({ updateType: 'create', pod: p.pod });
+          await stack.workers.whenIdle();
+          return timed(() => Promise.all(enginePods.map((p) => stack.kill(p.pod, false))));
+        }),
+      );
       await pods.removeAll();
 
       const sessionPods = await pods.createMany(PODS, { name: 'bench-many-session' });
-      b.session.push(await timed(() => sessionKill(session, sessionPods)));
+      b.session.push(await withSession((session) => timed(() => sessionKill(session, sessionPods))));
       await pods.removeAll();
 
       const app = `bench-${process.pid}-${round}`;
@@ -217,8 +242,6 @@ async function main(): Promise<void> {
     console.log(`(b) ${PODS} pods: ${ratio.toFixed(2)}× the raw calls (${ratio <= 1.2 ? 'goal met' : 'goal NOT met'}: ≤ 1.2×)`);
   } finally {
     await pods.removeAll().catch(() => undefined);
-    await stack.close();
-    await session.close();
     cri.close();
     await rm(stateDir, { recursive: true, force: true });
     await rm(sessionDir, { recursive: true, force: true });

@@ -35,6 +35,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     reason: Flags.string({ summary: `Eviction reason for the Event and the pod status (default ${DEFAULT_EVICTION_REASON}).`, helpValue: 'REASON' }),
     message: Flags.string({ summary: 'Human-readable eviction message for the Event and the pod status.', helpValue: 'TEXT' }),
   };
+  /** Exit codes are asked for only where the session decides by them (SessionOptions.exitDetails). */
+  protected override exitDetails = 'driven' as const;
 
   async run(): Promise<EvictResult> {
     const { argv, flags } = await this.parse(Evict);

@@ -32,6 +32,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     ref: Args.string({ description: 'Pods to kill: ns/name, or name with -n (repeatable).' }),
   };
   static override flags = { ...selectionFlags, ...terminationFlags };
+  /** Exit codes are asked for only where the session decides by them (SessionOptions.exitDetails). */
+  protected override exitDetails = 'driven' as const;
 
   async run(): Promise<KillResult> {
     const { argv, flags } = await this.parse(Kill);

@@ -23,6 +23,7 @@ import type { Clock, PodStatus, PodStatusCache } from '../engine/types.js';
 import type { CriClient } from './client.js';
 import { ContainerStateCode } from './codes.js';
 import { isNotFound, isUnimplemented } from './errors.js';
+import { LABEL_POD_UID } from './kubelet-labels.js';
 import type { Container } from './generated/runtime_v1.js';
 import { emptyPodStatus, groupRuntimePods, nanosToMs, toPodStatus, type ContainerDetails, type RuntimePod } from './pods.js';
 
@@ -50,6 +51,12 @@ export interface RuntimePodCacheOptions {
    * relist is then one ListPodSandbox and one ListContainers, and exited containers carry no details.
    */
   exitDetails?: boolean;
+  /**
+   * With exit details on: only for containers of the pods this says yes to (by pod UID; a
+   * container without the kubelet's UID label is always asked about). Default: every pod. A
+   * container skipped now is asked about in a later relist once the answer turns yes.
+   */
+  exitDetailsFor?: (uid: string) => boolean;
   /** Upper bound of one getNewerThan wait, ms (default 60_000). */
   maxWaitMs?: number;
 }
@@ -123,6 +130,7 @@ export class RuntimePodCache implements PodStatusCache {
   #pollIntervalMs: number;
   #statusConcurrency: number;
   #exitDetails: boolean;
+  #exitDetailsFor: ((uid: string) => boolean) | undefined;
   #maxWaitMs: number;
 
   #pods = new Map<string, RuntimePod>();
@@ -150,6 +158,7 @@ export class RuntimePodCache implements PodStatusCache {
     this.#pollIntervalMs = options.pollIntervalMs ?? 1000;
     this.#statusConcurrency = options.statusConcurrency ?? 16;
     this.#exitDetails = options.exitDetails ?? true;
+    this.#exitDetailsFor = options.exitDetailsFor;
     this.#maxWaitMs = options.maxWaitMs ?? 60_000;
   }
 
@@ -305,7 +314,12 @@ export class RuntimePodCache implements PodStatusCache {
   /** ContainerStatus for exited containers whose exit code is not known yet. */
   async #fetchExitDetails(containers: readonly Container[], call: { signal: AbortSignal; timeoutMs?: number }): Promise<void> {
     if (!this.#exitDetails) return;
-    const missing = containers.filter((c) => c.state === ContainerStateCode.EXITED && !this.#details.has(c.id));
+    const wanted = this.#exitDetailsFor;
+    const missing = containers.filter((c) => {
+      if (c.state !== ContainerStateCode.EXITED || this.#details.has(c.id)) return false;
+      const uid = c.labels?.[LABEL_POD_UID];
+      return wanted === undefined || uid === undefined || wanted(uid);
+    });
     await mapLimit(missing, this.#statusConcurrency, async (c) => {
       try {
         const res = await this.#client.containerStatus(c.id, call);

@@ -51,6 +51,8 @@ export abstract class PodctlCommand extends Command {
   protected interruptIsNormal = false;
   /** The command only reads (status): its session takes no lease and starts no watchers. */
   protected readOnlySession = false;
+  /** Whose exited containers the session asks the runtime about (see SessionOptions.exitDetails). */
+  protected exitDetails: 'all' | 'driven' = 'all';
   #session: NodeSession | undefined;
   #onSignal: ((signal: NodeJS.Signals) => void) | undefined;
 
@@ -80,6 +82,7 @@ export abstract class PodctlCommand extends Command {
       node: nodeName(g.node),
       log: this.reporter.asLogger(),
       ...(this.readOnlySession ? { readOnly: true } : {}),
+      ...(this.exitDetails === 'driven' ? { exitDetails: 'driven' as const } : {}),
     };
   }
 

@@ -51,6 +51,14 @@ export interface SessionOptions {
    * `waitTerminated` and `syncKnown` reject.
    */
   readOnly?: boolean;
+  /**
+   * Whose exited containers the runtime listings ask ContainerStatus about (exit code, times):
+   * 'all' (default; drain, sync-known and watch decide and show by them) or 'driven', only where
+   * this session decides by them: pods it drives whose restart policy (OnFailure, Never) makes
+   * their exit codes say whether they have finished (kill, evict: a node's other exited
+   * containers, and the ones these commands stop, cost no calls).
+   */
+  exitDetails?: 'all' | 'driven';
 }
 
 /** One entry of a pod's bounded timeline (persisted in its checkpoint). */

@@ -45,6 +45,8 @@ export interface RuntimeHooks {
    * relist starts at once, alongside the Version call.
    */
   readOnly?: boolean;
+  /** Exit details only for containers of pods this says yes to (see RuntimePodCacheOptions). */
+  exitDetailsFor?: (uid: string) => boolean;
 }
 
 export function recordOfRuntimePod(pod: RuntimePod): RuntimePodRecord {
@@ -73,6 +75,7 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     ...(options.rpcTimeoutMs ? { rpcTimeoutMs: options.rpcTimeoutMs } : {}),
     // A read-only session reports containers running/total, never exit codes: no ContainerStatus calls.
     ...(hooks.readOnly ? { exitDetails: false } : {}),
+    ...(hooks.exitDetailsFor ? { exitDetailsFor: hooks.exitDetailsFor } : {}),
   });
   const syncer = new RuntimeSyncer({
     client,

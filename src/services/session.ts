@@ -279,7 +279,17 @@ class Session implements NodeSession {
 
   /** The engine marked this pod evicted (its runtime objects are removed once terminated). */
   isEvicted(uid: string): boolean {
-    return this.#engine.snapshot().get(uid)?.evicted ?? false;
+    return this.#engine.statusOf(uid)?.evicted ?? false;
+  }
+
+  /**
+   * Whether this session decides anything by the exit codes of the pod's containers: it drives
+   * the pod, and the pod's restart policy (OnFailure, Never) makes them say whether it finished.
+   */
+  needsExitCodes(uid: string): boolean {
+    if (!this.#store.leases.holds(uid)) return false;
+    const policy = specOf(this.#engine.statusOf(uid))?.spec?.restartPolicy;
+    return policy === 'OnFailure' || policy === 'Never';
   }
 
   /** Starts watchers and heartbeats (after construction, so a failing open leaks nothing). */
@@ -1086,8 +1096,10 @@ class Session implements NodeSession {
     for (const watch of this.#watches) watch.close();
     for (const timer of this.#timers) clearInterval(timer);
     this.#unsubscribeRuntime?.();
-    // Requests that arrived for our pods are applied (recorded) before we stop.
-    for (const uid of this.#store.leases.heldUids()) this.#drainInbox(uid);
+    // Requests that arrived for our pods are applied (recorded) before we stop: one look at the
+    // inbox, then each held pod that has any.
+    const pending = await this.#store.inbox.pendingUids().catch(() => new Set(this.#store.leases.heldUids()));
+    for (const uid of this.#store.leases.heldUids()) if (pending.has(uid)) this.#drainInbox(uid);
     await Promise.all([...this.#inboxChains.values()]);
     await Promise.all([...this.#adopting.values()]).catch(() => {});
     await this.#settleTerminated(CLEANUP_ON_CLOSE_MS);
@@ -1110,9 +1122,18 @@ class Session implements NodeSession {
 }
 
 /** Builds the default CRI-backed runtime (lazy: grpc-js is loaded only here). */
-async function connectDefaultRuntime(options: SessionOptions, stateDir: string, isEvicted: (uid: string) => boolean): Promise<SessionRuntime> {
+async function connectDefaultRuntime(
+  options: SessionOptions,
+  stateDir: string,
+  isEvicted: (uid: string) => boolean,
+  needsExitCodes: (uid: string) => boolean,
+): Promise<SessionRuntime> {
   const { connectRuntime } = await import('./session-runtime.js');
-  return connectRuntime(options, stateDir, { isEvicted, ...(options.readOnly ? { readOnly: true } : {}) });
+  return connectRuntime(options, stateDir, {
+    isEvicted,
+    ...(options.readOnly ? { readOnly: true } : {}),
+    ...(options.exitDetails === 'driven' ? { exitDetailsFor: needsExitCodes } : {}),
+  });
 }
 
 /**
@@ -1131,7 +1152,13 @@ export async function openSession(options: SessionOptions, seams: SessionSeams =
       ...(seams.storeOps ? { ops: seams.storeOps } : {}),
       ...(options.clock ? { clock: () => options.clock!.now() } : {}),
     }),
-    seams.runtime ?? connectDefaultRuntime(options, path.resolve(options.stateDir), (uid) => session?.isEvicted(uid) ?? false),
+    seams.runtime ??
+      connectDefaultRuntime(
+        options,
+        path.resolve(options.stateDir),
+        (uid) => session?.isEvicted(uid) ?? false,
+        (uid) => session?.needsExitCodes(uid) ?? false,
+      ),
   ]);
   if (opened.status === 'rejected') {
     if (connected.status === 'fulfilled' && !seams.runtime) await connected.value.close().catch(() => undefined);

@@ -46,11 +46,6 @@ export interface PodCheckpoint {
   writerPid: number;
 }
 
-/** Drops `undefined` members so the JSON round trip is exact. */
-function pruneUndefined<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
-}
-
 function sha256(data: Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
 }
@@ -64,7 +59,8 @@ export function encodeCheckpoint(checkpoint: PodCheckpoint): Buffer {
   // Engine views keep `uid` non-enumerable (it is the snapshot's key); the file records it.
   const status = { ...checkpoint.status, uid: checkpoint.uid };
   const bounded = { ...checkpoint, status, history: boundHistory(checkpoint.history) };
-  const payload = Buffer.from(JSON.stringify(pruneUndefined(bounded)), 'utf8');
+  // JSON.stringify drops `undefined` members, so the file decodes to exactly what it encodes.
+  const payload = Buffer.from(JSON.stringify(bounded), 'utf8');
   const header = JSON.stringify({
     format: CHECKPOINT_FORMAT,
     version: CHECKPOINT_VERSION,

@@ -151,6 +151,28 @@ describe('RuntimePodCache', () => {
     cache.close();
   });
 
+  it('exit details only for the pods exitDetailsFor names; a pod named later is asked about then', async () => {
+    const { sim, client } = await simulator({
+      pods: [
+        { name: 'a', uid: 'ua', containers: [{ name: 'c', state: 'exited', exitCode: 3 }] },
+        { name: 'b', uid: 'ub', containers: [{ name: 'c', state: 'exited', exitCode: 4 }] },
+      ],
+    });
+    const driven = new Set(['ua']);
+    const cache = new RuntimePodCache({ client, exitDetailsFor: (uid) => driven.has(uid) });
+    const statusCalls = (): number => sim.state.journal().filter((r) => r.kind === 'rpc' && r.method === 'ContainerStatus').length;
+    await cache.refresh();
+    expect(cache.get('ua')?.containerStatuses[0]?.exitCode).toBe(3);
+    expect(cache.get('ub')?.containerStatuses[0]).toMatchObject({ state: 'exited' });
+    expect(cache.get('ub')?.containerStatuses[0]?.exitCode).toBeUndefined();
+    expect(statusCalls()).toBe(1);
+    driven.add('ub');
+    await cache.refresh();
+    expect(cache.get('ub')?.containerStatuses[0]?.exitCode).toBe(4);
+    expect(statusCalls()).toBe(2);
+    cache.close();
+  });
+
   it('lists rebuilt pods for the session', async () => {
     const { client } = await simulator({ pods: 10 });
     const cache = new RuntimePodCache({ client });
