@@ -20,7 +20,9 @@
  * (b) BENCH_PODS pods at once: `podctl kill -l app=…` vs the same raw calls issued concurrently
  *     (per pod: StopContainer then StopPodSandbox); goal: ≤ 1.2×. Also in-process engine + syncer,
  *     and an open NodeSession with all requestKill calls issued concurrently.
- * Runs alternate between the variants, each on fresh pods, so load drifts hit all of them alike.
+ * Runs alternate between the variants, each on fresh pods, so load drifts hit all of them alike;
+ * in (b) the order rotates from round to round. The in-process variants are open only for their
+ * own runs (open, they would relist the runtime every second during the others').
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -167,44 +169,53 @@ async function main(): Promise<void> {
 
     // ---------------------------------------------------------------- (b) PODS at once
     const b = { raw: [] as number[], engine: [] as number[], session: [] as number[], cli: [] as number[], base: [] as number[] };
+    // Each round runs every variant on fresh pods; the order rotates from round to round, so that
+    // no variant always runs last (on a runtime that has done the most work in the round).
     for (let round = 0; round < ROUNDS; round++) {
-      const rawPods = await pods.createMany(PODS, { name: 'bench-many-raw' });
-      b.raw.push(await timed(() => Promise.all(rawPods.map((p) => rawKill(cri, p)))));
-      await pods.removeAll();
-
-      const enginePods = await pods.createMany(PODS, { name: 'bench-many-engine' });
-      b.engine.push(
-        await withStack(async (stack) => {
-          for (const p of enginePods) stack.workers.updatePod({ updateType: 'create', pod: p.pod });
-          await stack.workers.whenIdle();
-          return timed(() => Promise.all(enginePods.map((p) => stack.kill(p.pod, false))));
-        }),
-      );
-      await pods.removeAll();
-
-      const sessionPods = await pods.createMany(PODS, { name: 'bench-many-session' });
-      b.session.push(await withSession((session) => timed(() => sessionKill(session, sessionPods))));
-      await pods.removeAll();
-
-      const app = `bench-${process.pid}-${round}`;
-      const cliPods = await pods.createMany(PODS, { name: 'bench-many-cli', labels: { app } });
-      const cliRun = await runPodctl(['kill', '-n', cliPods[0]!.namespace, '-l', `app=${app}`, '--json'], {
-        endpoint,
-        stateDir,
-        timeoutMs: 120_000,
-      });
-      if (cliRun.code !== 0) throw new Error(`podctl kill -l exited ${cliRun.code}: ${cliRun.stderr.trim()}`);
-      const killed = (JSON.parse(cliRun.stdout) as { pods: { outcome: string }[] }).pods.filter((p) => p.outcome === 'terminated');
-      if (killed.length !== PODS) throw new Error(`podctl kill -l terminated ${killed.length}/${PODS} pods`);
-      b.cli.push(cliRun.ms);
-      await pods.removeAll();
-
+      const variants: (() => Promise<void>)[] = [
+        async () => {
+          const rawPods = await pods.createMany(PODS, { name: 'bench-many-raw' });
+          b.raw.push(await timed(() => Promise.all(rawPods.map((p) => rawKill(cri, p)))));
+        },
+        async () => {
+          const enginePods = await pods.createMany(PODS, { name: 'bench-many-engine' });
+          b.engine.push(
+            await withStack(async (stack) => {
+              for (const p of enginePods) stack.workers.updatePod({ updateType: 'create', pod: p.pod });
+              await stack.workers.whenIdle();
+              return timed(() => Promise.all(enginePods.map((p) => stack.kill(p.pod, false))));
+            }),
+          );
+        },
+        async () => {
+          const sessionPods = await pods.createMany(PODS, { name: 'bench-many-session' });
+          b.session.push(await withSession((session) => timed(() => sessionKill(session, sessionPods))));
+        },
+        async () => {
+          const app = `bench-${process.pid}-${round}`;
+          const cliPods = await pods.createMany(PODS, { name: 'bench-many-cli', labels: { app } });
+          const cliRun = await runPodctl(['kill', '-n', cliPods[0]!.namespace, '-l', `app=${app}`, '--json'], {
+            endpoint,
+            stateDir,
+            timeoutMs: 120_000,
+          });
+          if (cliRun.code !== 0) throw new Error(`podctl kill -l exited ${cliRun.code}: ${cliRun.stderr.trim()}`);
+          const killed = (JSON.parse(cliRun.stdout) as { pods: { outcome: string }[] }).pods.filter((p) => p.outcome === 'terminated');
+          if (killed.length !== PODS) throw new Error(`podctl kill -l terminated ${killed.length}/${PODS} pods`);
+          b.cli.push(cliRun.ms);
+        },
+      ];
       if (BASELINE_ROOT) {
-        const baseApp = `bench-base-${process.pid}-${round}`;
-        const basePods = await pods.createMany(PODS, { name: 'bench-many-base', labels: { app: baseApp } });
-        const baseRun = await runBaseline(['kill', '-n', basePods[0]!.namespace, '-l', `app=${baseApp}`, '--json'], { endpoint, stateDir, timeoutMs: 120_000 });
-        if (baseRun.code !== 0) throw new Error(`baseline podctl kill -l exited ${baseRun.code}: ${baseRun.stderr.trim()}`);
-        b.base.push(baseRun.ms);
+        variants.push(async () => {
+          const baseApp = `bench-base-${process.pid}-${round}`;
+          const basePods = await pods.createMany(PODS, { name: 'bench-many-base', labels: { app: baseApp } });
+          const baseRun = await runBaseline(['kill', '-n', basePods[0]!.namespace, '-l', `app=${baseApp}`, '--json'], { endpoint, stateDir, timeoutMs: 120_000 });
+          if (baseRun.code !== 0) throw new Error(`baseline podctl kill -l exited ${baseRun.code}: ${baseRun.stderr.trim()}`);
+          b.base.push(baseRun.ms);
+        });
+      }
+      for (let i = 0; i < variants.length; i++) {
+        await variants[(round + i) % variants.length]!();
         await pods.removeAll();
       }
     }

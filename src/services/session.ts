@@ -717,22 +717,24 @@ class Session implements NodeSession {
     const { checkpoints, leases } = this.#store;
     const readStore = async (): Promise<[Map<string, PodCheckpoint>, Map<string, LeaseView>]> => {
       if (!only) return Promise.all([checkpoints.readAll(), leases.inspectAll()]);
-      const stored = new Map<string, PodCheckpoint>();
       const leaseViews = new Map<string, LeaseView>();
-      await Promise.all(
-        only.map(async (uid) => {
-          // A pod this session drives is known from memory: the engine's view and our own lease.
-          const held = leases.heldView(uid);
-          if (held) {
-            leaseViews.set(uid, held);
-            return;
-          }
-          const checkpoint = await checkpoints.read(uid);
-          if (checkpoint) stored.set(uid, checkpoint);
-          const lease = await leases.inspect(uid);
-          if (lease) leaseViews.set(uid, lease);
-        }),
-      );
+      // A pod this session drives is known from memory: the engine's view and our own lease.
+      const others = only.filter((uid) => {
+        const held = leases.heldView(uid);
+        if (held) leaseViews.set(uid, held);
+        return held === undefined;
+      });
+      if (others.length === 0) return [new Map(), leaseViews];
+      const [stored] = await Promise.all([
+        // one look at the folder when there are several to read (most are often new to the store)
+        others.length > 1 ? checkpoints.readSome(others) : checkpoints.read(others[0]!).then((c) => new Map(c ? [[others[0]!, c]] : [])),
+        Promise.all(
+          others.map(async (uid) => {
+            const lease = await leases.inspect(uid);
+            if (lease) leaseViews.set(uid, lease);
+          }),
+        ),
+      ]);
       return [stored, leaseViews];
     };
     // The runtime listing and the store reads do not depend on each other: they run side by side.

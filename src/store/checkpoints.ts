@@ -16,7 +16,7 @@ import * as fsp from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
 import { decodeCheckpoint, encodeCheckpoint, type PodCheckpoint } from './format.js';
-import { listNames, nodeFileOps, readFileNoFollow, syncFolder, writeFileAtomic, type FileOps } from './files.js';
+import { identityOf, listNames, nodeFileOps, readFileNoFollow, sameIdentity, syncFolder, writeFileAtomic, type FileIdentity, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 import { mapLimit, READ_CONCURRENCY } from './limit.js';
@@ -55,6 +55,11 @@ export class CheckpointStore {
   readonly #ops: FileOps;
   readonly #now: () => number;
   readonly #beforeQuarantine: ((path: string) => Promise<void>) | undefined;
+  /**
+   * Checkpoints as last decoded, with the identity of the file they came from: a reader that looks
+   * again (watch, on every change of any pod) re-reads only the files that changed since.
+   */
+  readonly #decoded = new Map<string, { identity: FileIdentity; checkpoint: PodCheckpoint }>();
 
   constructor(options: CheckpointStoreOptions) {
     this.#beforeQuarantine = options.beforeQuarantine;
@@ -91,6 +96,13 @@ export class CheckpointStore {
   /** Reads one pod's checkpoint; bad files are quarantined and read as undefined. */
   async read(uid: string): Promise<PodCheckpoint | undefined> {
     const path = this.pathOf(uid);
+    const cached = this.#decoded.get(uid);
+    if (cached) {
+      // Unchanged since it was decoded (same inode, size and times): no read, checksum or parse.
+      const identity = await identityOf(path).catch(() => undefined);
+      if (identity && sameIdentity(identity, cached.identity)) return structuredClone(cached.checkpoint);
+      this.#decoded.delete(uid);
+    }
     const outcome = await readFileNoFollow(path);
     switch (outcome.kind) {
       case 'missing':
@@ -103,7 +115,10 @@ export class CheckpointStore {
         return undefined;
       case 'ok': {
         const decoded = decodeCheckpoint(outcome.data, uid);
-        if (decoded.kind === 'ok') return decoded.checkpoint;
+        if (decoded.kind === 'ok') {
+          this.#decoded.set(uid, { identity: outcome.identity, checkpoint: structuredClone(decoded.checkpoint) });
+          return decoded.checkpoint;
+        }
         await this.#quarantine(path, { kind: 'file', ino: outcome.ino }, decoded.reason);
         return undefined;
       }
@@ -120,17 +135,37 @@ export class CheckpointStore {
     return out;
   }
 
+  /**
+   * The valid checkpoints among `uids`: one listing of the folder, then a read of each that has a
+   * file (pods new to the store cost no lookup each). Bad files are quarantined and skipped.
+   */
+  async readSome(uids: Iterable<string>): Promise<Map<string, PodCheckpoint>> {
+    const present = new Set(await this.uids());
+    this.#forgetAbsent(present);
+    const wanted = [...uids].filter((uid) => present.has(uid));
+    const out = new Map<string, PodCheckpoint>();
+    const results = await mapLimit(wanted, READ_CONCURRENCY, async (uid) => [uid, await this.read(uid)] as const);
+    for (const [uid, checkpoint] of results) if (checkpoint) out.set(uid, checkpoint);
+    return out;
+  }
+
   /** Every valid checkpoint; bad files are quarantined on the way and skipped. */
   async readAll(): Promise<Map<string, PodCheckpoint>> {
     const out = new Map<string, PodCheckpoint>();
     const uids = await this.uids();
+    this.#forgetAbsent(new Set(uids));
     const results = await mapLimit(uids, READ_CONCURRENCY, async (uid) => [uid, await this.read(uid)] as const);
     for (const [uid, checkpoint] of results) if (checkpoint) out.set(uid, checkpoint);
     return out;
   }
 
+  #forgetAbsent(present: ReadonlySet<string>): void {
+    for (const uid of this.#decoded.keys()) if (!present.has(uid)) this.#decoded.delete(uid);
+  }
+
   /** Removes a pod's checkpoint (the pod was forgotten). Missing is fine. */
   async remove(uid: string): Promise<void> {
+    this.#decoded.delete(uid);
     try {
       await this.#ops.unlink(this.pathOf(uid));
     } catch (error) {

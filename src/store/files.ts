@@ -182,8 +182,26 @@ export async function createExclusive(
   return created;
 }
 
+/** What tells two versions of a file apart without reading it (a rename or link makes a new inode). */
+export interface FileIdentity {
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+}
+
+export function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
+  return a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
+}
+
+/** The identity of `path` (not following a symlink), or undefined when it is not a plain file. */
+export async function identityOf(path: string): Promise<FileIdentity | undefined> {
+  const stat = await fsp.lstat(path);
+  return stat.isFile() ? { ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs } : undefined;
+}
+
 export type ReadOutcome =
-  | { kind: 'ok'; data: Buffer; ino: number }
+  | { kind: 'ok'; data: Buffer; ino: number; identity: FileIdentity }
   | { kind: 'missing' }
   | { kind: 'symlink' }
   | { kind: 'not-a-file' };
@@ -204,7 +222,7 @@ export async function readFileNoFollow(path: string): Promise<ReadOutcome> {
     const stat = await handle.stat();
     if (!stat.isFile()) return { kind: 'not-a-file' };
     const data = await handle.readFile();
-    return { kind: 'ok', data, ino: stat.ino };
+    return { kind: 'ok', data, ino: stat.ino, identity: { ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs } };
   } finally {
     await handle.close();
   }

@@ -217,11 +217,8 @@ export class LeaseManager {
       } catch {
         record = undefined;
       }
-      try {
-        heartbeatAt = (await fsp.lstat(path)).mtimeMs;
-      } catch {
-        return 'vanished';
-      }
+      // the heartbeat as of the read (fstat of the same open file)
+      heartbeatAt = outcome.identity.mtimeMs;
     }
     if (!record && !this.#reportedUnreadable.has(path)) {
       this.#reportedUnreadable.add(path);

@@ -181,6 +181,42 @@ describe('checkpoint store', () => {
     expect([...(await store.checkpoints.readAll()).keys()].sort()).toEqual(['a-1', 'b-2', 'c-3']);
   });
 
+  it('readSome reads only the wanted pods that have a file, and quarantines a damaged one', async () => {
+    await writeThree();
+    await truncate(store.checkpoints.pathOf('c-3'), 10);
+    const some = await store.checkpoints.readSome(['a-1', 'c-3', 'new-pod']);
+    expect([...some.keys()]).toEqual(['a-1']);
+    expect(some.get('a-1')?.uid).toBe('a-1');
+    expect(await readdir(store.layout.quarantine)).toHaveLength(1);
+    expect(reports.some((r) => r.includes('c-3'))).toBe(true);
+  });
+
+  it('a checkpoint read again is served from its last decoding only while its file is unchanged', async () => {
+    await store.checkpoints.write(checkpointFor('a-1', { name: 'first' }));
+    const first = await store.checkpoints.read('a-1');
+    expect(first?.name).toBe('first');
+    // what a caller does with its copy does not reach the next reader
+    first!.name = 'mutated';
+    first!.history.push({ at: 1, type: 'x', detail: 'y', pid: 1 });
+    const again = await store.checkpoints.read('a-1');
+    expect(again?.name).toBe('first');
+    expect(again?.history).toHaveLength(2);
+    // rewritten (a new file renamed over it): read anew
+    await store.checkpoints.write(checkpointFor('a-1', { name: 'second' }));
+    expect((await store.checkpoints.read('a-1'))?.name).toBe('second');
+    // changed in place to a damaged file of the same size: noticed, quarantined
+    const path = store.checkpoints.pathOf('a-1');
+    const bytes = await readFile(path);
+    await writeFile(path, Buffer.alloc(bytes.length, 0x20));
+    expect(await store.checkpoints.read('a-1')).toBeUndefined();
+    expect(await readdir(store.layout.quarantine)).toHaveLength(1);
+    // removed: gone
+    await store.checkpoints.write(checkpointFor('a-1', { name: 'third' }));
+    expect((await store.checkpoints.read('a-1'))?.name).toBe('third');
+    await store.checkpoints.remove('a-1');
+    expect(await store.checkpoints.read('a-1')).toBeUndefined();
+  });
+
   it('disk full on fsync or rename also keeps the old checkpoint', async () => {
     await writeThree();
     for (const step of ['fsync', 'rename'] as const) {
