@@ -129,15 +129,21 @@ const watchScreenFromEsmBuild = {
     b.onResolve({ filter: /\/tui\/index\.js$/ }, () => ({ path: './tui/index.js', external: true }));
   },
 };
-const cjs = await build({
+/** What the two CommonJS outputs (the CLI script and its loader) share. */
+const commonJs = {
   absWorkingDir: root,
-  entryPoints: { podctl: 'src/launch.ts' },
   outdir: 'dist',
   outExtension: { '.js': '.cjs' },
   bundle: true,
   format: 'cjs',
   platform: 'node',
   target: 'node20',
+  metafile: true,
+  logLevel: 'warning',
+};
+const cjs = await build({
+  ...commonJs,
+  entryPoints: { podctl: 'src/launch.ts' },
   jsx: 'automatic',
   external,
   plugins: [lazyOclifDependencies, watchScreenFromEsmBuild],
@@ -150,8 +156,6 @@ const cjs = await build({
   minifyWhitespace: true,
   minifySyntax: true,
   legalComments: 'none',
-  metafile: true,
-  logLevel: 'warning',
 });
 // The packages kept out of the bundle are ES modules loaded with `import()`. Inside a vm.Script
 // (src/boot.ts) `import()` needs an experimental vm option in Node 20, so each one is routed to
@@ -175,17 +179,9 @@ if (unexpected.length > 0 || missing.length > 0) {
 writeFileSync(bundlePath, rewritten);
 const bundleHash = createHash('sha256').update(readFileSync(path.join(root, 'dist/podctl.cjs'))).digest('hex').slice(0, 16);
 const boot = await build({
-  absWorkingDir: root,
+  ...commonJs,
   entryPoints: { boot: 'src/boot.ts' },
-  outdir: 'dist',
-  outExtension: { '.js': '.cjs' },
-  bundle: true,
-  format: 'cjs',
-  platform: 'node',
-  target: 'node20',
   define: { __PODCTL_BUNDLE_HASH__: JSON.stringify(bundleHash) },
-  metafile: true,
-  logLevel: 'warning',
 });
 Object.assign(result.metafile.outputs, cjs.metafile.outputs, boot.metafile.outputs);
 
