@@ -462,14 +462,20 @@ class Session implements NodeSession {
     this.#dirty.clear();
     const snapshot = this.#engine.snapshot();
     const failed: unknown[] = [];
-    // The batch's files are renamed into place side by side, then made durable by one fsync of
-    // the folder; only then is a pod's intent on disk.
+    // A batch that carries intent is written durably: its files fsynced and renamed into place
+    // side by side, then one fsync of the folder; only then is a pod's intent on disk (write-ahead).
+    // A batch of progress only (a pod reached terminated or finished, its timeline grew) is renamed
+    // into place without fsyncs: atomic for every reader and safe from podctl being killed, but a
+    // power cut may undo it — as it also ends every container that progress was about, and the next
+    // session re-derives the state from the runtime. This keeps podctl's fsyncs off the disk while
+    // the runtime stops a node's worth of pods.
+    const durable = uids.some((uid) => this.#intent.has(uid));
     const written = new Map<string, number | undefined>();
     await Promise.all(
       uids.map(async (uid) => {
         const intent = this.#intent.get(uid);
         try {
-          await this.#persist(uid, snapshot.get(uid));
+          await this.#persist(uid, snapshot.get(uid), durable);
           written.set(uid, intent);
         } catch (error) {
           this.#dirty.add(uid);
@@ -477,7 +483,7 @@ class Session implements NodeSession {
         }
       }),
     );
-    if (written.size > 0) {
+    if (written.size > 0 && durable) {
       try {
         await this.#store.checkpoints.syncFolder();
       } catch (error) {
@@ -498,7 +504,7 @@ class Session implements NodeSession {
     this.#flushFailing = false;
   }
 
-  async #persist(uid: string, view: PodSyncStatusView | undefined): Promise<void> {
+  async #persist(uid: string, view: PodSyncStatusView | undefined, durable: boolean): Promise<void> {
     const { checkpoints, leases } = this.#store;
     if (!leases.holds(uid)) return;
     if (this.#forgotten.has(uid) && view === undefined) {
@@ -513,7 +519,7 @@ class Session implements NodeSession {
     const names = namesOf(view);
     owned.namespace = names.namespace;
     owned.name = names.name;
-    await checkpoints.write(this.#checkpointOf(view, owned), { syncFolder: false });
+    await checkpoints.write(this.#checkpointOf(view, owned), { syncFolder: false, durable });
   }
 
   #checkpointOf(view: PodSyncStatusView, owned: OwnedPod): PodCheckpoint {

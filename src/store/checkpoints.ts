@@ -84,7 +84,7 @@ export class CheckpointStore {
   }
 
   /** Writes (replaces) a pod's checkpoint atomically; throws a one-line StoreError on failure. */
-  async write(checkpoint: PodCheckpoint, options: { syncFolder?: boolean } = {}): Promise<void> {
+  async write(checkpoint: PodCheckpoint, options: { syncFolder?: boolean; durable?: boolean } = {}): Promise<void> {
     await writeFileAtomic(this.pathOf(checkpoint.uid), encodeCheckpoint(checkpoint), 'checkpoint', this.#ops, options);
   }
 

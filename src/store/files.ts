@@ -115,24 +115,27 @@ async function removeQuietly(ops: FileOps, path: string): Promise<void> {
  * Replaces `path` with `data` atomically and durably. On any failure the previous content of
  * `path` is untouched and a one-line StoreError is thrown (`what` names the kind of file).
  * With `syncFolder: false` the rename is durable only once the caller has called `syncFolder` on
- * the folder (one folder fsync for a batch of writes).
+ * the folder (one folder fsync for a batch of writes). With `durable: false` neither the file nor
+ * the folder is fsynced: the replacement is still atomic for every reader and survives podctl being
+ * killed (the page cache holds it), but a power cut may undo or lose it.
  */
 export async function writeFileAtomic(
   path: string,
   data: Uint8Array,
   what: string,
   ops: FileOps = nodeFileOps,
-  options: { syncFolder?: boolean } = {},
+  options: { syncFolder?: boolean; durable?: boolean } = {},
 ): Promise<void> {
+  const durable = options.durable !== false;
   const temp = temporaryNameFor(path);
   try {
-    await writeTemporary(ops, temp, data);
+    await writeTemporary(ops, temp, data, durable);
     await ops.rename(temp, path);
   } catch (error) {
     await removeQuietly(ops, temp);
     throw writeError(path, error, what);
   }
-  if (options.syncFolder !== false) await syncFolder(dirname(path), what, ops);
+  if (durable && options.syncFolder !== false) await syncFolder(dirname(path), what, ops);
 }
 
 /** fsyncs `folder`, so the renames and links done in it survive a power cut (one-line StoreError). */

@@ -269,6 +269,56 @@ describe('session: write-ahead', () => {
   });
 });
 
+describe('session: durability of what it writes', () => {
+  it('a kill is fsynced (file and folder) before the pod is stopped; the progress after it is written without fsync', async () => {
+    runtime.add({ uid: 'f1', stopDelayMs: 30 });
+    const { nodeFileOps } = await import('../../src/store/files.js');
+    const log: string[] = [];
+    const paths = new WeakMap<object, string>();
+    const inner = runtime.session();
+    const syncer = {
+      ...inner.syncer,
+      syncTerminatingPod: async (...args: Parameters<typeof inner.syncer.syncTerminatingPod>) => {
+        log.push('stop');
+        return inner.syncer.syncTerminatingPod(...args);
+      },
+    };
+    const s = await open({
+      runtime: { ...inner, syncer },
+      storeOps: {
+        ...nodeFileOps,
+        open: async (path, flags, mode) => {
+          const handle = await nodeFileOps.open(path, flags, mode);
+          paths.set(handle, path);
+          return handle;
+        },
+        rename: async (from, to) => {
+          if (to.endsWith('.ckpt')) log.push('rename');
+          return nodeFileOps.rename(from, to);
+        },
+        fsync: async (handle) => {
+          if (paths.get(handle)?.includes('.ckpt.tmp-')) log.push('fsync');
+          return nodeFileOps.fsync(handle);
+        },
+        fsyncDir: async (path) => {
+          if (path === store.layout.pods) log.push('fsync folder');
+          return nodeFileOps.fsyncDir(path);
+        },
+      },
+    });
+    await s.requestKill({ uid: 'f1', gracePeriodSeconds: 5 });
+    expect(await s.waitTerminated(['f1'], WAIT)).toEqual(new Map([['f1', 'terminated']]));
+    await s.close();
+    // write-ahead: the intent is on disk before the stop; later writes (terminated, finished) only rename
+    expect(log.slice(0, 4)).toEqual(['fsync', 'rename', 'fsync folder', 'stop']);
+    const later = log.slice(4);
+    expect(later.filter((e) => e === 'rename').length).toBeGreaterThan(0);
+    expect(later.filter((e) => e.startsWith('fsync'))).toEqual([]);
+    expect((await store.checkpoints.read('f1'))?.status).toMatchObject({ finished: true });
+    expect((await store.checkpoints.read('f1'))?.status.terminatedAt).toBeDefined();
+  });
+});
+
 describe('session: persistence failures', () => {
   it('a corrupt checkpoint is quarantined with one warning; the other pods are listed and resumed', async () => {
     runtime.add({ uid: 'c1', stopDelayMs: 60_000 });
