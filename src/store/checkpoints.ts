@@ -142,18 +142,18 @@ export class CheckpointStore {
   async readSome(uids: Iterable<string>): Promise<Map<string, PodCheckpoint>> {
     const present = new Set(await this.uids());
     this.#forgetAbsent(present);
-    const wanted = [...uids].filter((uid) => present.has(uid));
-    const out = new Map<string, PodCheckpoint>();
-    const results = await mapLimit(wanted, READ_CONCURRENCY, async (uid) => [uid, await this.read(uid)] as const);
-    for (const [uid, checkpoint] of results) if (checkpoint) out.set(uid, checkpoint);
-    return out;
+    return this.#readEach([...uids].filter((uid) => present.has(uid)));
   }
 
   /** Every valid checkpoint; bad files are quarantined on the way and skipped. */
   async readAll(): Promise<Map<string, PodCheckpoint>> {
-    const out = new Map<string, PodCheckpoint>();
     const uids = await this.uids();
     this.#forgetAbsent(new Set(uids));
+    return this.#readEach(uids);
+  }
+
+  async #readEach(uids: readonly string[]): Promise<Map<string, PodCheckpoint>> {
+    const out = new Map<string, PodCheckpoint>();
     const results = await mapLimit(uids, READ_CONCURRENCY, async (uid) => [uid, await this.read(uid)] as const);
     for (const [uid, checkpoint] of results) if (checkpoint) out.set(uid, checkpoint);
     return out;

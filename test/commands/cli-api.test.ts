@@ -3,13 +3,14 @@
  * it. The API server is an in-process HTTP server; the node is the embedded simulator.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+import { writeKubeconfig } from '../kube/support.js';
 
 const ROOT = process.cwd();
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -53,17 +54,7 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const dir = mkdtempSync(path.join(tmpdir(), 'podctl-cli-api-'));
-    const kubeconfig = path.join(dir, 'kubeconfig');
-    writeFileSync(
-      kubeconfig,
-      `apiVersion: v1
-kind: Config
-clusters: [{name: t, cluster: {server: "http://127.0.0.1:${(server.address() as AddressInfo).port}", insecure-skip-tls-verify: true}}]
-users: [{name: t, user: {token: x}}]
-contexts: [{name: t, context: {cluster: t, user: t}}]
-current-context: t
-`,
-    );
+    const kubeconfig = writeKubeconfig(dir, (server.address() as AddressInfo).port, 't', 'x');
     sim = await startSimulator({
       socketPath: path.join(dir, 'cri.sock'),
       timeScale: 0.05,

@@ -15,17 +15,9 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { UpdatePodOptions } from '../../src/engine/index.js';
 import { createHarness, newNamedPod, runningPod } from './harness.js';
+import { seededRandom } from '../support/random.js';
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const mulberry32 = seededRandom;
 
 const RANK = { none: 0, sync: 1, terminating: 2, terminated: 3, done: 4 } as const;
 type Phase = keyof typeof RANK;

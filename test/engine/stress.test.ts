@@ -12,18 +12,9 @@
 import { describe, expect, it } from 'vitest';
 import type { PodWorkerState } from '../../src/engine/types.js';
 import { createHarness, newNamedPod, withDeletionTimestamp } from './helpers.js';
+import { seededRandom } from '../support/random.js';
 
-/** mulberry32: a small seeded PRNG. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = seededRandom;
 
 const ORDER: Record<PodWorkerState, number> = { sync: 0, terminating: 1, terminated: 2 };
 

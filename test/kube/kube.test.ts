@@ -1,12 +1,13 @@
 /**
  * The API-server wrapper against a real in-process HTTP server standing in for the API server.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeKubeconfig } from './support.js';
 import { KubeError, connectKube, detectKube, IN_CLUSTER_TOKEN } from '../../src/kube/index.js';
 
 interface Seen {
@@ -48,17 +49,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const dir = mkdtempSync(path.join(tmpdir(), 'podctl-kube-'));
-  kubeconfig = path.join(dir, 'config');
-  writeFileSync(
-    kubeconfig,
-    `apiVersion: v1
-kind: Config
-clusters: [{name: test, cluster: {server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]
-users: [{name: test, user: {token: abc}}]
-contexts: [{name: test, context: {cluster: test, user: test}}]
-current-context: test
-`,
-  );
+  kubeconfig = writeKubeconfig(dir, port);
 });
 
 afterAll(() => {
