@@ -15,7 +15,7 @@ import {
   parseExcludes,
   parseGroups,
 } from '../services/drain-plan.js';
-import { drainExitCode, drainNode, drainSummaryLine, drainTable, type DrainResult } from '../services/drain.js';
+import { drainExitCode, drainNode, drainPodsToHandOff, drainSummaryLine, drainTable, type DrainResult } from '../services/drain.js';
 
 export default class Drain extends PodctlCommand {
   static override summary = 'Terminate every pod on the node in priority groups, as the kubelet\'s graceful node shutdown does.';
@@ -73,6 +73,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const selection = parseSelection({ args: [], selector: flags.selector, allNamespaces: true, allowEmpty: true });
     const isExcluded = flags.exclude ? parseExcludes(flags.exclude) : undefined;
     const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, 'timeout');
+    if (flags['dry-run']) this.readOnlySession = true;
     const result = await drainNode({
       session: await this.session(),
       selection,
@@ -83,6 +84,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       reporter: this.reporter,
       signal: this.abort.signal,
     });
+    // pods still terminating (bound reached, or interrupted) keep being driven after this process
+    await this.handOffUnfinished('drain', result, drainPodsToHandOff(result));
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else if (result.groups.length > 0 || result.skipped.length > 0) this.log(await renderTable(drainTable(result, this.styler), this.styler));

@@ -7,6 +7,7 @@ import { PodctlCommand } from '../lib/command.js';
 import { RuntimeFailure, UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { nodeName, selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';
+import { safetyFlags } from '../lib/safety-flags.js';
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
 import { DEFAULT_EVICTION_REASON, evictPods, type EvictResult } from '../services/evict.js';
@@ -34,6 +35,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     ...terminationFlags,
     reason: Flags.string({ summary: `Eviction reason for the Event and the pod status (default ${DEFAULT_EVICTION_REASON}).`, helpValue: 'REASON' }),
     message: Flags.string({ summary: 'Human-readable eviction message for the Event and the pod status.', helpValue: 'TEXT' }),
+    ...safetyFlags,
+    force: Flags.boolean({ summary: 'Evict static and system-critical pods too (refused by default, as the kubelet does).', default: false }),
   };
   /** Exit codes are asked for only where the session decides by them (SessionOptions.exitDetails). */
   protected override exitDetails = 'driven' as const;
@@ -62,10 +65,13 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
       ...(flags.message !== undefined ? { message: flags.message } : {}),
       ...(kube ? { kube } : {}),
+      ...this.safetyOptions(flags),
+      force: flags.force,
       reporter: this.reporter,
       signal: this.abort.signal,
     });
-    await this.handOffUnfinished(result);
+    const { podsToHandOff } = await import('../services/terminate.js');
+    await this.handOffUnfinished(result.action, result, podsToHandOff(result));
     if (!this.jsonEnabled()) {
       this.log(await renderTable(terminateTable(result, this.styler), this.styler));
       this.logToStderr(terminateSummary(result));

@@ -5,6 +5,7 @@ import { Args } from '@oclif/core';
 import { PodctlCommand } from '../lib/command.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';
+import { driverFlags, safetyFlags } from '../lib/safety-flags.js';
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
 import { killPods, type KillResult } from '../services/kill.js';
@@ -31,7 +32,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   static override args = {
     ref: Args.string({ description: 'Pods to kill: ns/name, or name with -n (repeatable).' }),
   };
-  static override flags = { ...selectionFlags, ...terminationFlags };
+  static override flags = { ...selectionFlags, ...terminationFlags, ...safetyFlags, ...driverFlags };
   /** Exit codes are asked for only where the session decides by them (SessionOptions.exitDetails). */
   protected override exitDetails = 'driven' as const;
 
@@ -40,14 +41,18 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     this.configure(flags);
     const selection = selectionFromFlags(argv, flags);
     const termination = terminationOptionsFromFlags(flags);
+    await this.waitForHandingProcess(flags['after-pid']);
     const result = await killPods({
       session: await this.session(),
       selection,
       ...termination,
+      ...this.safetyOptions(flags),
+      ...(flags.drive ? { unbounded: true } : {}),
       reporter: this.reporter,
       signal: this.abort.signal,
     });
-    await this.handOffUnfinished(result);
+    const { podsToHandOff } = await import('../services/terminate.js');
+    await this.handOffUnfinished(result.action, result, podsToHandOff(result));
     if (!this.jsonEnabled()) {
       this.log(await renderTable(terminateTable(result, this.styler), this.styler));
       this.logToStderr(terminateSummary(result));

@@ -15,6 +15,8 @@ export default class SyncKnown extends PodctlCommand {
 
 Then, as the kubelet's SyncKnownPods: finished workers of pods no longer desired are forgotten; unfinished workers of pods no longer desired (orphans) are driven to termination; runtime pods no worker knows are terminated (orphaned runtime pods); pods whose owning podctl process died are taken over and resumed from their checkpoint. This is how a pod stuck after a crash is recovered.
 
+Safety: static pods (kubelet annotation kubernetes.io/config.source other than "api") are never orphans: their desired state comes from the node's manifests, never from a list, so they are kept unless --include-static. An empty desired list while the node runs pods is refused unless --yes. --dry-run prints what would be done, in the same shape, and changes nothing.
+
 Prints the known-workers map (state, orphan, hasConfig, static).
 
 ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Interrupted])}`;
@@ -22,12 +24,16 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
   static override examples = [
     { description: 'Recover after a crash, treating what the runtime runs as desired:', command: '<%= config.bin %> <%= command.id %> --desired-from runtime' },
     { description: 'Desired pods from a file exported with kubectl:', command: '<%= config.bin %> <%= command.id %> --desired pods.yaml' },
+    { description: 'See what a sync against a file would do, changing nothing:', command: '<%= config.bin %> <%= command.id %> --desired pods.yaml --dry-run' },
     { description: 'Desired pods from the API server, as JSON:', command: '<%= config.bin %> <%= command.id %> --kubeconfig ~/.kube/config --json' },
   ];
 
   static override flags = {
     desired: Flags.string({ summary: 'File of desired pods: PodList, list or pod, JSON or YAML.', helpValue: 'FILE' }),
     'desired-from': Flags.option({ summary: 'Where desired pods come from without --desired.', options: ['api', 'runtime'] as const })(),
+    'include-static': Flags.boolean({ summary: 'Let static pods missing from the desired list be terminated too (default: always kept).', default: false }),
+    yes: Flags.boolean({ summary: 'Proceed even when the desired list is empty and would terminate every pod.', default: false }),
+    'dry-run': Flags.boolean({ summary: 'Print what would be done (same shape as the result) and change nothing.', default: false }),
     output: Flags.option({ char: 'o', summary: 'Result format on stdout.', options: ['table', 'json', 'yaml'] as const, default: 'table' as const })(),
   };
 
@@ -44,7 +50,16 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
     else if (kube) source = { kind: 'api' };
     else if (flags['desired-from'] === 'api') throw new UsageError('--desired-from api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
     else throw new UsageError('no source of desired pods', 'pass --desired FILE or --desired-from runtime, or configure an API server with --kubeconfig');
-    const result = await syncKnown({ session: await this.session(), source, reporter: this.reporter, signal: this.abort.signal });
+    if (flags['dry-run']) this.readOnlySession = true;
+    const result = await syncKnown({
+      session: await this.session(),
+      source,
+      reporter: this.reporter,
+      signal: this.abort.signal,
+      includeStatic: flags['include-static'],
+      yes: flags.yes,
+      dryRun: flags['dry-run'],
+    });
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else {

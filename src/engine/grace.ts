@@ -44,3 +44,27 @@ export function calculateEffectiveGracePeriod(
   if (gracePeriod < 1) gracePeriod = 1;
   return { gracePeriod, shortened: status.gracePeriod !== 0 && status.gracePeriod !== gracePeriod };
 }
+
+/**
+ * The pod's own grace period before any operator override (seconds, at least 1): its deletion grace
+ * when the API server set one, else its spec's terminationGracePeriodSeconds, else the API default
+ * of 30 s. This is the engine's rule above applied with no decision yet and no override.
+ */
+export function podOwnGracePeriod(pod: V1Pod): number {
+  const decided = calculateEffectiveGracePeriod({ gracePeriod: 0 }, pod).gracePeriod;
+  const hasOwn = pod.metadata?.deletionGracePeriodSeconds != null || pod.spec?.terminationGracePeriodSeconds != null;
+  return hasOwn ? decided : DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS;
+}
+
+/** The API server's default terminationGracePeriodSeconds. */
+export const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30;
+
+/**
+ * podctl's operator rule on top of the kubelet's: an override asked for on the command line (or in
+ * `watch`) only ever shortens the pod's own grace. The kubelet lets a first override lengthen it;
+ * an operator's `--grace 100` on a pod whose own grace is 45 s must not keep it alive longer.
+ */
+export function operatorGraceOverride(pod: V1Pod | undefined, override: number): number {
+  const requested = Math.max(1, Math.floor(override));
+  return pod ? Math.min(requested, podOwnGracePeriod(pod)) : requested;
+}

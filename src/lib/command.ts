@@ -16,7 +16,6 @@ import path from 'node:path';
 import { Command, Errors } from '@oclif/core';
 import type { HandOff, HandOffOptions } from '../services/hand-off.js';
 import type { NodeSession, SessionOptions } from '../services/session-api.js';
-import type { TerminateResult } from '../services/terminate.js';
 import { RuntimeFailure, exitCodeOf, oneLine } from './errors.js';
 import { ExitCode, type ExitCodeValue } from './exit-codes.js';
 import { DEFAULT_STATE_DIR, globalFlags, nodeName, type GlobalFlags } from './flags.js';
@@ -46,7 +45,7 @@ export abstract class PodctlCommand extends Command {
   protected globals: GlobalFlags | undefined;
   protected readonly abort = new AbortController();
   /** What the first SIGINT/SIGTERM prints (commands that stop normally on a signal override it). */
-  protected interruptMessage = 'stopping; pod state is saved and the next podctl run resumes it';
+  protected interruptMessage = 'stopping; pods this process drives are handed to a background podctl process';
   /** A signal is the normal way to end this command (logged as info, not as a warning). */
   protected interruptIsNormal = false;
   /** The command only reads (status): its session takes no lease and starts no watchers. */
@@ -112,26 +111,94 @@ export abstract class PodctlCommand extends Command {
   }
 
   /**
-   * `--no-wait`: pods this process would drive itself are handed to a detached `podctl` process
-   * (after this session is closed and its leases released), so they keep being driven.
+   * Pods this process drives that are still terminating when its command ends (--no-wait, a wait
+   * that timed out or was interrupted) are handed to a detached `podctl kill --drive` process, which
+   * drives them until they are terminated: it is started first (so the pods are never without a
+   * driver that exists), waits for this process to exit, then takes their leases over. The result
+   * records that process's PID; the message names it.
    */
-  protected async handOffUnfinished(result: TerminateResult): Promise<void> {
-    const { podsToHandOff } = await import('../services/terminate.js');
-    const uids = podsToHandOff(result);
+  protected async handOffUnfinished(action: string, result: { handedOffTo?: { pid: number; log: string; uids: string[] } | null }, uids: string[]): Promise<void> {
     if (uids.length === 0) return;
-    await this.closeSession();
-    const g = this.globals;
-    const started = await (this.constructor as typeof PodctlCommand).handOff({
-      uids,
-      bin: path.join(this.config.root, 'bin', 'run.js'),
-      stateDir: g?.['state-dir'] ?? DEFAULT_STATE_DIR,
-      ...(g?.['runtime-endpoint'] ? { runtimeEndpoint: g['runtime-endpoint'] } : {}),
-      ...(g?.kubeconfig ? { kubeconfig: g.kubeconfig } : {}),
-      ...(g?.node ? { node: g.node } : {}),
-    });
+    const started = await this.startDriver(uids);
     result.handedOffTo = started ? { ...started, uids } : null;
-    if (started) this.reporter.info(`${result.action}: ${uids.length} pod(s) handed to background podctl pid ${started.pid} (log ${started.log})`);
-    else this.reporter.warn(`${result.action}: could not start a background driver; run \`podctl sync-known\` to finish these pods`);
+    this.reportHandOff(action, uids.length, started);
+  }
+
+  /** Starts the background driver for `uids` and closes this session (its leases go to the driver). */
+  private async startDriver(uids: string[]): Promise<HandOff | undefined> {
+    const g = this.globals;
+    let started: HandOff | undefined;
+    try {
+      started = await (this.constructor as typeof PodctlCommand).handOff({
+        uids,
+        bin: path.join(this.config.root, 'bin', 'run.js'),
+        stateDir: g?.['state-dir'] ?? this.#session?.stateDir ?? DEFAULT_STATE_DIR,
+        afterPid: process.pid,
+        ...(g?.['runtime-endpoint'] ? { runtimeEndpoint: g['runtime-endpoint'] } : {}),
+        ...(g?.kubeconfig ? { kubeconfig: g.kubeconfig } : {}),
+        ...(g?.node ? { node: g.node } : {}),
+      });
+    } catch (error) {
+      this.reporter.warn(`could not start a background driver: ${oneLine(error)}`);
+    }
+    await this.closeSession();
+    return started;
+  }
+
+  private reportHandOff(action: string, count: number, started: HandOff | undefined): void {
+    if (started) this.reporter.info(`${action}: ${count} pod(s) still terminating, handed to background podctl pid ${started.pid}, which drives them until terminated (log ${started.log})`);
+    else this.reporter.warn(`${action}: ${count} pod(s) still terminating and no process drives them; run \`podctl sync-known\` to finish them`);
+  }
+
+  /**
+   * The ways a command can end (errors, `q` in watch, an interrupted sync) all pass here: pods this
+   * process still drives are handed on before the session closes, so no exit drops a pod.
+   */
+  private async handOffWhatIsLeft(): Promise<void> {
+    const uids = this.#session?.drivenUnfinished() ?? [];
+    if (uids.length === 0) return;
+    this.reportHandOff(this.id ?? 'podctl', uids.length, await this.startDriver(uids));
+  }
+
+  /** The safety options of a command that stops pods (--dry-run, --yes, the terminal prompt). */
+  protected safetyOptions(flags: { 'dry-run': boolean; yes: boolean }): { dryRun: boolean; yes: boolean; confirm?: (question: string) => Promise<boolean> } {
+    // a dry run reads only: its session takes no lease and writes nothing
+    if (flags['dry-run']) this.readOnlySession = true;
+    const confirm = flags['dry-run'] || flags.yes ? undefined : this.confirmer();
+    return { dryRun: flags['dry-run'], yes: flags.yes, ...(confirm ? { confirm } : {}) };
+  }
+
+  /** A background driver waits (bounded) until the process that handed it the pods has exited. */
+  protected async waitForHandingProcess(pid: number | undefined): Promise<void> {
+    if (pid === undefined) return;
+    const { waitForExit, AFTER_PID_WAIT_MS } = await import('./safety-flags.js');
+    if (!(await waitForExit(pid, AFTER_PID_WAIT_MS, this.abort.signal))) {
+      this.reporter.warn(`process ${pid} did not exit within ${AFTER_PID_WAIT_MS / 1000}s; taking over what it released`);
+    }
+  }
+
+  /**
+   * Asks a yes/no question on the terminal (stderr), or undefined when there is no terminal to ask
+   * on (stdin or stderr is not a TTY): then a destructive scope needs --yes.
+   */
+  protected confirmer(): ((question: string) => Promise<boolean>) | undefined {
+    if (process.stdin.isTTY !== true || process.stderr.isTTY !== true) return undefined;
+    return async (question) => {
+      this.reporter.done();
+      const { createInterface } = await import('node:readline/promises');
+      const rl = createInterface({ input: process.stdin, output: process.stderr });
+      const onAbort = (): void => rl.close();
+      this.abort.signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        const answer = await rl.question(`${question} [y/N] `, { signal: this.abort.signal });
+        return /^y(es)?$/i.test(answer.trim());
+      } catch {
+        return false;
+      } finally {
+        this.abort.signal.removeEventListener('abort', onAbort);
+        rl.close();
+      }
+    };
   }
 
   /** The outcome of a successful run that still is not "done" (timed out, not found, partial). */
@@ -167,6 +234,11 @@ export abstract class PodctlCommand extends Command {
       process.off('SIGTERM', this.#onSignal);
     }
     this.reporter.done();
+    try {
+      await this.handOffWhatIsLeft();
+    } catch (handOffError) {
+      process.stderr.write(`error: handing pods on: ${oneLine(handOffError)}\n`);
+    }
     const session = this.#session;
     this.#session = undefined;
     if (session) {

@@ -24,7 +24,7 @@ import type { NodeSession, PodInfo } from './session-api.js';
 import { mapLimit } from '../store/limit.js';
 import { isFinal, KILL_REQUEST_CONCURRENCY, stillRunning } from './terminate.js';
 
-export type DrainPodOutcome = 'terminated' | 'gone' | 'timeout' | 'failed' | 'not-started';
+export type DrainPodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'failed' | 'not-started';
 
 export interface DrainedPod extends PlannedPod {
   outcome: DrainPodOutcome;
@@ -55,13 +55,15 @@ export interface DrainSummary {
 
 export interface DrainResult {
   dryRun: boolean;
-  status: 'done' | 'partial' | 'timed-out' | 'planned';
+  status: 'done' | 'partial' | 'timed-out' | 'interrupted' | 'planned';
   timeoutSeconds: number;
   timeoutSource: 'flag' | 'plan';
   elapsedMs: number;
   groups: DrainedGroup[];
   skipped: SkippedPod[];
   summary: DrainSummary;
+  /** Pods still terminating at the end, handed to this background podctl process (null: none could be started). */
+  handedOffTo?: { pid: number; log: string; uids: string[] } | null;
 }
 
 export interface DrainOptions {
@@ -84,6 +86,8 @@ export function drainExitCode(result: Pick<DrainResult, 'status'>): ExitCodeValu
       return ExitCode.TimedOut;
     case 'partial':
       return ExitCode.Partial;
+    case 'interrupted':
+      return ExitCode.Interrupted;
     default:
       return ExitCode.Done;
   }
@@ -105,7 +109,7 @@ export function summarize(groups: DrainedGroup[], skipped: SkippedPod[]): DrainS
   return {
     planned: pods.length,
     terminated: count('terminated', 'gone'),
-    timedOut: count('timeout'),
+    timedOut: count('timeout', 'interrupted'),
     failed: count('failed'),
     notStarted: count('not-started'),
     skipped: skipped.length,
@@ -200,9 +204,11 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
     await waitFor(group.pods.map((p) => p.uid), budgetMs, `group ${index + 1}/${groups.length}`);
     group.elapsedMs = now() - start - group.startedAtMs;
     group.completedInBudget = group.pods.every((p) => p.outcome === 'terminated' || p.outcome === 'gone');
-    if (!group.completedInBudget) {
+    if (!group.completedInBudget && !options.signal?.aborted) {
       const left = group.pods.filter((p) => p.outcome === 'timeout').length;
-      if (left > 0) reporter.info(`drain: ${label}: budget spent, ${left} pod(s) still terminating; moving on`);
+      // say why the group ended: its own budget, or the drain's bound (which may come first)
+      const why = group.elapsedMs >= group.budgetSeconds * 1000 ? 'budget spent' : `drain bound ${formatDuration(timeoutMs)} reached`;
+      if (left > 0) reporter.info(`drain: ${label}: ${why}, ${left} pod(s) still terminating; moving on`);
     }
   }
 
@@ -212,7 +218,8 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
     if (deadline < boundEnd) cutShort = true;
     await waitFor(stragglers.map((p) => p.uid), Math.min(boundEnd, deadline) - now(), 'stragglers');
   }
-  if (options.signal?.aborted) throw options.signal.reason instanceof Error ? options.signal.reason : new DOMException('interrupted', 'AbortError');
+  const interrupted = options.signal?.aborted === true;
+  if (interrupted) for (const pod of byUid.values()) if (pod.outcome === 'timeout') pod.outcome = 'interrupted';
 
   const done = [...byUid.values()].filter((p) => p.outcome === 'terminated').map((p) => p.uid);
   for (const [uid, running] of await stillRunning(options.session, done)) {
@@ -227,7 +234,7 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
   const summary = summarize(groups, plan.skipped);
   const allDone = summary.terminated === summary.planned;
   const remaining = summary.timedOut + summary.notStarted;
-  const status = allDone ? 'done' : cutShort && remaining > 0 ? 'timed-out' : 'partial';
+  const status = allDone ? 'done' : interrupted ? 'interrupted' : cutShort && remaining > 0 ? 'timed-out' : 'partial';
   return { dryRun: false, status, timeoutSeconds: timeoutMs / 1000, timeoutSource, elapsedMs: now() - start, groups, skipped: plan.skipped, summary };
 }
 
@@ -245,7 +252,8 @@ export function drainTable(result: DrainResult, styler: Styler): TableSpec {
         rows.push([label, name, String(pod.priority), pod.criticalReason ?? '-', `${pod.podGraceSeconds}s`, `${pod.gracePeriodSeconds}s`]);
       } else {
         const ok = pod.outcome === 'terminated' || pod.outcome === 'gone';
-        rows.push([label, name, String(pod.priority), `${pod.gracePeriodSeconds}s`, ok ? styler.green(pod.outcome) : styler.red(pod.outcome + (pod.error ? ` ${pod.error}` : '')), pod.elapsedMs === undefined ? '-' : formatDuration(pod.elapsedMs)]);
+        const handed = result.handedOffTo?.uids.includes(pod.uid) ? ` (background pid ${result.handedOffTo.pid})` : '';
+        rows.push([label, name, String(pod.priority), `${pod.gracePeriodSeconds}s`, ok ? styler.green(pod.outcome) : styler.red(pod.outcome + (pod.error ? ` ${pod.error}` : '') + handed), pod.elapsedMs === undefined ? '-' : formatDuration(pod.elapsedMs)]);
       }
     }
   });
@@ -253,6 +261,11 @@ export function drainTable(result: DrainResult, styler: Styler): TableSpec {
     rows.push(result.dryRun ? ['skipped', `${s.namespace}/${s.name}`, '-', '-', '-', s.reason] : ['skipped', `${s.namespace}/${s.name}`, '-', '-', s.reason, '-']);
   }
   return { head, rows };
+}
+
+/** Pods a drain requested that are still terminating: what must be handed on when the drain ends. */
+export function drainPodsToHandOff(result: DrainResult): string[] {
+  return result.groups.flatMap((g) => g.pods).filter((p) => p.outcome === 'timeout' || p.outcome === 'interrupted').map((p) => p.uid);
 }
 
 export function drainSummaryLine(result: DrainResult): string {

@@ -7,9 +7,11 @@
  * that takes the pods over and drives them to the end — resuming each from its checkpoint with the
  * grace already in force (grace only shrinks, so no --grace is passed).
  *
- * Invariants: the background process is bounded like any kill (the killPodNow bound), has no
- * terminal (stdio ignored, its own process group) and writes its JSON result and errors to
- * `<state-dir>/hand-off-<pid>.log`; spawning never blocks the caller.
+ * Invariants: the background process (`kill --drive`) runs until its pods are terminated, not until
+ * a wait bound (a process that exits never drops a pod it drives); it is started before the caller
+ * closes its session and waits (bounded, `--after-pid`) for the caller to exit before it takes the
+ * leases over. It has no terminal (stdio ignored, its own process group) and writes its JSON result
+ * and errors to `<state-dir>/hand-off-<pid>.log`; spawning never blocks the caller.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
@@ -23,6 +25,8 @@ export interface HandOffOptions {
   runtimeEndpoint?: string;
   kubeconfig?: string;
   node?: string;
+  /** The handing process: the driver waits for it to exit before taking the pods over. */
+  afterPid?: number;
 }
 
 export interface HandOff {
@@ -37,6 +41,10 @@ export function handOffArgs(options: HandOffOptions): string[] {
     // and a second `evict` would report it to the API server twice
     'kill',
     ...options.uids.flatMap((uid) => ['--uid', uid]),
+    '--drive',
+    ...(options.afterPid !== undefined ? ['--after-pid', String(options.afterPid)] : []),
+    // the pods were chosen (and confirmed) by the handing process
+    '--yes',
     '--state-dir',
     options.stateDir,
     ...(options.runtimeEndpoint ? ['--runtime-endpoint', options.runtimeEndpoint] : []),

@@ -198,6 +198,13 @@ export interface NodeSession {
   /** The kubelet's housekeeping step; `desired` undefined = desired pods from the API server. */
   syncKnown(desired: V1Pod[] | undefined, options?: SyncKnownCallOptions): Promise<SyncKnownResult>;
   subscribe(listener: (event: SessionEvent) => void): () => void;
+  /**
+   * Pods this session drives whose termination is not over (uids): a process that exits hands
+   * these to another driver before it closes. Empty for a read-only or closed session.
+   */
+  drivenUnfinished(): string[];
+  /** The desired pods the API server lists for this node; rejects when none is configured. */
+  apiDesiredPods(): Promise<V1Pod[]>;
   /** Persists all state, stops the engine, releases leases and the CRI connection. */
   close(): Promise<void>;
 }

@@ -32,7 +32,7 @@ import { lstat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { PodNotFoundError } from '../lib/errors.js';
-import { createPodWorkers } from '../engine/index.js';
+import { createPodWorkers, operatorGraceOverride } from '../engine/index.js';
 import {
   workerStateOf,
   type PodStatus,
@@ -659,7 +659,8 @@ class Session implements NodeSession {
     this.#dirty.add(uid);
     const killPodOptions = {
       ...(request.evict ? { evict: true } : {}),
-      ...(request.gracePeriodSeconds !== undefined ? { gracePeriodSecondsOverride: Math.max(1, Math.floor(request.gracePeriodSeconds)) } : {}),
+      // an operator's override only ever shortens the pod's own grace (engine/grace.ts)
+      ...(request.gracePeriodSeconds !== undefined ? { gracePeriodSecondsOverride: operatorGraceOverride(pod, request.gracePeriodSeconds) } : {}),
     };
     this.#engine.updatePod({
       updateType: 'kill',
@@ -944,6 +945,23 @@ class Session implements NodeSession {
     }
     for (const uid of uids) if (!outcomes.has(uid)) outcomes.set(uid, 'timeout');
     return outcomes;
+  }
+
+  /**
+   * Pods this session drives (holds the lease of) whose termination is not over: what a process that
+   * exits must hand on to another driver, so that no pod it drives is dropped.
+   */
+  drivenUnfinished(): string[] {
+    if (this.#closed || this.#options.readOnly) return [];
+    return [...this.#engine.snapshot().values()]
+      .filter((v) => this.#store.leases.holds(v.uid) && !v.finished && workerStateOf(v) !== 'sync')
+      .map((v) => v.uid);
+  }
+
+  /** The desired pods the API server lists for this node (sync-known's `api` source). */
+  apiDesiredPods(): Promise<V1Pod[]> {
+    this.#assertOpen();
+    return this.#desiredPods();
   }
 
   async #desiredPods(): Promise<V1Pod[]> {

@@ -7,11 +7,20 @@
  * The session then forgets finished workers, drives orphans to termination, terminates runtime pods
  * no worker knew, and resumes pods whose owner died.
  *
- * Invariants: a desired-pod file is validated before anything is changed (each pod needs
- * metadata.uid, name and namespace); the result lists every known worker exactly once.
+ * Invariants (the safety rules, docs/operator-guide.md#safety-rules):
+ * - A desired-pod file is validated before anything is changed (each pod needs metadata.uid, name
+ *   and namespace); the result lists every known worker exactly once.
+ * - A static pod is never terminated because a list omits it: its desired state comes from the
+ *   node's manifest directory, never from an API-server list (which holds only its mirror pod) nor
+ *   from a file. Static pods on the node are added to the desired set unless `includeStatic`.
+ * - An empty desired list while the node runs pods would terminate every one of them: refused
+ *   (UsageError naming --yes) unless `yes`.
+ * - `dryRun` changes nothing: it predicts, from one listing, what the real run would do and
+ *   returns it in the real result's shape (`dryRun: true`).
  */
 import { readFile } from 'node:fs/promises';
 import type { V1Pod } from '../engine/types.js';
+import { isStaticPod, CONFIG_SOURCE_ANNOTATION } from '../engine/index.js';
 import { RuntimeFailure, UsageError, isAbort } from '../lib/errors.js';
 import { comparePods } from '../lib/refs.js';
 import type { Styler, TableSpec } from '../lib/output.js';
@@ -37,7 +46,11 @@ export interface PodName {
 }
 
 export interface SyncKnownResult {
+  /** True when nothing was done: the lists say what the real run would do. */
+  dryRun: boolean;
   source: DesiredSource['kind'];
+  /** Static pods kept as desired (not in the source's list) because static pods are never orphans. */
+  keptStatic: PodName[];
   desiredPods: number;
   workers: KnownWorker[];
   orphanedRuntimePods: PodName[];
@@ -51,6 +64,12 @@ export interface SyncKnownOptions {
   reporter?: Reporter;
   /** SIGINT/SIGTERM: stop waiting and reject with the signal's reason (the session keeps the state). */
   signal?: AbortSignal;
+  /** Let static pods be orphans too (default false: they are always desired). */
+  includeStatic?: boolean;
+  /** Accept an empty desired list although the node runs pods. */
+  yes?: boolean;
+  /** Predict, change nothing. */
+  dryRun?: boolean;
 }
 
 /** Parses a desired-pod document; `where` names the file in errors. */
@@ -94,10 +113,10 @@ function podsOf(doc: unknown, where: string): V1Pod[] {
   return [doc as V1Pod];
 }
 
-async function desiredPods(options: SyncKnownOptions, before: PodInfo[]): Promise<V1Pod[] | undefined> {
+async function desiredPods(options: SyncKnownOptions, before: PodInfo[]): Promise<V1Pod[]> {
   switch (options.source.kind) {
     case 'api':
-      return undefined;
+      return options.session.apiDesiredPods();
     case 'file': {
       let text: string;
       try {
@@ -113,16 +132,62 @@ async function desiredPods(options: SyncKnownOptions, before: PodInfo[]): Promis
   }
 }
 
+function sourceName(source: DesiredSource): string {
+  return source.kind === 'file' ? source.path : source.kind === 'api' ? 'the API server' : 'the runtime';
+}
+
+/** A pod is on the node (and would be terminated if not desired) unless its termination is over. */
+function isOnNode(pod: PodInfo): boolean {
+  return pod.state !== 'finished' && !(pod.state === 'terminated' && pod.containersRunning === 0 && pod.worker?.finished === true);
+}
+
+function isStaticInfo(pod: PodInfo): boolean {
+  return pod.static || (pod.pod !== undefined && isStaticPod(pod.pod));
+}
+
+/** The session's test for an orphaned runtime pod worth terminating: a running container or a ready sandbox. */
+function runsSomething(pod: PodInfo): boolean {
+  return pod.containersRunning > 0 || (pod.runtime?.sandboxStatuses.some((s) => s.state === 'ready') ?? false);
+}
+
+/** The desired pod standing for a static pod found on the node (its own spec when known). */
+function staticDesired(pod: PodInfo): V1Pod {
+  if (pod.pod) return pod.pod;
+  return { metadata: { uid: pod.uid, name: pod.name, namespace: pod.namespace, annotations: { [CONFIG_SOURCE_ANNOTATION]: 'file' } } };
+}
+
 export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownResult> {
   const reporter = options.reporter ?? silentReporter();
   const signal = options.signal;
   const before = await options.session.listPods(signal ? { signal } : undefined);
-  const desired = await desiredPods(options, before);
+  const listed = await desiredPods(options, before);
+  const listedUids = new Set(listed.map((p) => p.metadata?.uid));
+
+  const onNode = before.filter(isOnNode);
+  if (listed.length === 0 && onNode.length > 0 && !options.yes) {
+    throw new UsageError(
+      `the desired pod list from ${sourceName(options.source)} is empty, but this node runs ${onNode.length} pod(s): sync-known would terminate them${options.includeStatic ? '' : ' (all but static pods)'}`,
+      'pass --yes if that is really meant',
+    );
+  }
+  // Static pods are desired by the node's manifests, whatever the list says.
+  const keptStatic = options.includeStatic ? [] : onNode.filter((p) => isStaticInfo(p) && !listedUids.has(p.uid));
+  const desired = [...listed, ...keptStatic.map(staticDesired)];
   reporter.info(
-    options.source.kind === 'api'
-      ? 'sync-known: desired pods from the API server'
-      : `sync-known: ${desired?.length ?? 0} desired pod(s) from ${options.source.kind === 'file' ? options.source.path : 'the runtime'}`,
+    `sync-known: ${listed.length} desired pod(s) from ${sourceName(options.source)}` +
+      (keptStatic.length > 0 ? `, ${keptStatic.length} static pod(s) kept (--include-static to let them go)` : ''),
   );
+  const names = new Map<string, PodName>();
+  for (const p of before) names.set(p.uid, { uid: p.uid, namespace: p.namespace, name: p.name });
+  for (const p of desired) {
+    const uid = p.metadata?.uid ?? '';
+    if (!names.has(uid)) names.set(uid, { uid, namespace: p.metadata?.namespace ?? 'default', name: p.metadata?.name ?? '' });
+  }
+  const nameOf = (uid: string): PodName => names.get(uid) ?? { uid, namespace: '', name: '' };
+  const common = { source: options.source.kind, desiredPods: desired.length, keptStatic: keptStatic.map((p) => nameOf(p.uid)).sort(comparePods) };
+
+  if (options.dryRun) return { dryRun: true, ...common, ...predictSync(before, new Set(desired.map((p) => p.metadata?.uid ?? '')), nameOf) };
+
   let outcome;
   try {
     outcome = await options.session.syncKnown(desired, signal ? { signal } : undefined);
@@ -130,23 +195,55 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
     if (error instanceof UsageError || error instanceof RuntimeFailure || isAbort(error)) throw error;
     throw new RuntimeFailure(`sync-known failed: ${(error as Error).message}`, undefined, { cause: error });
   }
-  const names = new Map<string, PodName>();
-  for (const p of before) names.set(p.uid, { uid: p.uid, namespace: p.namespace, name: p.name });
-  for (const p of desired ?? []) {
-    const uid = p.metadata?.uid ?? '';
-    if (!names.has(uid)) names.set(uid, { uid, namespace: p.metadata?.namespace ?? 'default', name: p.metadata?.name ?? '' });
-  }
-  const nameOf = (uid: string): PodName => names.get(uid) ?? { uid, namespace: '', name: '' };
   const workers: KnownWorker[] = [...outcome.workers.entries()]
     .map(([uid, w]) => ({ ...nameOf(uid), state: w.state, orphan: w.orphan, hasConfig: w.hasConfig, static: w.static }))
     .sort(comparePods);
   return {
-    source: options.source.kind,
-    desiredPods: desired?.length ?? workers.filter((w) => !w.orphan).length,
+    dryRun: false,
+    ...common,
     workers,
     orphanedRuntimePods: outcome.orphanedRuntimePods.map(nameOf).sort(comparePods),
     resumed: outcome.resumed.map(nameOf).sort(comparePods),
     forgotten: outcome.forgotten.map(nameOf).sort(comparePods),
+  };
+}
+
+/**
+ * What a sync would do, from one listing: workers whose pod is not desired become orphans and are
+ * driven to termination (finished ones are forgotten), runtime pods no worker knows are terminated,
+ * and pods whose owner died are resumed. Pods a live podctl process drives are that process's.
+ */
+export function predictSync(
+  pods: PodInfo[],
+  desiredUids: Set<string>,
+  nameOf: (uid: string) => PodName,
+): Pick<SyncKnownResult, 'workers' | 'orphanedRuntimePods' | 'resumed' | 'forgotten'> {
+  const workers: KnownWorker[] = [];
+  const orphanedRuntimePods: PodName[] = [];
+  const resumed: PodName[] = [];
+  const forgotten: PodName[] = [];
+  for (const pod of pods) {
+    const desired = desiredUids.has(pod.uid);
+    const ownedElsewhere = pod.owner?.alive === true;
+    if (pod.state === 'runtime') {
+      if (!desired && !ownedElsewhere && runsSomething(pod)) orphanedRuntimePods.push(nameOf(pod.uid));
+      continue;
+    }
+    if (ownedElsewhere) continue;
+    const finished = pod.state === 'finished' || pod.worker?.finished === true;
+    if (finished) {
+      if (!desired) forgotten.push(nameOf(pod.uid));
+      continue;
+    }
+    if (pod.owner !== undefined || pod.state !== 'sync') resumed.push(nameOf(pod.uid));
+    const state = desired ? (pod.state as KnownWorker['state']) : pod.state === 'sync' ? 'terminating' : (pod.state as KnownWorker['state']);
+    workers.push({ ...nameOf(pod.uid), state, orphan: !desired, hasConfig: pod.pod !== undefined, static: isStaticInfo(pod) });
+  }
+  return {
+    workers: workers.sort(comparePods),
+    orphanedRuntimePods: orphanedRuntimePods.sort(comparePods),
+    resumed: resumed.sort(comparePods),
+    forgotten: forgotten.sort(comparePods),
   };
 }
 
@@ -168,10 +265,12 @@ export function syncKnownTable(result: SyncKnownResult, styler: Styler): TableSp
 
 export function syncKnownSummary(result: SyncKnownResult): string {
   const names = (list: PodName[]): string => (list.length === 0 ? '' : `: ${list.map((p) => (p.namespace ? `${p.namespace}/${p.name}` : p.uid)).join(', ')}`);
+  const would = result.dryRun ? 'would be ' : '';
   return [
-    `sync-known (desired from ${result.source}): ${result.workers.length} known worker(s), ${result.workers.filter((w) => w.orphan).length} orphan(s)`,
-    `  orphaned runtime pods terminated: ${result.orphanedRuntimePods.length}${names(result.orphanedRuntimePods)}`,
-    `  resumed from a dead owner: ${result.resumed.length}${names(result.resumed)}`,
-    `  finished workers forgotten: ${result.forgotten.length}${names(result.forgotten)}`,
+    `sync-known${result.dryRun ? ' --dry-run (nothing was changed)' : ''} (desired from ${result.source}): ${result.workers.length} known worker(s), ${result.workers.filter((w) => w.orphan).length} orphan(s)`,
+    `  orphaned runtime pods ${would}terminated: ${result.orphanedRuntimePods.length}${names(result.orphanedRuntimePods)}`,
+    `  ${would}resumed from a dead owner: ${result.resumed.length}${names(result.resumed)}`,
+    `  finished workers ${would}forgotten: ${result.forgotten.length}${names(result.forgotten)}`,
+    `  static pods kept (never orphans without --include-static): ${result.keptStatic.length}${names(result.keptStatic)}`,
   ].join('\n');
 }

@@ -9,9 +9,16 @@
  * - Each chosen pod appears exactly once in the result with one outcome; explicit refs that match
  *   nothing are listed under `missing`.
  * - The outcome maps to exactly one exit code (`terminateExitCode`).
+ * - Safety (docs/operator-guide.md#safety-rules): nothing is requested before the destructive-scope
+ *   gate passed — `--all -A`, static or system-critical pods need a yes (asked on a terminal, else
+ *   `--yes`); `evict` refuses static and critical pods unless `force`, as the kubelet's eviction
+ *   manager does. `dryRun` resolves and plans exactly as a real run, then returns without acting.
+ * - A wait that ends early (timeout, signal) returns the partial result; pods still terminating that
+ *   this process drives are handed to a background driver by the caller (`podsToHandOff`).
  */
 import type { KubeClient } from '../kube/index.js';
-import { PodNotFoundError } from '../lib/errors.js';
+import { PodNotFoundError, UsageError } from '../lib/errors.js';
+import { criticalReason, type CriticalReason } from './drain-plan.js';
 import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
 import { formatDuration } from '../lib/duration.js';
 import { effectiveGraceSeconds, killPodNowBoundMs } from '../lib/grace.js';
@@ -31,7 +38,7 @@ export const KILL_REQUEST_CONCURRENCY = 64;
 /** How old the runtime listing the selection is resolved on may be, ms. */
 const SELECTION_LISTING_MAX_AGE_MS = 1_000;
 
-export type PodOutcome = 'terminated' | 'gone' | 'timeout' | 'requested' | 'already-terminated' | 'failed';
+export type PodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'requested' | 'planned' | 'already-terminated' | 'failed';
 
 export interface TerminatedPod {
   uid: string;
@@ -48,7 +55,7 @@ export interface TerminatedPod {
   error?: string;
 }
 
-export type TerminateStatus = 'done' | 'requested' | 'timed-out' | 'not-found' | 'failed';
+export type TerminateStatus = 'done' | 'requested' | 'planned' | 'timed-out' | 'interrupted' | 'not-found' | 'failed';
 
 export interface ApiServerReport {
   statusPatched: number;
@@ -58,6 +65,8 @@ export interface ApiServerReport {
 
 export interface TerminateResult {
   action: 'kill' | 'evict';
+  /** Nothing was done: `pods` is the plan (outcome 'planned'). */
+  dryRun: boolean;
   status: TerminateStatus;
   waited: boolean;
   /** The wait bound in seconds (null with --no-wait). */
@@ -86,6 +95,16 @@ export interface TerminateOptions {
   reporter?: Reporter;
   signal?: AbortSignal;
   now?: () => number;
+  /** Plan only: resolve, compute grace and bound, request nothing. */
+  dryRun?: boolean;
+  /** The destructive-scope gate is answered yes in advance (--yes). */
+  yes?: boolean;
+  /** evict: allow static and system-critical pods (--force). */
+  force?: boolean;
+  /** Asks the operator (on a terminal); absent: no one can be asked, so --yes is needed. */
+  confirm?: (question: string) => Promise<boolean>;
+  /** The background driver (`kill --drive`): wait without a bound, until every pod is terminated. */
+  unbounded?: boolean;
 }
 
 function isDoneState(state: PodInfo['state']): boolean {
@@ -103,6 +122,8 @@ export function terminateExitCode(result: Pick<TerminateResult, 'status'>): Exit
       return ExitCode.Failure;
     case 'timed-out':
       return ExitCode.TimedOut;
+    case 'interrupted':
+      return ExitCode.Interrupted;
     case 'not-found':
       return ExitCode.NotFound;
     default:
@@ -112,6 +133,7 @@ export function terminateExitCode(result: Pick<TerminateResult, 'status'>): Exit
 
 export function summarizeStatus(pods: TerminatedPod[], missing: string[], waited: boolean): TerminateStatus {
   if (pods.some((p) => p.outcome === 'failed')) return 'failed';
+  if (pods.some((p) => p.outcome === 'interrupted')) return 'interrupted';
   if (pods.some((p) => p.outcome === 'timeout')) return 'timed-out';
   if (missing.length > 0) return 'not-found';
   return waited ? 'done' : 'requested';
@@ -134,6 +156,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     throw new PodNotFoundError(missing.length > 0 ? missing : [`no pod matches ${describeSelection(options.selection)}`]);
   }
   for (const ref of missing) reporter.warn(`pod not found: ${ref}`);
+  await passSafetyGate(options, targets.filter((p) => !isFinal(p)), action);
 
   const results = new Map<string, TerminatedPod>();
   const requestedAt = new Map<string, number>();
@@ -151,7 +174,24 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     };
     results.set(pod.uid, entry);
     if (isFinal(pod)) entry.outcome = 'already-terminated';
+    else if (options.dryRun) entry.outcome = 'planned';
     else toRequest.push({ pod, entry });
+  }
+  if (options.dryRun) {
+    const planned = [...results.values()];
+    const longest = Math.max(1, ...planned.filter((p) => p.outcome === 'planned').map((p) => p.gracePeriodSeconds));
+    const timeoutMs = options.wait ? (options.timeoutMs ?? killPodNowBoundMs(longest)) : undefined;
+    return {
+      action,
+      dryRun: true,
+      status: 'planned',
+      waited: false,
+      timeoutSeconds: timeoutMs === undefined ? null : timeoutMs / 1000,
+      timeoutSource: timeoutMs === undefined ? null : options.timeoutMs === undefined ? 'killPodNow' : 'flag',
+      pods: planned,
+      missing,
+      ...(apiServer ? { apiServer } : {}),
+    };
   }
 
   // Requests go out concurrently (bounded), as the kubelet's workers start terminations in
@@ -163,7 +203,8 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     try {
       const handle = await session.requestKill({
         uid: pod.uid,
-        ...(options.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: options.gracePeriodSeconds } : {}),
+        // the grace this kill runs with (shown in the result), never longer than the pod's own
+        ...(options.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: entry.gracePeriodSeconds } : {}),
         ...(options.evict ? { evict: true, reason: options.evict.reason, message: options.evict.message } : {}),
       });
       entry.handledBy = handle.handledBy;
@@ -183,18 +224,20 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   await mapLimit(toRequest, KILL_REQUEST_CONCURRENCY, requestOne);
 
   const pending = [...requestedAt.keys()];
-  const base: Pick<TerminateResult, 'action' | 'pods' | 'missing' | 'apiServer'> = { action, pods: [...results.values()], missing, ...(apiServer ? { apiServer } : {}) };
+  const base: Pick<TerminateResult, 'action' | 'dryRun' | 'pods' | 'missing' | 'apiServer'> = { action, dryRun: false, pods: [...results.values()], missing, ...(apiServer ? { apiServer } : {}) };
   if (!options.wait || pending.length === 0) {
     const waited = options.wait;
     return { ...base, waited, timeoutSeconds: null, timeoutSource: null, status: summarizeStatus([...results.values()], missing, waited || pending.length === 0) };
   }
 
   const longestGrace = Math.max(...pending.map((uid) => results.get(uid)?.gracePeriodSeconds ?? 1));
-  const timeoutMs = options.timeoutMs ?? killPodNowBoundMs(longestGrace);
+  const timeoutMs = options.unbounded ? Number.POSITIVE_INFINITY : (options.timeoutMs ?? killPodNowBoundMs(longestGrace));
   const timeoutSource = options.timeoutMs === undefined ? 'killPodNow' : 'flag';
   reporter.info(
-    `${action}: waiting up to ${formatDuration(timeoutMs)} for ${pending.length} pod(s)` +
-      (timeoutSource === 'killPodNow' ? ` (killPodNow bound: max(10s, 1.5 × grace ${longestGrace}s); --timeout to change)` : ''),
+    options.unbounded
+      ? `${action}: driving ${pending.length} pod(s) until terminated`
+      : `${action}: waiting up to ${formatDuration(timeoutMs)} for ${pending.length} pod(s)` +
+          (timeoutSource === 'killPodNow' ? ` (killPodNow bound: max(10s, 1.5 × grace ${longestGrace}s); --timeout to change)` : ''),
   );
 
   const startedWait = now();
@@ -225,13 +268,13 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     },
   }).finally(() => clearInterval(ticker));
   reporter.done();
-  if (options.signal?.aborted) throw options.signal.reason instanceof Error ? options.signal.reason : new DOMException('interrupted', 'AbortError');
+  const interrupted = options.signal?.aborted === true;
 
   for (const uid of pending) {
     const entry = results.get(uid);
     if (!entry) continue;
     const outcome: WaitOutcome = outcomes.get(uid) ?? 'timeout';
-    entry.outcome = outcome;
+    entry.outcome = outcome === 'timeout' && interrupted ? 'interrupted' : outcome;
     if (outcome !== 'timeout' && entry.elapsedMs === undefined) entry.elapsedMs = now() - (requestedAt.get(uid) ?? startedWait);
   }
   // Pods driven here were checked by their own terminating sync, which lists the runtime after its
@@ -251,9 +294,39 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   }
   const pods = [...results.values()];
   for (const p of pods) {
-    if (p.outcome === 'timeout') reporter.warn(`${p.namespace}/${p.name} still terminating after ${formatDuration(timeoutMs)}; it goes on in the background (podctl status ${p.namespace}/${p.name} --explain)`);
+    if (p.outcome === 'timeout') reporter.warn(`${p.namespace}/${p.name} still terminating after ${formatDuration(timeoutMs)}`);
   }
-  return { ...base, pods, waited: true, timeoutSeconds: timeoutMs / 1000, timeoutSource, status: summarizeStatus(pods, missing, true) };
+  const timeoutSeconds = Number.isFinite(timeoutMs) ? timeoutMs / 1000 : null;
+  return { ...base, pods, waited: true, timeoutSeconds, timeoutSource: timeoutSeconds === null ? null : timeoutSource, status: summarizeStatus(pods, missing, true) };
+}
+
+/** Why a pod makes a kill's scope destructive (asks for a yes), if it does. */
+function destructiveReason(pod: PodInfo): CriticalReason | undefined {
+  return criticalReason(pod);
+}
+
+/**
+ * The destructive-scope gate: `--all -A`, static pods and system-critical pods (priority ≥
+ * 2000000000) need a yes — asked on a terminal, else `--yes`; an eviction of static or critical pods
+ * is refused unless `force` (the kubelet's eviction manager never evicts them). Throws UsageError
+ * (exit 2) before anything was requested.
+ */
+async function passSafetyGate(options: TerminateOptions, targets: PodInfo[], action: 'kill' | 'evict'): Promise<void> {
+  const critical = targets.map((p) => ({ pod: p, reason: destructiveReason(p) })).filter((c): c is { pod: PodInfo; reason: CriticalReason } => c.reason !== undefined);
+  const names = (list: { pod: PodInfo; reason: CriticalReason }[]): string =>
+    list.slice(0, 5).map((c) => `${c.pod.namespace}/${c.pod.name} (${c.reason === 'priority' ? 'system-critical' : c.reason})`).join(', ') + (list.length > 5 ? `, and ${list.length - 5} more` : '');
+  if (action === 'evict' && critical.length > 0 && !options.force) {
+    throw new UsageError(`evict refuses static and system-critical pods, as the kubelet's eviction manager does: ${names(critical)}`, 'use kill, or pass --force to evict them anyway');
+  }
+  if (options.dryRun || options.yes) return;
+  const wholeNode = options.selection.all && options.selection.namespace === undefined;
+  const reasons: string[] = [];
+  if (wholeNode) reasons.push(`every pod on the node (${targets.length})`);
+  if (critical.length > 0) reasons.push(`${critical.length} static or system-critical pod(s): ${names(critical)}`);
+  if (reasons.length === 0) return;
+  const question = `${action} ${reasons.join(' and ')}?`;
+  if (!options.confirm) throw new UsageError(`refusing to ${question.slice(0, -1)} without confirmation`, 'pass --yes (no terminal to ask on)');
+  if (!(await options.confirm(question))) throw new UsageError(`${action} not confirmed; nothing was done`);
 }
 
 /** The kubelet's eviction manager records a Warning event before it kills the pod. */
@@ -283,7 +356,7 @@ async function reportEvictionStatus(kube: KubeClient, pod: PodInfo, evict: { rea
 /** The human view of a kill/evict result: one row per pod. */
 export function terminateTable(result: TerminateResult, styler: Styler): TableSpec {
   const outcomeCell = (o: PodOutcome): string =>
-    o === 'terminated' || o === 'gone' || o === 'already-terminated' ? styler.green(o) : o === 'requested' ? styler.cyan(o) : styler.red(o);
+    o === 'terminated' || o === 'gone' || o === 'already-terminated' ? styler.green(o) : o === 'requested' || o === 'planned' ? styler.cyan(o) : styler.red(o);
   return {
     head: ['NAMESPACE/NAME', 'UID', 'OUTCOME', 'GRACE', 'TIME', 'DRIVEN BY'],
     rows: result.pods.map((p) => [
@@ -309,7 +382,7 @@ export function terminateSummary(result: TerminateResult): string {
   for (const p of result.pods) counts.set(p.outcome, (counts.get(p.outcome) ?? 0) + 1);
   const parts = [...counts.entries()].map(([o, n]) => `${n} ${o === 'timeout' ? 'timed out' : o}`);
   const missing = result.missing.length > 0 ? `; not found: ${result.missing.join(', ')}` : '';
-  return `${result.action}: ${parts.join(', ')}${missing}`;
+  return `${result.action}${result.dryRun ? ' --dry-run' : ''}: ${parts.join(', ')}${missing}${result.dryRun ? ' (nothing was changed)' : ''}`;
 }
 
 /**
@@ -338,6 +411,6 @@ export async function stillRunning(
 
 /** With --no-wait: the pods this process drives itself, which must be handed to a background driver. */
 export function podsToHandOff(result: TerminateResult): string[] {
-  if (result.waited) return [];
-  return result.pods.filter((p) => p.outcome === 'requested' && p.handledBy === 'local').map((p) => p.uid);
+  const unfinished: PodOutcome[] = ['requested', 'timeout', 'interrupted'];
+  return result.pods.filter((p) => unfinished.includes(p.outcome) && p.handledBy === 'local').map((p) => p.uid);
 }

@@ -234,7 +234,7 @@ describe('status', () => {
 describe('sync-known', () => {
   it('--desired-from runtime gives a table of known workers', async () => {
     const session = node();
-    const run = await runCommand(SyncKnown, ['--desired-from', 'runtime'], session, { KUBECONFIG: '' });
+    const run = await runCommand(SyncKnown, ['--desired-from', 'runtime', '--yes'], session, { KUBECONFIG: '' });
     expect(run.exitCode).toBe(0);
     expect(session.syncCalls).toHaveLength(1);
     expect(run.stdout.split('\n')[0]).toMatch(/^NAMESPACE\/NAME\s+UID\s+STATE\s+ORPHAN\s+HAS CONFIG\s+STATIC$/);

@@ -193,6 +193,21 @@ export class FakeSession implements NodeSession {
     return () => undefined;
   }
 
+  /** What the API server lists as desired (`apiDesiredPods`); undefined: no API server configured. */
+  apiDesired: V1Pod[] | undefined;
+
+  async apiDesiredPods(): Promise<V1Pod[]> {
+    if (!this.apiDesired) throw new Error('no API server configured for desired pods');
+    return structuredClone(this.apiDesired);
+  }
+
+  /** Pods killed here (not delegated) that have not terminated. */
+  drivenUnfinished(): string[] {
+    return [...this.#pods.values()]
+      .filter((t) => t.killed && t.ownerPid === undefined && t.info.state === 'terminating')
+      .map((t) => t.info.uid);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
   }

@@ -6,14 +6,14 @@ import { handOff, handOffArgs } from '../../src/services/hand-off.js';
 import { podsToHandOff, type TerminateResult } from '../../src/services/terminate.js';
 
 describe('hand-off to a background driver', () => {
-  it('builds a bounded `kill --uid …` with the same node, runtime and state dir (no --grace: grace only shrinks)', () => {
-    expect(handOffArgs({ uids: ['a', 'b'], bin: 'x', stateDir: '/s', runtimeEndpoint: 'unix:///r.sock', node: 'n1' })).toEqual([
-      'kill', '--uid', 'a', '--uid', 'b', '--state-dir', '/s', '--runtime-endpoint', 'unix:///r.sock', '--node', 'n1', '--log-level', 'warn', '--json',
+  it('builds an unbounded `kill --uid … --drive` that waits for the handing process, with the same node, runtime and state dir (no --grace: grace only shrinks)', () => {
+    expect(handOffArgs({ uids: ['a', 'b'], bin: 'x', stateDir: '/s', runtimeEndpoint: 'unix:///r.sock', node: 'n1', afterPid: 123 })).toEqual([
+      'kill', '--uid', 'a', '--uid', 'b', '--drive', '--after-pid', '123', '--yes', '--state-dir', '/s', '--runtime-endpoint', 'unix:///r.sock', '--node', 'n1', '--log-level', 'warn', '--json',
     ]);
     expect(handOffArgs({ uids: ['a'], bin: 'x', stateDir: '/s' })).not.toContain('--grace');
   });
 
-  it('hands off only pods this process drives and has not seen terminate', () => {
+  it('hands off only pods this process drives and has not seen terminate (requested, timed out or interrupted)', () => {
     const result = {
       action: 'kill',
       waited: false,
@@ -25,7 +25,13 @@ describe('hand-off to a background driver', () => {
       ],
     } as unknown as TerminateResult;
     expect(podsToHandOff(result)).toEqual(['local']);
-    expect(podsToHandOff({ ...result, waited: true })).toEqual([]);
+    const waited = { ...result, waited: true, pods: [
+      { uid: 'timed-out', outcome: 'timeout', handledBy: 'local' },
+      { uid: 'interrupted', outcome: 'interrupted', handledBy: 'local' },
+      { uid: 'theirs', outcome: 'timeout', handledBy: 'delegated' },
+      { uid: 'terminated', outcome: 'terminated', handledBy: 'local' },
+    ] } as unknown as TerminateResult;
+    expect(podsToHandOff(waited)).toEqual(['timed-out', 'interrupted']);
   });
 
   it('starts a detached process whose output goes to a log in the state dir', async () => {

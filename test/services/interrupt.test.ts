@@ -88,7 +88,7 @@ describe('sync-known interrupted', () => {
     const desired = join(dir.path, 'none.json');
     await writeFile(desired, '{"kind":"PodList","items":[]}');
     const controller = new AbortController();
-    const running = syncKnown({ session, source: { kind: 'file', path: desired }, signal: controller.signal });
+    const running = syncKnown({ session, source: { kind: 'file', path: desired }, yes: true, signal: controller.signal });
     await until('the pod resumed by this session', async () => (await session.getPod(uid))?.owner?.pid === process.pid);
     controller.abort(new DOMException('interrupted by SIGINT', 'AbortError'));
     const { error } = await settleWithin(running, 'syncKnown');

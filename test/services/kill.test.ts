@@ -5,7 +5,7 @@ import { parseSelection } from '../../src/lib/refs.js';
 import { Reporter } from '../../src/lib/reporter.js';
 import { evictPods } from '../../src/services/evict.js';
 import { killPods } from '../../src/services/kill.js';
-import { terminateExitCode, terminateSummary } from '../../src/services/terminate.js';
+import { terminateExitCode, terminateSummary, podsToHandOff } from '../../src/services/terminate.js';
 import { FakeSession } from './fake-session.js';
 
 const node = (): FakeSession =>
@@ -40,10 +40,11 @@ describe('kill service', () => {
     expect(lines.join('')).toMatch(/kill: 2\/2 terminated/);
   });
 
-  it('passes --grace as an override that only shortens', async () => {
+  it('passes --grace as an override that only shortens: the grace sent is the one shown', async () => {
     const session = node();
     const result = await killPods({ session, selection: parseSelection({ args: ['web/frontend', 'default/worker'] }), gracePeriodSeconds: 15, wait: true, now: session.now });
-    expect(session.kills.map((k) => k.gracePeriodSeconds)).toEqual([15, 15]);
+    // frontend's own grace is 10 s: --grace 15 must not lengthen it
+    expect(session.kills.map((k) => k.gracePeriodSeconds)).toEqual([10, 15]);
     expect(result.pods.map((p) => p.gracePeriodSeconds)).toEqual([10, 15]);
     expect(result.timeoutSeconds).toBe(22.5);
   });
@@ -108,11 +109,16 @@ describe('kill service', () => {
     expect(terminateExitCode(result)).toBe(0);
   });
 
-  it('an aborted wait rejects with the abort reason', async () => {
+  it('an aborted wait returns the partial result: unfinished pods are interrupted (exit 130) and to be handed on', async () => {
     const session = node();
     const controller = new AbortController();
     controller.abort(new DOMException('interrupted by SIGINT', 'AbortError'));
-    await expect(killPods({ session, selection: parseSelection({ args: ['web/frontend'] }), wait: true, signal: controller.signal })).rejects.toThrow(/SIGINT/);
+    session.waitTerminated = async (uids) => new Map(uids.map((uid) => [uid, 'timeout' as const]));
+    const result = await killPods({ session, selection: parseSelection({ args: ['web/frontend'] }), wait: true, signal: controller.signal });
+    expect(result.status).toBe('interrupted');
+    expect(result.pods.map((p) => p.outcome)).toEqual(['interrupted']);
+    expect(terminateExitCode(result)).toBe(130);
+    expect(podsToHandOff(result)).toEqual([session.uidOf('web', 'frontend')]);
   });
 });
 
@@ -169,7 +175,7 @@ describe('verification after the wait', () => {
       Object.assign(session.pod(uid) ?? {}, { containersRunning: 1 });
       return outcomes;
     };
-    const result = await killPods({ session, selection: parseSelection({ args: ['kube-system/etcd'] }), wait: true, now: session.now });
+    const result = await killPods({ session, selection: parseSelection({ args: ['kube-system/etcd'] }), wait: true, yes: true, now: session.now });
     expect(result.pods[0]).toMatchObject({ outcome: 'failed', error: 'reported terminated, but 1 container(s) still run in the runtime' });
     expect(terminateExitCode(result)).toBe(1);
   });

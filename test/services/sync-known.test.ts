@@ -84,10 +84,12 @@ describe('sync-known service', () => {
     expect(session.syncCalls[0]?.map((p) => p.metadata?.uid).sort()).toEqual(['ua', 'ub']);
   });
 
-  it('API source passes undefined (the session asks the API server)', async () => {
+  it('API source: the desired list is the one the API server gives for this node', async () => {
     const session = node();
+    const listed = (await session.listPods()).filter((p) => !p.static && p.pod).map((p) => p.pod!);
+    session.apiDesired = listed;
     const result = await syncKnown({ session, source: { kind: 'api' } });
-    expect(session.syncCalls).toEqual([undefined]);
+    expect(session.syncCalls[0]?.map((p) => p.metadata?.uid)).toEqual(expect.arrayContaining(listed.map((p) => p.metadata?.uid)));
     expect(result.source).toBe('api');
   });
 

@@ -106,4 +106,13 @@ export class FakeSession implements NodeSession {
   emitEngine(event: PodWorkerEvent): void {
     this.emit({ source: 'engine', event });
   }
+
+  drivenUnfinished(): string[] {
+    return [];
+  }
+
+  async apiDesiredPods(): Promise<never> {
+    throw new Error('no API server configured for desired pods');
+  }
 }
+

@@ -1,0 +1,46 @@
+/**
+ * The safety flags of commands that stop pods (docs/operator-guide.md#safety-rules), and the hidden
+ * flags of the background driver that a handing process starts.
+ *
+ * Invariants: `--dry-run` changes nothing and prints the result the real run would return, in the
+ * same shape; `--yes` is the only way past the destructive-scope gate without a terminal; a driver's
+ * wait for its handing process is bounded (AFTER_PID_WAIT_MS) and shown in its log.
+ */
+import { Flags } from '@oclif/core';
+
+export const safetyFlags = {
+  'dry-run': Flags.boolean({ summary: 'Print exactly what would be done (same shape as the result) and change nothing.', default: false }),
+  yes: Flags.boolean({
+    char: 'y',
+    summary: 'Answer yes to the confirmation of destructive scopes (--all -A, static or system-critical pods).',
+    description: 'Without a terminal podctl cannot ask, so such a scope is refused (exit 2) unless --yes is given.',
+    default: false,
+  }),
+};
+
+/** Flags only the background driver is started with (hand-off.ts); hidden from --help. */
+export const driverFlags = {
+  drive: Flags.boolean({ summary: 'Drive the pods until they are terminated, without a wait bound (background driver).', hidden: true, default: false }),
+  'after-pid': Flags.integer({ summary: 'Take the pods over once this process has exited (background driver).', hidden: true, min: 1 }),
+};
+
+/** How long a background driver waits for the process that handed it the pods to exit. */
+export const AFTER_PID_WAIT_MS = 60_000;
+
+/** Resolves once process `pid` is gone, or after `boundMs` (true when it is gone). */
+export async function waitForExit(pid: number, boundMs = AFTER_PID_WAIT_MS, signal?: AbortSignal): Promise<boolean> {
+  const alive = (): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'EPERM';
+    }
+  };
+  const until = Date.now() + boundMs;
+  while (alive()) {
+    if (Date.now() >= until || signal?.aborted) return false;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return true;
+}
