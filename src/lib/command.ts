@@ -13,6 +13,7 @@
  * - Heavy modules are never imported here: the session module is loaded on first `session()` call.
  */
 import path from 'node:path';
+import { createInterface } from 'node:readline/promises';
 import { Command, Errors } from '@oclif/core';
 import type { HandOff, HandOffOptions } from '../services/hand-off.js';
 import type { NodeSession, SessionOptions } from '../services/session-api.js';
@@ -21,6 +22,7 @@ import { ExitCode, type ExitCodeValue } from './exit-codes.js';
 import { DEFAULT_STATE_DIR, globalFlags, nodeName, type GlobalFlags } from './flags.js';
 import { colorEnabled, createStyler, renderJson, renderYaml, type Styler } from './output.js';
 import { Reporter } from './reporter.js';
+import { AFTER_PID_WAIT_MS, waitForExit } from './safety-flags.js';
 
 export type SessionFactory = (options: SessionOptions) => Promise<NodeSession>;
 
@@ -171,7 +173,6 @@ export abstract class PodctlCommand extends Command {
   /** A background driver waits (bounded) until the process that handed it the pods has exited. */
   protected async waitForHandingProcess(pid: number | undefined): Promise<void> {
     if (pid === undefined) return;
-    const { waitForExit, AFTER_PID_WAIT_MS } = await import('./safety-flags.js');
     if (!(await waitForExit(pid, AFTER_PID_WAIT_MS, this.abort.signal))) {
       this.reporter.warn(`process ${pid} did not exit within ${AFTER_PID_WAIT_MS / 1000}s; taking over what it released`);
     }
@@ -185,7 +186,6 @@ export abstract class PodctlCommand extends Command {
     if (process.stdin.isTTY !== true || process.stderr.isTTY !== true) return undefined;
     return async (question) => {
       this.reporter.done();
-      const { createInterface } = await import('node:readline/promises');
       const rl = createInterface({ input: process.stdin, output: process.stderr });
       const onAbort = (): void => rl.close();
       this.abort.signal.addEventListener('abort', onAbort, { once: true });

@@ -37,6 +37,11 @@ export interface StatusRow {
   containersTotal: number;
   ownerPid: number | null;
   ownerAlive: boolean | null;
+  /**
+   * While its termination is not over: whether a live podctl process drives it (false: nobody does,
+   * so no grace counts down; `--explain` says how to resume). null when not terminating.
+   */
+  driven: boolean | null;
   lastError: string | null;
   lastErrorAt: string | null;
   nextRetryAt: string | null;
@@ -69,6 +74,8 @@ export interface Explanation {
   lastErrorAt: string | null;
   nextRetryAt: string | null;
   owner: { pid: number; alive: boolean; heartbeatAt: string } | null;
+  /** As StatusRow.driven. */
+  driven: boolean | null;
   timeline: TimelineEntry[];
 }
 
@@ -93,8 +100,16 @@ export interface StatusOptions {
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
 
+/** A pod whose termination is under way but over for no one: no live process holds its lease. */
+export function isUndriven(pod: Pick<PodInfo, 'state' | 'owner' | 'worker'>): boolean {
+  const underWay = pod.state === 'terminating' || (pod.state === 'terminated' && pod.worker?.finished !== true);
+  return underWay && pod.owner?.alive !== true;
+}
+
 export function statusRow(pod: PodInfo, now: number): StatusRow {
-  const terminating = pod.state === 'terminating';
+  const undriven = isUndriven(pod);
+  // a grace counts down only while some process drives the pod
+  const terminating = pod.state === 'terminating' && !undriven;
   return {
     uid: pod.uid,
     namespace: pod.namespace,
@@ -111,6 +126,7 @@ export function statusRow(pod: PodInfo, now: number): StatusRow {
     containersTotal: pod.containersTotal,
     ownerPid: pod.owner?.pid ?? null,
     ownerAlive: pod.owner?.alive ?? null,
+    driven: pod.state === 'terminating' || (pod.state === 'terminated' && pod.worker?.finished !== true) ? !undriven : null,
     lastError: pod.lastError?.message ?? null,
     lastErrorAt: iso(pod.lastError?.at),
     nextRetryAt: iso(pod.lastError?.retryAt),
@@ -218,6 +234,7 @@ export function explainPod(pod: PodInfo, now: number): Explanation {
     waitingFor: waitingFor(pod, now),
     gracePeriodSeconds: row.gracePeriodSeconds,
     graceLeftSeconds: row.graceLeftSeconds,
+    driven: row.driven,
     lastError: row.lastError,
     lastErrorAt: row.lastErrorAt,
     nextRetryAt: row.nextRetryAt,
@@ -262,6 +279,7 @@ function stateCell(state: PodState, styler: Styler): string {
 }
 
 function ownerCell(row: StatusRow): string {
+  if (row.driven === false) return row.ownerPid === null ? 'none (undriven)' : `${row.ownerPid} (dead, undriven)`;
   if (row.ownerPid === null) return '-';
   return row.ownerAlive === false ? `${row.ownerPid} (dead)` : String(row.ownerPid);
 }
@@ -295,6 +313,7 @@ export function explainText(e: Explanation, styler: Styler, now: number): string
   lines.push(`  waiting for:  ${e.waitingFor}`);
   if (e.gracePeriodSeconds !== null) lines.push(`  grace:        ${e.graceLeftSeconds === null ? '-' : `${e.graceLeftSeconds}s left of `}${e.gracePeriodSeconds}s`);
   if (e.owner) lines.push(`  owner:        pid ${e.owner.pid}${e.owner.alive ? '' : ' (gone)'}, heartbeat ${e.owner.heartbeatAt}`);
+  else if (e.driven === false) lines.push('  owner:        none: nobody drives this pod (no grace counts down); `podctl sync-known` resumes it');
   if (e.lastError) {
     const retry = e.nextRetryAt ? `; next retry ${e.nextRetryAt} (in ${formatDuration(Date.parse(e.nextRetryAt) - now)})` : '';
     lines.push(`  last error:   ${styler.red(e.lastError)} at ${e.lastErrorAt}${retry}`);

@@ -65,7 +65,7 @@ describe('status rows', () => {
   it('a dead owner is marked in the OWNER column', () => {
     const pod = { ...terminatingPod(), owner: { pid: 9, startedAt: 0, heartbeatAt: 0, alive: false } };
     const spec = statusTable({ endpoint: '', simulated: false, stateDir: '', generatedAt: '', missing: [], pods: [statusRow(pod, NOW)] }, false, createStyler(false));
-    expect(spec.rows[0]?.[6]).toBe('9 (dead)');
+    expect(spec.rows[0]?.[6]).toBe('9 (dead, undriven)');
   });
 });
 

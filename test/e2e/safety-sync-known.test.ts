@@ -1,0 +1,150 @@
+/**
+ * sync-known's safety rules end to end, on a containerd node of this file's own (sync-known acts on
+ * every pod of the runtime it is pointed at, so it must not meet other files' pods):
+ * - a static pod (kubernetes.io/config.source=file) is never terminated because a list omits it:
+ *   from a file, and from an API server that lists only its mirror pod;
+ * - --dry-run changes nothing and predicts what the real run then does.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, afterEach, expect, it } from 'vitest';
+import { connectCri, type CriClient } from '../../src/cri/index.js';
+import { writeKubeconfig } from '../kube/support.js';
+import { describeContainerd } from './support/env.js';
+import { requireBuild, runPodctl } from './support/cli.js';
+import { waitFor as waitForValue } from './support/engine.js';
+import { PrivateNode } from './support/node.js';
+import { exitInfo } from './support/observe.js';
+import { PodFactory, type RealPod } from './support/pods.js';
+
+interface PodName {
+  uid: string;
+  namespace: string;
+  name: string;
+}
+
+interface SyncJson {
+  dryRun: boolean;
+  keptStatic: PodName[];
+  orphanedRuntimePods: PodName[];
+  workers: (PodName & { orphan: boolean })[];
+}
+
+function waitFor(probe: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<true> {
+  return waitForValue(what, async () => ((await probe()) ? true : undefined), timeoutMs, 100);
+}
+
+describeContainerd(import.meta.url, 'sync-known safety against containerd', () => {
+  const privateNode = new PrivateNode(`/tmp/podctl-e2e-safe-${process.pid}`);
+  let cri: CriClient | undefined;
+  let factory: PodFactory | undefined;
+  let stateDir: string;
+  const node = {
+    get cri(): CriClient {
+      return cri!;
+    },
+    get pods(): PodFactory {
+      return factory!;
+    },
+  };
+
+  beforeAll(async () => {
+    requireBuild();
+    await privateNode.up();
+    cri = await connectCri({ endpoint: privateNode.socket, timeoutMs: 30_000 });
+    factory = new PodFactory(cri, join(privateNode.nodeDir, 'logs', 'pods'));
+  }, 180_000);
+  afterAll(async () => {
+    try {
+      await factory?.removeAll();
+    } finally {
+      cri?.close();
+      await privateNode.down();
+      await rm(`${privateNode.nodeDir}.lock`, { force: true });
+    }
+  }, 120_000);
+  beforeEach(async () => {
+    stateDir = await mkdtemp(join(tmpdir(), 'podctl-e2e-safe-sync-'));
+  });
+  afterEach(async () => {
+    await factory?.removeAll();
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  const podctl = (args: string[]) => runPodctl(args, { endpoint: `unix://${privateNode.socket}`, stateDir, timeoutMs: 60_000 });
+  const running = async (pod: RealPod): Promise<boolean> => (await exitInfo(node.cri, pod.containers[0]!.id)).state === 'running';
+
+  it('sync-known from a file keeps a static pod the file omits, terminates the api pod it omits, and predicts it with --dry-run', async () => {
+    const app = `keep-${Date.now().toString(36)}`;
+    const staticPod = await node.pods.create({ name: 'etcd', namespace: 'kube-system', configSource: 'file', labels: { app } });
+    const wanted = await node.pods.create({ name: 'wanted', labels: { app } });
+    const orphan = await node.pods.create({ name: 'orphan', labels: { app }, terminationGracePeriodSeconds: 2 });
+    const desired = join(stateDir, '..', `${app}.json`);
+    // every other pod on this shared node is desired too: only `orphan` is missing from the list
+    const others = (await node.cri.listPodSandbox()).filter((s) => s.state === 0).map((s) => s.metadata?.uid ?? '');
+    const items = (await Promise.all([wanted])).map((p) => p.pod);
+    const keepOthers = others
+      .filter((uid) => ![staticPod.uid, wanted.uid, orphan.uid].includes(uid))
+      .map((uid) => ({ metadata: { uid, name: `other-${uid.slice(0, 8)}`, namespace: 'default' }, spec: { containers: [] } }));
+    await writeFile(desired, JSON.stringify({ kind: 'PodList', items: [...items, ...keepOthers] }));
+    try {
+      const plan = await podctl(['sync-known', '--desired', desired, '--dry-run', '--json']);
+      expect(plan.code, plan.stderr).toBe(0);
+      const predicted = JSON.parse(plan.stdout) as SyncJson;
+      expect(predicted.dryRun).toBe(true);
+      expect(predicted.orphanedRuntimePods.map((p) => p.uid)).toEqual([orphan.uid]);
+      expect(predicted.keptStatic.map((p) => p.uid)).toEqual([staticPod.uid]);
+      // the dry run stopped nothing and wrote no checkpoint
+      expect(await running(orphan)).toBe(true);
+      expect(existsSync(join(stateDir, 'checkpoints')) ? readdirSync(join(stateDir, 'checkpoints')) : []).toEqual([]);
+
+      const run = await podctl(['sync-known', '--desired', desired, '--json']);
+      expect(run.code, run.stderr).toBe(0);
+      const result = JSON.parse(run.stdout) as SyncJson;
+      expect(result.dryRun).toBe(false);
+      expect(result.orphanedRuntimePods.map((p) => p.uid)).toEqual(predicted.orphanedRuntimePods.map((p) => p.uid));
+      expect(result.keptStatic.map((p) => p.uid)).toEqual([staticPod.uid]);
+      await waitFor(async () => !(await running(orphan)), 20_000, 'the orphan stopped');
+      expect(await running(staticPod)).toBe(true);
+      expect(await running(wanted)).toBe(true);
+    } finally {
+      await rm(desired, { force: true });
+    }
+  });
+
+  it('sync-known from an API server that lists only the mirror pod keeps the static pod running', async () => {
+    const staticPod = await node.pods.create({ name: 'kube-apiserver', namespace: 'kube-system', configSource: 'file' });
+    const others = (await node.cri.listPodSandbox()).filter((s) => s.state === 0 && s.metadata?.uid !== staticPod.uid);
+    // the API holds the mirror pod: same full name, its own UID, the config.mirror annotation
+    const mirror = {
+      metadata: { name: staticPod.name, namespace: staticPod.namespace, uid: `mirror-${staticPod.uid}`, annotations: { 'kubernetes.io/config.mirror': 'hash', 'kubernetes.io/config.source': 'api' } },
+      spec: { nodeName: 'node-1', containers: [{ name: 'main', image: 'x' }] },
+    };
+    const keep = others.map((s) => ({ metadata: { uid: s.metadata?.uid, name: s.metadata?.name, namespace: s.metadata?.namespace }, spec: { nodeName: 'node-1', containers: [] } }));
+    const server = http.createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      if (req.method === 'GET' && req.url?.startsWith('/api/v1/pods')) res.end(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '7' }, items: [mirror, ...keep] }));
+      else {
+        res.statusCode = 404;
+        res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404 }));
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const kubeconfig = writeKubeconfig(stateDir, (server.address() as AddressInfo).port);
+      const run = await podctl(['sync-known', '--kubeconfig', kubeconfig, '--node', 'node-1', '--json']);
+      expect(run.code, run.stderr).toBe(0);
+      const result = JSON.parse(run.stdout) as SyncJson;
+      expect(result.keptStatic.map((p) => p.uid)).toContain(staticPod.uid);
+      expect(result.orphanedRuntimePods.map((p) => p.uid)).not.toContain(staticPod.uid);
+      expect(await running(staticPod)).toBe(true);
+    } finally {
+      server.close();
+    }
+  });
+
+});
