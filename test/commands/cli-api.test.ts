@@ -86,7 +86,7 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
   it('sync-known takes desired pods from the API server (this node only) and terminates the undesired runtime pod', async () => {
     desired = [{ metadata: { name: 'keep', namespace: 'web', uid: 'uid-keep' }, spec: { nodeName: 'node-7', containers: [{ name: 'c' }] } }];
     const run = await podctl(['sync-known', '--json']);
-    expect(run.stderr).toContain('desired pods from the API server');
+    expect(run.stderr).toContain('desired pod(s) from the API server');
     expect(run.code).toBe(0);
     const result = JSON.parse(run.stdout);
     expect(result.source).toBe('api');

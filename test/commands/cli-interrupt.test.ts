@@ -94,14 +94,24 @@ describe('podctl sync-known interrupted', { timeout: 90_000 }, () => {
   });
 
   it('SIGINT while it drives a pod that ignores SIGTERM (grace 600 s): exit 130, valid checkpoint, lease released', async () => {
-    // A kill that gives up waiting leaves the pod terminating with its 600 s grace and no owner.
+    // A kill that gives up waiting hands the pod (600 s grace) to a background driver; that driver
+    // dies (SIGKILL), leaving the pod terminating with a dead owner.
     const kill = await podctl(['kill', 'default/stubborn', '--timeout', '1s', ...common]);
     expect(kill.code).toBe(3);
+    const driver = Number(/handed to background podctl pid (\d+)/.exec(kill.stderr)?.[1]);
+    expect(driver).toBeGreaterThan(0);
+    let driven: number | null = null;
+    for (let i = 0; i < 100 && driven !== driver; i += 1) {
+      const status = await podctl(['status', 'default/stubborn', '--json', ...common]);
+      driven = status.code === 0 ? (JSON.parse(status.stdout).pods[0]?.ownerPid ?? null) : null;
+    }
+    expect(driven, 'the background driver took the pod over').toBe(driver);
+    process.kill(driver, 'SIGKILL');
 
     // sync-known resumes it from its checkpoint and would wait for it for up to 15 minutes.
     const desired = path.join(dir, 'none.json');
     writeFileSync(desired, '{"kind":"PodList","items":[]}');
-    const child = start(['sync-known', '--desired', desired, ...common]);
+    const child = start(['sync-known', '--desired', desired, '--yes', ...common]);
     await child.said('sync-known: 0 desired pod(s)');
     let owner: number | null = null;
     for (let i = 0; i < 100 && owner !== child.process.pid; i += 1) {
@@ -112,13 +122,22 @@ describe('podctl sync-known interrupted', { timeout: 90_000 }, () => {
 
     child.process.kill('SIGINT');
     expect(await child.exitWithinBound()).toBe(130);
-    expect(child.stderr()).toContain('SIGINT: stopping; pod state is saved');
+    expect(child.stderr()).toContain('SIGINT: stopping; pods this process drives are handed to a background podctl process');
     expect(child.stderr()).not.toMatch(/\n\s+at /);
-
-    expect(await auditCheckpoints(stateDir)).toEqual({ valid: 1, invalid: [], quarantined: [] });
-    const after = await podctl(['status', 'default/stubborn', '--json', ...common]);
-    expect(after.code).toBe(0);
-    expect(JSON.parse(after.stdout).pods[0]).toMatchObject({ state: 'terminating', gracePeriodSeconds: 600, ownerPid: null, containersRunning: 1 });
+    const next = Number(/handed to background podctl pid (\d+)/.exec(child.stderr())?.[1]);
+    expect(next).toBeGreaterThan(0);
+    try {
+      expect(await auditCheckpoints(stateDir)).toEqual({ valid: 1, invalid: [], quarantined: [] });
+      // the pod keeps its 600 s grace and is driven by the new background process
+      let pod: { state: string; gracePeriodSeconds: number; ownerPid: number | null; containersRunning: number } | undefined;
+      for (let i = 0; i < 100 && pod?.ownerPid !== next; i += 1) {
+        const after = await podctl(['status', 'default/stubborn', '--json', ...common]);
+        pod = after.code === 0 ? JSON.parse(after.stdout).pods[0] : undefined;
+      }
+      expect(pod).toMatchObject({ state: 'terminating', gracePeriodSeconds: 600, ownerPid: next, containersRunning: 1 });
+    } finally {
+      process.kill(next, 'SIGKILL');
+    }
   });
 });
 

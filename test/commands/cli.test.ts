@@ -162,7 +162,7 @@ describe('against the embedded simulator', { timeout: 90_000 }, () => {
     expect(e.timeline.length).toBeGreaterThan(0);
   });
 
-  it('SIGINT while waiting: exit 130, state saved, a line saying so', async () => {
+  it('SIGINT while waiting: exit 130, the pod handed to a background driver whose PID is shown and who owns it', async () => {
     const child = spawn(process.execPath, [BIN, 'kill', 'default/stubborn-2', '--timeout', '5m', ...common], { env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '' } });
     let stderr = '';
     const waiting = new Promise<void>((resolve) => {
@@ -175,9 +175,19 @@ describe('against the embedded simulator', { timeout: 90_000 }, () => {
     await waiting;
     child.kill('SIGINT');
     expect(await exited).toBe(130);
-    expect(stderr).toContain('SIGINT: stopping; pod state is saved');
-    const status = JSON.parse((await podctl(['status', 'default/stubborn-2', '--json', ...common])).stdout);
-    expect(status.pods[0].state).toBe('terminating');
+    expect(stderr).toContain('SIGINT: stopping; pods this process drives are handed to a background podctl process');
+    const pid = Number(/handed to background podctl pid (\d+)/.exec(stderr)?.[1]);
+    expect(pid).toBeGreaterThan(0);
+    try {
+      let status: { pods: { state: string; ownerPid: number | null; ownerAlive: boolean | null }[] } | undefined;
+      for (let i = 0; i < 100 && status?.pods[0]?.ownerPid !== pid; i += 1) {
+        status = JSON.parse((await podctl(['status', 'default/stubborn-2', '--json', ...common])).stdout);
+        if (status?.pods[0]?.ownerPid !== pid) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(status?.pods[0]).toMatchObject({ state: 'terminating', ownerPid: pid, ownerAlive: true });
+    } finally {
+      process.kill(pid, 'SIGKILL');
+    }
   });
 
   it('a second kill with a shorter grace shortens the first one in flight (another process)', async () => {
@@ -237,7 +247,7 @@ describe('against the embedded simulator', { timeout: 90_000 }, () => {
   });
 
   it('kill of a running static pod really stops its containers', async () => {
-    const run = await podctl(['kill', 'kube-system/etcd', '--grace', '1', '--json', ...common]);
+    const run = await podctl(['kill', 'kube-system/etcd', '--grace', '1', '--yes', '--json', ...common]);
     const status = JSON.parse((await podctl(['status', 'kube-system/etcd', '--json', ...common])).stdout);
     expect(status.pods[0].containersRunning).toBe(0);
     expect(JSON.parse(run.stdout).pods[0].outcome).toBe('terminated');
