@@ -11,13 +11,13 @@ export const ExitCode = {
   Failure: 1,
   /** Bad flags or arguments: nothing was done. */
   Usage: 2,
-  /** A wait ran out of time (--timeout or the default bound); the work goes on in the background. */
+  /** A wait ran out of time (--timeout or the default bound); a background driver finishes the work. */
   TimedOut: 3,
   /** A pod named on the command line is not on this node. */
   NotFound: 4,
   /** drain: some pods terminated, others did not. */
   Partial: 5,
-  /** SIGINT/SIGTERM: the command stopped waiting; state is saved and the next run resumes it. */
+  /** SIGINT/SIGTERM: the command stopped waiting; pods it drove are handed to a background driver. */
   Interrupted: 130,
 } as const;
 
@@ -28,10 +28,10 @@ export const EXIT_CODE_HELP: readonly string[] = [
   '0   done',
   '1   runtime or internal error',
   '2   usage error (bad flag or argument; nothing was done)',
-  '3   timed out waiting (termination continues in the background)',
+  '3   timed out waiting (a background podctl, PID printed, drives the termination on)',
   '4   pod not found on this node',
   '5   partially done (drain: some pods did not terminate)',
-  '130 interrupted (state saved; the next podctl run resumes)',
+  '130 interrupted (pods still terminating are handed to a background podctl, PID printed)',
 ];
 
 /** The EXIT CODES block of a command's --help, for the codes it can return. */
