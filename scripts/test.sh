@@ -2,12 +2,13 @@
 # The whole test suite: `npm test` (and CI's .ci/run) runs this.
 #
 #   1. installs dependencies if missing (npm ci) and builds podctl (the CLI tests run bin/run.js),
-#      and the single executable dist/podctl-linux-x64 (scripts/sea.mjs; test/sea runs it);
+#      the single executable dist/podctl-linux-x64 (scripts/sea.mjs; test/sea runs it) and the OCI
+#      image archive carrying it (scripts/sea-image.mjs; test/sea/image.test.ts checks it);
 #   2. as root on Linux, starts a private containerd "node" (test/e2e/containerd-node.sh up) for the
 #      end-to-end suite; without root the e2e suite skips and says so loudly, unless
 #      PODCTL_REQUIRE_CONTAINERD=1 (set by CI), which turns a missing runtime into a failure;
 #   3. runs the whole suite (fast suites, e2e, the executable's) on the Node.js LTS the executable
-#      carries (node-lts-26), then stops the containerd node again;
+#      carries (tools/node-lts: node-lts-26), then stops the containerd node again;
 #   4. runs the fast suite (`npm run test:fast`, without the executable's tests) on the other Node.js
 #      versions of package.json's `engines`: the machine's node (20) and node-lts-24;
 #   5. ends with one line "N passed, N failed, N skipped", the sum of all runs, read by CI.
@@ -23,18 +24,25 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   echo "[test] npm ci" >&2
   npm ci --no-audit --no-fund >&2 || { echo "0 passed, 1 failed"; exit 1; }
 fi
+# The Node.js versions tested: the LTS the executable carries runs everything; the others the fast suite.
+# (tools/node-lts: installed apart from node_modules, so that `node` in npm scripts stays the machine's)
+LTS=tools/node-lts/node_modules
+if [ ! -x "$LTS/node-lts-26/bin/node" ] || [ ! -x "$LTS/node-lts-24/bin/node" ] || [ tools/node-lts/package-lock.json -nt "$LTS/.package-lock.json" ]; then
+  echo "[test] npm ci --prefix tools/node-lts" >&2
+  npm ci --prefix tools/node-lts --no-audit --no-fund >&2 || { echo "0 passed, 1 failed"; exit 1; }
+fi
+MAIN_NODE=$LTS/node-lts-26/bin/node
+OTHER_NODES=("$(command -v node)" "$LTS/node-lts-24/bin/node")
+
 echo "[test] build" >&2
 npm run -s build >&2 || { echo "[test] build failed" >&2; echo "0 passed, 1 failed"; exit 1; }
 if [ "${PODCTL_SKIP_SEA:-}" != 1 ]; then
   echo "[test] single executable (scripts/sea.mjs)" >&2
   node scripts/sea.mjs >&2 || { echo "[test] the single executable did not build" >&2; echo "0 passed, 1 failed"; exit 1; }
+  node scripts/sea-image.mjs >&2 || { echo "[test] the image archive did not build" >&2; echo "0 passed, 1 failed"; exit 1; }
   export PODCTL_REQUIRE_SEA=1
 fi
 
-# The Node.js versions tested: the LTS the executable carries runs everything; the others the fast suite.
-MAIN_NODE=node_modules/node-lts-26/bin/node
-OTHER_NODES=("$(command -v node)" node_modules/node-lts-24/bin/node)
-[ -x "$MAIN_NODE" ] || { echo "[test] $MAIN_NODE is missing (npm ci)" >&2; echo "0 passed, 1 failed"; exit 1; }
 
 node_up=0
 export NODE_DIR=${NODE_DIR:-/tmp/podctl-node}

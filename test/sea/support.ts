@@ -16,8 +16,8 @@ import { collect, type PodctlRun } from '../e2e/support/cli.js';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const SEA_PATH = join(REPO_ROOT, 'dist', 'podctl-linux-x64');
-/** The Node.js the executable carries: the `node-lts-26` devDependency. */
-export const SEA_NODE_VERSION = `v${(JSON.parse(readFileSync(join(REPO_ROOT, 'node_modules', 'node-lts-26', 'package.json'), 'utf8')) as { version: string }).version}`;
+/** The Node.js the executable carries: tools/node-lts's `node-lts-26`. */
+export const SEA_NODE_VERSION = `v${(JSON.parse(readFileSync(join(REPO_ROOT, 'tools', 'node-lts', 'node_modules', 'node-lts-26', 'package.json'), 'utf8')) as { version: string }).version}`;
 export const PACKAGE_VERSION = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 function resolveSkip(): string | undefined {
