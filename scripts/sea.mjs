@@ -181,6 +181,9 @@ const config = {
   output: path.relative(root, executable),
   disableExperimentalSEAWarning: true,
   useCodeCache: true,
+  // NODE_OPTIONS is for the node of an npm install: set on a node for another tool (a --require,
+  // a heap size), it must not change or break podctl.
+  execArgvExtension: 'none',
 };
 const configPath = out('sea/sea-config.json');
 writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);

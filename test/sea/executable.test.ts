@@ -89,6 +89,12 @@ describe.skipIf(skip)(title('the single executable without Node.js'), () => {
     expect(run.stderr).toMatch(/^error: .*--no-such-flag/);
   });
 
+  it('ignores NODE_OPTIONS meant for a Node.js installed on the node', async () => {
+    const run = await runSea(host(), ['version', '--client'], { env: { NODE_OPTIONS: '--require /nonexistent/hook.js' } });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain(`node: ${SEA_NODE_VERSION}`);
+  });
+
   it('starts from the code cache built into it (V8 accepts it)', async () => {
     const run = await runSea(host(), ['--version'], { env: { NODE_DEBUG_NATIVE: 'SEA' } });
     expect(run.code).toBe(0);
