@@ -23,7 +23,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 
 const root = path.resolve(import.meta.dirname, '..');
-export const IMAGE_ARCHIVE = 'dist/podctl-image.oci.tar';
+const IMAGE_ARCHIVE = 'dist/podctl-image.oci.tar';
 const MAX_UNCOMPRESSED = 160_000_000;
 const MAX_COMPRESSED = 55_000_000;
 const fail = (message) => {

@@ -29,7 +29,7 @@ import { lazyOclifDependencies } from './esbuild-plugins.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 const out = (p) => path.join(root, 'dist', p);
-export const SEA_EXECUTABLE = 'podctl-linux-x64';
+const SEA_EXECUTABLE = 'podctl-linux-x64';
 const fail = (message) => {
   console.error(`[sea] error: ${message}`);
   process.exit(1);
