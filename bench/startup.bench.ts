@@ -2,7 +2,13 @@
  * Start-up benchmark: `podctl status` against the embedded simulator with 50 pods, versus a bare
  * `node -e 0`, median of N runs each (interleaved, after a warm-up). Goal: podctl status ≤ node + 150 ms.
  *
+ * Then, side by side in the same run: `--version`, `status` on the 50 pods and `kill` of one pod
+ * (a fresh simulator pod each run) from `node bin/run.js` (this benchmark's Node.js, and the
+ * tools/node-lts's Node.js 26 when installed) and from the single executable dist/podctl-linux-x64 (when
+ * built: `npm run sea`).
+ *
  *   npm run build && npm run bench:startup            (N=15; BENCH_RUNS=N to change)
+ *   npm run sea && npm run bench:startup              (with the executable's column)
  *
  * Prints a table; the figures go into docs/bench/startup.md.
  */
@@ -10,7 +16,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { demoNode, startSimulator } from '../src/cri/simulator/index.js';
+import { demoNode, seedPods, startSimulator } from '../src/cri/simulator/index.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -39,10 +45,10 @@ const cases: Case[] = [
 ];
 
 /** Runs one child to completion (async: the simulator serves from this process meanwhile). */
-function runOnce(argv: string[], env: Record<string, string> = {}): Promise<{ ms: number; stdout: string }> {
+function runOnce(argv: string[], env: Record<string, string> = {}, file = process.execPath): Promise<{ ms: number; stdout: string }> {
   return new Promise((resolve, reject) => {
     const start = process.hrtime.bigint();
-    const child = spawn(process.execPath, argv, { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(file, argv, { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -137,6 +143,67 @@ console.log(
     `${Math.round(trackedOver)} ms over node -e 0 (${Math.round(quantile(baseSamples, 0.5))} ms): ${trackedOver <= GOAL_MS ? 'MET' : 'NOT MET'}`,
 );
 await phases(tracked, `${trackedCount} checkpoints`);
+
+// Side by side: the same commands from `node bin/run.js` and from the single executable.
+interface Runner {
+  name: string;
+  file: string;
+  prefix: string[];
+}
+const NODE_26 = path.join(ROOT, 'tools', 'node-lts', 'node_modules', 'node-lts-26', 'bin', 'node');
+const SEA = path.join(ROOT, 'dist', 'podctl-linux-x64');
+const runners: Runner[] = [
+  { name: `node ${process.version} bin/run.js`, file: process.execPath, prefix: [BIN] },
+  ...(existsSync(NODE_26) ? [{ name: 'node-lts-26 bin/run.js', file: NODE_26, prefix: [BIN] }] : []),
+  ...(existsSync(SEA) ? [{ name: 'podctl-linux-x64', file: SEA, prefix: [] }] : []),
+];
+if (!existsSync(SEA)) console.log('\n(dist/podctl-linux-x64 is not built: run `npm run sea` for its column)');
+const killSim = await startSimulator({ socketPath: path.join(dir, 'kill.sock'), pods: [] });
+let killed = 0;
+interface SideCase {
+  name: string;
+  /** Prepares the run (untimed) and returns its arguments. */
+  args(runner: Runner): string[];
+}
+const sideCases: SideCase[] = [
+  { name: '--version', args: () => ['--version'] },
+  { name: `status (${PODS} pods)`, args: (r) => ['status', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, `state-${runners.indexOf(r)}`), '--no-color'] },
+  {
+    name: 'kill 1 pod (--grace 1)',
+    args: (r) => {
+      const name = `bench-kill-${(killed += 1)}`;
+      seedPods(killSim.state, [{ name, namespace: 'bench', terminationGracePeriodSeconds: 30 }]);
+      const state = path.join(dir, `kill-state-${runners.indexOf(r)}`);
+      return ['kill', `bench/${name}`, '--grace', '1', '--runtime-endpoint', killSim.endpoint, '--state-dir', state, '--no-color', '--log-level', 'error'];
+    },
+  },
+];
+const side = new Map<string, number[]>();
+const key = (c: SideCase, r: Runner) => `${c.name}\u0000${r.name}`;
+const runSide = async (c: SideCase, r: Runner) => (await runOnce([...r.prefix, ...c.args(r)], {}, r.file)).ms;
+for (const c of sideCases) for (const r of runners) await runSide(c, r); // warm-up (and each bin/run.js cache)
+for (let i = 0; i < RUNS; i++) {
+  for (const c of sideCases) {
+    for (const r of runners) {
+      const list = side.get(key(c, r)) ?? [];
+      list.push(await runSide(c, r));
+      side.set(key(c, r), list);
+    }
+  }
+}
+console.log(`\nside by side: median (p90) ms of ${RUNS} interleaved runs each`);
+console.table(
+  sideCases.map((c) =>
+    Object.fromEntries([
+      ['command', c.name],
+      ...runners.map((r) => {
+        const xs = side.get(key(c, r)) ?? [];
+        return [r.name, `${Math.round(quantile(xs, 0.5))} (${Math.round(quantile(xs, 0.9))})`];
+      }),
+    ]),
+  ),
+);
+await killSim.close();
 
 await sim.close();
 rmSync(dir, { recursive: true, force: true });

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # The whole test suite: `npm test` (and CI's .ci/run) runs this.
 #
-#   1. installs dependencies if missing (npm ci) and builds podctl (the CLI tests run bin/run.js);
+#   1. installs dependencies if missing (npm ci) and builds podctl (the CLI tests run bin/run.js),
+#      the single executable dist/podctl-linux-x64 (scripts/sea.mjs; test/sea runs it) and the OCI
+#      image archive carrying it (scripts/sea-image.mjs; test/sea/image.test.ts checks it);
 #   2. as root on Linux, starts a private containerd "node" (test/e2e/containerd-node.sh up) for the
 #      end-to-end suite; without root the e2e suite skips and says so loudly, unless
 #      PODCTL_REQUIRE_CONTAINERD=1 (set by CI), which turns a missing runtime into a failure;
-#   3. runs vitest (fast suites and e2e), then stops the containerd node again;
-#   4. ends with the line "N passed, N failed" read by CI. Exit code: vitest's.
+#   3. runs the whole suite (fast suites, e2e, the executable's) on the Node.js LTS the executable
+#      carries (tools/node-lts: node-lts-26), then stops the containerd node again;
+#   4. runs the fast suite (`npm run test:fast`, without the executable's tests) on the other Node.js
+#      versions of package.json's `engines`: the machine's node (20) and node-lts-24;
+#   5. ends with one line "N passed, N failed, N skipped", the sum of all runs, read by CI.
+#      Exit code: 0 if every run passed, else the first failing run's.
+#
+# Arguments are passed to vitest, and then only the whole suite runs (one file, one Node.js).
+# PODCTL_SKIP_SEA=1 builds no executable (test/sea then skips, loudly); PODCTL_TEST_NODES="main"
+# runs only the whole suite.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,8 +24,25 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   echo "[test] npm ci" >&2
   npm ci --no-audit --no-fund >&2 || { echo "0 passed, 1 failed"; exit 1; }
 fi
+# The Node.js versions tested: the LTS the executable carries runs everything; the others the fast suite.
+# (tools/node-lts: installed apart from node_modules, so that `node` in npm scripts stays the machine's)
+LTS=tools/node-lts/node_modules
+if [ ! -x "$LTS/node-lts-26/bin/node" ] || [ ! -x "$LTS/node-lts-24/bin/node" ] || [ tools/node-lts/package-lock.json -nt "$LTS/.package-lock.json" ]; then
+  echo "[test] npm ci --prefix tools/node-lts" >&2
+  npm ci --prefix tools/node-lts --no-audit --no-fund >&2 || { echo "0 passed, 1 failed"; exit 1; }
+fi
+MAIN_NODE=$LTS/node-lts-26/bin/node
+OTHER_NODES=("$(command -v node)" "$LTS/node-lts-24/bin/node")
+
 echo "[test] build" >&2
 npm run -s build >&2 || { echo "[test] build failed" >&2; echo "0 passed, 1 failed"; exit 1; }
+if [ "${PODCTL_SKIP_SEA:-}" != 1 ]; then
+  echo "[test] single executable (scripts/sea.mjs)" >&2
+  node scripts/sea.mjs >&2 || { echo "[test] the single executable did not build" >&2; echo "0 passed, 1 failed"; exit 1; }
+  node scripts/sea-image.mjs >&2 || { echo "[test] the image archive did not build" >&2; echo "0 passed, 1 failed"; exit 1; }
+  export PODCTL_REQUIRE_SEA=1
+fi
+
 
 node_up=0
 export NODE_DIR=${NODE_DIR:-/tmp/podctl-node}
@@ -38,23 +65,51 @@ if [ "$node_up" = 0 ]; then
   fi
 fi
 
-results=$(mktemp /tmp/podctl-vitest.XXXXXX.json)
-npx vitest run --reporter=default --reporter=json --outputFile.json="$results" "$@"
-rc=$?
+results_dir=$(mktemp -d /tmp/podctl-vitest.XXXXXX)
+# vitest under one Node.js (its directory first on PATH, so that `node` in child processes is it too)
+run_vitest() { # <label> <node> <vitest args...>
+  local label=$1 node=$2; shift 2
+  local dir; dir=$(cd "$(dirname "$node")" && pwd)
+  echo "[test] ── $label: Node.js $("$node" --version) ──" >&2
+  local out="$results_dir/$label.json" status=0
+  PATH="$dir:$PATH" "$node" node_modules/vitest/vitest.mjs run --reporter=default --reporter=json --outputFile.json="$out" "$@" || status=$?
+  # a run that ended without results (vitest crashed) is one failure
+  [ -s "$out" ] || echo '{"numFailedTests":1}' > "$out"
+  return $status
+}
+
+rc=0
+run_vitest full "$MAIN_NODE" "$@" || rc=$?
 
 if [ "$node_up" = 1 ]; then bash test/e2e/containerd-node.sh down >&2 || true; fi
 
+if [ $# = 0 ] && [ "${PODCTL_TEST_NODES:-all}" = all ]; then
+  for node in "${OTHER_NODES[@]}"; do
+    [ -x "$node" ] || { echo "[test] warning: $node is missing; its fast suite is not run" >&2; echo '{"numFailedTests":1}' > "$results_dir/missing-$RANDOM.json"; continue; }
+    # the fast suite: no runtime, no executable (it carries its own Node.js: tested above)
+    (unset PODCTL_E2E_SOCKET PODCTL_REQUIRE_CONTAINERD PODCTL_REQUIRE_SEA
+     run_vitest "fast-$("$node" --version)" "$node" --exclude 'test/e2e/**' --exclude 'test/sea/**') || { r=$?; [ "$rc" = 0 ] && rc=$r; }
+  done
+fi
+
 node -e '
-  const fs = require("fs");
+  const fs = require("fs"), path = require("path");
   let passed = 0, failed = 0, skipped = 0;
-  try {
-    const r = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
-    passed = r.numPassedTests; failed = r.numFailedTests;
-    // a file that failed before running any test (an import error) counts as one failure
-    for (const f of r.testResults || []) if (f.status === "failed" && !(f.assertionResults || []).length) failed += 1;
-    skipped = (r.numPendingTests || 0) + (r.numTodoTests || 0);
-  } catch (e) { failed = 1; console.error("[test] could not read vitest results: " + e.message); }
+  const files = fs.readdirSync(process.argv[1]).filter((f) => f.endsWith(".json")).sort();
+  if (files.length === 0) { failed = 1; console.error("[test] no vitest results"); }
+  for (const name of files) {
+    let p = 0, f = 0, s = 0;
+    try {
+      const r = JSON.parse(fs.readFileSync(path.join(process.argv[1], name), "utf8"));
+      p = r.numPassedTests || 0; f = r.numFailedTests || 0;
+      // a file that failed before running any test (an import error) counts as one failure
+      for (const t of r.testResults || []) if (t.status === "failed" && !(t.assertionResults || []).length) f += 1;
+      s = (r.numPendingTests || 0) + (r.numTodoTests || 0);
+    } catch (e) { f = 1; console.error(`[test] could not read vitest results ${name}: ${e.message}`); }
+    console.error(`[test] ${name.replace(/\.json$/, "")}: ${p} passed, ${f} failed, ${s} skipped`);
+    passed += p; failed += f; skipped += s;
+  }
   console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
-' "$results"
-rm -f "$results"
+' "$results_dir"
+rm -rf "$results_dir"
 exit $rc

@@ -25,6 +25,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<CommandClass>>> = {
   simulator: async () => (await import('./commands/simulator.js')).default,
   status: async () => (await import('./commands/status.js')).default,
   'sync-known': async () => (await import('./commands/sync-known.js')).default,
+  version: async () => (await import('./commands/version.js')).default,
   watch: async () => (await import('./commands/watch.js')).default,
 };
 
@@ -35,12 +36,13 @@ export function isCommand(id: string | undefined): boolean {
 
 /**
  * Runs the CLI for `argv` as oclif's `execute` does, with the commands served from this script.
- * `root` is the package root (where package.json and oclif.manifest.json are).
+ * `root` is the package root (where package.json and oclif.manifest.json are); `packageJson`, when
+ * given, is used instead of reading root/package.json.
  */
-export async function main(root: string, argv: string[]): Promise<void> {
-  // package.json is read here (oclif would search for it upwards from `root` first), and podctl
-  // has no user or dev plugins to look for.
-  const pjson = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as PJSON;
+export async function main(root: string, argv: string[], packageJson?: PJSON): Promise<void> {
+  // package.json is read here (oclif would search for it upwards from `root` first), unless the
+  // caller carries it (the single executable, src/sea.ts); podctl has no user or dev plugins.
+  const pjson = packageJson ?? (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as PJSON);
   const config = await Config.load({ root, pjson, userPlugins: false, devPlugins: false });
   const plugin = config.plugins.get(config.name);
   for (const [id, load] of Object.entries(COMMANDS)) {

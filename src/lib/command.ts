@@ -23,6 +23,7 @@ import { DEFAULT_STATE_DIR, globalFlags, nodeName, type GlobalFlags } from './fl
 import { colorEnabled, createStyler, renderJson, renderYaml, type Styler } from './output.js';
 import { Reporter } from './reporter.js';
 import { AFTER_PID_WAIT_MS, waitForExit } from './safety-flags.js';
+import { isSingleExecutable } from './self.js';
 
 export type SessionFactory = (options: SessionOptions) => Promise<NodeSession>;
 
@@ -133,7 +134,7 @@ export abstract class PodctlCommand extends Command {
     try {
       started = await (this.constructor as typeof PodctlCommand).handOff({
         uids,
-        bin: path.join(this.config.root, 'bin', 'run.js'),
+        ...(isSingleExecutable() ? {} : { bin: path.join(this.config.root, 'bin', 'run.js') }),
         stateDir: g?.['state-dir'] ?? this.#session?.stateDir ?? DEFAULT_STATE_DIR,
         afterPid: process.pid,
         ...(g?.['runtime-endpoint'] ? { runtimeEndpoint: g['runtime-endpoint'] } : {}),

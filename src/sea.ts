@@ -1,0 +1,27 @@
+/**
+ * The single executable's entry (`npm run sea` → dist/podctl-linux-x64): Node.js runs this script,
+ * bundled by scripts/sea.mjs with everything podctl loads at run time (oclif and every command,
+ * grpc-js and the CRI messages, client-node, Ink with its layout engine), compiled with the
+ * executable's V8 code cache.
+ *
+ * Invariants:
+ * - Nothing is read from beside the executable: package.json and oclif.manifest.json are carried
+ *   in the script (scripts/sea.mjs defines them) and served to oclif from memory, under the
+ *   directory of the executable, which stands as the package root.
+ * - Nothing is written beside it either: the only files podctl writes are its own state
+ *   (--state-dir) and, for oclif, nothing (it has no plugins, no update checks).
+ */
+import path from 'node:path';
+import { main } from './launch.js';
+
+/** package.json's fields podctl and oclif read (scripts/sea.mjs). */
+declare const __PODCTL_SEA_PACKAGE_JSON__: string;
+/** oclif.manifest.json as built (scripts/sea.mjs). */
+declare const __PODCTL_SEA_MANIFEST__: string;
+
+/** Where the bundled @oclif/core looks up a JSON file before reading it (see scripts/sea.mjs). */
+const EMBEDDED_JSON = Symbol.for('podctl.embedded-json');
+
+const root = path.dirname(process.execPath);
+(globalThis as Record<symbol, unknown>)[EMBEDDED_JSON] = new Map([[path.join(root, 'oclif.manifest.json'), __PODCTL_SEA_MANIFEST__]]);
+await main(root, process.argv.slice(2), JSON.parse(__PODCTL_SEA_PACKAGE_JSON__));

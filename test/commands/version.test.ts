@@ -1,0 +1,65 @@
+/**
+ * `podctl version` from an npm install (`node bin/run.js`): podctl's version, the Node.js running it,
+ * and the runtime's name and version from its Version call (the embedded CRI simulator here; the
+ * real containerd in test/sea/executable.test.ts); --client asks no runtime; an unreachable runtime
+ * is one line and exit 1.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+import { versionLines } from '../../src/services/version.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+const VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+function podctl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [path.join(ROOT, 'bin', 'run.js'), ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, timeout: 30_000 }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('podctl version', () => {
+  let dir = '';
+  let sim: RunningSimulator | undefined;
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'podctl-version-'));
+    sim = await startSimulator({ socketPath: path.join(dir, 'cri.sock'), pods: [] });
+  });
+  afterAll(async () => {
+    await sim?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('names podctl, the Node.js running it, and the runtime as its Version call reports it', async () => {
+    const run = await podctl(['version', '--json', '--runtime-endpoint', sim!.endpoint, '--state-dir', path.join(dir, 'state')]);
+    expect(run.code, run.stderr).toBe(0);
+    const result = JSON.parse(run.stdout);
+    expect(result).toEqual({
+      podctl: VERSION,
+      node: process.version,
+      singleExecutable: false,
+      runtime: { endpoint: sim!.endpoint, name: 'podctl-simulator', version: '0.1.0', apiVersion: 'v1' },
+    });
+    const text = await podctl(['version', '--runtime-endpoint', sim!.endpoint, '--state-dir', path.join(dir, 'state')]);
+    expect(text.stdout.trim().split('\n')).toEqual(versionLines(result));
+    expect(text.stdout).toContain(`runtime: podctl-simulator 0.1.0 (CRI v1, ${sim!.endpoint})`);
+  });
+
+  it('--client asks no runtime (none is reachable)', async () => {
+    const run = await podctl(['version', '--client', '--runtime-endpoint', `unix://${path.join(dir, 'none.sock')}`]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim().split('\n')).toEqual([`podctl: ${VERSION}`, `node: ${process.version}`]);
+  });
+
+  it('an unreachable runtime is one line on stderr, exit 1', async () => {
+    const run = await podctl(['version', '--runtime-endpoint', `unix://${path.join(dir, 'none.sock')}`, '--state-dir', path.join(dir, 'state')]);
+    expect(run.code).toBe(1);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toMatch(/^error: runtime version: .*none\.sock/);
+  });
+});

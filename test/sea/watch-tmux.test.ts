@@ -1,0 +1,92 @@
+/**
+ * `podctl watch` from the single executable in a real terminal (tmux), on the real containerd test
+ * node, with no `node` on PATH: Ink and its layout engine (yoga's WebAssembly) come from inside the
+ * executable. Filter to a pod, kill it with a typed grace after confirmation, see it terminate, quit.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeContainerd } from '../e2e/support/env.js';
+import { useContainerd } from '../e2e/support/context.js';
+import { exitInfo } from '../e2e/support/observe.js';
+import { createSeaHost, entries, removeSeaHost, seaEnv, seaSkipReason, warnIfSeaSkipped, type SeaHost } from './support.js';
+
+warnIfSeaSkipped('test/sea/watch-tmux.test.ts');
+const hasTmux = spawnSync('tmux', ['-V']).status === 0;
+const skipReason = seaSkipReason ?? (hasTmux ? undefined : 'tmux is not installed');
+if (skipReason && seaSkipReason === undefined) console.warn(`[sea watch-tmux] SKIPPED: ${skipReason}`);
+
+const server = `podctl-sea-watch-${process.pid}`;
+const tmux = (...args: string[]) => execFileSync('tmux', ['-L', server, ...args], { encoding: 'utf8' });
+const screen = () => tmux('capture-pane', '-p', '-t', 'watch');
+const keys = (...k: string[]) => tmux('send-keys', '-t', 'watch', ...k);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(predicate: (s: string) => boolean, what: string, timeoutMs = 20_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    last = screen();
+    if (predicate(last)) return last;
+    await sleep(50);
+  }
+  throw new Error(`timed out waiting for ${what}; screen:\n${last}`);
+}
+
+const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+describeContainerd(import.meta.url, 'the single executable\'s watch screen against containerd', () => {
+  describe.skipIf(skipReason !== undefined)(`podctl-linux-x64 watch in tmux${skipReason ? ` (SKIPPED: ${skipReason})` : ''}`, () => {
+    const node = useContainerd();
+    let host: SeaHost | undefined;
+
+    beforeAll(() => {
+      host = createSeaHost();
+    });
+    afterAll(() => {
+      try {
+        tmux('kill-server');
+      } catch {
+        // already gone
+      }
+      removeSeaHost(host);
+    });
+
+    it('shows the node\'s pods, kills the selected one after confirmation, and quits with exit 0', async () => {
+      const h = host!;
+      const real = await node.pods.create({ name: 'sea-watch', containers: [{ name: 'stubborn', mode: 'ignore' }] });
+      const ref = `${real.namespace}/${real.name}`;
+      const env = Object.entries(seaEnv(h, { TERM: 'xterm-256color' }))
+        .map(([k, v]) => `${k}=${shellQuote(String(v))}`)
+        .join(' ');
+      const args = ['watch', '--runtime-endpoint', `unix://${node.socket}`, '--state-dir', join(h.root, 'state'), '--node', 'sea-node'];
+      const cmd = `env -i ${env} ${shellQuote(h.exe)} ${args.map(shellQuote).join(' ')}; echo "EXIT=$?"; sleep 60`;
+      tmux('new-session', '-d', '-s', 'watch', '-x', '160', '-y', '40', '-c', h.cwd, cmd);
+
+      const first = await until((s) => s.includes('NAMESPACE/NAME') && s.includes(real.name), 'the pod table with the new pod');
+      expect(first).toContain('podctl watch · node sea-node');
+
+      keys('/');
+      keys('-l', ref);
+      keys('Enter');
+      await until((s) => s.includes(`filter "${ref}"`) && /▶ \S+/.test(s), 'the filter');
+
+      keys('k');
+      await until((s) => s.includes(`Kill ${ref} — grace seconds`), 'the grace prompt');
+      keys('BSpace', 'BSpace', 'BSpace', '2');
+      keys('Enter');
+      await until((s) => s.includes(`Kill ${ref} with grace 2s? [y/N]`), 'the confirmation');
+      keys('y');
+      await until((s) => new RegExp(`${real.name}\\s+terminating`).test(s), 'the pod terminating');
+      await until((s) => new RegExp(`${real.name}\\s+(terminated|finished)`).test(s), 'the pod terminated after its grace', 30_000);
+      expect(await exitInfo(node.cri, real.containers[0]!.id)).toMatchObject({ state: 'exited', exitCode: 137 });
+
+      keys('q');
+      const after = await until((s) => s.includes('EXIT='), 'the command to exit');
+      expect(after).toContain('EXIT=0');
+      expect(entries(h.exeDir)).toEqual(['podctl']);
+      expect(entries(h.cwd)).toEqual([]);
+      expect(entries(h.home)).toEqual([]);
+    });
+  });
+});
