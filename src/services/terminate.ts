@@ -10,7 +10,7 @@
  *   nothing are listed under `missing`.
  * - The outcome maps to exactly one exit code (`terminateExitCode`).
  */
-import type { KubeClient } from '../kube/index.js';
+import type { KubeClient as FullKubeClient } from '../kube/index.js';
 import { PodNotFoundError } from '../lib/errors.js';
 import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
 import { formatDuration } from '../lib/duration.js';
@@ -20,6 +20,9 @@ import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { mapLimit } from '../store/limit.js';
 import type { NodeSession, PodInfo, WaitOutcome } from './session-api.js';
+
+/** What kill and evict report through: the eviction Event and status. */
+export type KubeClient = Pick<FullKubeClient, 'node' | 'postEvent' | 'markEvicted'>;
 
 /**
  * Kill requests in flight at once (each takes a lease and writes a checkpoint). High enough for a

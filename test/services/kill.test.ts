@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { KubeClient } from '../../src/kube/index.js';
+import type { KubeClient } from '../../src/services/terminate.js';
 import { PodNotFoundError } from '../../src/lib/errors.js';
 import { parseSelection } from '../../src/lib/refs.js';
 import { Reporter } from '../../src/lib/reporter.js';
