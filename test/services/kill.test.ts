@@ -122,7 +122,6 @@ describe('evict service', () => {
     return {
       node: 'node-1',
       calls,
-      listNodePods: async () => [],
       postEvent: async (pod, type, reason, message) => {
         if (fail) throw new Error('post event failed (HTTP 403)');
         calls.push(`event ${pod.metadata?.name} ${type} ${reason}: ${message}`);
