@@ -3,6 +3,7 @@
  */
 import { Flags } from '@oclif/core';
 import { detectKube } from '../kube/index.js';
+import { apiNodeFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
@@ -44,7 +45,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
     else if (kube) source = { kind: 'api' };
     else if (flags['desired-from'] === 'api') throw new UsageError('--desired-from api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
     else throw new UsageError('no source of desired pods', 'pass --desired FILE or --desired-from runtime, or configure an API server with --kubeconfig');
-    const result = await syncKnown({ session: await this.session(), source, reporter: this.reporter, signal: this.abort.signal });
+    const api = source.kind === 'api' ? await apiNodeFor(flags, this.reporter) : undefined;
+    const result = await syncKnown({ session: await this.session(), source, reporter: this.reporter, signal: this.abort.signal, ...(api ? { api } : {}) });
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else {

@@ -17,6 +17,8 @@ import { comparePods } from '../lib/refs.js';
 import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import type { NodeSession, PodInfo } from './session-api.js';
+import type { ApiNode } from './api-node.js';
+import type { ApiSyncReport } from './api-sync.js';
 
 export type DesiredSource = { kind: 'api' } | { kind: 'file'; path: string } | { kind: 'runtime' };
 
@@ -43,6 +45,8 @@ export interface SyncKnownResult {
   orphanedRuntimePods: PodName[];
   resumed: PodName[];
   forgotten: PodName[];
+  /** Desired from the API server: mirror pods, deletions honoured, final deletes (api-sync.ts). */
+  api?: ApiSyncReport;
 }
 
 export interface SyncKnownOptions {
@@ -51,6 +55,8 @@ export interface SyncKnownOptions {
   reporter?: Reporter;
   /** SIGINT/SIGTERM: stop waiting and reject with the signal's reason (the session keeps the state). */
   signal?: AbortSignal;
+  /** The API server (source api): desired pods planned as the kubelet's config source does. */
+  api?: ApiNode;
 }
 
 /** Parses a desired-pod document; `where` names the file in errors. */
@@ -117,7 +123,8 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
   const reporter = options.reporter ?? silentReporter();
   const signal = options.signal;
   const before = await options.session.listPods(signal ? { signal } : undefined);
-  const desired = await desiredPods(options, before);
+  const apiRun = options.source.kind === 'api' && options.api ? await (await import('./api-sync.js')).startApiSync({ session: options.session, api: options.api, before, reporter, ...(signal ? { signal } : {}) }) : undefined;
+  const desired = apiRun ? apiRun.desired : await desiredPods(options, before);
   reporter.info(
     options.source.kind === 'api'
       ? 'sync-known: desired pods from the API server'
@@ -130,6 +137,7 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
     if (error instanceof UsageError || error instanceof RuntimeFailure || isAbort(error)) throw error;
     throw new RuntimeFailure(`sync-known failed: ${(error as Error).message}`, undefined, { cause: error });
   }
+  const api = apiRun ? await apiRun.finish() : undefined;
   const names = new Map<string, PodName>();
   for (const p of before) names.set(p.uid, { uid: p.uid, namespace: p.namespace, name: p.name });
   for (const p of desired ?? []) {
@@ -147,6 +155,7 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
     orphanedRuntimePods: outcome.orphanedRuntimePods.map(nameOf).sort(comparePods),
     resumed: outcome.resumed.map(nameOf).sort(comparePods),
     forgotten: outcome.forgotten.map(nameOf).sort(comparePods),
+    ...(api ? { api } : {}),
   };
 }
 
@@ -173,5 +182,16 @@ export function syncKnownSummary(result: SyncKnownResult): string {
     `  orphaned runtime pods terminated: ${result.orphanedRuntimePods.length}${names(result.orphanedRuntimePods)}`,
     `  resumed from a dead owner: ${result.resumed.length}${names(result.resumed)}`,
     `  finished workers forgotten: ${result.forgotten.length}${names(result.forgotten)}`,
+    ...(result.api ? apiSummaryLines(result.api, names) : []),
   ].join('\n');
+}
+
+function apiSummaryLines(api: ApiSyncReport, names: (list: PodName[]) => string): string[] {
+  return [
+    `  deleted in the API server, terminated with its grace: ${api.deleting.length}${names(api.deleting)}`,
+    `  final deletes (left Terminating): ${api.finallyDeleted.length}${names(api.finallyDeleted)}`,
+    ...(api.stillRunning.length > 0 ? [`  deleted in the API server, still running here: ${api.stillRunning.length}${names(api.stillRunning)}`] : []),
+    ...(api.mirrors.length > 0 ? [`  mirror pods (their static pods kept): ${api.mirrors.length}`] : []),
+    ...(api.pendingRecorded + api.pendingLeft > 0 ? [`  API writes pending for a later run: ${api.pendingRecorded + api.pendingLeft}`] : []),
+  ];
 }
