@@ -1,8 +1,10 @@
 /**
  * `podctl kill`: parse and validate, call the kill service, render. No logic of its own.
  */
-import { Args } from '@oclif/core';
+import { Args, Flags } from '@oclif/core';
+import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
+import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';
 import { renderTable } from '../lib/output.js';
@@ -18,6 +20,8 @@ podctl waits until the pods are terminated, showing progress on stderr, for at m
 
 REF is ns/name, or name with -n (namespace "default" when omitted).
 
+Beside a running kubelet (its healthz answers, or a kubelet process exists), a pod it still desires (bound to this node in the API server, or a static pod) would be started again: podctl warns and recommends the API delete; --via-api issues that delete itself with the grace and waits for the kubelet to finish the pod; --force kills over CRI anyway.
+
 ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.TimedOut, ExitCode.NotFound, ExitCode.Interrupted])}`;
 
   static override examples = [
@@ -31,7 +35,13 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   static override args = {
     ref: Args.string({ description: 'Pods to kill: ns/name, or name with -n (repeatable).' }),
   };
-  static override flags = { ...selectionFlags, ...terminationFlags };
+  static override flags = {
+    ...selectionFlags,
+    ...terminationFlags,
+    ...kubeletFlags,
+    force: Flags.boolean({ summary: 'Kill over CRI even pods a running kubelet still desires (it may start them again).', default: false }),
+    'via-api': Flags.boolean({ summary: 'Beside a running kubelet: delete the pods it desires through the API server (with the grace) and wait for it to finish them.', default: false }),
+  };
   /** Exit codes are asked for only where the session decides by them (SessionOptions.exitDetails). */
   protected override exitDetails = 'driven' as const;
 
@@ -40,10 +50,19 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     this.configure(flags);
     const selection = selectionFromFlags(argv, flags);
     const termination = terminationOptionsFromFlags(flags);
+    if (flags.force && flags['via-api']) throw new UsageError('--force and --via-api are mutually exclusive', 'choose CRI (--force) or the API server (--via-api)');
+    const api = await apiNodeFor(flags, this.reporter).catch((error: Error) => {
+      if (flags['via-api']) throw error;
+      this.reporter.warn(`${error.message}; going on without the API server`);
+      return undefined;
+    });
+    if (flags['via-api'] && !api) throw new UsageError('--via-api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
+    const kubelet = await kubeletStatusFor(flags['kubelet-healthz'], api);
     const result = await killPods({
       session: await this.session(),
       selection,
       ...termination,
+      kubelet: { kubelet, api, force: flags.force, viaApi: flags['via-api'] },
       reporter: this.reporter,
       signal: this.abort.signal,
     });

@@ -3,6 +3,7 @@
  * API side (services/api-node.ts), loaded only when called, so commands that need no API server
  * never load @kubernetes/client-node.
  */
+import { Flags } from '@oclif/core';
 import type { ApiNode } from '../services/api-node.js';
 import type { KubeletStatus } from '../kube/kubelet.js';
 import { RuntimeFailure } from './errors.js';
@@ -24,3 +25,12 @@ export async function kubeletStatusFor(healthz: string | undefined, api: ApiNode
   const { detectKubelet } = await import('../kube/kubelet.js');
   return detectKubelet({ ...(healthz ? { healthz } : {}), ...(api ? { leaseRenewedAt: () => api.kube.nodeLeaseRenewedAt() } : {}) });
 }
+
+/** The flag naming the kubelet's healthz (kill, status). */
+export const kubeletFlags = {
+  'kubelet-healthz': Flags.string({
+    summary: 'The kubelet\'s healthz endpoint, to tell whether a kubelet runs beside podctl (default 127.0.0.1:10248/healthz).',
+    env: 'PODCTL_KUBELET_HEALTHZ',
+    helpValue: 'URL',
+  }),
+};

@@ -186,3 +186,12 @@ export function terminatedOnNode(pod: PodInfo | undefined): boolean {
 export async function runsOnNode(session: NodeSession, uid: string): Promise<boolean> {
   return !terminatedOnNode(await session.getPod(uid));
 }
+
+/** Sends what earlier runs could not (a command with a kubeconfig calls this once it has a session). */
+export async function replayPendingApiWrites(api: ApiNode, session: NodeSession): Promise<ReplayReport> {
+  try {
+    return await api.replayPending((uid) => runsOnNode(session, uid));
+  } catch {
+    return { done: 0, left: (await api.pending.list()).length };
+  }
+}
