@@ -2,6 +2,7 @@
  * `podctl drain`: parse and validate, call the drain service, render. No logic of its own.
  */
 import { Flags } from '@oclif/core';
+import { apiNodeFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
 import { parseDuration } from '../lib/duration.js';
 import { UsageError } from '../lib/errors.js';
@@ -15,6 +16,7 @@ import {
   parseExcludes,
   parseGroups,
 } from '../services/drain-plan.js';
+import type { ShutdownStatusReport } from '../services/shutdown-status.js';
 import { drainExitCode, drainNode, drainSummaryLine, drainTable, type DrainResult } from '../services/drain.js';
 
 export default class Drain extends PodctlCommand {
@@ -58,9 +60,13 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       helpValue: 'DURATION',
     }),
     output: Flags.option({ char: 'o', summary: 'Result format on stdout.', options: ['table', 'json', 'yaml'] as const, default: 'table' as const })(),
+    'shutdown-status': Flags.boolean({
+      summary: 'Set the kubelet\'s node-shutdown status (Failed, reason Terminated, DisruptionTarget) on the pods the drain stopped; needs an API server.',
+      default: false,
+    }),
   };
 
-  async run(): Promise<DrainResult> {
+  async run(): Promise<DrainResult & { shutdownStatus?: ShutdownStatusReport }> {
     const { flags } = await this.parse(Drain);
     this.configure(flags);
     const explicitBudgets = flags['grace-period'] !== undefined || flags['critical-grace-period'] !== undefined;
@@ -73,7 +79,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const selection = parseSelection({ args: [], selector: flags.selector, allNamespaces: true, allowEmpty: true });
     const isExcluded = flags.exclude ? parseExcludes(flags.exclude) : undefined;
     const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, 'timeout');
-    const result = await drainNode({
+    const api = flags['shutdown-status'] ? await apiNodeFor(flags, this.reporter) : undefined;
+    if (flags['shutdown-status'] && !api) throw new UsageError('--shutdown-status needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
+    const drained = await drainNode({
       session: await this.session(),
       selection,
       groups,
@@ -83,6 +91,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       reporter: this.reporter,
       signal: this.abort.signal,
     });
+    const result: DrainResult & { shutdownStatus?: ShutdownStatusReport } =
+      api && !drained.dryRun ? { ...drained, shutdownStatus: await (await import('../services/shutdown-status.js')).reportShutdownStatus(api, drained, this.reporter) } : drained;
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else if (result.groups.length > 0 || result.skipped.length > 0) this.log(await renderTable(drainTable(result, this.styler), this.styler));

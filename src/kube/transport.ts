@@ -63,7 +63,10 @@ export function transportFor(config: KubeConfig, where: string): Transport {
 
   const open = async (request: KubeRequest, accept: string): Promise<http.RequestOptions> => {
     const headers: Record<string, string> = { accept, 'user-agent': 'podctl' };
-    if (request.body !== undefined) headers['content-type'] = request.contentType ?? 'application/json';
+    if (request.body !== undefined) {
+      headers['content-type'] = request.contentType ?? 'application/json';
+      headers['content-length'] = String(Buffer.byteLength(JSON.stringify(request.body)));
+    }
     const options: https.RequestOptions = {
       method: request.method,
       hostname: base.hostname.replace(/^\[|\]$/g, ''),
