@@ -98,19 +98,16 @@ describe('connectKube against the local API server', () => {
     // another client changes the pod between podctl's GET and its PATCH (resourceVersion precondition → 409)
     server.requests.length = 0;
     let changed = false;
-    const original = server.requests.push.bind(server.requests);
-    server.requests.push = (...items) => {
-      const n = original(...items);
-      if (!changed && items[0]?.method === 'GET' && items[0].path.endsWith('/pods/a')) {
+    server.onAnswered = (r) => {
+      if (!changed && r.method === 'GET' && r.path.endsWith('/pods/a')) {
         changed = true;
         server.updatePod('web', 'a', (p) => (p.metadata.labels.touched = 'yes'));
       }
-      return n;
     };
     try {
       expect(await kube.patchStatus({ namespace: 'web', name: 'a', uid: pod.metadata.uid }, { phase: 'Failed', reason: 'Terminated', message: 'm' })).toBe('patched');
     } finally {
-      server.requests.push = original;
+      server.onAnswered = undefined;
     }
     const patches = server.requests.filter((r) => r.method === 'PATCH');
     expect(patches.map((p) => p.status)).toEqual([409, 200]);

@@ -135,6 +135,8 @@ export class KubeApiServer {
   token = 'abc';
   /** Denied "verb resource" pairs, e.g. "delete pods", "patch pods/status" (403). */
   readonly forbidden = new Set<string>();
+  /** Called after each answer (a test seam: change state between a client's read and its write). */
+  onAnswered: ((request: RecordedRequest) => void) | undefined;
   /** Bookmark every N ms on open watches (0: only on `bookmark()`). */
   bookmarkEveryMs = 0;
 
@@ -356,6 +358,7 @@ export class KubeApiServer {
       } catch (error) {
         send(500, status(500, 'InternalError', (error as Error).message));
       }
+      this.onAnswered?.(record);
     });
   }
 
