@@ -131,7 +131,7 @@ export class KubeApiServer {
   readonly leases = new Map<string, Obj>();
   readonly pdbs = new Map<string, Obj>();
   readonly requests: RecordedRequest[] = [];
-  /** Accepted bearer token (401 otherwise). */
+  /** Accepted bearer token (401 otherwise); '' accepts anonymous requests. */
   token = 'abc';
   /** Denied "verb resource" pairs, e.g. "delete pods", "patch pods/status" (403). */
   readonly forbidden = new Set<string>();
@@ -349,7 +349,7 @@ export class KubeApiServer {
         send(code, status(code, reason, code === 429 ? 'the server has received too many requests and has asked us to try again later' : 'an error on the server has prevented the request from succeeding'), fault.retryAfter !== undefined ? { 'retry-after': String(fault.retryAfter) } : {});
         return;
       }
-      if (req.headers.authorization !== `Bearer ${this.token}`) {
+      if (this.token !== '' && req.headers.authorization !== `Bearer ${this.token}`) {
         send(401, status(401, 'Unauthorized', 'Unauthorized'));
         return;
       }
@@ -382,6 +382,10 @@ export class KubeApiServer {
     const p = url.pathname;
     const q = url.searchParams;
     let m: RegExpMatchArray | null;
+    if (method === 'GET' && p === '/version') {
+      send(200, { major: '1', minor: '31', gitVersion: 'v1.31.0-podctl-test', platform: 'linux/amd64' });
+      return;
+    }
     if (method === 'GET' && p === '/api') {
       send(200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: `127.0.0.1:${this.#port}` }] });
       return;
@@ -403,6 +407,10 @@ export class KubeApiServer {
           { name: 'nodes', singularName: 'node', namespaced: false, kind: 'Node', verbs, shortNames: ['no'] },
         ],
       });
+      return;
+    }
+    if ((m = p.match(/^\/api\/v1\/namespaces\/([^/]+)$/)) && method === 'GET') {
+      send(200, { kind: 'Namespace', apiVersion: 'v1', metadata: { name: m[1], resourceVersion: '1' }, status: { phase: 'Active' } });
       return;
     }
     if ((m = p.match(/^\/api\/v1(?:\/namespaces\/([^/]+))?\/pods$/))) {
