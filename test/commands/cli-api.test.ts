@@ -72,4 +72,21 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
     expect(result.orphanedRuntimePods.map((p: { name: string }) => p.name)).toContain('stray');
     expect(result.orphanedRuntimePods.map((p: { name: string }) => p.name)).not.toContain('keep');
   });
+
+  it('drain --shutdown-status sets the kubelet\'s node-shutdown status on the pods it stopped', async () => {
+    server.addPod({ metadata: { name: 'stray', namespace: 'web', uid: 'uid-stray' }, spec: { nodeName: 'node-7', containers: [{ name: 'c' }] }, status: { phase: 'Running' } });
+    const patchesBefore = server.requests.filter((r) => r.method === 'PATCH').length;
+    const run = await podctl(['drain', '--grace-period', '2', '--critical-grace-period', '1', '--shutdown-status', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const result = JSON.parse(run.stdout);
+    expect(result.shutdownStatus).toMatchObject({ errors: [] });
+    expect(result.shutdownStatus.statusPatched).toBeGreaterThanOrEqual(1);
+    expect(server.getPod('web', 'keep')?.status).toMatchObject({
+      phase: 'Failed',
+      reason: 'Terminated',
+      message: 'Pod was terminated in response to imminent node shutdown.',
+      conditions: [expect.objectContaining({ type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet' })],
+    });
+    expect(server.requests.filter((r) => r.method === 'PATCH').length).toBeGreaterThan(patchesBefore);
+  });
 });
