@@ -16,6 +16,7 @@ import {
   parseExcludes,
   parseGroups,
 } from '../services/drain-plan.js';
+import type { ApiFollowReport } from '../services/api-follow.js';
 import type { ShutdownStatusReport } from '../services/shutdown-status.js';
 import { drainExitCode, drainNode, drainSummaryLine, drainTable, type DrainResult } from '../services/drain.js';
 
@@ -66,7 +67,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     }),
   };
 
-  async run(): Promise<DrainResult & { shutdownStatus?: ShutdownStatusReport }> {
+  async run(): Promise<DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport }> {
     const { flags } = await this.parse(Drain);
     this.configure(flags);
     const explicitBudgets = flags['grace-period'] !== undefined || flags['critical-grace-period'] !== undefined;
@@ -79,10 +80,14 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const selection = parseSelection({ args: [], selector: flags.selector, allNamespaces: true, allowEmpty: true });
     const isExcluded = flags.exclude ? parseExcludes(flags.exclude) : undefined;
     const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, 'timeout');
-    const api = flags['shutdown-status'] ? await apiNodeFor(flags, this.reporter) : undefined;
+    const api = await apiNodeFor(flags, this.reporter);
     if (flags['shutdown-status'] && !api) throw new UsageError('--shutdown-status needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
+    const session = await this.session();
+    // with an API server, pods deleted there during the drain are killed with their (shorter) grace and finished
+    const follower = api && !flags['dry-run'] ? new (await import('../services/api-follow.js')).ApiFollower({ session, api, act: true, reporter: this.reporter }) : undefined;
+    follower?.start();
     const drained = await drainNode({
-      session: await this.session(),
+      session,
       selection,
       groups,
       ...(isExcluded ? { isExcluded } : {}),
@@ -90,9 +95,16 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       reporter: this.reporter,
       signal: this.abort.signal,
+    }).catch(async (error: unknown) => {
+      await follower?.stop().catch(() => undefined);
+      throw error;
     });
-    const result: DrainResult & { shutdownStatus?: ShutdownStatusReport } =
-      api && !drained.dryRun ? { ...drained, shutdownStatus: await (await import('../services/shutdown-status.js')).reportShutdownStatus(api, drained, this.reporter) } : drained;
+    const apiServer = follower ? await follower.stop() : undefined;
+    const result: DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport } = {
+      ...drained,
+      ...(apiServer ? { apiServer } : {}),
+      ...(api && flags['shutdown-status'] && !drained.dryRun ? { shutdownStatus: await (await import('../services/shutdown-status.js')).reportShutdownStatus(api, drained, this.reporter) } : {}),
+    };
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else if (result.groups.length > 0 || result.skipped.length > 0) this.log(await renderTable(drainTable(result, this.styler), this.styler));

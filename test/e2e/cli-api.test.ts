@@ -214,4 +214,24 @@ describeContainerd(import.meta.url, 'podctl with an API server against container
       healthz.close();
     }
   }, 120_000);
+
+  it('drain follows the API: a pod deleted there during the drain is killed with the API\'s grace (2 s, not the drain\'s 15 s) and finally deleted', async () => {
+    const real = await pods!.create({ name: 'draindel', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
+    inApi(real);
+    api.deletePod(real.namespace, real.name, 2);
+    const run = await podctl(['drain', '--grace-period', '20', '--critical-grace-period', '5', '--json'], 90_000);
+    expect(run.code, run.stderr).toBe(0);
+    const result = JSON.parse(run.stdout) as { apiServer: { lists: number; deletionsHonoured: { uid: string; gracePeriodSeconds: number }[]; finallyDeleted: { uid: string }[] } };
+    expect(result.apiServer.lists).toBe(1);
+    expect(result.apiServer.deletionsHonoured).toEqual([expect.objectContaining({ uid: real.uid, gracePeriodSeconds: 2 })]);
+    expect(result.apiServer.finallyDeleted.map((p) => p.uid)).toEqual([real.uid]);
+    const exit = await exitInfo(cri!, real.containers[0]!.id);
+    expect(exit).toMatchObject({ state: 'exited', exitCode: 137 });
+    const termToKill = exit.finishedAt! - (await firstSigterm(real.containers[0]!))!.time;
+    expect(termToKill).toBeGreaterThanOrEqual(1_700);
+    expect(termToKill).toBeLessThan(5_000);
+    expect(api.getPod(real.namespace, real.name)).toBeUndefined();
+    const watch = api.requests.find((r) => r.query.get('watch') === '1');
+    expect(watch?.query.get('allowWatchBookmarks')).toBe('true');
+  }, 120_000);
 });
