@@ -87,7 +87,7 @@ export async function startApiSync(options: ApiSyncOptions): Promise<ApiSyncRun>
   const unsubscribe = session.subscribe((event: SessionEvent) => {
     if (event.source !== 'engine' || event.event.type !== 'sync-failed' || event.event.aborted) return;
     const d = deletionsByUid.get(event.event.uid);
-    if (!d || event.event.phase !== 'terminating') return;
+    if (!d || (event.event.phase !== 'terminating' && event.event.phase !== 'terminating-runtime')) return;
     failures.push(api.event(d.pod, 'Warning', EventReason.FailedKillPod, failedKillMessage(event.event.error)).then(count, () => {}));
   });
 
