@@ -28,6 +28,7 @@ beforeAll(async () => {
     pods: [
       { name: 'a', namespace: 'web', uid: 'uid-a', containers: [{ name: 'c', onSigterm: 'exit' }] },
       { name: 'b', namespace: 'web', uid: 'uid-b', containers: [{ name: 'c', onSigterm: 'exit' }] },
+      { name: 'wedged', namespace: 'web', uid: 'uid-wedged', containers: [{ name: 'c', onSigterm: 'exit' }] },
     ],
     faults: [{ method: 'StopContainer', code: 14, details: 'runtime hiccup', count: 1 }],
   });
@@ -39,7 +40,7 @@ afterAll(async () => {
 
 describe('startApiSync through sync-known', () => {
   it('a deleted pod: Killing with the API grace, FailedKillPod for a failed stop, then the final delete; the other pod stays', async () => {
-    for (const name of ['a', 'b']) {
+    for (const name of ['a', 'b', 'wedged']) {
       server.addPod({ metadata: { name, namespace: 'web', uid: `uid-${name}` }, spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 30, containers: [{ name: 'c' }] }, status: { phase: 'Running' } });
     }
     server.deletePod('web', 'a', 2);
@@ -61,4 +62,25 @@ describe('startApiSync through sync-known', () => {
       await session.close();
     }
   }, 60_000);
+
+  it('a deleted pod the runtime cannot stop: ExceededGracePeriod past its bound, and no final delete while it runs', async () => {
+    server.deletePod('web', 'wedged', 1);
+    sim.setFaults([{ method: 'StopContainer', code: 14, details: 'runtime wedged' }]);
+    const kube = await connectKube({ kind: 'kubeconfig', path: writeKubeconfig(dir, server.port) }, { node: 'node-1', timeoutMs: 2_000 });
+    const session = await openSession({ stateDir: path.join(dir, 'state'), runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
+    try {
+      server.requests.length = 0;
+      const result = await syncKnown({ session, source: { kind: 'api' }, api: new ApiNode(kube, { node: 'node-1', stateDir: path.join(dir, 'state') }) });
+      expect(result.api?.stillRunning.map((p) => p.uid)).toEqual(['uid-wedged']);
+      expect(result.api?.finallyDeleted).toEqual([]);
+      expect(server.requests.filter((r) => r.method === 'DELETE')).toEqual([]);
+      expect(server.getPod('web', 'wedged')?.metadata?.deletionTimestamp).toBeDefined();
+      const reasons = server.eventsFor('web', 'wedged').map((e) => e.reason).sort();
+      expect(reasons).toEqual(['ExceededGracePeriod', 'FailedKillPod', 'Killing']);
+      expect(server.eventsFor('web', 'wedged').find((e) => e.reason === 'ExceededGracePeriod')?.message).toBe('Container runtime did not kill the pod within specified grace period.');
+    } finally {
+      sim.setFaults([]);
+      await session.close();
+    }
+  }, 90_000);
 });
