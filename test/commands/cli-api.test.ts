@@ -5,6 +5,8 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -88,5 +90,22 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
       conditions: [expect.objectContaining({ type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet' })],
     });
     expect(server.requests.filter((r) => r.method === 'PATCH').length).toBeGreaterThan(patchesBefore);
+  });
+
+  it('status shows whether a kubelet runs: its header line and the JSON field', async () => {
+    const healthz = http.createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((r) => healthz.listen(0, '127.0.0.1', r));
+    try {
+      const port = (healthz.address() as AddressInfo).port;
+      const json = await podctl(['status', '-o', 'json', '--kubelet-healthz', `127.0.0.1:${port}`]);
+      expect(json.code, json.stderr).toBe(0);
+      expect(JSON.parse(json.stdout).kubelet).toEqual({ state: 'running', via: 'healthz', detail: `healthz 127.0.0.1:${port} answered ok` });
+      healthz.close();
+      const table = await podctl(['status', '--kubelet-healthz', `127.0.0.1:${port}`]);
+      expect(table.code, table.stderr).toBe(0);
+      expect(table.stderr.split('\n')[0]).toMatch(/^kubelet: down \(no kubelet process; healthz 127\.0\.0\.1:\d+ refused\)$/);
+    } finally {
+      healthz.close();
+    }
   });
 });
