@@ -57,9 +57,12 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       return undefined;
     });
     if (flags['via-api'] && !api) throw new UsageError('--via-api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
-    const kubelet = await kubeletStatusFor(flags['kubelet-healthz'], api);
+    // the kubelet check runs beside the session's opening
+    const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
+    const session = await this.session();
+    const kubelet = await kubeletCheck;
     const result = await killPods({
-      session: await this.session(),
+      session,
       selection,
       ...termination,
       kubelet: { kubelet, api, force: flags.force, viaApi: flags['via-api'] },
