@@ -97,6 +97,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       signal: this.abort.signal,
     }).catch(async (error: unknown) => {
       await follower?.stop().catch(() => undefined);
+      api?.close();
       throw error;
     });
     const apiServer = follower ? await follower.stop() : undefined;
@@ -105,6 +106,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       ...(apiServer ? { apiServer } : {}),
       ...(api && flags['shutdown-status'] && !drained.dryRun ? { shutdownStatus: await (await import('../services/shutdown-status.js')).reportShutdownStatus(api, drained, this.reporter) } : {}),
     };
+    api?.close();
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else if (result.groups.length > 0 || result.skipped.length > 0) this.log(await renderTable(drainTable(result, this.styler), this.styler));

@@ -60,7 +60,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       ...(kube ? { kube } : {}),
       reporter: this.reporter,
       signal: this.abort.signal,
-    });
+    }).finally(() => api?.close());
     await this.handOffUnfinished(result);
     if (!this.jsonEnabled()) {
       this.log(await renderTable(terminateTable(result, this.styler), this.styler));

@@ -46,7 +46,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
     else if (flags['desired-from'] === 'api') throw new UsageError('--desired-from api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
     else throw new UsageError('no source of desired pods', 'pass --desired FILE or --desired-from runtime, or configure an API server with --kubeconfig');
     const api = source.kind === 'api' ? await apiNodeFor(flags, this.reporter) : undefined;
-    const result = await syncKnown({ session: await this.session(), source, reporter: this.reporter, signal: this.abort.signal, ...(api ? { api } : {}) });
+    const result = await syncKnown({ session: await this.session(), source, reporter: this.reporter, signal: this.abort.signal, ...(api ? { api } : {}) }).finally(() => api?.close());
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else {

@@ -50,7 +50,7 @@ export interface KubeClient {
   /** pods/eviction (policy/v1 Eviction). */
   evictPod(pod: { namespace: string; name: string }, gracePeriodSeconds: number | undefined, signal?: AbortSignal): Promise<EvictOutcome>;
   /** A pod Event from component podctl; the same pod UID and reason update one Event (count). */
-  postEvent(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void>;
+  postEvent(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string, signal?: AbortSignal): Promise<void>;
   /** Phase, reason, message and the DisruptionTarget condition, by strategic-merge patch. */
   patchStatus(pod: { namespace: string; name: string; uid: string }, change: PodStatusChange, signal?: AbortSignal): Promise<StatusPatchOutcome>;
   /** Status phase Failed with the eviction reason and message, as the kubelet's eviction manager sets it. */
@@ -230,7 +230,7 @@ export function clientOver(transport: Transport, options: ConnectOptions): KubeC
         throw error;
       }
     },
-    async postEvent(pod, type, reason, message) {
+    async postEvent(pod, type, reason, message, signal) {
       const { namespace, name: podName, uid } = ref(pod);
       const name = eventName(podName || 'pod', uid, reason);
       const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
@@ -251,16 +251,17 @@ export function clientOver(transport: Transport, options: ConnectOptions): KubeC
       };
       const need = { verb: 'create', resource: 'events', namespace };
       try {
-        await call('post event', need, { method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, body: event });
+        await call('post event', need, { method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, body: event }, signal);
       } catch (error) {
         if (!isConflict(error)) throw error;
         // the same pod and reason was reported before: one Event, its count bumped (as the kubelet's correlator does)
-        const events = (await call('list events', { verb: 'list', resource: 'events', namespace }, { method: 'GET', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, query: { fieldSelector: `metadata.name=${name}` } })) as { items?: CoreV1Event[] };
+        const events = (await call('list events', { verb: 'list', resource: 'events', namespace }, { method: 'GET', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, query: { fieldSelector: `metadata.name=${name}` } }, signal)) as { items?: CoreV1Event[] };
         const existing = events.items?.find((e) => e.metadata?.name === name);
         await call(
           'patch event',
           { verb: 'patch', resource: 'events', namespace },
           { method: 'PATCH', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events/${encodeURIComponent(name)}`, contentType: 'application/strategic-merge-patch+json', body: { count: (existing?.count ?? 1) + 1, lastTimestamp: now, message } },
+          signal,
         );
       }
     },

@@ -14,7 +14,7 @@
 import type { V1Pod } from '../engine/types.js';
 import type { KubeClient } from '../kube/client.js';
 import { KubeError } from '../kube/errors.js';
-import { PendingApiActions, type PendingAction, type PendingRecord } from '../kube/pending.js';
+import { PendingApiActions, pendingId, type PendingAction, type PendingRecord } from '../kube/pending.js';
 import type { PodStatusChange } from '../kube/status.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import type { NodeSession, PodInfo } from './session-api.js';
@@ -47,6 +47,9 @@ const podRef = (pod: V1Pod): PodRef => ({ namespace: pod.metadata?.namespace ?? 
 
 const PENDING_NOTE = 'recorded; the next podctl run with a kubeconfig sends it';
 
+/** How long a kill waits for an Event or status write before recording it and going on, ms. */
+export const WRITE_WAIT_MS = 2_000;
+
 /** Connects to the API server when one is configured; undefined without one. */
 export async function openApiNode(options: ApiNodeOptions): Promise<ApiNode | undefined> {
   if (options.client) return new ApiNode(options.client, options);
@@ -67,6 +70,9 @@ export class ApiNode {
   readonly pending: PendingApiActions;
   readonly #reporter: Reporter;
   readonly #sentEvents = new Set<string>();
+  readonly #late = new Set<Promise<unknown>>();
+  /** Ends writes still in flight when the command is done (`close`); their records stay. */
+  readonly #abort = new AbortController();
 
   constructor(kube: KubeClient, options: ApiNodeOptions) {
     this.kube = kube;
@@ -74,18 +80,54 @@ export class ApiNode {
     this.#reporter = options.reporter ?? silentReporter();
   }
 
-  /** One write: done, or recorded for later when the API server cannot be reached. Permanent errors throw. */
-  async #write(pod: PodRef, action: PendingAction, run: () => Promise<WriteOutcome>): Promise<WriteOutcome> {
+  /**
+   * One write: done, or recorded for later when the API server cannot be reached. Permanent errors
+   * throw. With `waitMs`, a write still unanswered by then is recorded and the caller goes on (the
+   * kill must not wait for the API server); if it completes later in this process, its record is
+   * removed again.
+   */
+  async #write(pod: PodRef, action: PendingAction, run: () => Promise<WriteOutcome>, waitMs?: number): Promise<WriteOutcome> {
+    const attempt = run();
+    const record = async (message: string): Promise<WriteOutcome> => {
+      await this.pending.record(pod, action, message);
+      this.#reporter.warn(`${message}; ${PENDING_NOTE}`);
+      return 'pending';
+    };
     try {
-      return await run();
+      if (waitMs === undefined) return await attempt;
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => {
+        timer = setTimeout(() => resolve('late'), waitMs);
+      });
+      const first = await Promise.race([attempt, late]).finally(() => clearTimeout(timer));
+      if (first !== 'late') return first;
+      const outcome = await record(`${action.kind === 'event' ? 'post event' : action.kind} for ${pod.namespace}/${pod.name}: no answer from the API server within ${waitMs} ms`);
+      this.#late.add(
+        attempt.then(
+          () => this.pending.remove(pendingId(pod.uid, action)),
+          () => undefined,
+        ),
+      );
+      return outcome;
     } catch (error) {
-      if (error instanceof KubeError && error.transient) {
-        await this.pending.record(pod, action, error.message);
-        this.#reporter.warn(`${error.message}; ${PENDING_NOTE}`);
-        return 'pending';
-      }
+      if (error instanceof KubeError && error.transient) return record(error.message);
       throw error;
     }
+  }
+
+  /**
+   * Ends the writes still in flight (recorded as pending, so the next run sends them): a command
+   * that is done does not linger for an API server that does not answer.
+   */
+  close(): void {
+    this.#abort.abort(new DOMException('podctl is done', 'AbortError'));
+  }
+
+  /** Waits (bounded) for writes that were recorded as pending while still in flight. */
+  async settle(boundMs = 5_000): Promise<void> {
+    if (this.#late.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.#late]), new Promise((r) => (timer = setTimeout(r, boundMs)))]).finally(() => clearTimeout(timer));
   }
 
   /** An Event, at most once per pod UID and reason in this process. */
@@ -93,14 +135,19 @@ export class ApiNode {
     const key = `${pod.metadata?.uid}/${reason}`;
     if (this.#sentEvents.has(key)) return 'done';
     this.#sentEvents.add(key);
-    return this.#write(podRef(pod), { kind: 'event', type, reason, message }, async () => {
-      await this.kube.postEvent(pod, type, reason, message);
-      return 'done';
-    });
+    return this.#write(
+      podRef(pod),
+      { kind: 'event', type, reason, message },
+      async () => {
+        await this.kube.postEvent(pod, type, reason, message, this.#abort.signal);
+        return 'done';
+      },
+      WRITE_WAIT_MS,
+    );
   }
 
   async status(pod: PodRef, change: PodStatusChange): Promise<WriteOutcome> {
-    return this.#write(pod, { kind: 'status', ...change }, async () => ((await this.kube.patchStatus(pod, change)) === 'patched' ? 'done' : 'forgotten'));
+    return this.#write(pod, { kind: 'status', ...change }, async () => ((await this.kube.patchStatus(pod, change, this.#abort.signal)) === 'patched' ? 'done' : 'forgotten'), WRITE_WAIT_MS);
   }
 
   /** The kubelet's final delete; the caller has checked that nothing of the pod runs on this node. */
@@ -140,6 +187,7 @@ export class ApiNode {
           done += 1;
         }
       } catch (error) {
+        if (this.#abort.signal.aborted) break; // the command is done: the record stays for the next run
         if (error instanceof KubeError && error.transient) {
           this.#reporter.debug(`pending ${record.action.kind} for ${record.pod.namespace}/${record.pod.name}: ${error.message}`);
           break; // the server is still unreachable: keep the rest for later
@@ -155,19 +203,20 @@ export class ApiNode {
 
   async #replayOne(record: PendingRecord, stillRuns: (uid: string) => Promise<boolean>): Promise<boolean> {
     const { pod, action } = record;
+    const signal = this.#abort.signal;
     switch (action.kind) {
       case 'event': {
-        const current = await this.kube.getPod(pod.namespace, pod.name);
+        const current = await this.kube.getPod(pod.namespace, pod.name, signal);
         const object: V1Pod = current?.metadata?.uid === pod.uid ? current : { metadata: { name: pod.name, namespace: pod.namespace, uid: pod.uid } };
-        await this.kube.postEvent(object, action.type, action.reason, action.message);
+        await this.kube.postEvent(object, action.type, action.reason, action.message, signal);
         return true;
       }
       case 'status':
-        await this.kube.patchStatus(pod, { phase: action.phase, reason: action.reason, message: action.message });
+        await this.kube.patchStatus(pod, { phase: action.phase, reason: action.reason, message: action.message }, signal);
         return true;
       case 'final-delete':
         if (await stillRuns(pod.uid)) return false;
-        await this.kube.finalDelete(pod);
+        await this.kube.finalDelete(pod, signal);
         return true;
     }
   }
@@ -187,11 +236,12 @@ export async function runsOnNode(session: NodeSession, uid: string): Promise<boo
   return !terminatedOnNode(await session.getPod(uid));
 }
 
-/** Sends what earlier runs could not (a command with a kubeconfig calls this once it has a session). */
-export async function replayPendingApiWrites(api: ApiNode, session: NodeSession): Promise<ReplayReport> {
-  try {
-    return await api.replayPending((uid) => runsOnNode(session, uid));
-  } catch {
-    return { done: 0, left: (await api.pending.list()).length };
-  }
+/**
+ * Sends what earlier runs could not (a command with a kubeconfig calls this once it has a session).
+ * Bounded: after `waitMs` the command goes on and the replay continues beside it until `close()`.
+ */
+export async function replayPendingApiWrites(api: ApiNode, session: NodeSession, waitMs = WRITE_WAIT_MS): Promise<ReplayReport | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const replay = api.replayPending((uid) => runsOnNode(session, uid)).catch(() => undefined);
+  return Promise.race([replay, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), waitMs)))]).finally(() => clearTimeout(timer));
 }

@@ -21,6 +21,7 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
   let server: KubeApiServer;
   let sim: RunningSimulator;
   let common: string[];
+  let dir: string;
 
   const podctl = (args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
     new Promise((resolve) => {
@@ -33,7 +34,7 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
     if (!existsSync(path.join(ROOT, 'dist', 'commands', 'evict.js'))) throw new Error('dist/ is missing: run `npm run build` first');
     server = await startKubeApiServer();
     server.token = 'x';
-    const dir = mkdtempSync(path.join(tmpdir(), 'podctl-cli-api-'));
+    dir = mkdtempSync(path.join(tmpdir(), 'podctl-cli-api-'));
     const kubeconfig = writeKubeconfig(dir, server.port, 't', 'x');
     sim = await startSimulator({
       socketPath: path.join(dir, 'cri.sock'),
@@ -42,6 +43,7 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
         { name: 'keep', namespace: 'web', uid: 'uid-keep', containers: [{ name: 'c', onSigterm: 'exit' }] },
         { name: 'stray', namespace: 'web', uid: 'uid-stray', containers: [{ name: 'c', onSigterm: 'exit' }] },
         { name: 'evictee', namespace: 'batch', uid: 'uid-evictee', containers: [{ name: 'c', onSigterm: 'exit' }] },
+        { name: 'late', namespace: 'batch', uid: 'uid-late', containers: [{ name: 'c', onSigterm: 'exit' }] },
       ],
     });
     common = ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--kubeconfig', kubeconfig, '--node', 'node-7'];
@@ -73,6 +75,33 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
     expect(server.requests.some((r) => r.method === 'GET' && r.query.get('fieldSelector') === 'spec.nodeName=node-7')).toBe(true);
     expect(result.orphanedRuntimePods.map((p: { name: string }) => p.name)).toContain('stray');
     expect(result.orphanedRuntimePods.map((p: { name: string }) => p.name)).not.toContain('keep');
+  });
+
+  it('evict beside an API server that does not answer: the kill goes on, the writes are recorded, the command does not linger', async () => {
+    const silent = http.createServer(() => {});
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      const blackHole = writeKubeconfig(mkdtempSync(path.join(tmpdir(), 'podctl-cli-api-silent-')), (silent.address() as AddressInfo).port, 't', 'x');
+      const started = Date.now();
+      const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        const args = ['evict', 'batch/late', '--grace', '1', '--json', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--kubeconfig', blackHole, '--node', 'node-7'];
+        execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '' }, timeout: 60_000 }, (error, stdout, stderr) =>
+          resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
+        );
+      });
+      const elapsed = Date.now() - started;
+      expect(run.code, run.stderr).toBe(0);
+      const result = JSON.parse(run.stdout);
+      expect(result.pods).toEqual([expect.objectContaining({ uid: 'uid-late', outcome: 'terminated' })]);
+      expect(result.apiServer).toMatchObject({ eventsPosted: 0, statusPatched: 0 });
+      expect(result.apiServer.errors).toHaveLength(2);
+      expect(run.stderr).toMatch(/post event for batch\/late: no answer from the API server within 2000 ms; recorded/);
+      // the retry budget of a call is 20 s: neither the kill nor the exit waited for it
+      expect(elapsed).toBeLessThan(15_000);
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
   });
 
   it('drain --shutdown-status sets the kubelet\'s node-shutdown status on the pods it stopped', async () => {
@@ -108,4 +137,5 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
       healthz.close();
     }
   });
+
 });
