@@ -57,6 +57,9 @@ export interface GuardOutcome {
   remaining: string[] | undefined;
 }
 
+/** How long a kill waits for the API server's list of this node's pods, ms. */
+export const API_LIST_BOUND_MS = 5_000;
+
 const refOf = (p: { namespace: string; name: string }): string => `${p.namespace}/${p.name}`;
 
 export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
@@ -66,7 +69,9 @@ export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
   let apiPods: V1Pod[] = [];
   if (guard.api && guard.kubelet.state !== 'down') {
     try {
-      apiPods = await guard.api.kube.listNodePods(input.signal);
+      // bounded: the kill does not wait long for an API server that does not answer
+      const bound = AbortSignal.timeout(API_LIST_BOUND_MS);
+      apiPods = await guard.api.kube.listNodePods(input.signal ? AbortSignal.any([bound, input.signal]) : bound);
     } catch (error) {
       reporter.warn(`cannot tell which pods the kubelet desires from the API server: ${(error as Error).message}`);
     }
