@@ -83,6 +83,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const api = await apiNodeFor(flags, this.reporter);
     if (flags['shutdown-status'] && !api) throw new UsageError('--shutdown-status needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
     const session = await this.session();
+    if (api && !flags['dry-run']) await (await import('../services/api-node.js')).replayPendingApiWrites(api, session);
     // with an API server, pods deleted there during the drain are killed with their (shorter) grace and finished
     const follower = api && !flags['dry-run'] ? new (await import('../services/api-follow.js')).ApiFollower({ session, api, act: true, reporter: this.reporter }) : undefined;
     follower?.start();

@@ -60,6 +60,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     // the kubelet check runs beside the session's opening
     const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
     const session = await this.session();
+    if (api) await (await import('../services/api-node.js')).replayPendingApiWrites(api, session);
     const kubelet = await kubeletCheck;
     const result = await killPods({
       session,
@@ -68,7 +69,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       kubelet: { kubelet, api, force: flags.force, viaApi: flags['via-api'] },
       reporter: this.reporter,
       signal: this.abort.signal,
-    });
+    }).finally(() => api?.close());
     await this.handOffUnfinished(result);
     if (!this.jsonEnabled()) {
       this.log(await renderTable(terminateTable(result, this.styler), this.styler));
