@@ -95,11 +95,18 @@ export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
   if (!guard.api) throw new UsageError('--via-api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
   const viaApi: TerminatedPod[] = [];
   const throughApi = new Set<string>();
+  const staticOnly: PodInfo[] = [];
   for (const pod of desiredPods) {
     const apiPod = desiredInApi(apiPods, pod.uid);
-    if (!apiPod || isMirrorPod(apiPod)) continue; // a static pod: the API cannot delete it
+    if (!apiPod || isMirrorPod(apiPod)) {
+      staticOnly.push(pod); // a static pod: the API cannot delete it
+      continue;
+    }
     throughApi.add(pod.uid);
     viaApi.push(await deleteThroughApi(guard.api, pod, input, reporter));
+  }
+  if (staticOnly.length > 0) {
+    reporter.warn(`${staticOnly.map(refOf).join(', ')}: static pods cannot be deleted through the API server; killing them over CRI, and the kubelet may start them again (remove their manifests to stop them for good)`);
   }
   return { report, viaApi, remaining: targets.filter((p) => !throughApi.has(p.uid)).map((p) => p.uid) };
 }
