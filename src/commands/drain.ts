@@ -2,6 +2,7 @@
  * `podctl drain`: parse and validate, call the drain service, render. No logic of its own.
  */
 import { Flags } from '@oclif/core';
+import { apiNodeFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
 import { parseDuration } from '../lib/duration.js';
 import { UsageError } from '../lib/errors.js';
@@ -15,6 +16,8 @@ import {
   parseExcludes,
   parseGroups,
 } from '../services/drain-plan.js';
+import type { ApiFollowReport } from '../services/api-follow.js';
+import type { ShutdownStatusReport } from '../services/shutdown-status.js';
 import { drainExitCode, drainNode, drainPodsToHandOff, drainSummaryLine, drainTable, type DrainResult } from '../services/drain.js';
 
 export default class Drain extends PodctlCommand {
@@ -58,9 +61,13 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       helpValue: 'DURATION',
     }),
     output: Flags.option({ char: 'o', summary: 'Result format on stdout.', options: ['table', 'json', 'yaml'] as const, default: 'table' as const })(),
+    'shutdown-status': Flags.boolean({
+      summary: 'Set the kubelet\'s node-shutdown status (Failed, reason Terminated, DisruptionTarget) on the pods the drain stopped; needs an API server.',
+      default: false,
+    }),
   };
 
-  async run(): Promise<DrainResult> {
+  async run(): Promise<DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport }> {
     const { flags } = await this.parse(Drain);
     this.configure(flags);
     const explicitBudgets = flags['grace-period'] !== undefined || flags['critical-grace-period'] !== undefined;
@@ -74,8 +81,15 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const isExcluded = flags.exclude ? parseExcludes(flags.exclude) : undefined;
     const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, 'timeout');
     if (flags['dry-run']) this.readOnlySession = true;
-    const result = await drainNode({
-      session: await this.session(),
+    const api = await apiNodeFor(flags, this.reporter);
+    if (flags['shutdown-status'] && !api) throw new UsageError('--shutdown-status needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
+    const session = await this.session();
+    if (api && !flags['dry-run']) await (await import('../services/api-node.js')).replayPendingApiWrites(api, session);
+    // with an API server, pods deleted there during the drain are killed with their (shorter) grace and finished
+    const follower = api && !flags['dry-run'] ? new (await import('../services/api-follow.js')).ApiFollower({ session, api, act: true, reporter: this.reporter }) : undefined;
+    follower?.start();
+    const drained = await drainNode({
+      session,
       selection,
       groups,
       ...(isExcluded ? { isExcluded } : {}),
@@ -83,7 +97,18 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       reporter: this.reporter,
       signal: this.abort.signal,
+    }).catch(async (error: unknown) => {
+      await follower?.stop().catch(() => undefined);
+      api?.close();
+      throw error;
     });
+    const apiServer = follower ? await follower.stop() : undefined;
+    const result: DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport } = {
+      ...drained,
+      ...(apiServer ? { apiServer } : {}),
+      ...(api && flags['shutdown-status'] && !drained.dryRun ? { shutdownStatus: await (await import('../services/shutdown-status.js')).reportShutdownStatus(api, drained, this.reporter) } : {}),
+    };
+    api?.close();
     // pods still terminating (bound reached, or interrupted) keep being driven after this process
     await this.handOffUnfinished('drain', result, drainPodsToHandOff(result));
     if (!this.jsonEnabled()) {

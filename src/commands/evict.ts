@@ -2,16 +2,17 @@
  * `podctl evict`: parse and validate, call the evict service, render. No logic of its own.
  */
 import { Args, Flags } from '@oclif/core';
-import { connectKube, detectKube } from '../kube/index.js';
+import { apiNodeFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
-import { RuntimeFailure, UsageError } from '../lib/errors.js';
+import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { nodeName, selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';
+import { selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';
 import { safetyFlags } from '../lib/safety-flags.js';
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
 import { DEFAULT_EVICTION_REASON, evictPods, type EvictResult } from '../services/evict.js';
-import { terminateExitCode, terminateSummary, terminateTable } from '../services/terminate.js';
+import { replayPendingApiWrites } from '../services/api-node.js';
+import { podsToHandOff, terminateExitCode, terminateSummary, terminateTable } from '../services/terminate.js';
 
 export default class Evict extends PodctlCommand {
   static override summary = 'Evict pods: a kill whose stopped containers and sandboxes are then removed.';
@@ -49,28 +50,23 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     if (flags.reason !== undefined && !/^[A-Za-z][A-Za-z0-9]*$/.test(flags.reason)) {
       throw new UsageError(`--reason "${flags.reason}" is not a CamelCase reason`, 'e.g. --reason DiskPressure');
     }
-    const source = detectKube(flags.kubeconfig);
-    let kube;
-    if (source) {
-      try {
-        kube = await connectKube(source, { node: nodeName(flags.node) });
-      } catch (error) {
-        throw new RuntimeFailure((error as Error).message, 'fix --kubeconfig, or unset KUBECONFIG to evict from the runtime alone');
-      }
-    }
+    const safety = this.safetyOptions(flags);
+    const api = await apiNodeFor(flags, this.reporter);
+    const kube = api?.evictionReporter();
+    const session = await this.session();
+    if (api && !flags['dry-run']) await replayPendingApiWrites(api, session);
     const result = await evictPods({
-      session: await this.session(),
+      session,
       selection,
       ...termination,
       ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
       ...(flags.message !== undefined ? { message: flags.message } : {}),
       ...(kube ? { kube } : {}),
-      ...this.safetyOptions(flags),
+      ...safety,
       force: flags.force,
       reporter: this.reporter,
       signal: this.abort.signal,
-    });
-    const { podsToHandOff } = await import('../services/terminate.js');
+    }).finally(() => api?.close());
     await this.handOffUnfinished(result.action, result, podsToHandOff(result));
     if (!this.jsonEnabled()) {
       this.log(await renderTable(terminateTable(result, this.styler), this.styler));

@@ -1,15 +1,17 @@
 /**
  * `podctl kill`: parse and validate, call the kill service, render. No logic of its own.
  */
-import { Args } from '@oclif/core';
+import { Args, Flags } from '@oclif/core';
+import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
+import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';
 import { driverFlags, safetyFlags } from '../lib/safety-flags.js';
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
 import { killPods, type KillResult } from '../services/kill.js';
-import { terminateExitCode, terminateSummary, terminateTable } from '../services/terminate.js';
+import { podsToHandOff, terminateExitCode, terminateSummary, terminateTable } from '../services/terminate.js';
 
 export default class Kill extends PodctlCommand {
   static override summary = 'Terminate pods with the kubelet\'s grace semantics and wait for them.';
@@ -18,6 +20,8 @@ export default class Kill extends PodctlCommand {
 podctl waits until the pods are terminated, showing progress on stderr, for at most --timeout (default: the kubelet's killPodNow bound, max(10s, 1.5 × grace)). When the wait times out the termination goes on in the background; see \`podctl status REF --explain\`.
 
 REF is ns/name, or name with -n (namespace "default" when omitted).
+
+Beside a running kubelet (its healthz answers, or a kubelet process exists), a pod it still desires (bound to this node in the API server, or a static pod) would be started again: podctl warns and recommends the API delete; --via-api issues that delete itself with the grace and waits for the kubelet to finish the pod; --force kills over CRI anyway.
 
 ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.TimedOut, ExitCode.NotFound, ExitCode.Interrupted])}`;
 
@@ -32,7 +36,15 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   static override args = {
     ref: Args.string({ description: 'Pods to kill: ns/name, or name with -n (repeatable).' }),
   };
-  static override flags = { ...selectionFlags, ...terminationFlags, ...safetyFlags, ...driverFlags };
+  static override flags = {
+    ...selectionFlags,
+    ...terminationFlags,
+    ...safetyFlags,
+    ...driverFlags,
+    ...kubeletFlags,
+    force: Flags.boolean({ summary: 'Kill over CRI even pods a running kubelet still desires (it may start them again).', default: false }),
+    'via-api': Flags.boolean({ summary: 'Beside a running kubelet: delete the pods it desires through the API server (with the grace) and wait for it to finish them.', default: false }),
+  };
   /** Exit codes are asked for only where the session decides by them (SessionOptions.exitDetails). */
   protected override exitDetails = 'driven' as const;
 
@@ -42,16 +54,29 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const selection = selectionFromFlags(argv, flags);
     const termination = terminationOptionsFromFlags(flags);
     await this.waitForHandingProcess(flags['after-pid']);
+    if (flags.force && flags['via-api']) throw new UsageError('--force and --via-api are mutually exclusive', 'choose CRI (--force) or the API server (--via-api)');
+    const api = await apiNodeFor(flags, this.reporter).catch((error: Error) => {
+      if (flags['via-api']) throw error;
+      this.reporter.warn(`${error.message}; going on without the API server`);
+      return undefined;
+    });
+    if (flags['via-api'] && !api) throw new UsageError('--via-api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
+    // the kubelet check runs beside the session's opening
+    const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
+    const safety = this.safetyOptions(flags);
+    const session = await this.session();
+    if (api && !flags['dry-run']) await (await import('../services/api-node.js')).replayPendingApiWrites(api, session);
+    const kubelet = await kubeletCheck;
     const result = await killPods({
-      session: await this.session(),
+      session,
       selection,
       ...termination,
-      ...this.safetyOptions(flags),
+      ...safety,
       ...(flags.drive ? { unbounded: true } : {}),
+      kubelet: { kubelet, api, force: flags.force, viaApi: flags['via-api'] },
       reporter: this.reporter,
       signal: this.abort.signal,
-    });
-    const { podsToHandOff } = await import('../services/terminate.js');
+    }).finally(() => api?.close());
     await this.handOffUnfinished(result.action, result, podsToHandOff(result));
     if (!this.jsonEnabled()) {
       this.log(await renderTable(terminateTable(result, this.styler), this.styler));

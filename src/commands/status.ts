@@ -2,13 +2,14 @@
  * `podctl status`: parse and validate, call the status service, render. No logic of its own.
  */
 import { Args, Flags } from '@oclif/core';
+import { kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { selectionFlags } from '../lib/flags.js';
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
-import { explainText, podStatus, statusExitCode, statusTable, type StatusResult } from '../services/status.js';
+import { explainText, kubeletHeader, podStatus, statusExitCode, statusTable, type StatusResult } from '../services/status.js';
 
 export default class Status extends PodctlCommand {
   static override summary = 'Show the node\'s pods as podctl\'s pod workers see them; --explain says why a pod is still here.';
@@ -37,6 +38,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     selector: selectionFlags.selector,
     output: Flags.option({ char: 'o', summary: 'Result format on stdout.', options: ['table', 'wide', 'json', 'yaml'] as const, default: 'table' as const })(),
     explain: Flags.boolean({ summary: 'For the named pods: predicates, what the worker waits for, last error, timeline.', default: false }),
+    ...kubeletFlags,
   };
 
   async run(): Promise<StatusResult> {
@@ -47,7 +49,11 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     if (flags.explain && selection.refs.length === 0) {
       throw new UsageError('--explain needs the pods to explain', 'name them: podctl status ns/name --explain (or --uid UID)');
     }
+    // the kubelet check runs beside the session's opening (healthz and /proc, no API server needed)
+    const kubelet = kubeletStatusFor(flags['kubelet-healthz'], undefined);
     const result = await podStatus({ session: await this.session(), selection, explain: flags.explain, signal: this.abort.signal });
+    result.kubelet = await kubelet;
+    if (!this.jsonEnabled() && flags.output !== 'json' && flags.output !== 'yaml') this.logToStderr(kubeletHeader(result.kubelet));
     for (const ref of result.missing) this.reporter.warn(`pod not found: ${ref}`);
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
@@ -59,3 +65,4 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     return result;
   }
 }
+

@@ -3,6 +3,7 @@
  */
 import { Flags } from '@oclif/core';
 import { detectKube } from '../kube/index.js';
+import { apiNodeFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
@@ -51,6 +52,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
     else if (flags['desired-from'] === 'api') throw new UsageError('--desired-from api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
     else throw new UsageError('no source of desired pods', 'pass --desired FILE or --desired-from runtime, or configure an API server with --kubeconfig');
     if (flags['dry-run']) this.readOnlySession = true;
+    const api = source.kind === 'api' ? await apiNodeFor(flags, this.reporter) : undefined;
     const result = await syncKnown({
       session: await this.session(),
       source,
@@ -59,7 +61,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
       includeStatic: flags['include-static'],
       yes: flags.yes,
       dryRun: flags['dry-run'],
-    });
+      ...(api ? { api } : {}),
+    }).finally(() => api?.close());
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else {

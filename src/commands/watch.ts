@@ -4,6 +4,7 @@
  * for scripts. A thin door to `services/watch.ts`; Ink is loaded by the service, only for the screen.
  */
 import { Flags } from '@oclif/core';
+import { apiNodeFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { nodeName } from '../lib/flags.js';
@@ -68,6 +69,13 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     if (format === 'tui') this.#screenLog = { pending: [] };
     const session = await this.session();
     const { runWatch } = await import('../services/watch.js');
+    // with an API server, this node's pods there are followed (list + watch) and their deletions shown
+    const api = await apiNodeFor(flags, this.reporter).catch(() => undefined);
+    let feedRef: WatchFeed | undefined;
+    const follower = api
+      ? new (await import('../services/api-follow.js')).ApiFollower({ session, api, act: false, onNote: (level, detail) => feedRef?.note({ source: 'session', level, kind: 'api-server', detail }) })
+      : undefined;
+    follower?.start();
     const result = await runWatch(session, {
       format,
       signal: this.abort.signal,
@@ -78,12 +86,13 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       color: this.styler.enabled,
       ...(flags['metrics-file'] !== undefined ? { metricsFile: flags['metrics-file'] } : {}),
       onFeed: (feed) => {
+        feedRef = feed;
         const screen = this.#screenLog;
         if (screen === undefined) return;
         screen.feed = feed;
         for (const line of screen.pending.splice(0)) feed.note({ source: 'session', level: line.level === 'error' ? 'error' : 'warn', kind: 'log', detail: line.message });
       },
-    });
+    }).finally(() => follower?.stop());
     // The JSON stream is the output; a final pretty-printed object would break one-object-per-line.
     return format === 'json' ? undefined : result;
   }

@@ -11,6 +11,7 @@
  */
 import { formatDuration } from '../lib/duration.js';
 import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
+import type { KubeletStatus } from '../kube/kubelet.js';
 import type { Styler, TableSpec } from '../lib/output.js';
 import { truncate } from '../lib/output.js';
 import { resolveSelection, type PodSelection } from '../lib/refs.js';
@@ -87,6 +88,8 @@ export interface StatusResult {
   pods: StatusRow[];
   missing: string[];
   explain?: Explanation[];
+  /** Whether a kubelet runs beside podctl (kube/kubelet.ts); set by the command. */
+  kubelet?: KubeletStatus;
 }
 
 export interface StatusOptions {
@@ -326,4 +329,9 @@ export function explainText(e: Explanation, styler: Styler, now: number): string
   lines.push(`  timeline${e.timeline.length === 0 ? ': (empty)' : ':'}`);
   for (const t of e.timeline) lines.push(`    ${t.at}  ${t.type.padEnd(22)} ${t.detail}${t.pid ? styler.dim(`  [pid ${t.pid}]`) : ''}`);
   return lines.join('\n');
+}
+
+/** The header line of `status`: whether a kubelet runs beside podctl, and how that was decided. */
+export function kubeletHeader(k: NonNullable<StatusResult['kubelet']>): string {
+  return `kubelet: ${k.state} (${k.detail})`;
 }

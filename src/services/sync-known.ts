@@ -26,6 +26,8 @@ import { comparePods } from '../lib/refs.js';
 import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import type { NodeSession, PodInfo } from './session-api.js';
+import type { ApiNode } from './api-node.js';
+import type { ApiSyncReport } from './api-sync.js';
 
 export type DesiredSource = { kind: 'api' } | { kind: 'file'; path: string } | { kind: 'runtime' };
 
@@ -56,6 +58,8 @@ export interface SyncKnownResult {
   orphanedRuntimePods: PodName[];
   resumed: PodName[];
   forgotten: PodName[];
+  /** Desired from the API server: mirror pods, deletions honoured, final deletes (api-sync.ts). */
+  api?: ApiSyncReport;
 }
 
 export interface SyncKnownOptions {
@@ -70,6 +74,8 @@ export interface SyncKnownOptions {
   yes?: boolean;
   /** Predict, change nothing. */
   dryRun?: boolean;
+  /** The API server (source api): desired pods planned as the kubelet's config source does. */
+  api?: ApiNode;
 }
 
 /** Parses a desired-pod document; `where` names the file in errors. */
@@ -160,11 +166,15 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
   const reporter = options.reporter ?? silentReporter();
   const signal = options.signal;
   const before = await options.session.listPods(signal ? { signal } : undefined);
-  const listed = await desiredPods(options, before);
+  // With an API server: list and plan first (read only); the kills it asks for start after the checks.
+  const apiSync = options.source.kind === 'api' && options.api ? await import('./api-sync.js') : undefined;
+  const apiPlan = apiSync && options.api ? await apiSync.planApiSync({ api: options.api, before, ...(signal ? { signal } : {}) }) : undefined;
+  const listed = apiPlan ? apiPlan.plan.desired : await desiredPods(options, before);
   const listedUids = new Set(listed.map((p) => p.metadata?.uid));
 
   const onNode = before.filter(isOnNode);
-  if (listed.length === 0 && onNode.length > 0 && !options.yes) {
+  const listedNothing = apiPlan ? apiPlan.apiPods.length === 0 : listed.length === 0;
+  if (listedNothing && onNode.length > 0 && !options.yes) {
     throw new UsageError(
       `the desired pod list from ${sourceName(options.source)} is empty, but this node runs ${onNode.length} pod(s): sync-known would terminate them${options.includeStatic ? '' : ' (all but static pods)'}`,
       'pass --yes if that is really meant',
@@ -188,6 +198,8 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
 
   if (options.dryRun) return { dryRun: true, ...common, ...predictSync(before, new Set(desired.map((p) => p.metadata?.uid ?? '')), nameOf) };
 
+  const apiRun = apiSync && apiPlan && options.api ? await apiSync.startApiSync({ session: options.session, api: options.api, before, reporter, ...(signal ? { signal } : {}) }, apiPlan) : undefined;
+
   let outcome;
   try {
     outcome = await options.session.syncKnown(desired, signal ? { signal } : undefined);
@@ -195,6 +207,7 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
     if (error instanceof UsageError || error instanceof RuntimeFailure || isAbort(error)) throw error;
     throw new RuntimeFailure(`sync-known failed: ${(error as Error).message}`, undefined, { cause: error });
   }
+  const api = apiRun ? await apiRun.finish() : undefined;
   const workers: KnownWorker[] = [...outcome.workers.entries()]
     .map(([uid, w]) => ({ ...nameOf(uid), state: w.state, orphan: w.orphan, hasConfig: w.hasConfig, static: w.static }))
     .sort(comparePods);
@@ -205,6 +218,7 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
     orphanedRuntimePods: outcome.orphanedRuntimePods.map(nameOf).sort(comparePods),
     resumed: outcome.resumed.map(nameOf).sort(comparePods),
     forgotten: outcome.forgotten.map(nameOf).sort(comparePods),
+    ...(api ? { api } : {}),
   };
 }
 
@@ -272,5 +286,16 @@ export function syncKnownSummary(result: SyncKnownResult): string {
     `  ${would}resumed from a dead owner: ${result.resumed.length}${names(result.resumed)}`,
     `  finished workers ${would}forgotten: ${result.forgotten.length}${names(result.forgotten)}`,
     `  static pods kept (never orphans without --include-static): ${result.keptStatic.length}${names(result.keptStatic)}`,
+    ...(result.api ? apiSummaryLines(result.api, names) : []),
   ].join('\n');
+}
+
+function apiSummaryLines(api: ApiSyncReport, names: (list: PodName[]) => string): string[] {
+  return [
+    `  deleted in the API server, terminated with its grace: ${api.deleting.length}${names(api.deleting)}`,
+    `  final deletes (left Terminating): ${api.finallyDeleted.length}${names(api.finallyDeleted)}`,
+    ...(api.stillRunning.length > 0 ? [`  deleted in the API server, still running here: ${api.stillRunning.length}${names(api.stillRunning)}`] : []),
+    ...(api.mirrors.length > 0 ? [`  mirror pods (their static pods kept): ${api.mirrors.length}`] : []),
+    ...(api.pendingRecorded + api.pendingLeft > 0 ? [`  API writes pending for a later run: ${api.pendingRecorded + api.pendingLeft}`] : []),
+  ];
 }

@@ -16,7 +16,7 @@
  * - A wait that ends early (timeout, signal) returns the partial result; pods still terminating that
  *   this process drives are handed to a background driver by the caller (`podsToHandOff`).
  */
-import type { KubeClient } from '../kube/index.js';
+import type { KubeClient as FullKubeClient } from '../kube/index.js';
 import { PodNotFoundError, UsageError } from '../lib/errors.js';
 import { criticalReason, type CriticalReason } from './drain-plan.js';
 import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
@@ -27,6 +27,9 @@ import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { mapLimit } from '../store/limit.js';
 import type { NodeSession, PodInfo, WaitOutcome } from './session-api.js';
+
+/** What kill and evict report through: the eviction Event and status. */
+export type KubeClient = Pick<FullKubeClient, 'node' | 'postEvent' | 'markEvicted'>;
 
 /**
  * Kill requests in flight at once (each takes a lease and writes a checkpoint). High enough for a

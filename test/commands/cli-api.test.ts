@@ -1,6 +1,7 @@
 /**
  * The built CLI with an API server: `evict` reports to it and `sync-known` takes desired pods from
- * it. The API server is an in-process HTTP server; the node is the embedded simulator.
+ * it. The API server is the local one the tests use (test/support/kube-api-server.ts); the node is
+ * the embedded simulator.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
@@ -11,22 +12,16 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { writeKubeconfig } from '../kube/support.js';
+import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 
 const ROOT = process.cwd();
 const BIN = path.join(ROOT, 'bin', 'run.js');
 
-interface Request {
-  method: string;
-  url: string;
-  body: Record<string, unknown> | undefined;
-}
-
 describe('podctl with an API server', { timeout: 90_000 }, () => {
-  const requests: Request[] = [];
-  let desired: object[] = [];
-  let server: http.Server;
+  let server: KubeApiServer;
   let sim: RunningSimulator;
   let common: string[];
+  let dir: string;
 
   const podctl = (args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
     new Promise((resolve) => {
@@ -37,24 +32,10 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
 
   beforeAll(async () => {
     if (!existsSync(path.join(ROOT, 'dist', 'commands', 'evict.js'))) throw new Error('dist/ is missing: run `npm run build` first');
-    server = http.createServer((req, res) => {
-      let raw = '';
-      req.on('data', (c: Buffer) => (raw += c.toString()));
-      req.on('end', () => {
-        requests.push({ method: req.method ?? '', url: decodeURIComponent(req.url ?? ''), body: raw ? JSON.parse(raw) : undefined });
-        res.setHeader('content-type', 'application/json');
-        if (req.method === 'GET' && req.url?.startsWith('/api/v1/pods')) res.end(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: desired }));
-        else if (req.method === 'POST') res.end(raw);
-        else if (req.method === 'PATCH') res.end(JSON.stringify({ metadata: {}, status: { phase: 'Failed' } }));
-        else {
-          res.statusCode = 404;
-          res.end('{}');
-        }
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const dir = mkdtempSync(path.join(tmpdir(), 'podctl-cli-api-'));
-    const kubeconfig = writeKubeconfig(dir, (server.address() as AddressInfo).port, 't', 'x');
+    server = await startKubeApiServer();
+    server.token = 'x';
+    dir = mkdtempSync(path.join(tmpdir(), 'podctl-cli-api-'));
+    const kubeconfig = writeKubeconfig(dir, server.port, 't', 'x');
     sim = await startSimulator({
       socketPath: path.join(dir, 'cri.sock'),
       timeScale: 0.05,
@@ -62,6 +43,7 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
         { name: 'keep', namespace: 'web', uid: 'uid-keep', containers: [{ name: 'c', onSigterm: 'exit' }] },
         { name: 'stray', namespace: 'web', uid: 'uid-stray', containers: [{ name: 'c', onSigterm: 'exit' }] },
         { name: 'evictee', namespace: 'batch', uid: 'uid-evictee', containers: [{ name: 'c', onSigterm: 'exit' }] },
+        { name: 'late', namespace: 'batch', uid: 'uid-late', containers: [{ name: 'c', onSigterm: 'exit' }] },
       ],
     });
     common = ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--kubeconfig', kubeconfig, '--node', 'node-7'];
@@ -69,29 +51,91 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
 
   afterAll(async () => {
     await sim?.close();
-    server?.closeAllConnections();
-    server?.close();
+    await server?.stop();
   });
 
   it('evict posts a Warning Event and marks the pod Failed/Evicted', async () => {
+    server.addPod({ metadata: { name: 'evictee', namespace: 'batch', uid: 'uid-evictee' }, spec: { nodeName: 'node-7', containers: [{ name: 'c' }] }, status: { phase: 'Running' } });
     const run = await podctl(['evict', 'batch/evictee', '--reason', 'DiskPressure', '--message', 'node is low on disk', '--json']);
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ action: 'evict', apiServer: { eventsPosted: 1, statusPatched: 1, errors: [] }, pods: [{ outcome: 'terminated' }] });
-    const event = requests.find((r) => r.method === 'POST' && r.url === '/api/v1/namespaces/batch/events');
-    expect(event?.body).toMatchObject({ type: 'Warning', reason: 'DiskPressure', message: 'node is low on disk', involvedObject: { name: 'evictee', uid: 'uid-evictee' }, source: { host: 'node-7' } });
-    const patch = requests.find((r) => r.method === 'PATCH' && r.url === '/api/v1/namespaces/batch/pods/evictee/status');
-    expect(patch?.body).toEqual({ status: { phase: 'Failed', reason: 'DiskPressure', message: 'node is low on disk' } });
+    expect(server.eventsFor('batch', 'evictee')).toEqual([
+      expect.objectContaining({ type: 'Warning', reason: 'DiskPressure', message: 'node is low on disk', involvedObject: expect.objectContaining({ name: 'evictee', uid: 'uid-evictee' }), source: { component: 'podctl', host: 'node-7' } }),
+    ]);
+    expect(server.getPod('batch', 'evictee')?.status).toMatchObject({ phase: 'Failed', reason: 'DiskPressure', message: 'node is low on disk', conditions: [expect.objectContaining({ type: 'DisruptionTarget', status: 'True' })] });
   });
 
   it('sync-known takes desired pods from the API server (this node only) and terminates the undesired runtime pod', async () => {
-    desired = [{ metadata: { name: 'keep', namespace: 'web', uid: 'uid-keep' }, spec: { nodeName: 'node-7', containers: [{ name: 'c' }] } }];
+    server.addPod({ metadata: { name: 'keep', namespace: 'web', uid: 'uid-keep' }, spec: { nodeName: 'node-7', containers: [{ name: 'c' }] }, status: { phase: 'Running' } });
     const run = await podctl(['sync-known', '--json']);
     expect(run.stderr).toContain('desired pod(s) from the API server');
     expect(run.code).toBe(0);
     const result = JSON.parse(run.stdout);
     expect(result.source).toBe('api');
-    expect(requests.some((r) => r.method === 'GET' && r.url.includes('fieldSelector=spec.nodeName=node-7'))).toBe(true);
+    expect(server.requests.some((r) => r.method === 'GET' && r.query.get('fieldSelector') === 'spec.nodeName=node-7')).toBe(true);
     expect(result.orphanedRuntimePods.map((p: { name: string }) => p.name)).toContain('stray');
     expect(result.orphanedRuntimePods.map((p: { name: string }) => p.name)).not.toContain('keep');
   });
+
+  it('evict beside an API server that does not answer: the kill goes on, the writes are recorded, the command does not linger', async () => {
+    const silent = http.createServer(() => {});
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      const blackHole = writeKubeconfig(mkdtempSync(path.join(tmpdir(), 'podctl-cli-api-silent-')), (silent.address() as AddressInfo).port, 't', 'x');
+      const started = Date.now();
+      const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        const args = ['evict', 'batch/late', '--grace', '1', '--json', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--kubeconfig', blackHole, '--node', 'node-7'];
+        execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '' }, timeout: 60_000 }, (error, stdout, stderr) =>
+          resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
+        );
+      });
+      const elapsed = Date.now() - started;
+      expect(run.code, run.stderr).toBe(0);
+      const result = JSON.parse(run.stdout);
+      expect(result.pods).toEqual([expect.objectContaining({ uid: 'uid-late', outcome: 'terminated' })]);
+      expect(result.apiServer).toMatchObject({ eventsPosted: 0, statusPatched: 0 });
+      expect(result.apiServer.errors).toHaveLength(2);
+      expect(run.stderr).toMatch(/post event for batch\/late: no answer from the API server within 2000 ms; recorded/);
+      // the retry budget of a call is 20 s: neither the kill nor the exit waited for it
+      expect(elapsed).toBeLessThan(15_000);
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
+  });
+
+  it('drain --shutdown-status sets the kubelet\'s node-shutdown status on the pods it stopped', async () => {
+    server.addPod({ metadata: { name: 'stray', namespace: 'web', uid: 'uid-stray' }, spec: { nodeName: 'node-7', containers: [{ name: 'c' }] }, status: { phase: 'Running' } });
+    const patchesBefore = server.requests.filter((r) => r.method === 'PATCH').length;
+    const run = await podctl(['drain', '--grace-period', '2', '--critical-grace-period', '1', '--shutdown-status', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const result = JSON.parse(run.stdout);
+    expect(result.shutdownStatus).toMatchObject({ errors: [] });
+    expect(result.shutdownStatus.statusPatched).toBeGreaterThanOrEqual(1);
+    expect(server.getPod('web', 'keep')?.status).toMatchObject({
+      phase: 'Failed',
+      reason: 'Terminated',
+      message: 'Pod was terminated in response to imminent node shutdown.',
+      conditions: [expect.objectContaining({ type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet' })],
+    });
+    expect(server.requests.filter((r) => r.method === 'PATCH').length).toBeGreaterThan(patchesBefore);
+  });
+
+  it('status shows whether a kubelet runs: its header line and the JSON field', async () => {
+    const healthz = http.createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((r) => healthz.listen(0, '127.0.0.1', r));
+    try {
+      const port = (healthz.address() as AddressInfo).port;
+      const json = await podctl(['status', '-o', 'json', '--kubelet-healthz', `127.0.0.1:${port}`]);
+      expect(json.code, json.stderr).toBe(0);
+      expect(JSON.parse(json.stdout).kubelet).toEqual({ state: 'running', via: 'healthz', detail: `healthz 127.0.0.1:${port} answered ok` });
+      healthz.close();
+      const table = await podctl(['status', '--kubelet-healthz', `127.0.0.1:${port}`]);
+      expect(table.code, table.stderr).toBe(0);
+      expect(table.stderr.split('\n')[0]).toMatch(/^kubelet: down \(no kubelet process; healthz 127\.0\.0\.1:\d+ refused\)$/);
+    } finally {
+      healthz.close();
+    }
+  });
+
 });

@@ -116,8 +116,9 @@ describeContainerd(import.meta.url, 'sync-known safety against containerd', () =
     }
   });
 
-  it('sync-known from an API server that lists only the mirror pod keeps the static pod running', async () => {
+  it('sync-known from an API server keeps the static pod running, matched to its mirror pod or with no mirror pod at all', async () => {
     const staticPod = await node.pods.create({ name: 'kube-apiserver', namespace: 'kube-system', configSource: 'file' });
+    await node.pods.create({ name: 'web-api', namespace: 'default' }); // the API's list is never empty here
     const others = (await node.cri.listPodSandbox()).filter((s) => s.state === 0 && s.metadata?.uid !== staticPod.uid);
     // the API holds the mirror pod: same full name, its own UID, the config.mirror annotation
     const mirror = {
@@ -125,9 +126,10 @@ describeContainerd(import.meta.url, 'sync-known safety against containerd', () =
       spec: { nodeName: 'node-1', containers: [{ name: 'main', image: 'x' }] },
     };
     const keep = others.map((s) => ({ metadata: { uid: s.metadata?.uid, name: s.metadata?.name, namespace: s.metadata?.namespace }, spec: { nodeName: 'node-1', containers: [] } }));
+    let withMirror = true;
     const server = http.createServer((req, res) => {
       res.setHeader('content-type', 'application/json');
-      if (req.method === 'GET' && req.url?.startsWith('/api/v1/pods')) res.end(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '7' }, items: [mirror, ...keep] }));
+      if (req.method === 'GET' && req.url?.startsWith('/api/v1/pods')) res.end(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '7' }, items: withMirror ? [mirror, ...keep] : keep }));
       else {
         res.statusCode = 404;
         res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404 }));
@@ -136,11 +138,20 @@ describeContainerd(import.meta.url, 'sync-known safety against containerd', () =
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const kubeconfig = writeKubeconfig(stateDir, (server.address() as AddressInfo).port);
+      // the mirror pod stands for the static pod (matched by full name, as the kubelet does)
       const run = await podctl(['sync-known', '--kubeconfig', kubeconfig, '--node', 'node-1', '--json']);
       expect(run.code, run.stderr).toBe(0);
-      const result = JSON.parse(run.stdout) as SyncJson;
-      expect(result.keptStatic.map((p) => p.uid)).toContain(staticPod.uid);
+      const result = JSON.parse(run.stdout) as SyncJson & { api?: { mirrors: { namespace: string; name: string; staticUid: string | null }[] } };
+      expect(result.api?.mirrors).toContainEqual({ namespace: staticPod.namespace, name: staticPod.name, staticUid: staticPod.uid });
       expect(result.orphanedRuntimePods.map((p) => p.uid)).not.toContain(staticPod.uid);
+      expect(await running(staticPod)).toBe(true);
+      // no mirror pod (not yet created, or deleted): the static pod is still desired by its manifest
+      withMirror = false;
+      const again = await podctl(['sync-known', '--kubeconfig', kubeconfig, '--node', 'node-1', '--json']);
+      expect(again.code, again.stderr).toBe(0);
+      const second = JSON.parse(again.stdout) as SyncJson;
+      expect(second.keptStatic.map((p) => p.uid)).toContain(staticPod.uid);
+      expect(second.orphanedRuntimePods.map((p) => p.uid)).not.toContain(staticPod.uid);
       expect(await running(staticPod)).toBe(true);
     } finally {
       server.close();

@@ -1,60 +1,38 @@
 /**
- * The API-server wrapper against a real in-process HTTP server standing in for the API server.
+ * The API-server client against the local API server (test/support/kube-api-server.ts), which
+ * follows the real REST conventions: Status errors, resourceVersion, DeleteOptions preconditions,
+ * 409/429, strategic-merge patches.
  */
 import { mkdtempSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { writeKubeconfig } from './support.js';
-import { KubeError, connectKube, detectKube, IN_CLUSTER_TOKEN } from '../../src/kube/index.js';
+import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
+import { KubeError, connectKube, detectKube, IN_CLUSTER_TOKEN, type KubeClient } from '../../src/kube/index.js';
 
-interface Seen {
-  method: string;
-  url: string;
-  contentType: string | undefined;
-  body: unknown;
-}
-
-const seen: Seen[] = [];
-let server: http.Server;
+let server: KubeApiServer;
 let kubeconfig: string;
-let slow = false;
+const connect = (options: { timeoutMs?: number; budgetMs?: number } = {}): Promise<KubeClient> =>
+  connectKube({ kind: 'kubeconfig', path: kubeconfig }, { node: 'node-1', timeoutMs: options.timeoutMs ?? 2_000, retry: { baseMs: 50, budgetMs: options.budgetMs ?? 5_000 } });
 
-beforeAll(async () => {
-  server = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c: Buffer) => (raw += c.toString()));
-    req.on('end', () => {
-      seen.push({ method: req.method ?? '', url: req.url ?? '', contentType: req.headers['content-type'], body: raw ? JSON.parse(raw) : undefined });
-      if (slow) return; // never answers
-      res.setHeader('content-type', 'application/json');
-      if (req.method === 'GET' && req.url?.startsWith('/api/v1/pods')) {
-        res.end(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: [{ metadata: { name: 'a', namespace: 'web', uid: 'u1' }, spec: { nodeName: 'node-1', containers: [] } }] }));
-      } else if (req.method === 'POST' && req.url === '/api/v1/namespaces/web/events') {
-        res.statusCode = 201;
-        res.end(raw);
-      } else if (req.method === 'PATCH' && req.url === '/api/v1/namespaces/web/pods/a/status') {
-        res.end(JSON.stringify({ metadata: { name: 'a', namespace: 'web' }, status: { phase: 'Failed' } }));
-      } else if (req.method === 'PATCH') {
-        res.statusCode = 403;
-        res.end(JSON.stringify({ kind: 'Status', status: 'Failure', message: 'forbidden', code: 403 }));
-      } else {
-        res.statusCode = 404;
-        res.end('{}');
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  const dir = mkdtempSync(path.join(tmpdir(), 'podctl-kube-'));
-  kubeconfig = writeKubeconfig(dir, port);
+const podOn = (name: string, node = 'node-1', extra: Record<string, unknown> = {}) => ({
+  metadata: { name, namespace: 'web', labels: { app: name } },
+  spec: { nodeName: node, terminationGracePeriodSeconds: 30, containers: [{ name: 'main', image: 'x' }] },
+  status: { phase: 'Running' },
+  ...extra,
 });
 
-afterAll(() => {
-  server?.closeAllConnections();
-  server?.close();
+beforeAll(async () => {
+  server = await startKubeApiServer();
+  kubeconfig = writeKubeconfig(mkdtempSync(path.join(tmpdir(), 'podctl-kube-')), server.port);
+});
+afterAll(() => server.stop());
+beforeEach(() => {
+  server.pods.clear();
+  server.events.clear();
+  server.requests.length = 0;
+  server.forbidden.clear();
 });
 
 describe('detectKube', () => {
@@ -69,48 +47,170 @@ describe('detectKube', () => {
   });
 });
 
-describe('connectKube against an HTTP API server', () => {
-  it('lists this node\'s pods with fieldSelector spec.nodeName', async () => {
-    const kube = await connectKube({ kind: 'kubeconfig', path: kubeconfig }, { node: 'node-1' });
-    const pods = await kube.listNodePods();
-    expect(pods.map((p) => p.metadata?.uid)).toEqual(['u1']);
-    const request = seen.find((s) => s.method === 'GET');
-    expect(decodeURIComponent(request?.url ?? '')).toContain('fieldSelector=spec.nodeName=node-1');
+describe('connectKube against the local API server', () => {
+  it('lists only this node\'s pods (fieldSelector spec.nodeName) with the list\'s resourceVersion', async () => {
+    const mine = server.addPod(podOn('a'));
+    server.addPod(podOn('b', 'node-2'));
+    const kube = await connect();
+    const list = await kube.listNodePodsVersioned();
+    expect(list.pods.map((p) => p.metadata?.uid)).toEqual([mine.metadata.uid]);
+    expect(list.resourceVersion).toBe(server.resourceVersion);
+    const request = server.requests.find((r) => r.method === 'GET' && r.path === '/api/v1/pods');
+    expect(request?.query.get('fieldSelector')).toBe('spec.nodeName=node-1');
   });
 
-  it('posts a pod Event and merge-patches the status to Failed/Evicted', async () => {
-    const kube = await connectKube({ kind: 'kubeconfig', path: kubeconfig }, { node: 'node-1' });
-    const pod = { metadata: { name: 'a', namespace: 'web', uid: 'u1' } };
-    await kube.postEvent(pod, 'Warning', 'DiskPressure', 'low disk');
-    await kube.markEvicted(pod, { reason: 'DiskPressure', message: 'low disk' });
-    const event = seen.find((s) => s.method === 'POST');
-    expect(event?.body).toMatchObject({
-      type: 'Warning',
-      reason: 'DiskPressure',
-      message: 'low disk',
-      involvedObject: { kind: 'Pod', name: 'a', namespace: 'web', uid: 'u1' },
+  it('Events: component podctl, one Event per pod and reason whose count rises', async () => {
+    const pod = server.addPod(podOn('a'));
+    const kube = await connect();
+    await kube.postEvent(pod, 'Normal', 'Killing', 'Stopping pod\'s containers with a grace period of 3s');
+    await kube.postEvent(pod, 'Normal', 'Killing', 'Stopping pod\'s containers with a grace period of 2s');
+    await kube.postEvent(pod, 'Warning', 'FailedKillPod', 'error killing pod: x');
+    const events = server.eventsFor('web', 'a');
+    expect(events).toHaveLength(2);
+    const killing = events.find((e) => e.reason === 'Killing');
+    expect(killing).toMatchObject({
+      type: 'Normal',
+      count: 2,
+      message: 'Stopping pod\'s containers with a grace period of 2s',
+      involvedObject: { kind: 'Pod', name: 'a', namespace: 'web', uid: pod.metadata.uid },
       source: { component: 'podctl', host: 'node-1' },
     });
-    const patch = seen.find((s) => s.method === 'PATCH');
-    expect(patch?.contentType).toBe('application/merge-patch+json');
-    expect(patch?.body).toEqual({ status: { phase: 'Failed', reason: 'DiskPressure', message: 'low disk' } });
   });
 
-  it('an API error becomes a KubeError naming the call and the kubeconfig', async () => {
-    const kube = await connectKube({ kind: 'kubeconfig', path: kubeconfig }, { node: 'node-1' });
-    const error = await kube.markEvicted({ metadata: { name: 'other', namespace: 'web' } }, { reason: 'Evicted', message: 'x' }).catch((e: unknown) => e);
+  it('eviction status: strategic-merge patch of phase, reason, message and the DisruptionTarget condition', async () => {
+    const pod = server.addPod(podOn('a', 'node-1', { status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } }));
+    const kube = await connect();
+    await kube.markEvicted(pod, { reason: 'Evicted', message: 'The node was low on resource: memory.' });
+    const patch = server.requests.find((r) => r.method === 'PATCH');
+    expect(patch?.contentType).toBe('application/strategic-merge-patch+json');
+    expect(patch?.path).toBe('/api/v1/namespaces/web/pods/a/status');
+    const status = server.getPod('web', 'a')?.status;
+    expect(status).toMatchObject({ phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory.' });
+    expect(status?.conditions).toEqual([
+      { type: 'Ready', status: 'True' },
+      expect.objectContaining({ type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet', message: 'The node was low on resource: memory.' }),
+    ]);
+  });
+
+  it('a status patch that meets a conflict (the pod changed meanwhile) reads the pod again and retries', async () => {
+    const pod = server.addPod(podOn('a'));
+    const kube = await connect();
+    // another client changes the pod between podctl's GET and its PATCH (resourceVersion precondition → 409)
+    server.requests.length = 0;
+    let changed = false;
+    server.onAnswered = (r) => {
+      if (!changed && r.method === 'GET' && r.path.endsWith('/pods/a')) {
+        changed = true;
+        server.updatePod('web', 'a', (p) => (p.metadata.labels.touched = 'yes'));
+      }
+    };
+    try {
+      expect(await kube.patchStatus({ namespace: 'web', name: 'a', uid: pod.metadata.uid }, { phase: 'Failed', reason: 'Terminated', message: 'm' })).toBe('patched');
+    } finally {
+      server.onAnswered = undefined;
+    }
+    const patches = server.requests.filter((r) => r.method === 'PATCH');
+    expect(patches.map((p) => p.status)).toEqual([409, 200]);
+    expect(server.getPod('web', 'a')?.status?.phase).toBe('Failed');
+  });
+
+  it('a status patch for a pod replaced under the same name (another UID) is not applied', async () => {
+    server.addPod(podOn('a'));
+    const kube = await connect();
+    expect(await kube.patchStatus({ namespace: 'web', name: 'a', uid: 'an-older-uid' }, { phase: 'Failed', reason: 'Evicted', message: 'm' })).toBe('uid-changed');
+    expect(server.getPod('web', 'a')?.status?.phase).toBe('Running');
+    expect(await kube.patchStatus({ namespace: 'web', name: 'gone', uid: 'u' }, { phase: 'Failed', reason: 'Evicted', message: 'm' })).toBe('gone');
+  });
+
+  it('the final delete: DELETE with gracePeriodSeconds 0 and preconditions.uid; 409 and 404 are answers, not errors', async () => {
+    const pod = server.addPod(podOn('a'));
+    const kube = await connect();
+    expect(await kube.finalDelete({ namespace: 'web', name: 'a', uid: 'another-uid' })).toBe('uid-changed');
+    expect(server.getPod('web', 'a')).toBeDefined();
+    expect(await kube.finalDelete({ namespace: 'web', name: 'a', uid: pod.metadata.uid })).toBe('deleted');
+    expect(server.getPod('web', 'a')).toBeUndefined();
+    expect(await kube.finalDelete({ namespace: 'web', name: 'a', uid: pod.metadata.uid })).toBe('gone');
+    const deletes = server.requests.filter((r) => r.method === 'DELETE');
+    expect(deletes.map((d) => d.status)).toEqual([409, 200, 404]);
+    expect(deletes[1]?.body).toEqual({ kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } });
+  });
+
+  it('429 waits the server\'s Retry-After before retrying', async () => {
+    server.addPod(podOn('a'));
+    server.inject({ method: 'GET', path: /\/pods\/a$/, status: 429, retryAfter: 1 });
+    const kube = await connect();
+    const started = Date.now();
+    expect((await kube.getPod('web', 'a'))?.metadata?.name).toBe('a');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+    expect(server.requests.filter((r) => r.path.endsWith('/pods/a')).map((r) => r.status)).toEqual([429, 200]);
+  });
+
+  it('5xx and dropped connections back off and retry; past the budget the last error is reported', async () => {
+    server.addPod(podOn('a'));
+    server.inject({ method: 'GET', path: /\/pods\/a$/, status: 503 });
+    server.inject({ method: 'GET', path: /\/pods\/a$/, drop: true });
+    const kube = await connect();
+    expect((await kube.getPod('web', 'a'))?.metadata?.name).toBe('a');
+    expect(server.requests.filter((r) => r.path.endsWith('/pods/a')).map((r) => r.status)).toEqual([503, -1, 200]);
+
+    server.inject({ method: 'GET', path: /\/pods\/a$/, status: 500, count: 100 });
+    const error = await kube.getPod('web', 'a').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(KubeError);
-    expect((error as KubeError).message).toMatch(/^patch pod status failed \(HTTP 403\).*kubeconfig .*config/);
+    expect((error as KubeError).message).toMatch(/^get pod failed \(HTTP 500 InternalError\)/);
+    expect(server.requests.filter((r) => r.status === 500).length).toBe(4); // attempts bound
+  });
+
+  it('401 and 403 are one line naming what is missing', async () => {
+    server.addPod(podOn('a'));
+    server.forbidden.add('delete pods');
+    const kube = await connect();
+    const forbidden = await kube.finalDelete({ namespace: 'web', name: 'a', uid: 'x' }).catch((e: unknown) => e);
+    expect((forbidden as Error).message).toMatch(/^final delete of pod: forbidden \(HTTP 403\): the identity of kubeconfig .* lacks RBAC verb "delete" on resource "pods" in namespace web; grant it/);
+    expect((forbidden as Error).message).not.toContain('\n');
+    server.token = 'other';
+    try {
+      const denied = await kube.listNodePods().catch((e: unknown) => e);
+      expect((denied as Error).message).toMatch(/^list pods: the API server refused the credentials of kubeconfig .* \(HTTP 401 Unauthorized\)/);
+    } finally {
+      server.token = 'abc';
+    }
   });
 
   it('every request has a deadline', async () => {
-    slow = true;
+    const silent = await import('node:http').then((http) => http.createServer(() => {}));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as { port: number }).port;
+    const quiet = await connectKube({ kind: 'kubeconfig', path: writeKubeconfig(mkdtempSync(path.join(tmpdir(), 'podctl-kube-')), port) }, { node: 'n', timeoutMs: 200, retry: { budgetMs: 300 } });
     try {
-      const kube = await connectKube({ kind: 'kubeconfig', path: kubeconfig }, { node: 'node-1', timeoutMs: 200 });
-      await expect(kube.listNodePods()).rejects.toThrow(/no answer from the API server within 200 ms/);
+      await expect(quiet.listNodePods()).rejects.toThrow(/no answer from the API server within 200 ms/);
     } finally {
-      slow = false;
+      silent.closeAllConnections();
+      silent.close();
     }
+  });
+
+  it('eviction: a PodDisruptionBudget with no disruption left answers 429 (blocked-by-pdb), else the pod is deleted gracefully', async () => {
+    server.addPod(podOn('guarded'));
+    server.addPod(podOn('free'));
+    server.addPdb('web', 'pdb', { app: 'guarded' }, 0);
+    const kube = await connect();
+    const blocked = await kube.evictPod({ namespace: 'web', name: 'guarded' }, 5);
+    expect(blocked).toMatchObject({ outcome: 'blocked-by-pdb', retryAfterMs: 1000 });
+    expect(await kube.evictPod({ namespace: 'web', name: 'free' }, 5)).toEqual({ outcome: 'accepted' });
+    expect(server.getPod('web', 'free')?.metadata).toMatchObject({ deletionGracePeriodSeconds: 5 });
+    expect(server.getPod('web', 'guarded')?.metadata?.deletionTimestamp).toBeUndefined();
+  });
+
+  it('cordons the node and reads its Lease', async () => {
+    server.addNode('node-1');
+    const renewed = new Date(Date.now() - 5_000);
+    server.setLease('node-1', renewed);
+    const kube = await connect();
+    await kube.setUnschedulable(true);
+    expect(server.nodes.get('node-1')?.spec).toEqual({ unschedulable: true });
+    expect((await kube.nodeLeaseRenewedAt())?.getTime()).toBe(renewed.getTime());
+    server.leases.clear();
+    expect(await kube.nodeLeaseRenewedAt()).toBeUndefined();
   });
 
   it('a missing kubeconfig is one clear error', async () => {

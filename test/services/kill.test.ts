@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { KubeClient } from '../../src/kube/index.js';
+import type { KubeClient } from '../../src/services/terminate.js';
 import { PodNotFoundError } from '../../src/lib/errors.js';
 import { parseSelection } from '../../src/lib/refs.js';
 import { Reporter } from '../../src/lib/reporter.js';
@@ -128,7 +128,6 @@ describe('evict service', () => {
     return {
       node: 'node-1',
       calls,
-      listNodePods: async () => [],
       postEvent: async (pod, type, reason, message) => {
         if (fail) throw new Error('post event failed (HTTP 403)');
         calls.push(`event ${pod.metadata?.name} ${type} ${reason}: ${message}`);

@@ -1,0 +1,293 @@
+/**
+ * The API-server client: the calls podctl makes, each with its RBAC need, deadline and retries.
+ * @kubernetes/client-node is imported here, inside `connectKube`, and nowhere on a start-up path.
+ *
+ * Invariants:
+ * - Every call has a deadline per attempt (`timeoutMs`) and a retry budget (retry.ts): 429 waits
+ *   the server's Retry-After, 5xx and connection errors back off with jitter, and nothing waits
+ *   past the budget. 401/403 become one line naming the missing RBAC verb and resource.
+ * - Status patches use strategic-merge-patch with the pod's uid and resourceVersion as
+ *   preconditions; a 409 re-reads the pod and retries (bounded); a pod replaced under the same name
+ *   (another uid) is left alone.
+ * - The final delete is DELETE with gracePeriodSeconds 0 and preconditions.uid; 404 and 409 are
+ *   answered as 'gone' and 'uid-changed', which callers treat as success-and-forget.
+ */
+import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import { KubeError, authMessage, isConflict, isNotFound, type RbacNeed } from './errors.js';
+import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.js';
+import { eventName, statusPatch, type PodStatusChange } from './status.js';
+import { transportFor, type KubeRequest, type Transport, type WatchEvent } from './transport.js';
+import type { KubeSource } from './index.js';
+
+export type { WatchEvent } from './transport.js';
+
+export interface PodList {
+  pods: V1Pod[];
+  resourceVersion: string;
+}
+
+export type FinalDeleteOutcome = 'deleted' | 'gone' | 'uid-changed';
+export type DeleteOutcome = 'accepted' | 'gone' | 'uid-changed';
+export type EvictOutcome = { outcome: 'accepted' | 'gone' } | { outcome: 'blocked-by-pdb'; retryAfterMs: number | undefined; message: string };
+export type StatusPatchOutcome = 'patched' | 'gone' | 'uid-changed';
+
+/** The API-server operations podctl needs, nothing more. */
+export interface KubeClient {
+  readonly node: string;
+  /** Where the credentials come from, for messages. */
+  readonly where: string;
+  /** Pods bound to this node (fieldSelector spec.nodeName=<node>), every namespace. */
+  listNodePods(signal?: AbortSignal): Promise<V1Pod[]>;
+  /** The same, with the list's resourceVersion (to start a watch from). */
+  listNodePodsVersioned(signal?: AbortSignal): Promise<PodList>;
+  /** Follows this node's pods from `resourceVersion` (bookmarks asked for); resolves when the server ends the stream. */
+  watchNodePods(resourceVersion: string, onEvent: (event: WatchEvent) => void, signal?: AbortSignal): Promise<void>;
+  getPod(namespace: string, name: string, signal?: AbortSignal): Promise<V1Pod | undefined>;
+  /** A graceful delete with the grace and preconditions.uid (kubectl delete --grace-period). */
+  deletePod(pod: { namespace: string; name: string; uid: string }, gracePeriodSeconds: number | undefined, signal?: AbortSignal): Promise<DeleteOutcome>;
+  /** The kubelet's final delete: gracePeriodSeconds 0 and preconditions.uid. */
+  finalDelete(pod: { namespace: string; name: string; uid: string }, signal?: AbortSignal): Promise<FinalDeleteOutcome>;
+  /** pods/eviction (policy/v1 Eviction). */
+  evictPod(pod: { namespace: string; name: string }, gracePeriodSeconds: number | undefined, signal?: AbortSignal): Promise<EvictOutcome>;
+  /** A pod Event from component podctl; the same pod UID and reason update one Event (count). */
+  postEvent(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string, signal?: AbortSignal): Promise<void>;
+  /** Phase, reason, message and the DisruptionTarget condition, by strategic-merge patch. */
+  patchStatus(pod: { namespace: string; name: string; uid: string }, change: PodStatusChange, signal?: AbortSignal): Promise<StatusPatchOutcome>;
+  /** Status phase Failed with the eviction reason and message, as the kubelet's eviction manager sets it. */
+  markEvicted(pod: V1Pod, status: { reason: string; message: string }): Promise<void>;
+  /** spec.unschedulable (cordon / uncordon). */
+  setUnschedulable(unschedulable: boolean, signal?: AbortSignal): Promise<void>;
+  /** The renewTime of this node's Lease in kube-node-lease; undefined when it has none. */
+  nodeLeaseRenewedAt(signal?: AbortSignal): Promise<Date | undefined>;
+}
+
+export interface ConnectOptions {
+  node: string;
+  /** Deadline per request attempt, ms (default 10_000). */
+  timeoutMs?: number;
+  retry?: Partial<RetryPolicy>;
+  /** Hears each retry (for debug logs). */
+  onRetry?: (call: string, error: KubeError, waitMs: number) => void;
+}
+
+export function describeSource(source: KubeSource): string {
+  return source.kind === 'kubeconfig' ? `kubeconfig ${source.path}` : 'the in-cluster service account';
+}
+
+const ref = (pod: V1Pod): { namespace: string; name: string; uid: string } => ({
+  namespace: pod.metadata?.namespace ?? 'default',
+  name: pod.metadata?.name ?? '',
+  uid: pod.metadata?.uid ?? '',
+});
+
+/** Builds the client; this is where @kubernetes/client-node is imported. */
+export async function connectKube(source: KubeSource, options: ConnectOptions): Promise<KubeClient> {
+  const k8s = await import('@kubernetes/client-node');
+  const config = new k8s.KubeConfig();
+  const where = describeSource(source);
+  try {
+    if (source.kind === 'kubeconfig') config.loadFromFile(source.path);
+    else config.loadFromCluster();
+  } catch (error) {
+    throw new KubeError('load', `cannot load ${where}: ${(error as Error).message.split('\n')[0]} (check --kubeconfig)`, undefined, { cause: error, transient: false });
+  }
+  if (!config.getCurrentCluster()) {
+    throw new KubeError('load', `${where} has no current cluster (check --kubeconfig or its current-context)`, undefined, { transient: false });
+  }
+  return clientOver(transportFor(config, where), options);
+}
+
+/** The client over a transport (a seam for tests). */
+export function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+  const node = options.node;
+  const where = transport.where;
+
+  const call = async (name: string, need: RbacNeed, request: KubeRequest, signal?: AbortSignal): Promise<unknown> => {
+    const once = async (): Promise<unknown> => {
+      try {
+        return (await transport.request(name, request, { timeoutMs, ...(signal ? { signal } : {}) })).body;
+      } catch (error) {
+        if (error instanceof KubeError && (error.statusCode === 401 || error.statusCode === 403)) {
+          throw new KubeError(name, authMessage(name, error.statusCode, need, where), error.statusCode, { reason: error.reason ?? '', transient: false, cause: error });
+        }
+        throw error;
+      }
+    };
+    return withRetries(once, policy, { ...(signal ? { signal } : {}), onRetry: (error, wait) => options.onRetry?.(name, error, wait) });
+  };
+
+  const podPath = (namespace: string, name: string): string => `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`;
+  const fieldSelector = `spec.nodeName=${node}`;
+
+  const getPod = async (namespace: string, name: string, signal?: AbortSignal): Promise<V1Pod | undefined> => {
+    try {
+      return (await call('get pod', { verb: 'get', resource: 'pods', namespace }, { method: 'GET', path: podPath(namespace, name) }, signal)) as V1Pod;
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  };
+
+  const deleteWith = async (pod: { namespace: string; name: string; uid: string }, grace: number | undefined, callName: string, signal?: AbortSignal): Promise<'ok' | 'gone' | 'uid-changed'> => {
+    try {
+      await call(
+        callName,
+        { verb: 'delete', resource: 'pods', namespace: pod.namespace },
+        {
+          method: 'DELETE',
+          path: podPath(pod.namespace, pod.name),
+          body: { kind: 'DeleteOptions', apiVersion: 'v1', ...(grace !== undefined ? { gracePeriodSeconds: grace } : {}), preconditions: { uid: pod.uid } },
+        },
+        signal,
+      );
+      return 'ok';
+    } catch (error) {
+      if (isNotFound(error)) return 'gone';
+      if (isConflict(error)) return 'uid-changed';
+      throw error;
+    }
+  };
+
+  const patchStatus = async (pod: { namespace: string; name: string; uid: string }, change: PodStatusChange, signal?: AbortSignal): Promise<StatusPatchOutcome> => {
+    for (let attempt = 0; ; attempt += 1) {
+      const current = await getPod(pod.namespace, pod.name, signal);
+      if (!current) return 'gone';
+      if (current.metadata?.uid !== pod.uid) return 'uid-changed';
+      try {
+        await call(
+          'patch pod status',
+          { verb: 'patch', resource: 'pods/status', namespace: pod.namespace },
+          { method: 'PATCH', path: `${podPath(pod.namespace, pod.name)}/status`, contentType: 'application/strategic-merge-patch+json', body: statusPatch(current, change, new Date()) },
+          signal,
+        );
+        return 'patched';
+      } catch (error) {
+        if (isNotFound(error)) return 'gone';
+        // the pod changed between our read and our patch: read it again (bounded)
+        if (isConflict(error) && attempt < 4) continue;
+        throw error;
+      }
+    }
+  };
+
+  return {
+    node,
+    where,
+    async listNodePods(signal) {
+      return (await this.listNodePodsVersioned(signal)).pods;
+    },
+    async listNodePodsVersioned(signal) {
+      const list = (await call('list pods', { verb: 'list', resource: 'pods' }, { method: 'GET', path: '/api/v1/pods', query: { fieldSelector } }, signal)) as {
+        items?: V1Pod[];
+        metadata?: { resourceVersion?: string };
+      };
+      return { pods: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+    async watchNodePods(resourceVersion, onEvent, signal) {
+      try {
+        await transport.watch(
+          'watch pods',
+          { method: 'GET', path: '/api/v1/pods', query: { watch: 1, fieldSelector, resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 300 } },
+          onEvent,
+          { connectTimeoutMs: timeoutMs, ...(signal ? { signal } : {}) },
+        );
+      } catch (error) {
+        if (error instanceof KubeError && (error.statusCode === 401 || error.statusCode === 403)) {
+          throw new KubeError('watch pods', authMessage('watch pods', error.statusCode, { verb: 'watch', resource: 'pods' }, where), error.statusCode, { transient: false });
+        }
+        throw error;
+      }
+    },
+    getPod,
+    async deletePod(pod, grace, signal) {
+      const outcome = await deleteWith(pod, grace, 'delete pod', signal);
+      return outcome === 'ok' ? 'accepted' : outcome;
+    },
+    async finalDelete(pod, signal) {
+      const outcome = await deleteWith(pod, 0, 'final delete of pod', signal);
+      return outcome === 'ok' ? 'deleted' : outcome;
+    },
+    async evictPod(pod, grace, signal) {
+      try {
+        await transport.request(
+          'evict pod',
+          {
+            method: 'POST',
+            path: `${podPath(pod.namespace, pod.name)}/eviction`,
+            body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: pod.name, namespace: pod.namespace }, ...(grace !== undefined ? { deleteOptions: { gracePeriodSeconds: grace } } : {}) },
+          },
+          { timeoutMs, ...(signal ? { signal } : {}) },
+        );
+        return { outcome: 'accepted' };
+      } catch (error) {
+        if (isNotFound(error)) return { outcome: 'gone' };
+        if (error instanceof KubeError && error.statusCode === 429) return { outcome: 'blocked-by-pdb', retryAfterMs: error.retryAfterMs, message: error.message };
+        if (error instanceof KubeError && (error.statusCode === 401 || error.statusCode === 403)) {
+          throw new KubeError('evict pod', authMessage('evict pod', error.statusCode, { verb: 'create', resource: 'pods/eviction', namespace: pod.namespace }, where), error.statusCode, { transient: false });
+        }
+        throw error;
+      }
+    },
+    async postEvent(pod, type, reason, message, signal) {
+      const { namespace, name: podName, uid } = ref(pod);
+      const name = eventName(podName || 'pod', uid, reason);
+      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+      const event: CoreV1Event = {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name, namespace },
+        involvedObject: { apiVersion: 'v1', kind: 'Pod', name: podName, namespace, uid, ...(pod.metadata?.resourceVersion ? { resourceVersion: pod.metadata.resourceVersion } : {}) },
+        type,
+        reason,
+        message,
+        source: { component: 'podctl', host: node },
+        reportingComponent: 'podctl',
+        reportingInstance: node,
+        firstTimestamp: now as unknown as Date,
+        lastTimestamp: now as unknown as Date,
+        count: 1,
+      };
+      const need = { verb: 'create', resource: 'events', namespace };
+      try {
+        await call('post event', need, { method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, body: event }, signal);
+      } catch (error) {
+        if (!isConflict(error)) throw error;
+        // the same pod and reason was reported before: one Event, its count bumped (as the kubelet's correlator does)
+        const events = (await call('list events', { verb: 'list', resource: 'events', namespace }, { method: 'GET', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, query: { fieldSelector: `metadata.name=${name}` } }, signal)) as { items?: CoreV1Event[] };
+        const existing = events.items?.find((e) => e.metadata?.name === name);
+        await call(
+          'patch event',
+          { verb: 'patch', resource: 'events', namespace },
+          { method: 'PATCH', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events/${encodeURIComponent(name)}`, contentType: 'application/strategic-merge-patch+json', body: { count: (existing?.count ?? 1) + 1, lastTimestamp: now, message } },
+          signal,
+        );
+      }
+    },
+    patchStatus,
+    async markEvicted(pod, status) {
+      const outcome = await patchStatus(ref(pod), { phase: 'Failed', reason: status.reason || 'Evicted', message: status.message });
+      if (outcome !== 'patched') throw new KubeError('patch pod status', `patch pod status: pod ${ref(pod).namespace}/${ref(pod).name} ${outcome === 'gone' ? 'is gone from the API server' : 'was replaced (another UID)'}`, outcome === 'gone' ? 404 : 409, { transient: false });
+    },
+    async setUnschedulable(unschedulable, signal) {
+      await call(
+        'cordon node',
+        { verb: 'patch', resource: 'nodes' },
+        { method: 'PATCH', path: `/api/v1/nodes/${encodeURIComponent(node)}`, contentType: 'application/strategic-merge-patch+json', body: { spec: { unschedulable } } },
+        signal,
+      );
+    },
+    async nodeLeaseRenewedAt(signal) {
+      try {
+        const lease = (await call('get node lease', { verb: 'get', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-node-lease' }, { method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${encodeURIComponent(node)}` }, signal)) as {
+          spec?: { renewTime?: string };
+        };
+        return lease.spec?.renewTime ? new Date(lease.spec.renewTime) : undefined;
+      } catch (error) {
+        if (isNotFound(error)) return undefined;
+        throw error;
+      }
+    },
+  };
+}

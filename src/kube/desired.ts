@@ -1,0 +1,99 @@
+/**
+ * The API server as the kubelet's config source, decided in pure functions: which pods this node
+ * is meant to run, which are being deleted (and with what grace), and which runtime static pods
+ * their mirror pods stand for.
+ *
+ * Invariants:
+ * - A mirror pod (annotation kubernetes.io/config.mirror) is never itself desired nor driven: it
+ *   stands for the runtime's static pod with the same full name (name_namespace), which becomes
+ *   desired in its place (so housekeeping never takes it for an orphan).
+ * - A pod with deletionTimestamp is still desired (it is not an orphan) and is also a deletion:
+ *   a kill with its deletionGracePeriodSeconds (else its spec grace); the engine only ever
+ *   shortens a grace, so a later, longer deletion grace changes nothing.
+ * - A pod in a terminal phase (Succeeded/Failed) is not a deletion to drive.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+
+export const MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
+export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
+
+export function isMirrorPod(pod: V1Pod): boolean {
+  return pod.metadata?.annotations?.[MIRROR_ANNOTATION] !== undefined;
+}
+
+/** The kubelet's full name of a pod: name_namespace. */
+export function podFullName(pod: { metadata?: { name?: string; namespace?: string } }): string {
+  return `${pod.metadata?.name ?? ''}_${pod.metadata?.namespace ?? 'default'}`;
+}
+
+export function isBeingDeleted(pod: V1Pod): boolean {
+  return pod.metadata?.deletionTimestamp !== undefined && pod.metadata?.deletionTimestamp !== null;
+}
+
+/** A runtime pod as the plan needs it. */
+export interface RuntimePodRef {
+  uid: string;
+  namespace: string;
+  name: string;
+  static: boolean;
+  /** The pod rebuilt from the runtime (labels and annotations), when known. */
+  pod?: V1Pod;
+}
+
+export interface Deletion {
+  uid: string;
+  namespace: string;
+  name: string;
+  /** The grace the API asked for (deletionGracePeriodSeconds, else the spec's, else 30). */
+  gracePeriodSeconds: number;
+  pod: V1Pod;
+}
+
+export interface MirrorMatch {
+  mirror: { namespace: string; name: string; uid: string };
+  /** The runtime static pod it stands for, when the runtime has one. */
+  staticUid: string | undefined;
+}
+
+export interface DesiredPlan {
+  /** What housekeeping (SyncKnownPods) treats as desired. */
+  desired: V1Pod[];
+  /** Pods deleted in the API: kills with the API's grace. */
+  deletions: Deletion[];
+  mirrors: MirrorMatch[];
+}
+
+export function deletionGraceSeconds(pod: V1Pod): number {
+  return pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+}
+
+const isTerminal = (pod: V1Pod): boolean => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+
+/** The desired set from this node's API pods and the runtime's pods. */
+export function planDesired(apiPods: V1Pod[], runtimePods: RuntimePodRef[]): DesiredPlan {
+  const staticByName = new Map<string, RuntimePodRef>();
+  for (const r of runtimePods) if (r.static) staticByName.set(`${r.name}_${r.namespace}`, r);
+  const desired: V1Pod[] = [];
+  const deletions: Deletion[] = [];
+  const mirrors: MirrorMatch[] = [];
+  for (const pod of apiPods) {
+    const namespace = pod.metadata?.namespace ?? 'default';
+    const name = pod.metadata?.name ?? '';
+    const uid = pod.metadata?.uid ?? '';
+    if (isMirrorPod(pod)) {
+      const staticPod = staticByName.get(podFullName(pod));
+      mirrors.push({ mirror: { namespace, name, uid }, staticUid: staticPod?.uid });
+      if (staticPod?.pod) desired.push(staticPod.pod);
+      else if (staticPod) desired.push({ metadata: { uid: staticPod.uid, name, namespace, annotations: { [CONFIG_SOURCE_ANNOTATION]: 'file' } } });
+      continue;
+    }
+    desired.push(pod);
+    if (isBeingDeleted(pod) && !isTerminal(pod)) deletions.push({ uid, namespace, name, gracePeriodSeconds: deletionGraceSeconds(pod), pod });
+  }
+  return { desired, deletions, mirrors };
+}
+
+/** Is `uid` a pod the API wants running on this node (bound, not being deleted, not terminal, not a mirror)? */
+export function desiredInApi(apiPods: V1Pod[], uid: string): V1Pod | undefined {
+  return apiPods.find((p) => p.metadata?.uid === uid && !isMirrorPod(p) && !isBeingDeleted(p) && !isTerminal(p));
+}

@@ -1,0 +1,122 @@
+/**
+ * Is a kubelet running beside podctl? Decided here, in one place, for every command.
+ *
+ * - `running`: its healthz (default http://127.0.0.1:10248/healthz) answers "ok", or a process
+ *   named kubelet exists in /proc;
+ * - `down`: the healthz does not answer and /proc was read and holds no kubelet — at once, so an
+ *   operator who stopped the kubelet for maintenance can act right away;
+ * - where neither can be checked (healthz unreachable for another reason than a refused
+ *   connection, /proc unreadable): the node's Lease in kube-node-lease decides — not renewed for
+ *   40 s → `down`, renewed → `running`;
+ * - else `unknown`, which every policy treats as running.
+ *
+ * The policy for a kill of a pod the kubelet still desires is `desiredPodPolicy`, one function.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import http from 'node:http';
+import path from 'node:path';
+
+export const DEFAULT_KUBELET_HEALTHZ = 'http://127.0.0.1:10248/healthz';
+/** The kubelet renews its Lease every 10 s; the node controller calls it gone after 40 s. */
+export const NODE_LEASE_STALE_MS = 40_000;
+
+export type KubeletState = 'running' | 'down' | 'unknown';
+
+export interface KubeletStatus {
+  state: KubeletState;
+  /** What decided it. */
+  via: 'healthz' | 'process' | 'healthz+process' | 'lease' | 'none';
+  /** One line: "healthz 127.0.0.1:10248 answered ok", "no kubelet process, healthz refused", … */
+  detail: string;
+}
+
+export interface DetectKubeletOptions {
+  /** URL or host:port[/path]; default DEFAULT_KUBELET_HEALTHZ. */
+  healthz?: string;
+  procRoot?: string;
+  timeoutMs?: number;
+  /** The node Lease's renewTime, when an API server is configured. */
+  leaseRenewedAt?: () => Promise<Date | undefined>;
+  now?: () => number;
+}
+
+export function healthzUrl(value: string | undefined): URL {
+  const raw = value ?? DEFAULT_KUBELET_HEALTHZ;
+  const url = new URL(/^[a-z]+:\/\//i.test(raw) ? raw : `http://${raw}`);
+  if (url.pathname === '/' && !raw.endsWith('/')) url.pathname = '/healthz';
+  return url;
+}
+
+type Probe = { answer: 'ok' | 'not-ok' | 'refused' | 'unreachable'; detail: string };
+
+function probeHealthz(url: URL, timeoutMs: number): Promise<Probe> {
+  return new Promise((resolve) => {
+    const req = http.get(url, { timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve(res.statusCode === 200 && body.trim() === 'ok' ? { answer: 'ok', detail: `healthz ${url.host} answered ok` } : { answer: 'not-ok', detail: `healthz ${url.host} answered HTTP ${res.statusCode}` }));
+    });
+    req.on('timeout', () => {
+      req.destroy();
+      resolve({ answer: 'unreachable', detail: `healthz ${url.host}: no answer within ${timeoutMs} ms` });
+    });
+    req.on('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED' ? { answer: 'refused', detail: `healthz ${url.host} refused` } : { answer: 'unreachable', detail: `healthz ${url.host}: ${error.code ?? error.message}` }));
+  });
+}
+
+/** true: a kubelet process exists; false: /proc was read and has none; undefined: /proc unreadable. */
+export async function kubeletProcessExists(procRoot = '/proc'): Promise<boolean | undefined> {
+  let entries: string[];
+  try {
+    entries = await readdir(procRoot);
+  } catch {
+    return undefined;
+  }
+  const pids = entries.filter((e) => /^\d+$/.test(e));
+  if (pids.length === 0) return undefined;
+  // every comm read at once: a node has hundreds of processes, one after another costs tens of ms
+  const comms = await Promise.all(pids.map((pid) => readFile(path.join(procRoot, pid, 'comm'), 'utf8').catch(() => ''))); // '' : the process ended meanwhile
+  return comms.some((comm) => comm.trim() === 'kubelet');
+}
+
+export async function detectKubelet(options: DetectKubeletOptions = {}): Promise<KubeletStatus> {
+  const now = options.now ?? Date.now;
+  const url = healthzUrl(options.healthz);
+  const [probe, process] = await Promise.all([probeHealthz(url, options.timeoutMs ?? 1_000), kubeletProcessExists(options.procRoot)]);
+  if (probe.answer === 'ok' && process) return { state: 'running', via: 'healthz+process', detail: `${probe.detail}; kubelet process found` };
+  if (probe.answer === 'ok') return { state: 'running', via: 'healthz', detail: probe.detail };
+  if (process) return { state: 'running', via: 'process', detail: `kubelet process found (${probe.detail})` };
+  if (process === false && probe.answer !== 'not-ok') return { state: 'down', via: 'healthz+process', detail: `no kubelet process; ${probe.detail}` };
+  // neither could be checked for sure: the node Lease, when an API server is configured
+  if (options.leaseRenewedAt) {
+    try {
+      const renewed = await options.leaseRenewedAt();
+      if (renewed) {
+        const age = now() - renewed.getTime();
+        return age > NODE_LEASE_STALE_MS
+          ? { state: 'down', via: 'lease', detail: `node Lease not renewed for ${Math.round(age / 1000)} s (${probe.detail})` }
+          : { state: 'running', via: 'lease', detail: `node Lease renewed ${Math.max(0, Math.round(age / 1000))} s ago (${probe.detail})` };
+      }
+    } catch (error) {
+      return { state: 'unknown', via: 'none', detail: `${probe.detail}; /proc unreadable; node Lease: ${(error as Error).message}` };
+    }
+  }
+  return { state: 'unknown', via: 'none', detail: `${probe.detail}${process === undefined ? '; /proc unreadable' : ''}` };
+}
+
+/** What to do about a kill of a pod the kubelet still desires. */
+export type DesiredPodAction = 'proceed' | 'warn' | 'refuse' | 'via-api';
+
+/**
+ * The one policy line for a kill of a desired pod while a kubelet may run (running or unknown):
+ * warn and recommend the API delete. Making it a refusal is changing this constant.
+ */
+export const DESIRED_POD_UNDER_KUBELET: 'warn' | 'refuse' = 'warn';
+
+export function desiredPodPolicy(input: { kubelet: KubeletState; desired: boolean; force: boolean; viaApi: boolean }): DesiredPodAction {
+  if (!input.desired || input.kubelet === 'down') return 'proceed';
+  if (input.viaApi) return 'via-api';
+  if (input.force) return 'proceed';
+  return DESIRED_POD_UNDER_KUBELET;
+}

@@ -1,0 +1,72 @@
+/**
+ * The pod statuses and Events podctl writes, worded exactly as the kubelet words them (pure data,
+ * no I/O), so one definition serves the client, the pending-action replay and the tests.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+
+/** kubelet: pkg/kubelet/eviction (Reason "Evicted") and pkg/kubelet/nodeshutdown. */
+export const EVICTED_REASON = 'Evicted';
+export const NODE_SHUTDOWN_REASON = 'Terminated';
+export const NODE_SHUTDOWN_MESSAGE = 'Pod was terminated in response to imminent node shutdown.';
+export const DISRUPTION_TARGET = 'DisruptionTarget';
+export const TERMINATION_BY_KUBELET = 'TerminationByKubelet';
+
+/** Event reasons (pkg/kubelet/events). */
+export const EventReason = {
+  Killing: 'Killing',
+  ExceededGracePeriod: 'ExceededGracePeriod',
+  FailedKillPod: 'FailedKillPod',
+  Evicted: 'Evicted',
+} as const;
+
+export interface PodStatusChange {
+  phase: 'Failed';
+  reason: string;
+  message: string;
+}
+
+export function evictedStatus(message: string, reason: string = EVICTED_REASON): PodStatusChange {
+  return { phase: 'Failed', reason, message };
+}
+
+export function shutdownStatus(): PodStatusChange {
+  return { phase: 'Failed', reason: NODE_SHUTDOWN_REASON, message: NODE_SHUTDOWN_MESSAGE };
+}
+
+/**
+ * The pods/status strategic-merge patch: phase, reason, message and the DisruptionTarget condition
+ * (merged by type), with metadata.uid and resourceVersion as preconditions.
+ */
+export function statusPatch(pod: Pick<V1Pod, 'metadata'>, change: PodStatusChange, now: Date): Record<string, unknown> {
+  return {
+    metadata: { uid: pod.metadata?.uid, ...(pod.metadata?.resourceVersion ? { resourceVersion: pod.metadata.resourceVersion } : {}) },
+    status: {
+      phase: change.phase,
+      reason: change.reason,
+      message: change.message,
+      conditions: [
+        { type: DISRUPTION_TARGET, status: 'True', reason: TERMINATION_BY_KUBELET, message: change.message, lastTransitionTime: now.toISOString().replace(/\.\d+Z$/, 'Z') },
+      ],
+    },
+  };
+}
+
+export function killingMessage(gracePeriodSeconds: number): string {
+  return `Stopping pod's containers with a grace period of ${gracePeriodSeconds}s`;
+}
+
+export const EXCEEDED_GRACE_MESSAGE = 'Container runtime did not kill the pod within specified grace period.';
+
+export function failedKillMessage(error: string): string {
+  return `error killing pod: ${error}`;
+}
+
+/** A deterministic Event name per pod UID and reason: a second report of the same pair bumps the count. */
+export function eventName(podName: string, uid: string, reason: string): string {
+  let h = 0x811c9dc5;
+  for (const ch of `${uid}/${reason}`) {
+    h ^= ch.charCodeAt(0);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return `${podName}.${h.toString(16).padStart(8, '0')}`;
+}

@@ -1,0 +1,205 @@
+/**
+ * The HTTP(S) transport to the API server: one request or one watch stream, with the kubeconfig's
+ * credentials (applied by @kubernetes/client-node's KubeConfig), a deadline, and every failure turned
+ * into a `KubeError` carrying the Status reason and Retry-After.
+ *
+ * Invariants:
+ * - A request never outlives its deadline: the socket is destroyed and the call rejects with a
+ *   transient KubeError naming the deadline.
+ * - A watch stream's lines are parsed one JSON event each; the stream's end resolves, an error
+ *   rejects; an abort ends it quietly.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { KubeError, parseRetryAfter } from './errors.js';
+
+export interface KubeRequest {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+}
+
+export interface KubeResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: unknown;
+}
+
+export interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: Record<string, unknown>;
+}
+
+export interface Transport {
+  /** Where the credentials come from, for messages ("kubeconfig /root/.kube/config"). */
+  readonly where: string;
+  /** One request; a non-2xx answer rejects with a KubeError. */
+  request(call: string, request: KubeRequest, options: { timeoutMs: number; signal?: AbortSignal }): Promise<KubeResponse>;
+  /** A watch stream: resolves when the server ends it, rejects on errors; `connectTimeoutMs` bounds the headers. */
+  watch(call: string, request: KubeRequest, onEvent: (event: WatchEvent) => void, options: { connectTimeoutMs: number; signal?: AbortSignal }): Promise<void>;
+}
+
+function buildPath(request: KubeRequest): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(request.query ?? {})) if (v !== undefined) params.set(k, String(v));
+  const qs = params.toString();
+  return qs ? `${request.path}?${qs}` : request.path;
+}
+
+function statusOf(body: unknown): { reason?: string; message?: string } {
+  if (typeof body === 'object' && body !== null && (body as { kind?: string }).kind === 'Status') return body as { reason?: string; message?: string };
+  return {};
+}
+
+export function transportFor(config: KubeConfig, where: string): Transport {
+  const cluster = config.getCurrentCluster();
+  if (!cluster) throw new Error('no current cluster');
+  const base = new URL(cluster.server);
+  const secure = base.protocol === 'https:';
+  const prefix = base.pathname.replace(/\/$/, '');
+
+  const open = async (request: KubeRequest, accept: string): Promise<http.RequestOptions> => {
+    const headers: Record<string, string> = { accept, 'user-agent': 'podctl' };
+    if (request.body !== undefined) {
+      headers['content-type'] = request.contentType ?? 'application/json';
+      headers['content-length'] = String(Buffer.byteLength(JSON.stringify(request.body)));
+    }
+    const options: https.RequestOptions = {
+      method: request.method,
+      hostname: base.hostname.replace(/^\[|\]$/g, ''),
+      port: base.port || (secure ? 443 : 80),
+      path: prefix + buildPath(request),
+      headers,
+    };
+    await config.applyToHTTPSOptions(options);
+    if (!secure) delete options.agent;
+    return options;
+  };
+
+  const fail = (call: string, status: number, headers: http.IncomingHttpHeaders, body: unknown): KubeError => {
+    const s = statusOf(body);
+    const detail = s.message ?? (typeof body === 'string' && body ? body.slice(0, 200) : http.STATUS_CODES[status] ?? 'error');
+    const retryAfter = parseRetryAfter(headers['retry-after'] as string | undefined);
+    return new KubeError(call, `${call} failed (HTTP ${status}${s.reason ? ` ${s.reason}` : ''}): ${detail.split('\n')[0]} (${where})`, status, {
+      ...(s.reason ? { reason: s.reason } : {}),
+      ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
+    });
+  };
+
+  const connectionError = (call: string, error: Error): KubeError =>
+    new KubeError(call, `${call}: cannot reach the API server: ${(error as NodeJS.ErrnoException).code ?? error.message} (${where})`, undefined, { cause: error, transient: true });
+
+  return {
+    where,
+    async request(call, request, { timeoutMs, signal }) {
+      const options = await open(request, 'application/json');
+      return new Promise<KubeResponse>((resolve, reject) => {
+        let settled = false;
+        const settle = (fn: () => void): void => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          fn();
+        };
+        const req = (secure ? https : http).request(options, (res) => {
+          let raw = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (raw += c));
+          res.on('error', (error) => settle(() => reject(connectionError(call, error))));
+          res.on('end', () => {
+            let body: unknown = raw;
+            try {
+              body = raw ? JSON.parse(raw) : undefined;
+            } catch {
+              /* not JSON: keep the text */
+            }
+            const status = res.statusCode ?? 0;
+            settle(() => (status >= 200 && status < 300 ? resolve({ status, headers: res.headers, body }) : reject(fail(call, status, res.headers, body))));
+          });
+        });
+        const timer = setTimeout(() => {
+          settle(() => reject(new KubeError(call, `${call}: no answer from the API server within ${timeoutMs} ms (${where})`, undefined, { transient: true })));
+          req.destroy();
+        }, timeoutMs);
+        const onAbort = (): void => {
+          settle(() => reject(signal?.reason ?? new DOMException('aborted', 'AbortError')));
+          req.destroy();
+        };
+        if (signal?.aborted) onAbort();
+        else signal?.addEventListener('abort', onAbort, { once: true });
+        req.on('error', (error) => settle(() => reject(connectionError(call, error))));
+        if (request.body !== undefined) req.write(JSON.stringify(request.body));
+        req.end();
+      });
+    },
+
+    async watch(call, request, onEvent, { connectTimeoutMs, signal }) {
+      const options = await open(request, 'application/json');
+      return new Promise<void>((resolve, reject) => {
+        let settled = false;
+        const settle = (fn: () => void): void => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          fn();
+        };
+        const req = (secure ? https : http).request(options, (res) => {
+          clearTimeout(timer);
+          const status = res.statusCode ?? 0;
+          res.setEncoding('utf8');
+          if (status < 200 || status >= 300) {
+            let raw = '';
+            res.on('data', (c: string) => (raw += c));
+            res.on('end', () => {
+              let body: unknown = raw;
+              try {
+                body = JSON.parse(raw);
+              } catch {
+                /* keep text */
+              }
+              settle(() => reject(fail(call, status, res.headers, body)));
+            });
+            return;
+          }
+          let buffer = '';
+          res.on('data', (chunk: string) => {
+            buffer += chunk;
+            let nl: number;
+            while ((nl = buffer.indexOf('\n')) >= 0) {
+              const line = buffer.slice(0, nl).trim();
+              buffer = buffer.slice(nl + 1);
+              if (!line) continue;
+              try {
+                onEvent(JSON.parse(line) as WatchEvent);
+              } catch (error) {
+                settle(() => reject(error));
+                req.destroy();
+                return;
+              }
+            }
+          });
+          res.on('end', () => settle(resolve));
+          res.on('aborted', () => settle(() => reject(connectionError(call, new Error('watch stream cut')))));
+          res.on('error', (error) => settle(() => reject(connectionError(call, error))));
+        });
+        const timer = setTimeout(() => {
+          settle(() => reject(new KubeError(call, `${call}: no answer from the API server within ${connectTimeoutMs} ms (${where})`, undefined, { transient: true })));
+          req.destroy();
+        }, connectTimeoutMs);
+        const onAbort = (): void => {
+          settle(resolve);
+          req.destroy();
+        };
+        if (signal?.aborted) onAbort();
+        else signal?.addEventListener('abort', onAbort, { once: true });
+        req.on('error', (error) => settle(() => reject(connectionError(call, error))));
+        req.end();
+      });
+    },
+  };
+}

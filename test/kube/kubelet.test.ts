@@ -1,0 +1,97 @@
+/** Kubelet detection (one module): healthz, /proc, the node Lease fallback; and the one kill policy. */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { detectKubelet, desiredPodPolicy, healthzUrl, kubeletProcessExists } from '../../src/kube/kubelet.js';
+
+let healthz: http.Server;
+let answer = 'ok';
+let okUrl: string;
+let refusedUrl: string;
+let silent: http.Server;
+let silentUrl: string;
+
+function procDir(processes: Record<string, string>): string {
+  const root = mkdtempSync(path.join(tmpdir(), 'podctl-proc-'));
+  for (const [pid, comm] of Object.entries(processes)) {
+    mkdirSync(path.join(root, pid));
+    writeFileSync(path.join(root, pid, 'comm'), `${comm}\n`);
+  }
+  return root;
+}
+
+beforeAll(async () => {
+  healthz = http.createServer((_req, res) => res.end(answer));
+  await new Promise<void>((r) => healthz.listen(0, '127.0.0.1', r));
+  okUrl = `http://127.0.0.1:${(healthz.address() as AddressInfo).port}/healthz`;
+  const closed = http.createServer();
+  await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+  refusedUrl = `127.0.0.1:${(closed.address() as AddressInfo).port}`;
+  await new Promise<void>((r) => closed.close(() => r()));
+  silent = http.createServer(() => {});
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  silentUrl = `127.0.0.1:${(silent.address() as AddressInfo).port}`;
+});
+afterAll(() => {
+  healthz.close();
+  silent.closeAllConnections();
+  silent.close();
+});
+
+describe('detectKubelet', () => {
+  const noKubelet = (): string => procDir({ '1': 'systemd', '42': 'containerd' });
+
+  it('running when the healthz answers ok, or when a kubelet process exists', async () => {
+    expect(await detectKubelet({ healthz: okUrl, procRoot: noKubelet() })).toMatchObject({ state: 'running', via: 'healthz' });
+    expect(await detectKubelet({ healthz: refusedUrl, procRoot: procDir({ '1': 'systemd', '77': 'kubelet' }) })).toMatchObject({ state: 'running', via: 'process' });
+  });
+
+  it('down at once when the healthz is refused and /proc has no kubelet', async () => {
+    const status = await detectKubelet({ healthz: refusedUrl, procRoot: noKubelet() });
+    expect(status).toMatchObject({ state: 'down' });
+    expect(status.detail).toMatch(/no kubelet process; healthz .* refused/);
+  });
+
+  it('a healthz that answers something else than ok is not "down": unknown (treated as running)', async () => {
+    answer = 'unhealthy';
+    try {
+      expect(await detectKubelet({ healthz: okUrl, procRoot: noKubelet() })).toMatchObject({ state: 'unknown' });
+    } finally {
+      answer = 'ok';
+    }
+  });
+
+  it('neither checkable: the node Lease decides (stale after 40 s), else unknown', async () => {
+    const unreadable = path.join(tmpdir(), 'podctl-no-such-proc');
+    const now = Date.now();
+    const base = { healthz: silentUrl, procRoot: unreadable, timeoutMs: 150, now: () => now };
+    expect(await detectKubelet({ ...base, leaseRenewedAt: async () => new Date(now - 41_000) })).toMatchObject({ state: 'down', via: 'lease' });
+    expect(await detectKubelet({ ...base, leaseRenewedAt: async () => new Date(now - 5_000) })).toMatchObject({ state: 'running', via: 'lease' });
+    expect(await detectKubelet({ ...base, leaseRenewedAt: async () => undefined })).toMatchObject({ state: 'unknown', via: 'none' });
+    expect(await detectKubelet(base)).toMatchObject({ state: 'unknown' });
+  });
+
+  it('reads /proc/<pid>/comm; an unreadable /proc is "cannot tell"', async () => {
+    expect(await kubeletProcessExists(procDir({ '9': 'kubelet' }))).toBe(true);
+    expect(await kubeletProcessExists(procDir({ '9': 'kubelet-helper' }))).toBe(false);
+    expect(await kubeletProcessExists('/nonexistent-proc')).toBeUndefined();
+    expect(healthzUrl(undefined).href).toBe('http://127.0.0.1:10248/healthz');
+    expect(healthzUrl('10.0.0.1:10248').href).toBe('http://10.0.0.1:10248/healthz');
+  });
+});
+
+describe('desiredPodPolicy', () => {
+  it('desired pods beside a running (or unknown) kubelet: warn, unless --via-api or --force; nothing changes when it is down', () => {
+    const decide = (kubelet: 'running' | 'down' | 'unknown', desired: boolean, flags: { force?: boolean; viaApi?: boolean } = {}) =>
+      desiredPodPolicy({ kubelet, desired, force: flags.force ?? false, viaApi: flags.viaApi ?? false });
+    expect(decide('running', true)).toBe('warn');
+    expect(decide('unknown', true)).toBe('warn');
+    expect(decide('running', true, { viaApi: true })).toBe('via-api');
+    expect(decide('running', true, { force: true })).toBe('proceed');
+    expect(decide('down', true)).toBe('proceed');
+    expect(decide('running', false)).toBe('proceed');
+  });
+});
