@@ -19,6 +19,7 @@ type PJSON = Interfaces.PJSON;
 
 /** Every command's class, loaded on first use (each stays its own lazily initialised module). */
 export const COMMANDS: Readonly<Record<string, () => Promise<CommandClass>>> = {
+  agent: async () => (await import('./commands/agent.js')).default,
   drain: async () => (await import('./commands/drain.js')).default,
   evict: async () => (await import('./commands/evict.js')).default,
   kill: async () => (await import('./commands/kill.js')).default,

@@ -4,6 +4,7 @@
 import { Flags } from '@oclif/core';
 import { apiNodeFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
+import { metricsTextfileFlags } from '../lib/safety-flags.js';
 import { parseDuration } from '../lib/duration.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
@@ -38,6 +39,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   ];
 
   static override flags = {
+    ...metricsTextfileFlags,
     'grace-period': Flags.integer({
       summary: `Whole drain budget in seconds, critical pods' share included (default ${DEFAULT_DRAIN_GRACE_SECONDS}).`,
       min: 0,
@@ -70,6 +72,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   async run(): Promise<DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport }> {
     const { flags } = await this.parse(Drain);
     this.configure(flags);
+    await this.recordMetricsTo(flags['metrics-textfile']);
     const explicitBudgets = flags['grace-period'] !== undefined || flags['critical-grace-period'] !== undefined;
     if (flags.group && explicitBudgets) {
       throw new UsageError('--group cannot be combined with --grace-period/--critical-grace-period', 'give either priority groups or the two budgets');

@@ -7,7 +7,7 @@ import { PodctlCommand } from '../lib/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';
-import { safetyFlags } from '../lib/safety-flags.js';
+import { safetyFlags, metricsTextfileFlags } from '../lib/safety-flags.js';
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
 import { DEFAULT_EVICTION_REASON, evictPods, type EvictResult } from '../services/evict.js';
@@ -32,6 +32,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     ref: Args.string({ description: 'Pods to evict: ns/name, or name with -n (repeatable).' }),
   };
   static override flags = {
+    ...metricsTextfileFlags,
     ...selectionFlags,
     ...terminationFlags,
     reason: Flags.string({ summary: `Eviction reason for the Event and the pod status (default ${DEFAULT_EVICTION_REASON}).`, helpValue: 'REASON' }),
@@ -45,6 +46,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   async run(): Promise<EvictResult> {
     const { argv, flags } = await this.parse(Evict);
     this.configure(flags);
+    await this.recordMetricsTo(flags['metrics-textfile']);
     const selection = selectionFromFlags(argv, flags);
     const termination = terminationOptionsFromFlags(flags);
     if (flags.reason !== undefined && !/^[A-Za-z][A-Za-z0-9]*$/.test(flags.reason)) {

@@ -7,7 +7,7 @@ import { PodctlCommand } from '../lib/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';
-import { driverFlags, safetyFlags } from '../lib/safety-flags.js';
+import { driverFlags, safetyFlags, metricsTextfileFlags } from '../lib/safety-flags.js';
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
 import { killPods, type KillResult } from '../services/kill.js';
@@ -37,6 +37,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     ref: Args.string({ description: 'Pods to kill: ns/name, or name with -n (repeatable).' }),
   };
   static override flags = {
+    ...metricsTextfileFlags,
     ...selectionFlags,
     ...terminationFlags,
     ...safetyFlags,
@@ -51,6 +52,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   async run(): Promise<KillResult> {
     const { argv, flags } = await this.parse(Kill);
     this.configure(flags);
+    await this.recordMetricsTo(flags['metrics-textfile']);
     const selection = selectionFromFlags(argv, flags);
     const termination = terminationOptionsFromFlags(flags);
     await this.waitForHandingProcess(flags['after-pid']);

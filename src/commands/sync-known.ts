@@ -5,6 +5,7 @@ import { Flags } from '@oclif/core';
 import { detectKube } from '../kube/index.js';
 import { apiNodeFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
+import { metricsTextfileFlags } from '../lib/safety-flags.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { renderTable } from '../lib/output.js';
@@ -30,6 +31,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
   ];
 
   static override flags = {
+    ...metricsTextfileFlags,
     desired: Flags.string({ summary: 'File of desired pods: PodList, list or pod, JSON or YAML.', helpValue: 'FILE' }),
     'desired-from': Flags.option({ summary: 'Where desired pods come from without --desired.', options: ['api', 'runtime'] as const })(),
     'include-static': Flags.boolean({ summary: 'Let static pods missing from the desired list be terminated too (default: always kept).', default: false }),
@@ -41,6 +43,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
   async run(): Promise<SyncKnownResult> {
     const { flags } = await this.parse(SyncKnown);
     this.configure(flags);
+    await this.recordMetricsTo(flags['metrics-textfile']);
     if (flags.desired !== undefined && flags['desired-from'] !== undefined) {
       throw new UsageError('--desired and --desired-from are mutually exclusive', 'give one source of desired pods');
     }

@@ -6,6 +6,7 @@
 import { Flags } from '@oclif/core';
 import { apiNodeFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
+import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { nodeName } from '../lib/flags.js';
 import type { LogLevel, SessionOptions } from '../services/session-api.js';
@@ -67,6 +68,11 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     this.configure(flags);
     const format: WatchFormat = this.jsonEnabled() || flags.output === 'json' || process.stdout.isTTY !== true ? 'json' : 'tui';
     if (format === 'tui') this.#screenLog = { pending: [] };
+    if (flags['metrics-file'] !== undefined) {
+      const { metricsFileProblem } = await import('../metrics/registry.js');
+      const problem = await metricsFileProblem(flags['metrics-file']);
+      if (problem) throw new UsageError(`--metrics-file: ${problem}`, 'point it into an existing directory');
+    }
     const session = await this.session();
     const { runWatch } = await import('../services/watch.js');
     // with an API server, this node's pods there are followed (list + watch) and their deletions shown

@@ -46,6 +46,37 @@ export type {
 
 export const DEFAULT_RPC_TIMEOUT_MS = 10_000;
 
+/** One finished CRI call, for metrics: the CRI method name, its duration and whether it failed. */
+export interface RuntimeOperation {
+  method: string;
+  ms: number;
+  error: boolean;
+}
+
+const operationObservers = new Set<(op: RuntimeOperation) => void>();
+
+/**
+ * Observes every unary CRI call of every client in this process (the agent's and the one-shot
+ * commands' runtime-operation metrics); returns the function that stops observing. An observer that
+ * throws is ignored: metrics never break a call.
+ */
+export function observeRuntimeOperations(observer: (op: RuntimeOperation) => void): () => void {
+  operationObservers.add(observer);
+  return () => operationObservers.delete(observer);
+}
+
+function reportOperation(method: string, started: number, error: boolean): void {
+  if (operationObservers.size === 0) return;
+  const op = { method, ms: Date.now() - started, error };
+  for (const observer of operationObservers) {
+    try {
+      observer(op);
+    } catch {
+      // a metric lost is better than a failed call
+    }
+  }
+}
+
 export { ContainerStateCode, SandboxStateCode, ContainerEventCode, NamespaceModeCode } from './codes.js';
 
 export interface CallOptions {
@@ -161,7 +192,8 @@ class GrpcCriClient implements CriClient {
     const signal = options?.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#closed) return Promise.reject(new CriError(method, GrpcStatus.CANCELLED, 'client closed'));
-    const deadline = new Date(Date.now() + (options?.timeoutMs ?? this.timeoutMs) + extraMs);
+    const started = Date.now();
+    const deadline = new Date(started + (options?.timeoutMs ?? this.timeoutMs) + extraMs);
     return new Promise<Res>((resolve, reject) => {
       let settled = false;
       let call: ClientUnaryCall | undefined;
@@ -176,6 +208,7 @@ class GrpcCriClient implements CriClient {
           if (settled) return;
           settled = true;
           signal?.removeEventListener('abort', onAbort);
+          reportOperation(method, started, err !== null);
           if (err) reject(toCriError(method, err));
           else resolve(res);
         });

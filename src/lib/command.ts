@@ -17,7 +17,8 @@ import { createInterface } from 'node:readline/promises';
 import { Command, Errors } from '@oclif/core';
 import type { HandOff, HandOffOptions } from '../services/hand-off.js';
 import type { NodeSession, SessionOptions } from '../services/session-api.js';
-import { RuntimeFailure, exitCodeOf, oneLine } from './errors.js';
+import type { PodctlMetrics } from '../metrics/registry.js';
+import { RuntimeFailure, UsageError, exitCodeOf, oneLine } from './errors.js';
 import { ExitCode, type ExitCodeValue } from './exit-codes.js';
 import { DEFAULT_STATE_DIR, globalFlags, nodeName, type GlobalFlags } from './flags.js';
 import { colorEnabled, createStyler, renderJson, renderYaml, type Styler } from './output.js';
@@ -56,6 +57,8 @@ export abstract class PodctlCommand extends Command {
   /** Whose exited containers the session asks the runtime about (see SessionOptions.exitDetails). */
   protected exitDetails: 'all' | 'driven' = 'all';
   #session: NodeSession | undefined;
+  /** `--metrics-textfile`: the registry fed while the command runs, written when it ends. */
+  #textfile: { path: string; metrics: PodctlMetrics; detach: (() => void)[] } | undefined;
   #onSignal: ((signal: NodeJS.Signals) => void) | undefined;
 
   /** Applies the global flags: log level, colour, signal handling. Call right after `parse`. */
@@ -101,9 +104,52 @@ export abstract class PodctlCommand extends Command {
       } catch (error) {
         throw explainOpenError(error, options.stateDir);
       }
+      if (this.#textfile) {
+        const { attachMetrics } = await import('../metrics/registry.js');
+        this.#textfile.detach.push(attachMetrics(this.#textfile.metrics, this.#session));
+      }
       this.reporter.debug(`session: runtime ${this.#session.endpoint}${this.#session.simulated ? ' (simulator)' : ''}, state ${this.#session.stateDir}`);
     }
     return this.#session;
+  }
+
+  /**
+   * `--metrics-textfile PATH`: checks the path before anything happens (exit 2 when its directory
+   * does not exist), then feeds a registry with this run's engine events and CRI calls; the
+   * exposition is written atomically when the command ends, however it ends.
+   */
+  protected async recordMetricsTo(path: string | undefined): Promise<void> {
+    if (path === undefined) return;
+    const { createMetrics, metricsFileProblem } = await import('../metrics/registry.js');
+    const problem = await metricsFileProblem(path);
+    if (problem) throw new UsageError(`--metrics-textfile: ${problem}`, 'point it into an existing directory (node_exporter\'s --collector.textfile.directory)');
+    const { observeRuntimeOperations } = await import('../cri/client.js');
+    const metrics = createMetrics();
+    this.#textfile = { path, metrics, detach: [observeRuntimeOperations((op) => metrics.observeRuntimeOperation(op))] };
+  }
+
+  /** The working-pods breakdown as the command leaves the node (bounded: 2 s; skipped on failure). */
+  async #snapshotWorkingPods(): Promise<void> {
+    const textfile = this.#textfile;
+    const session = this.#session;
+    if (!textfile || !session) return;
+    try {
+      const { workerSyncOf } = await import('../metrics/working-pods.js');
+      const pods = await session.listPods({ scope: 'runtime', runtimeMaxAgeMs: 1_000, signal: AbortSignal.timeout(2_000) });
+      const workers = pods.map(workerSyncOf).filter((w) => w !== undefined);
+      textfile.metrics.setWorkingPods(workers, pods.length - workers.length);
+    } catch (error) {
+      this.reporter.debug(`--metrics-textfile: no final pod listing: ${oneLine(error)}`);
+    }
+  }
+
+  async #writeTextfile(): Promise<void> {
+    const textfile = this.#textfile;
+    if (!textfile) return;
+    this.#textfile = undefined;
+    for (const detach of textfile.detach) detach();
+    const { writeMetricsFile } = await import('../metrics/registry.js');
+    await writeMetricsFile(textfile.metrics, textfile.path);
   }
 
   /** Closes the session now (persisting state, releasing leases), before the command ends. */
@@ -235,6 +281,7 @@ export abstract class PodctlCommand extends Command {
       process.off('SIGTERM', this.#onSignal);
     }
     this.reporter.done();
+    await this.#snapshotWorkingPods();
     try {
       await this.handOffWhatIsLeft();
     } catch (handOffError) {
@@ -249,6 +296,12 @@ export abstract class PodctlCommand extends Command {
         process.stderr.write(`error: closing the session: ${oneLine(closeError)}\n`);
         if (!error) process.exitCode = ExitCode.Failure;
       }
+    }
+    try {
+      await this.#writeTextfile();
+    } catch (writeError) {
+      process.stderr.write(`error: --metrics-textfile: ${oneLine(writeError)}\n`);
+      if (!error) process.exitCode = ExitCode.Failure;
     }
     await super.finally(error);
   }

@@ -10,6 +10,18 @@
  * - podctl_sync_errors_total{phase}                   counter: failed syncer calls (retried with backoff).
  * - podctl_orphaned_runtime_pods_total                counter: runtime pods no worker knew, each counted once.
  * - podctl_kill_duration_seconds                      histogram: termination requested → terminated.
+ * Node series, named and labelled as the kubelet's (docs/metrics.md):
+ * - podctl_desired_pods{static}, podctl_active_pods{static}, podctl_mirror_pods  gauges.
+ * - podctl_restarted_pods_total{static}                counter: a pod re-created before its earlier
+ *                                                        worker with the same UID had finished.
+ * - podctl_pod_worker_duration_seconds{operation_type} histogram: one worker sync (create, update, sync, kill).
+ * - podctl_runtime_operations_total / _errors_total / _duration_seconds{operation_type}: CRI calls,
+ *   with the kubelet's operation names (stop_container, stop_podsandbox, list_podsandbox, …).
+ * - podctl_evictions_total                              counter: terminations requested as evictions.
+ * - podctl_stuck_pods                                  gauge: pods terminating past grace + stuck-after.
+ * - podctl_kubelet_up                                  gauge: 1 running (or unknown), 0 down.
+ * - with `processDefaults`, prom-client's process_* and nodejs_* series (the agent; never in a
+ *   textfile, where node_exporter's own process series would collide).
  *
  * Invariants:
  * - A transition is counted once: engine events count this process's transitions; `observeTransition`
@@ -18,9 +30,9 @@
  *   start is known.
  * - Listeners never throw: a malformed event is ignored rather than breaking the engine's emitter.
  */
-import { writeFile, rename, mkdir } from 'node:fs/promises';
+import { rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, basename } from 'node:path';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PodWorkerEvent, PodWorkerSync } from '../engine/types.js';
 import type { SessionEvent, SyncKnownResult } from '../services/session-api.js';
 import { workingPodSeries } from './working-pods.js';
@@ -38,8 +50,47 @@ export interface ObservedTransition {
   fromSince?: number;
 }
 
+/** Seconds; a CRI call (list, status) to a stop that waits out a grace period. */
+export const RUNTIME_OPERATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** Seconds; one worker sync. */
+export const WORKER_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+/**
+ * The kubelet's operation_type of a CRI method: snake case, "PodSandbox" as one word
+ * (StopPodSandbox → stop_podsandbox, ListContainers → list_containers).
+ */
+export function operationType(method: string): string {
+  return method
+    .replace(/PodSandbox/g, 'Podsandbox')
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toLowerCase();
+}
+
+const RESET_HELP = ' Counted by this process since it started: resets when it restarts (rate() and increase() handle the reset).';
+
+export interface MetricsOptions {
+  /** prom-client's process_* and nodejs_* series (for a long-running process's /metrics). */
+  processDefaults?: boolean;
+}
+
 export class PodctlMetrics {
   readonly registry: Registry;
+  #desired: Gauge<'static'>;
+  #active: Gauge<'static'>;
+  #mirror: Gauge;
+  #restarted: Counter<'static'>;
+  #workerDuration: Histogram<'operation_type'>;
+  #runtimeOps: Counter<'operation_type'>;
+  #runtimeErrors: Counter<'operation_type'>;
+  #runtimeDuration: Histogram<'operation_type'>;
+  #evictions: Counter;
+  #stuck: Gauge;
+  #kubeletUp: Gauge;
+  /** Worker sync start and the update type it serves, per pod UID. */
+  #syncStartedAt = new Map<string, number>();
+  #updateType = new Map<string, string>();
+  /** UIDs of static pods (from the last listing), for the static label of restarts. */
+  #staticUids = new Set<string>();
   #workingPods: Gauge<'lifecycle' | 'config' | 'static'>;
   #untracked: Gauge;
   #transitions: Counter<'from' | 'to'>;
@@ -51,9 +102,30 @@ export class PodctlMetrics {
   /** Runtime pods already counted as orphaned. */
   #orphansCounted = new Set<string>();
 
-  constructor() {
+  constructor(options: MetricsOptions = {}) {
     this.registry = new Registry();
     const registers = [this.registry];
+    if (options.processDefaults) collectDefaultMetrics({ register: this.registry, prefix: '' });
+    this.#desired = new Gauge({ name: 'podctl_desired_pods', help: 'Pods the desired source lists for this node (static pods from the node\'s manifests included), by whether they are static.', labelNames: ['static'], registers });
+    this.#active = new Gauge({ name: 'podctl_active_pods', help: 'Desired pods not yet terminated: the pods that hold the node\'s resources, by whether they are static.', labelNames: ['static'], registers });
+    this.#mirror = new Gauge({ name: 'podctl_mirror_pods', help: 'Mirror pods in the API server standing for this node\'s static pods.', registers });
+    this.#restarted = new Counter({ name: 'podctl_restarted_pods_total', help: `Pods created again (same UID) before their earlier worker had finished, by whether they are static.${RESET_HELP}`, labelNames: ['static'], registers });
+    this.#workerDuration = new Histogram({ name: 'podctl_pod_worker_duration_seconds', help: 'Duration of one pod worker sync, by the update it served (create, update, sync, kill).', labelNames: ['operation_type'], buckets: WORKER_DURATION_BUCKETS, registers });
+    this.#runtimeOps = new Counter({ name: 'podctl_runtime_operations_total', help: `CRI calls to the container runtime, by operation (the kubelet's names).${RESET_HELP}`, labelNames: ['operation_type'], registers });
+    this.#runtimeErrors = new Counter({ name: 'podctl_runtime_operations_errors_total', help: `CRI calls that failed, by operation.${RESET_HELP}`, labelNames: ['operation_type'], registers });
+    this.#runtimeDuration = new Histogram({ name: 'podctl_runtime_operations_duration_seconds', help: 'Duration of CRI calls, by operation.', labelNames: ['operation_type'], buckets: RUNTIME_OPERATION_BUCKETS, registers });
+    this.#evictions = new Counter({ name: 'podctl_evictions_total', help: `Terminations this process requested as evictions.${RESET_HELP}`, registers });
+    this.#stuck = new Gauge({ name: 'podctl_stuck_pods', help: 'Pods terminating longer than their grace period plus the stuck-after margin.', registers });
+    this.#kubeletUp = new Gauge({ name: 'podctl_kubelet_up', help: 'Whether a kubelet runs beside podctl: 1 running (or unknown, treated as running), 0 down.', registers });
+    for (const isStatic of ['false', 'true']) {
+      this.#desired.set({ static: isStatic }, 0);
+      this.#active.set({ static: isStatic }, 0);
+      this.#restarted.inc({ static: isStatic }, 0);
+    }
+    for (const op of ['stop_container', 'stop_podsandbox', 'remove_container', 'remove_podsandbox', 'list_podsandbox', 'list_containers']) {
+      this.#runtimeOps.inc({ operation_type: op }, 0);
+      this.#runtimeErrors.inc({ operation_type: op }, 0);
+    }
     this.#workingPods = new Gauge({
       name: 'podctl_working_pods',
       help: 'Pod workers by lifecycle phase (sync, terminating, terminated), by whether the pod is desired, orphaned or known only from the runtime, and by whether it is static.',
@@ -99,6 +171,33 @@ export class PodctlMetrics {
     this.#untracked.set(untracked);
   }
 
+  /** The desired and active pod gauges (static or not), and the mirror pods in the API server. */
+  setNodePods(counts: { desired: { static: number; other: number }; active: { static: number; other: number }; mirror: number }, staticUids?: Iterable<string>): void {
+    this.#desired.set({ static: 'true' }, counts.desired.static);
+    this.#desired.set({ static: 'false' }, counts.desired.other);
+    this.#active.set({ static: 'true' }, counts.active.static);
+    this.#active.set({ static: 'false' }, counts.active.other);
+    this.#mirror.set(counts.mirror);
+    if (staticUids) this.#staticUids = new Set(staticUids);
+  }
+
+  setStuckPods(count: number): void {
+    this.#stuck.set(count);
+  }
+
+  /** `running` and `unknown` are 1 (unknown is treated as running), `down` 0. */
+  setKubeletState(state: 'running' | 'down' | 'unknown'): void {
+    this.#kubeletUp.set(state === 'down' ? 0 : 1);
+  }
+
+  /** One finished CRI call. */
+  observeRuntimeOperation(op: { method: string; ms: number; error: boolean }): void {
+    const operation_type = operationType(op.method);
+    this.#runtimeOps.inc({ operation_type });
+    if (op.error) this.#runtimeErrors.inc({ operation_type });
+    this.#runtimeDuration.observe({ operation_type }, op.ms / 1000);
+  }
+
   /** Counts runtime pods no worker knew; a UID is counted once per run. */
   observeOrphanedRuntimePods(uids: Iterable<string>): void {
     for (const uid of uids) {
@@ -119,17 +218,33 @@ export class PodctlMetrics {
     switch (event.type) {
       case 'termination-requested':
         if (!this.#terminationStartedAt.has(event.uid)) this.#terminationStartedAt.set(event.uid, event.at);
+        if (event.evicted) this.#evictions.inc();
+        return;
+      case 'update-queued':
+        this.#updateType.set(event.uid, event.updateType);
+        return;
+      case 'restart-requested':
+        this.#restarted.inc({ static: String(this.#staticUids.has(event.uid)) });
+        return;
+      case 'sync-started':
+        this.#syncStartedAt.set(event.uid, event.at);
+        return;
+      case 'sync-succeeded':
+        this.#observeWorkerSync(event.uid, event.at, event.phase);
         return;
       case 'state-changed':
         this.#transitions.inc({ from: event.from, to: event.to });
         if (event.to === 'terminated') this.#observeKillEnd(event.uid, event.at);
         return;
       case 'sync-failed':
+        this.#observeWorkerSync(event.uid, event.at, event.phase);
         // A sync cancelled for a new intent (kill, shorter grace) is not an error.
         if (event.aborted !== true) this.#syncErrors.inc({ phase: event.phase });
         return;
       case 'forgotten':
         this.#terminationStartedAt.delete(event.uid);
+        this.#updateType.delete(event.uid);
+        this.#syncStartedAt.delete(event.uid);
         return;
       default:
         return;
@@ -159,6 +274,15 @@ export class PodctlMetrics {
     return this.registry.metrics();
   }
 
+  #observeWorkerSync(uid: string, at: number, phase: string): void {
+    const started = this.#syncStartedAt.get(uid);
+    if (started === undefined) return;
+    this.#syncStartedAt.delete(uid);
+    // a terminating sync serves a kill whatever update queued it; otherwise the queued update's type
+    const type = phase === 'sync' ? (this.#updateType.get(uid) ?? 'sync') : 'kill';
+    if (at >= started) this.#workerDuration.observe({ operation_type: type }, (at - started) / 1000);
+  }
+
   #observeKillEnd(uid: string, at: number): void {
     const startedAt = this.#terminationStartedAt.get(uid);
     if (startedAt === undefined) return;
@@ -167,9 +291,10 @@ export class PodctlMetrics {
   }
 }
 
-export function createMetrics(): PodctlMetrics {
-  return new PodctlMetrics();
+export function createMetrics(options: MetricsOptions = {}): PodctlMetrics {
+  return new PodctlMetrics(options);
 }
+
 
 /** Feeds a metrics registry from a session's events; returns the function that stops it. */
 export function attachMetrics(metrics: PodctlMetrics, session: { subscribe(l: (e: SessionEvent) => void): () => void }): () => void {
@@ -183,14 +308,34 @@ export function attachMetrics(metrics: PodctlMetrics, session: { subscribe(l: (e
 }
 
 /**
+ * Checks, before anything happens, that a metrics file can be written at `path`: its directory
+ * exists and is a directory. Returns the reason it cannot, or undefined.
+ */
+export async function metricsFileProblem(path: string): Promise<string | undefined> {
+  if (path === '' || path.endsWith('/')) return `"${path}" is not a file path`;
+  try {
+    const s = await stat(dirname(path));
+    if (!s.isDirectory()) return `${dirname(path)} is not a directory`;
+  } catch (error) {
+    return `directory ${dirname(path)} does not exist (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`;
+  }
+  return undefined;
+}
+
+/**
  * Writes the text exposition to `path` atomically (temporary file in the same directory, then rename),
- * so a scraper reading the file never sees half of it.
+ * so a scraper (node_exporter's textfile collector) reading the file never sees half of it. The
+ * directory must exist (checked up front with `metricsFileProblem`).
  */
 export async function writeMetricsFile(metrics: PodctlMetrics, path: string): Promise<void> {
   const text = await metrics.exposition();
   const dir = dirname(path);
-  await mkdir(dir, { recursive: true });
   const tmp = join(dir, `.${basename(path)}.${process.pid}.tmp`);
-  await writeFile(tmp, text, { mode: 0o644 });
-  await rename(tmp, path);
+  try {
+    await writeFile(tmp, text, { mode: 0o644 });
+    await rename(tmp, path);
+  } catch (error) {
+    await rm(tmp, { force: true }).catch(() => undefined);
+    throw error;
+  }
 }

@@ -96,25 +96,32 @@ export function countWorkingPods(pods: readonly PodInfo[]): WorkingPodCounts {
 export interface WorkingPodSeries {
   lifecycle: PodWorkerState;
   config: WorkingPodConfig;
-  static: 'true' | 'false';
+  /** `unknown` for runtime_only workers: without a spec nobody can tell (the kubelet's labels). */
+  static: 'true' | 'false' | 'unknown';
   value: number;
 }
 
+/** The static label of a worker: a worker without a spec cannot say. */
+export function staticLabelOf(sync: Pick<PodWorkerSync, 'static' | 'hasConfig' | 'orphan'>): WorkingPodSeries['static'] {
+  return configOf(sync) === 'runtime_only' ? 'unknown' : String(sync.static) as 'true' | 'false';
+}
+
 /**
- * Every combination of labels with its count: combinations with no pod are reported as 0, so a series
- * that drops to zero is visible rather than stale.
+ * Every combination of labels with its count (3 lifecycles × (desired and orphan × static true/false,
+ * runtime_only × unknown) = 15 series, as the kubelet's): combinations with no pod are reported as 0,
+ * so a series that drops to zero is visible rather than stale.
  */
 export function workingPodSeries(workers: Iterable<PodWorkerSync>): WorkingPodSeries[] {
   const key = (l: string, c: string, s: string) => `${l}|${c}|${s}`;
   const counts = new Map<string, number>();
   for (const sync of workers) {
-    const k = key(sync.state, configOf(sync), String(sync.static));
+    const k = key(sync.state, configOf(sync), staticLabelOf(sync));
     counts.set(k, (counts.get(k) ?? 0) + 1);
   }
   const series: WorkingPodSeries[] = [];
   for (const lifecycle of LIFECYCLES) {
     for (const config of CONFIGS) {
-      for (const isStatic of ['false', 'true'] as const) {
+      for (const isStatic of config === 'runtime_only' ? (['unknown'] as const) : (['false', 'true'] as const)) {
         series.push({ lifecycle, config, static: isStatic, value: counts.get(key(lifecycle, config, isStatic)) ?? 0 });
       }
     }

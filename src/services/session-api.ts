@@ -138,6 +138,12 @@ export interface SyncKnownCallOptions {
    * so the next podctl run resumes them.
    */
   signal?: AbortSignal;
+  /**
+   * Whether the call waits (bounded) until the pods it drives are terminated (default true: a
+   * one-shot `sync-known`). A long-lived owner (the agent) passes false: it returns once the step
+   * has started everything, and the session goes on driving between steps.
+   */
+  wait?: boolean;
 }
 
 export interface KillRequest {

@@ -1028,7 +1028,7 @@ class Session implements NodeSession {
     signal?.throwIfAborted();
 
     // 4. Drive what this sync started to completion (bounded), then forget what finished.
-    await this.#driveToCompletion(signal);
+    if (options?.wait !== false) await this.#driveToCompletion(signal);
     signal?.throwIfAborted();
     const unsubscribeAgain = this.#engine.subscribe((event) => {
       if (event.type === 'forgotten') forgotten.add(event.uid);

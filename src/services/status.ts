@@ -15,6 +15,7 @@ import type { KubeletStatus } from '../kube/kubelet.js';
 import type { Styler, TableSpec } from '../lib/output.js';
 import { truncate } from '../lib/output.js';
 import { resolveSelection, type PodSelection } from '../lib/refs.js';
+import { DEFAULT_STUCK_AFTER_MS, isStuck } from './stuck.js';
 import type { NodeSession, PodInfo } from './session-api.js';
 import type { PodSyncStatusView } from '../engine/types.js';
 
@@ -43,6 +44,8 @@ export interface StatusRow {
    * so no grace counts down; `--explain` says how to resume). null when not terminating.
    */
   driven: boolean | null;
+  /** Terminating longer than its grace period plus the stuck-after margin (30 s; the agent's rule, stuck.ts). */
+  stuck: boolean;
   lastError: string | null;
   lastErrorAt: string | null;
   nextRetryAt: string | null;
@@ -77,6 +80,8 @@ export interface Explanation {
   owner: { pid: number; alive: boolean; heartbeatAt: string } | null;
   /** As StatusRow.driven. */
   driven: boolean | null;
+  /** As StatusRow.stuck. */
+  stuck: boolean;
   timeline: TimelineEntry[];
 }
 
@@ -130,6 +135,7 @@ export function statusRow(pod: PodInfo, now: number): StatusRow {
     ownerPid: pod.owner?.pid ?? null,
     ownerAlive: pod.owner?.alive ?? null,
     driven: pod.state === 'terminating' || (pod.state === 'terminated' && pod.worker?.finished !== true) ? !undriven : null,
+    stuck: isStuck(pod, now),
     lastError: pod.lastError?.message ?? null,
     lastErrorAt: iso(pod.lastError?.at),
     nextRetryAt: iso(pod.lastError?.retryAt),
@@ -238,6 +244,7 @@ export function explainPod(pod: PodInfo, now: number): Explanation {
     gracePeriodSeconds: row.gracePeriodSeconds,
     graceLeftSeconds: row.graceLeftSeconds,
     driven: row.driven,
+    stuck: row.stuck,
     lastError: row.lastError,
     lastErrorAt: row.lastErrorAt,
     nextRetryAt: row.nextRetryAt,
@@ -295,7 +302,7 @@ export function statusTable(result: StatusResult, wide: boolean, styler: Styler)
     const cells = [
       `${r.namespace}/${r.name}`,
       wide ? r.uid : r.uid.slice(0, 8),
-      stateCell(r.state, styler),
+      r.stuck ? `${stateCell(r.state, styler)} ${styler.red('(stuck)')}` : stateCell(r.state, styler),
       grace,
       formatDuration(r.inStateSeconds * 1000),
       `${r.containersRunning}/${r.containersTotal}`,
@@ -314,6 +321,7 @@ export function explainText(e: Explanation, styler: Styler, now: number): string
   lines.push(styler.bold(`${e.namespace}/${e.name}`) + `  uid ${e.uid}`);
   lines.push(`  state:        ${e.state}${e.tracked ? '' : ' (no worker)'}`);
   lines.push(`  waiting for:  ${e.waitingFor}`);
+  if (e.stuck) lines.push(`  stuck:        ${styler.red(`terminating more than ${formatDuration(DEFAULT_STUCK_AFTER_MS)} past its grace period`)} (the agent counts it in podctl_stuck_pods)`);
   if (e.gracePeriodSeconds !== null) lines.push(`  grace:        ${e.graceLeftSeconds === null ? '-' : `${e.graceLeftSeconds}s left of `}${e.gracePeriodSeconds}s`);
   if (e.owner) lines.push(`  owner:        pid ${e.owner.pid}${e.owner.alive ? '' : ' (gone)'}, heartbeat ${e.owner.heartbeatAt}`);
   else if (e.driven === false) lines.push('  owner:        none: nobody drives this pod (no grace counts down); `podctl sync-known` resumes it');

@@ -54,6 +54,8 @@ export interface SyncKnownResult {
   /** Static pods kept as desired (not in the source's list) because static pods are never orphans. */
   keptStatic: PodName[];
   desiredPods: number;
+  /** How many of the desired pods are static (podctl_desired_pods{static="true"}). */
+  desiredStatic: number;
   workers: KnownWorker[];
   orphanedRuntimePods: PodName[];
   resumed: PodName[];
@@ -74,6 +76,8 @@ export interface SyncKnownOptions {
   yes?: boolean;
   /** Predict, change nothing. */
   dryRun?: boolean;
+  /** Wait (bounded) for the pods this step drives to be terminated (default true; the agent: false). */
+  wait?: boolean;
   /** The API server (source api): desired pods planned as the kubelet's config source does. */
   api?: ApiNode;
 }
@@ -194,7 +198,7 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
     if (!names.has(uid)) names.set(uid, { uid, namespace: p.metadata?.namespace ?? 'default', name: p.metadata?.name ?? '' });
   }
   const nameOf = (uid: string): PodName => names.get(uid) ?? { uid, namespace: '', name: '' };
-  const common = { source: options.source.kind, desiredPods: desired.length, keptStatic: keptStatic.map((p) => nameOf(p.uid)).sort(comparePods) };
+  const common = { source: options.source.kind, desiredPods: desired.length, desiredStatic: desired.filter((p) => isStaticPod(p)).length, keptStatic: keptStatic.map((p) => nameOf(p.uid)).sort(comparePods) };
 
   if (options.dryRun) return { dryRun: true, ...common, ...predictSync(before, new Set(desired.map((p) => p.metadata?.uid ?? '')), nameOf) };
 
@@ -202,7 +206,7 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
 
   let outcome;
   try {
-    outcome = await options.session.syncKnown(desired, signal ? { signal } : undefined);
+    outcome = await options.session.syncKnown(desired, { ...(signal ? { signal } : {}), ...(options.wait === false ? { wait: false } : {}) });
   } catch (error) {
     if (error instanceof UsageError || error instanceof RuntimeFailure || isAbort(error)) throw error;
     throw new RuntimeFailure(`sync-known failed: ${(error as Error).message}`, undefined, { cause: error });

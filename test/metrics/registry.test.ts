@@ -1,10 +1,10 @@
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { register as globalRegistry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { PodWorkerSync } from '../../src/engine/types.js';
-import { attachMetrics, createMetrics, writeMetricsFile } from '../../src/metrics/registry.js';
+import { attachMetrics, createMetrics, writeMetricsFile, metricsFileProblem } from '../../src/metrics/registry.js';
 import { countWorkingPods, workerSyncOf, workingPodSeries } from '../../src/metrics/working-pods.js';
 import { FakeSession, pod } from '../tui/support/fake-session.js';
 
@@ -36,7 +36,7 @@ describe('working pods breakdown', () => {
 
   it('reports every label combination, zero when empty', () => {
     const series = workingPodSeries([{ state: 'sync', orphan: false, hasConfig: true, static: false }]);
-    expect(series).toHaveLength(18);
+    expect(series).toHaveLength(15);
     expect(series.filter((s) => s.value > 0)).toEqual([{ lifecycle: 'sync', config: 'desired', static: 'false', value: 1 }]);
   });
 });
@@ -63,7 +63,7 @@ describe('metrics registry', () => {
     const text = await m.exposition();
     expect(sample(text, 'podctl_working_pods{lifecycle="sync",config="desired",static="false"}')).toBe(2);
     expect(sample(text, 'podctl_working_pods{lifecycle="terminating",config="orphan",static="false"}')).toBe(1);
-    expect(sample(text, 'podctl_working_pods{lifecycle="terminating",config="runtime_only",static="false"}')).toBe(1);
+    expect(sample(text, 'podctl_working_pods{lifecycle="terminating",config="runtime_only",static="unknown"}')).toBe(1);
     expect(sample(text, 'podctl_working_pods{lifecycle="terminated",config="desired",static="true"}')).toBe(1);
     expect(sample(text, 'podctl_working_pods{lifecycle="terminated",config="orphan",static="true"}')).toBe(0);
     expect(sample(text, 'podctl_untracked_runtime_pods')).toBe(3);
@@ -119,7 +119,7 @@ describe('metrics registry', () => {
     });
     const text = await m.exposition();
     expect(sample(text, 'podctl_working_pods{lifecycle="sync",config="desired",static="true"}')).toBe(1);
-    expect(sample(text, 'podctl_working_pods{lifecycle="terminating",config="runtime_only",static="false"}')).toBe(1);
+    expect(sample(text, 'podctl_working_pods{lifecycle="terminating",config="runtime_only",static="unknown"}')).toBe(1);
     expect(sample(text, 'podctl_orphaned_runtime_pods_total')).toBe(1);
   });
 
@@ -128,6 +128,10 @@ describe('metrics registry', () => {
     const m = createMetrics();
     m.setWorkingPods([{ state: 'sync', orphan: false, hasConfig: true, static: false }]);
     const path = join(dir, 'sub', 'podctl.prom');
+    // the directory must exist: checked up front, never created behind the operator's back
+    expect(await metricsFileProblem(path)).toMatch(/^directory .*sub does not exist \(ENOENT\)$/);
+    await mkdir(join(dir, 'sub'));
+    expect(await metricsFileProblem(path)).toBeUndefined();
     await writeMetricsFile(m, path);
     const text = await readFile(path, 'utf8');
     expect(text).toContain('# TYPE podctl_working_pods gauge');

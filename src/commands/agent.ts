@@ -1,0 +1,85 @@
+/**
+ * `podctl agent`: parse and validate, run the agent service until SIGTERM/SIGINT. No logic of its own.
+ */
+import { Flags } from '@oclif/core';
+import { detectKube } from '../kube/index.js';
+import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
+import { PodctlCommand } from '../lib/command.js';
+import { UsageError } from '../lib/errors.js';
+import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
+import { parseDuration } from '../lib/duration.js';
+import type { AgentResult } from '../services/agent.js';
+import type { DesiredSource } from '../services/sync-known.js';
+
+export default class Agent extends PodctlCommand {
+  static override summary = 'Run as the node\'s housekeeper: take over abandoned pods, finish orphans, serve Prometheus metrics.';
+  static override description = `Runs until SIGTERM or SIGINT (then stops within 5 s, exit 0, state saved; pods it still drives are handed to a background podctl process, whose PID it prints).
+
+Every --interval it runs the kubelet's housekeeping step, exactly what \`podctl sync-known\` does with the same safety rules (static pods kept, an empty desired list refused): pods whose podctl owner died or timed out are taken over, orphans are driven to termination, finished workers are forgotten. Desired pods come from the runtime by default, from the API server when one is configured (--kubeconfig, $KUBECONFIG, in-cluster) or --desired-from api, or from --desired FILE. Between steps it serves kills other podctl processes hand to it.
+
+A pod terminating longer than its grace period plus --stuck-after is logged once, counted in podctl_stuck_pods (and an Event is posted when an API server is configured); \`podctl status\` marks it stuck too.
+
+HTTP on --metrics-addr (default 127.0.0.1:9640, loopback only unless told): /metrics (Prometheus text format; every series in docs/metrics.md) and /healthz (200 "ok" while the loop runs and the runtime answered within max(3 × interval, 10 s); 503 with a one-line reason otherwise). Nothing else is served.
+
+${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
+
+  static override examples = [
+    { description: 'Run on the node with the defaults (runtime as desired source, metrics on 127.0.0.1:9640):', command: '<%= config.bin %> <%= command.id %>' },
+    { description: 'Housekeeping every 5 s, metrics for a Prometheus on another host:', command: '<%= config.bin %> <%= command.id %> --interval 5s --metrics-addr 0.0.0.0:9640' },
+    { description: 'Desired pods from the API server:', command: '<%= config.bin %> <%= command.id %> --kubeconfig /etc/kubernetes/kubelet.conf' },
+  ];
+
+  static override flags = {
+    interval: Flags.string({ summary: 'Time between housekeeping steps (the kubelet\'s is 2s).', default: '2s', helpValue: 'DURATION' }),
+    'stuck-after': Flags.string({ summary: 'A pod terminating this long past its grace period counts as stuck.', default: '30s', helpValue: 'DURATION' }),
+    'metrics-addr': Flags.string({ summary: 'Where /metrics and /healthz are served (HOST:PORT; port 0 picks one). "none" serves nothing.', default: '127.0.0.1:9640', helpValue: 'HOST:PORT' }),
+    desired: Flags.string({ summary: 'File of desired pods (PodList, list or pod, JSON or YAML), read at every step.', helpValue: 'FILE' }),
+    'desired-from': Flags.option({ summary: 'Where desired pods come from without --desired (default: api when an API server is configured, else runtime).', options: ['api', 'runtime'] as const })(),
+    ...kubeletFlags,
+  };
+
+  protected override interruptMessage = 'stopping the agent';
+  protected override interruptIsNormal = true;
+
+  async run(): Promise<AgentResult> {
+    const { flags } = await this.parse(Agent);
+    this.configure(flags);
+    const intervalMs = parseDuration(flags.interval, 'interval');
+    if (intervalMs < 100) throw new UsageError(`--interval ${flags.interval} is too short`, 'use 100ms or more (the kubelet uses 2s)');
+    const stuckAfterMs = parseDuration(flags['stuck-after'], 'stuck-after');
+    if (flags.desired !== undefined && flags['desired-from'] !== undefined) {
+      throw new UsageError('--desired and --desired-from are mutually exclusive', 'give one source of desired pods');
+    }
+    const { parseMetricsAddr, runAgent } = await import('../services/agent.js');
+    const listen = flags['metrics-addr'] === 'none' ? undefined : parseMetricsAddr(flags['metrics-addr']);
+    const kube = detectKube(flags.kubeconfig);
+    let source: DesiredSource;
+    if (flags.desired !== undefined) source = { kind: 'file', path: flags.desired };
+    else if (flags['desired-from'] === 'api' && !kube) throw new UsageError('--desired-from api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
+    else if (flags['desired-from'] === 'runtime' || !kube) source = { kind: 'runtime' };
+    else source = { kind: 'api' };
+    const api = kube ? await apiNodeFor(flags, this.reporter) : undefined;
+    const { createMetrics } = await import('../metrics/registry.js');
+    const metrics = createMetrics({ processDefaults: true });
+    const session = await this.session();
+    try {
+      const result = await runAgent({
+        session,
+        source,
+        ...(api ? { api } : {}),
+        intervalMs,
+        stuckAfterMs,
+        ...(listen ? { listen } : {}),
+        metrics,
+        kubeletState: async () => (await kubeletStatusFor(flags['kubelet-healthz'], api)).state,
+        reporter: this.reporter,
+        signal: this.abort.signal,
+        onListening: (a) => this.reporter.info(`agent: serving /metrics and /healthz on http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}; housekeeping every ${flags.interval} from ${source.kind === 'file' ? source.path : source.kind === 'api' ? 'the API server' : 'the runtime'}`),
+      });
+      this.reporter.info(`agent: stopped after ${result.steps} step(s) (${result.failedSteps} failed); took over ${result.resumed}, orphaned runtime pods ${result.orphanedRuntimePods}`);
+      return result;
+    } finally {
+      api?.close();
+    }
+  }
+}

@@ -1,0 +1,292 @@
+/**
+ * `podctl agent`: the node's long-running housekeeper. Every `intervalMs` it runs the kubelet's
+ * housekeeping step (the `sync-known` service, safety rules included) from the configured desired
+ * source, so pods whose owner died or timed out are taken over, orphans are driven to termination and
+ * finished workers are forgotten; between steps its session serves the store's inbox (kills other
+ * podctl processes hand to it). It detects stuck pods and serves `/metrics` and `/healthz`.
+ *
+ * Invariants:
+ * - One housekeeping step at a time; a step that fails is logged and counted, never ends the loop.
+ * - A step refused by a safety rule (an empty desired list while pods run) changes nothing; the
+ *   refusal is logged once until the step is allowed again. The agent never passes `--yes`.
+ * - A stuck pod (terminating past its grace + `stuckAfterMs`, `isStuck`) is logged once per
+ *   termination; `podctl_stuck_pods` counts those stuck now.
+ * - The HTTP server serves exactly `/metrics` and `/healthz` (GET/HEAD); anything else is 404/405.
+ *   `/healthz` is 200 while the loop runs and the runtime answered within `healthWindowMs`, else 503
+ *   with a one-line reason.
+ * - On abort the loop stops at once (an in-flight step is cancelled through the signal), the server
+ *   closes its connections, and the call returns; the caller closes the session (state saved).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { isStuck, stuckForMs } from './stuck.js';
+export { DEFAULT_STUCK_AFTER_MS } from './stuck.js';
+import type { NodeSession, PodInfo } from './session-api.js';
+import type { ApiNode } from './api-node.js';
+import { syncKnown, type DesiredSource, type SyncKnownResult } from './sync-known.js';
+import { UsageError, isAbort } from '../lib/errors.js';
+import { formatDuration } from '../lib/duration.js';
+import { silentReporter, type Reporter } from '../lib/reporter.js';
+import { observeRuntimeOperations } from '../cri/client.js';
+import { attachMetrics, type PodctlMetrics } from '../metrics/registry.js';
+
+export const DEFAULT_AGENT_INTERVAL_MS = 2_000;
+export const DEFAULT_METRICS_ADDR = '127.0.0.1:9640';
+
+export interface MetricsAddress {
+  host: string;
+  port: number;
+}
+
+export interface AgentOptions {
+  session: NodeSession;
+  source: DesiredSource;
+  api?: ApiNode;
+  intervalMs: number;
+  stuckAfterMs: number;
+  /** Where /metrics and /healthz are served; undefined: no HTTP server. */
+  listen?: MetricsAddress;
+  metrics: PodctlMetrics;
+  /** The kubelet's state, asked once per step (podctl_kubelet_up). */
+  kubeletState?: () => Promise<'running' | 'down' | 'unknown'>;
+  reporter?: Reporter;
+  signal: AbortSignal;
+  /** Called once the HTTP server listens (tests, and the start-up line). */
+  onListening?: (address: MetricsAddress) => void;
+  /** How long the runtime may stay silent before /healthz says 503 (default `healthWindowMs(intervalMs)`). */
+  healthWindowMs?: number;
+  /** Called after every step (tests and benchmarks). */
+  onStep?: (step: AgentStep) => void;
+  now?: () => number;
+}
+
+export interface AgentStep {
+  at: number;
+  ok: boolean;
+  ms: number;
+  error?: string;
+  /** Pods resumed from a dead owner in this step. */
+  resumed: string[];
+  orphaned: string[];
+  stuck: string[];
+}
+
+export interface AgentResult {
+  steps: number;
+  failedSteps: number;
+  resumed: number;
+  orphanedRuntimePods: number;
+  stuckSeen: number;
+  listen: MetricsAddress | null;
+  stoppedInMs: number;
+}
+
+/** Parses `HOST:PORT` (IPv6 as `[::1]:9640`); port 0 picks a free one. */
+export function parseMetricsAddr(text: string): MetricsAddress {
+  const m = /^(?:\[([0-9a-fA-F:]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text.trim());
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65_535) throw new UsageError(`--metrics-addr "${text}" is not HOST:PORT`, `e.g. --metrics-addr ${DEFAULT_METRICS_ADDR}`);
+  return { host: (m[1] ?? m[2]) as string, port };
+}
+
+/** How long the runtime may stay silent before /healthz says 503: three steps, at least 10 s. */
+export function healthWindowMs(intervalMs: number): number {
+  return Math.max(3 * intervalMs, 10_000);
+}
+
+export async function runAgent(options: AgentOptions): Promise<AgentResult> {
+  const reporter = options.reporter ?? silentReporter();
+  const now = options.now ?? Date.now;
+  const { session, metrics, signal } = options;
+  const state = new AgentState(now, options.healthWindowMs ?? healthWindowMs(options.intervalMs));
+  const server = options.listen ? await serve(options.listen, metrics, state, signal) : undefined;
+  const detachEngine = attachMetrics(metrics, session);
+  const detachRuntime = observeRuntimeOperations((op) => {
+    metrics.observeRuntimeOperation(op);
+    if (!op.error) state.runtimeAnswered();
+  });
+  const listen = server ? addressOf(server) : null;
+  if (listen) options.onListening?.(listen);
+  const totals = { steps: 0, failedSteps: 0, resumed: 0, orphanedRuntimePods: 0 };
+  const stuckLogged = new Map<string, number>(); // uid → since of the termination logged
+  let refusal: string | undefined;
+  let stoppingAt = 0;
+  signal.addEventListener('abort', () => (stoppingAt = now()), { once: true });
+  state.running = true;
+
+  while (!signal.aborted) {
+    const started = now();
+    const step: AgentStep = { at: started, ok: true, ms: 0, resumed: [], orphaned: [], stuck: [] };
+    try {
+      const [result, kubelet] = await Promise.all([
+        syncKnown({ session, source: options.source, ...(options.api ? { api: options.api } : {}), reporter: quiet(reporter), signal, wait: false }),
+        options.kubeletState?.().catch(() => 'unknown' as const),
+      ]);
+      if (kubelet) metrics.setKubeletState(kubelet);
+      if (refusal !== undefined) reporter.info('agent: housekeeping resumed');
+      refusal = undefined;
+      step.resumed = result.resumed.map((p) => p.uid);
+      step.orphaned = result.orphanedRuntimePods.map((p) => p.uid);
+      for (const p of result.resumed) reporter.info(`agent: took over ${p.namespace}/${p.name} from a dead or timed-out owner`);
+      for (const p of result.orphanedRuntimePods) reporter.info(`agent: terminating orphaned runtime pod ${p.namespace}/${p.name}`);
+      const pods = await session.listPods({ scope: 'runtime', runtimeMaxAgeMs: options.intervalMs, signal });
+      observeStep(metrics, result, pods);
+      step.stuck = noteStuck(pods, now(), options.stuckAfterMs, stuckLogged, reporter, options.api);
+      metrics.setStuckPods(step.stuck.length);
+      state.runtimeAnswered();
+      totals.resumed += result.resumed.length;
+      totals.orphanedRuntimePods += result.orphanedRuntimePods.length;
+    } catch (error) {
+      if (signal.aborted && isAbort(error)) break;
+      step.ok = false;
+      step.error = (error as Error).message;
+      totals.failedSteps += 1;
+      if (error instanceof UsageError) {
+        // a safety refusal: nothing was done; said once until it clears
+        if (refusal !== step.error) reporter.warn(`agent: housekeeping step refused, nothing done: ${step.error}`);
+        refusal = step.error;
+        state.runtimeAnswered();
+      } else {
+        reporter.warn(`agent: housekeeping step failed: ${step.error}`);
+      }
+    }
+    step.ms = now() - started;
+    totals.steps += 1;
+    state.lastStepAt = now();
+    options.onStep?.(step);
+    await sleep(Math.max(0, options.intervalMs - step.ms), signal);
+  }
+
+  state.running = false;
+  detachEngine();
+  detachRuntime();
+  if (server) await closeServer(server);
+  return { ...totals, stuckSeen: stuckLogged.size, listen, stoppedInMs: stoppingAt ? now() - stoppingAt : 0 };
+}
+
+/** The agent's health as /healthz reports it. */
+class AgentState {
+  running = false;
+  lastStepAt = 0;
+  #lastRuntimeAt: number;
+  readonly #now: () => number;
+  readonly #windowMs: number;
+
+  constructor(now: () => number, windowMs: number) {
+    this.#now = now;
+    this.#windowMs = windowMs;
+    this.#lastRuntimeAt = now();
+  }
+
+  runtimeAnswered(): void {
+    this.#lastRuntimeAt = this.#now();
+  }
+
+  /** undefined when healthy, else the one-line reason. */
+  unhealthy(): string | undefined {
+    if (!this.running) return 'the housekeeping loop is not running';
+    const silent = this.#now() - this.#lastRuntimeAt;
+    if (silent > this.#windowMs) return `the container runtime has not answered for ${formatDuration(silent)}`;
+    return undefined;
+  }
+}
+
+function observeStep(metrics: PodctlMetrics, result: SyncKnownResult, pods: PodInfo[]): void {
+  metrics.setWorkingPods(result.workers);
+  metrics.observeOrphanedRuntimePods(result.orphanedRuntimePods.map((p) => p.uid));
+  // active: pods that run here and are not being terminated (they hold the node's resources)
+  const active = pods.filter((p) => p.state === 'sync' || (p.state === 'runtime' && p.containersRunning > 0));
+  const activeStatic = active.filter((p) => p.static).length;
+  metrics.setNodePods(
+    {
+      desired: { static: result.desiredStatic, other: result.desiredPods - result.desiredStatic },
+      active: { static: activeStatic, other: active.length - activeStatic },
+      mirror: result.api?.mirrors.length ?? 0,
+    },
+    pods.filter((p) => p.static).map((p) => p.uid),
+  );
+}
+
+/** Logs each newly stuck pod once (and posts an Event when an API server is configured). */
+function noteStuck(pods: PodInfo[], now: number, stuckAfterMs: number, logged: Map<string, number>, reporter: Reporter, api: ApiNode | undefined): string[] {
+  const stuck: string[] = [];
+  for (const pod of pods) {
+    if (!isStuck(pod, now, stuckAfterMs)) continue;
+    stuck.push(pod.uid);
+    if (logged.get(pod.uid) === pod.since) continue;
+    logged.set(pod.uid, pod.since);
+    const message = `terminating ${formatDuration(stuckForMs(pod, now))} past its grace period of ${pod.gracePeriod ?? '?'}s; see podctl status --explain ${pod.namespace}/${pod.name}`;
+    reporter.warn(`agent: ${pod.namespace}/${pod.name} is stuck: ${message}`);
+    if (api && pod.pod) void api.event(pod.pod, 'Warning', 'PodStuckTerminating', message).catch(() => undefined);
+  }
+  return stuck;
+}
+
+/** Step details go to debug: the agent's own lines say what matters. */
+function quiet(reporter: Reporter): Reporter {
+  const q = Object.create(reporter) as Reporter;
+  q.info = (message: string) => reporter.debug(message);
+  q.progress = () => undefined;
+  return q;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+async function serve(listen: MetricsAddress, metrics: PodctlMetrics, state: AgentState, signal: AbortSignal): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path !== '/metrics' && path !== '/healthz') {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: podctl agent serves /metrics and /healthz\n');
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('method not allowed\n');
+      return;
+    }
+    if (path === '/healthz') {
+      const reason = state.unhealthy();
+      res.writeHead(reason ? 503 : 200, { 'content-type': 'text/plain; charset=utf-8' }).end(reason ? `${reason}\n` : 'ok\n');
+      return;
+    }
+    metrics.exposition().then(
+      (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
+      (error: Error) => res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`${error.message}\n`),
+    );
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException): void => {
+      reject(new UsageError(`--metrics-addr ${listen.host}:${listen.port}: cannot listen (${error.code ?? error.message})`, 'choose another HOST:PORT'));
+    };
+    server.once('error', onError);
+    server.listen(listen.port, listen.host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  signal.addEventListener('abort', () => server.closeIdleConnections(), { once: true });
+  return server;
+}
+
+function addressOf(server: http.Server): MetricsAddress {
+  const a = server.address() as AddressInfo;
+  return { host: a.address, port: a.port };
+}
+
+function closeServer(server: http.Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
