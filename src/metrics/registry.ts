@@ -20,7 +20,8 @@
  * - podctl_evictions_total                              counter: terminations requested as evictions.
  * - podctl_stuck_pods                                  gauge: pods terminating past grace + stuck-after.
  * - podctl_kubelet_up                                  gauge: 1 running (or unknown), 0 down.
- * - with `processDefaults`, prom-client's process_* and nodejs_* series (the agent; never in a
+ * - with `processDefaults`, prom-client's process_* and nodejs_* series (less three gauges named
+ *   *_total, which promtool rejects) (the agent; never in a
  *   textfile, where node_exporter's own process series would collide).
  *
  * Invariants:
@@ -105,7 +106,12 @@ export class PodctlMetrics {
   constructor(options: MetricsOptions = {}) {
     this.registry = new Registry();
     const registers = [this.registry];
-    if (options.processDefaults) collectDefaultMetrics({ register: this.registry, prefix: '' });
+    if (options.processDefaults) {
+      collectDefaultMetrics({ register: this.registry });
+      // prom-client names three gauges *_total, which Prometheus reserves for counters (promtool
+      // rejects them); they are left out
+      for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
+    }
     this.#desired = new Gauge({ name: 'podctl_desired_pods', help: 'Pods the desired source lists for this node (static pods from the node\'s manifests included), by whether they are static.', labelNames: ['static'], registers });
     this.#active = new Gauge({ name: 'podctl_active_pods', help: 'Desired pods not yet terminated: the pods that hold the node\'s resources, by whether they are static.', labelNames: ['static'], registers });
     this.#mirror = new Gauge({ name: 'podctl_mirror_pods', help: 'Mirror pods in the API server standing for this node\'s static pods.', registers });

@@ -122,6 +122,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
         syncKnown({ session, source: options.source, ...(options.api ? { api: options.api } : {}), reporter: quiet(reporter), signal, wait: false }),
         options.kubeletState?.().catch(() => 'unknown' as const),
       ]);
+      reporter.debug(`agent: step sync done in ${now() - started} ms`);
       if (kubelet) metrics.setKubeletState(kubelet);
       if (refusal !== undefined) reporter.info('agent: housekeeping resumed');
       refusal = undefined;
@@ -130,6 +131,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
       for (const p of result.resumed) reporter.info(`agent: took over ${p.namespace}/${p.name} from a dead or timed-out owner`);
       for (const p of result.orphanedRuntimePods) reporter.info(`agent: terminating orphaned runtime pod ${p.namespace}/${p.name}`);
       const pods = await session.listPods({ scope: 'runtime', runtimeMaxAgeMs: options.intervalMs, signal });
+      reporter.debug(`agent: step listing done in ${now() - started} ms`);
       observeStep(metrics, result, pods);
       step.stuck = noteStuck(pods, now(), options.stuckAfterMs, stuckLogged, reporter, options.api);
       metrics.setStuckPods(step.stuck.length);
