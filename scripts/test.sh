@@ -4,7 +4,8 @@
 #   1. installs dependencies if missing (npm ci) and builds podctl (the CLI tests run bin/run.js),
 #      the single executable dist/podctl-linux-x64 (scripts/sea.mjs; test/sea runs it) and the OCI
 #      image archive carrying it (scripts/sea-image.mjs; test/sea/image.test.ts checks it);
-#   2. as root on Linux, starts a private containerd "node" (test/e2e/containerd-node.sh up) for the
+#   2. as root on Linux, installs the Prometheus tools the agent's e2e tests run (Debian packages
+#      prometheus, prometheus-node-exporter) and starts a private containerd "node" (test/e2e/containerd-node.sh up) for the
 #      end-to-end suite; without root the e2e suite skips and says so loudly, unless
 #      PODCTL_REQUIRE_CONTAINERD=1 (set by CI), which turns a missing runtime into a failure;
 #   3. runs the whole suite (fast suites, e2e, the executable's) on the Node.js LTS the executable
@@ -43,6 +44,15 @@ if [ "${PODCTL_SKIP_SEA:-}" != 1 ]; then
   export PODCTL_REQUIRE_SEA=1
 fi
 
+
+# The real Prometheus tools the agent's end-to-end tests use (Debian packages), installed as root.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v prometheus && command -v promtool && command -v prometheus-node-exporter; } >/dev/null; then
+  echo "[test] apt-get install prometheus prometheus-node-exporter" >&2
+  { apt-get update -qq || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus prometheus-node-exporter; } >/dev/null 2>&1 \
+    || echo "[test] warning: could not install prometheus/prometheus-node-exporter" >&2
+  # the packages' own services are not wanted on a test machine (no-ops where no init system runs them)
+  { service prometheus stop; service prometheus-node-exporter stop; } >/dev/null 2>&1 || true
+fi
 
 node_up=0
 export NODE_DIR=${NODE_DIR:-/tmp/podctl-node}

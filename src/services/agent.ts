@@ -7,6 +7,11 @@
  *
  * Invariants:
  * - One housekeeping step at a time; a step that fails is logged and counted, never ends the loop.
+ * - A full step runs whenever its inputs may have changed (`ChangeGate`): any runtime, store or
+ *   engine event since the last one, a lease holder that died (its PID is gone), a changed desired
+ *   file, an API server source (always), pods still terminating, or `FULL_STEP_EVERY_MS` passed.
+ *   Otherwise the step only asks the runtime for its version (the health check): an idle node
+ *   costs almost nothing.
  * - A step refused by a safety rule (an empty desired list while pods run) changes nothing; the
  *   refusal is logged once until the step is allowed again. The agent never passes `--yes`.
  * - A stuck pod (terminating past its grace + `stuckAfterMs`, `isStuck`) is logged once per
@@ -27,11 +32,16 @@ import { syncKnown, type DesiredSource, type SyncKnownResult } from './sync-know
 import { UsageError, isAbort } from '../lib/errors.js';
 import { formatDuration } from '../lib/duration.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
-import { observeRuntimeOperations } from '../cri/client.js';
+import { stat } from 'node:fs/promises';
+import { connectCri, observeRuntimeOperations, type CriClient } from '../cri/client.js';
 import { attachMetrics, type PodctlMetrics } from '../metrics/registry.js';
 
 export const DEFAULT_AGENT_INTERVAL_MS = 2_000;
 export const DEFAULT_METRICS_ADDR = '127.0.0.1:9640';
+/** A full housekeeping step at least this often, changes or not. */
+export const FULL_STEP_EVERY_MS = 30_000;
+/** How often the agent asks whether a kubelet runs (podctl_kubelet_up). */
+export const KUBELET_CHECK_MS = 10_000;
 
 export interface MetricsAddress {
   host: string;
@@ -47,7 +57,7 @@ export interface AgentOptions {
   /** Where /metrics and /healthz are served; undefined: no HTTP server. */
   listen?: MetricsAddress;
   metrics: PodctlMetrics;
-  /** The kubelet's state, asked once per step (podctl_kubelet_up). */
+  /** The kubelet's state (podctl_kubelet_up), asked at most every KUBELET_CHECK_MS. */
   kubeletState?: () => Promise<'running' | 'down' | 'unknown'>;
   reporter?: Reporter;
   signal: AbortSignal;
@@ -63,6 +73,8 @@ export interface AgentOptions {
 export interface AgentStep {
   at: number;
   ok: boolean;
+  /** false: nothing could have changed since the last full step, only the runtime was asked (ChangeGate). */
+  full: boolean;
   ms: number;
   error?: string;
   /** Pods resumed from a dead owner in this step. */
@@ -110,29 +122,51 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
   const totals = { steps: 0, failedSteps: 0, resumed: 0, orphanedRuntimePods: 0 };
   const stuckLogged = new Map<string, number>(); // uid → since of the termination logged
   let refusal: string | undefined;
+  // the kubelet check (healthz, /proc) at most every KUBELET_CHECK_MS: it is not free on a busy node
+  let kubelet: { at: number; state: Promise<'running' | 'down' | 'unknown'> } | undefined;
+  const kubeletState = (): Promise<'running' | 'down' | 'unknown' | undefined> => {
+    if (!options.kubeletState) return Promise.resolve(undefined);
+    if (!kubelet || now() - kubelet.at >= KUBELET_CHECK_MS) kubelet = { at: now(), state: options.kubeletState().catch(() => 'unknown' as const) };
+    return kubelet.state;
+  };
   let stoppingAt = 0;
   signal.addEventListener('abort', () => (stoppingAt = now()), { once: true });
+  const gate = new ChangeGate(session, options.source, now);
+  const probe = await connectCri({ endpoint: session.endpoint, timeoutMs: 5_000 });
   state.running = true;
 
   while (!signal.aborted) {
     const started = now();
-    const step: AgentStep = { at: started, ok: true, ms: 0, resumed: [], orphaned: [], stuck: [] };
+    const step: AgentStep = { at: started, ok: true, full: true, ms: 0, resumed: [], orphaned: [], stuck: [] };
+    let pods: PodInfo[] = [];
+    if (!(await gate.needsFullStep())) {
+      step.full = false;
+      await probeRuntime(probe, signal);
+      const kubeletNow = await kubeletState();
+      if (kubeletNow) metrics.setKubeletState(kubeletNow);
+      step.stuck = [...stuckLogged.keys()].filter((uid) => gate.stillTerminating(uid));
+      step.ms = now() - started;
+      totals.steps += 1;
+      state.lastStepAt = now();
+      options.onStep?.(step);
+      await sleep(Math.max(0, options.intervalMs - step.ms), signal);
+      continue;
+    }
     try {
-      const [result, kubelet] = await Promise.all([
-        syncKnown({ session, source: options.source, ...(options.api ? { api: options.api } : {}), reporter: quiet(reporter), signal, wait: false }),
-        options.kubeletState?.().catch(() => 'unknown' as const),
+      const [result, kubeletNow] = await Promise.all([
+        syncKnown({ session, source: options.source, ...(options.api ? { api: options.api } : {}), reporter: quiet(reporter), signal, wait: false, listingMaxAgeMs: options.intervalMs, onListing: (p) => (pods = p) }),
+        kubeletState(),
       ]);
       reporter.debug(`agent: step sync done in ${now() - started} ms`);
-      if (kubelet) metrics.setKubeletState(kubelet);
+      if (kubeletNow) metrics.setKubeletState(kubeletNow);
       if (refusal !== undefined) reporter.info('agent: housekeeping resumed');
       refusal = undefined;
       step.resumed = result.resumed.map((p) => p.uid);
       step.orphaned = result.orphanedRuntimePods.map((p) => p.uid);
       for (const p of result.resumed) reporter.info(`agent: took over ${p.namespace}/${p.name} from a dead or timed-out owner`);
       for (const p of result.orphanedRuntimePods) reporter.info(`agent: terminating orphaned runtime pod ${p.namespace}/${p.name}`);
-      const pods = await session.listPods({ scope: 'runtime', runtimeMaxAgeMs: options.intervalMs, signal });
-      reporter.debug(`agent: step listing done in ${now() - started} ms`);
       observeStep(metrics, result, pods);
+      gate.afterFullStep(pods);
       step.stuck = noteStuck(pods, now(), options.stuckAfterMs, stuckLogged, reporter, options.api);
       metrics.setStuckPods(step.stuck.length);
       state.runtimeAnswered();
@@ -160,10 +194,87 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
   }
 
   state.running = false;
+  gate.close();
+  probe.close();
   detachEngine();
   detachRuntime();
   if (server) await closeServer(server);
   return { ...totals, stuckSeen: stuckLogged.size, listen, stoppedInMs: stoppingAt ? now() - stoppingAt : 0 };
+}
+
+/** The runtime's Version call: the health check of a step that had nothing else to ask. */
+async function probeRuntime(client: CriClient, signal: AbortSignal): Promise<void> {
+  await client.version({ signal }).catch(() => undefined); // observed by the operation metrics either way
+}
+
+/**
+ * Decides whether a housekeeping step can have anything to do. Inputs that change without an event
+ * are checked directly (a lease holder's PID, the desired file's stamp); the rest arrives as session
+ * events. Conservative: when in doubt, a full step.
+ */
+class ChangeGate {
+  #dirty = true;
+  #lastFullAt = 0;
+  #owners = new Set<number>();
+  #terminating = new Set<string>();
+  #fileStamp: string | undefined;
+  readonly #source: DesiredSource;
+  readonly #now: () => number;
+  readonly #unsubscribe: () => void;
+
+  constructor(session: NodeSession, source: DesiredSource, now: () => number) {
+    this.#source = source;
+    this.#now = now;
+    this.#unsubscribe = session.subscribe((event) => {
+      // a relist that found nothing new is not a change; everything else may be
+      if (event.source === 'runtime' && event.kind === 'relisted' && event.uids.length === 0) return;
+      if (event.source === 'session') return;
+      this.#dirty = true;
+    });
+  }
+
+  async needsFullStep(): Promise<boolean> {
+    if (this.#dirty || this.#source.kind === 'api' || this.#terminating.size > 0) return true;
+    if (this.#now() - this.#lastFullAt >= FULL_STEP_EVERY_MS) return true;
+    for (const pid of this.#owners) if (!pidAlive(pid)) return true;
+    if (this.#source.kind === 'file' && (await fileStamp(this.#source.path)) !== this.#fileStamp) return true;
+    return false;
+  }
+
+  stillTerminating(uid: string): boolean {
+    return this.#terminating.has(uid);
+  }
+
+  /** Called after a full step that succeeded, with the pods it listed. */
+  afterFullStep(pods: PodInfo[]): void {
+    this.#dirty = false;
+    this.#lastFullAt = this.#now();
+    this.#owners = new Set(pods.filter((p) => p.owner?.alive === true && p.owner.pid !== process.pid).map((p) => p.owner!.pid));
+    this.#terminating = new Set(pods.filter((p) => p.state === 'terminating' || (p.state === 'terminated' && p.worker?.finished !== true)).map((p) => p.uid));
+    if (this.#source.kind === 'file') void fileStamp(this.#source.path).then((s) => (this.#fileStamp = s));
+  }
+
+  close(): void {
+    this.#unsubscribe();
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function fileStamp(path: string): Promise<string> {
+  try {
+    const s = await stat(path);
+    return `${s.ino}:${s.size}:${s.mtimeMs}`;
+  } catch (error) {
+    return `error:${(error as NodeJS.ErrnoException).code ?? ''}`;
+  }
 }
 
 /** The agent's health as /healthz reports it. */

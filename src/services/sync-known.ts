@@ -78,6 +78,13 @@ export interface SyncKnownOptions {
   dryRun?: boolean;
   /** Wait (bounded) for the pods this step drives to be terminated (default true; the agent: false). */
   wait?: boolean;
+  /**
+   * Accept a runtime listing this old (ms) for the pods on the node before the step (default 0: a
+   * fresh one). The agent passes its interval: the session's own step relists anyway.
+   */
+  listingMaxAgeMs?: number;
+  /** Receives the pods on the node as listed before the step (the agent's gauges and stuck pods). */
+  onListing?: (pods: PodInfo[]) => void;
   /** The API server (source api): desired pods planned as the kubelet's config source does. */
   api?: ApiNode;
 }
@@ -169,7 +176,8 @@ function staticDesired(pod: PodInfo): V1Pod {
 export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownResult> {
   const reporter = options.reporter ?? silentReporter();
   const signal = options.signal;
-  const before = await options.session.listPods(signal ? { signal } : undefined);
+  const before = await options.session.listPods({ ...(signal ? { signal } : {}), ...(options.listingMaxAgeMs ? { runtimeMaxAgeMs: options.listingMaxAgeMs } : {}) });
+  options.onListing?.(before);
   // With an API server: list and plan first (read only); the kills it asks for start after the checks.
   const apiSync = options.source.kind === 'api' && options.api ? await import('./api-sync.js') : undefined;
   const apiPlan = apiSync && options.api ? await apiSync.planApiSync({ api: options.api, before, ...(signal ? { signal } : {}) }) : undefined;
