@@ -98,7 +98,8 @@ describe('podctl agent (service)', () => {
         if (!(s.some((x) => x.orphaned.includes('uid-gone')) && gone?.containersRunning === 0 && listen)) return false;
         metricsText = (await get(listen, '/metrics')).text;
         health = await get(listen, '/healthz');
-        return true;
+        // the kill's worker sync is observed when it returns, a moment after the container stopped
+        return /^podctl_pod_worker_duration_seconds_count\{operation_type="kill"\} [1-9]/m.test(metricsText);
       },
     );
     expect(steps.find((s) => s.orphaned.includes('uid-gone'))).toBeDefined();
