@@ -13,6 +13,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Config, execute, type Command, type Interfaces } from '@oclif/core';
+import { installLastResort } from './lib/last-resort.js';
 
 type CommandClass = Command.Class;
 type PJSON = Interfaces.PJSON;
@@ -41,6 +42,7 @@ export function isCommand(id: string | undefined): boolean {
  * given, is used instead of reading root/package.json.
  */
 export async function main(root: string, argv: string[], packageJson?: PJSON): Promise<void> {
+  installLastResort(argv);
   // package.json is read here (oclif would search for it upwards from `root` first), unless the
   // caller carries it (the single executable, src/sea.ts); podctl has no user or dev plugins.
   const pjson = packageJson ?? (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as PJSON);

@@ -3,6 +3,7 @@
  */
 import { Flags } from '@oclif/core';
 import { apiNodeFor } from '../lib/api-door.js';
+import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { PodctlCommand } from '../lib/command.js';
 import { metricsTextfileFlags } from '../lib/safety-flags.js';
 import { parseDuration } from '../lib/duration.js';
@@ -41,13 +42,15 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   static override flags = {
     ...metricsTextfileFlags,
     'grace-period': Flags.integer({
-      summary: `Whole drain budget in seconds, critical pods' share included (default ${DEFAULT_DRAIN_GRACE_SECONDS}).`,
+      summary: `Whole drain budget in seconds, critical pods' share included (default ${DEFAULT_DRAIN_GRACE_SECONDS}; maximum ${MAX_GRACE_SECONDS}).`,
       min: 0,
+      max: MAX_GRACE_SECONDS,
       helpValue: 'SECONDS',
     }),
     'critical-grace-period': Flags.integer({
       summary: `Seconds of the budget reserved for critical pods (default ${DEFAULT_CRITICAL_GRACE_SECONDS}).`,
       min: 0,
+      max: MAX_GRACE_SECONDS,
       helpValue: 'SECONDS',
     }),
     group: Flags.string({

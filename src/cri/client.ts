@@ -29,6 +29,7 @@ import type {
 } from './generated/runtime_v1.js';
 import { CriError, GrpcStatus, toCriError } from './errors.js';
 import { parseEndpoint } from './endpoint.js';
+import { clampTimerMs } from '../engine/timers.js';
 
 export type {
   Container,
@@ -193,7 +194,8 @@ class GrpcCriClient implements CriClient {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#closed) return Promise.reject(new CriError(method, GrpcStatus.CANCELLED, 'client closed'));
     const started = Date.now();
-    const deadline = new Date(started + (options?.timeoutMs ?? this.timeoutMs) + extraMs);
+    // a wait as long as a grace period may pass what gRPC accepts as a deadline: clamped (timers.ts)
+    const deadline = new Date(started + clampTimerMs((options?.timeoutMs ?? this.timeoutMs) + extraMs));
     return new Promise<Res>((resolve, reject) => {
       let settled = false;
       let call: ClientUnaryCall | undefined;

@@ -30,6 +30,7 @@ import type { CriClient, Container, PodSandbox } from './client.js';
 import type { RuntimePodCache } from './cache.js';
 import { ContainerStateCode, SandboxStateCode } from './codes.js';
 import { isCriError, isNotFound } from './errors.js';
+import { setLongTimeout } from '../engine/timers.js';
 import { ANN_PRESTOP, ANN_REMOVE, LABEL_CONTAINER_NAME, LABEL_POD_UID, type RestartPolicy } from './kubelet-labels.js';
 import { parsePreStop, type RuntimeContainer, type RuntimePod } from './pods.js';
 
@@ -81,12 +82,12 @@ function abortReason(signal: AbortSignal): unknown {
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(abortReason(signal));
-    const t = setTimeout(() => {
+    const t = setLongTimeout(() => {
       signal.removeEventListener('abort', onAbort);
       resolve();
-    }, Math.max(0, ms));
+    }, ms);
     const onAbort = (): void => {
-      clearTimeout(t);
+      t.clear();
       reject(abortReason(signal));
     };
     signal.addEventListener('abort', onAbort, { once: true });

@@ -6,9 +6,22 @@
  *   only shorten what is already decided; the spec's `terminationGracePeriodSeconds` is only the
  *   default when nothing else applies.
  * - Once decided (non-zero), the grace period never grows.
- * - The result is never below 1 second.
+ * - The result is never below 1 second, nor above MAX_GRACE_SECONDS (a spec or deletion grace
+ *   beyond it is treated as the maximum).
  */
 import type { KillPodOptions, V1Pod } from './types.js';
+
+/**
+ * The longest grace period podctl accepts or acts on: one year (seconds). Flags past it are usage
+ * errors (exit 2); a stored grace past it is quarantined by the store; a pod spec past it is
+ * clamped to it. Timers for waits this long go through timers.ts.
+ */
+export const MAX_GRACE_SECONDS = 31_536_000;
+
+/** A grace period (seconds) podctl can act on: a finite number within [0, MAX_GRACE_SECONDS]. */
+export function isGraceInRange(seconds: number): boolean {
+  return Number.isFinite(seconds) && seconds >= 0 && seconds <= MAX_GRACE_SECONDS;
+}
 
 export interface EffectiveGracePeriod {
   /** Seconds, at least 1. */
@@ -41,7 +54,8 @@ export function calculateEffectiveGracePeriod(
   if (!overridden && gracePeriod === 0 && specGrace !== undefined && specGrace !== null) {
     gracePeriod = specGrace;
   }
-  if (gracePeriod < 1) gracePeriod = 1;
+  if (!(gracePeriod >= 1)) gracePeriod = 1;
+  if (gracePeriod > MAX_GRACE_SECONDS) gracePeriod = MAX_GRACE_SECONDS;
   return { gracePeriod, shortened: status.gracePeriod !== 0 && status.gracePeriod !== gracePeriod };
 }
 

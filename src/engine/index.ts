@@ -6,7 +6,8 @@ import { PodWorkerEngine } from './workers.js';
 import type { PodWorkers, PodWorkersOptions } from './types.js';
 
 export * from './types.js';
-export { calculateEffectiveGracePeriod, podOwnGracePeriod, operatorGraceOverride, DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, type EffectiveGracePeriod } from './grace.js';
+export { calculateEffectiveGracePeriod, podOwnGracePeriod, operatorGraceOverride, isGraceInRange, DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, MAX_GRACE_SECONDS, type EffectiveGracePeriod } from './grace.js';
+export { MAX_TIMER_MS, clampTimerMs, setLongTimeout, type LongTimeout } from './timers.js';
 export { killPodNow, killTimeoutMs, KillPodTimeoutError, EXCEEDED_GRACE_PERIOD_REASON, type KillPodFunc } from './kill-now.js';
 export { viewOfRecord as toPodSyncStatusView } from './status.js';
 export { isStaticPod, podFullName, CONFIG_SOURCE_ANNOTATION } from './pods.js';

@@ -8,6 +8,7 @@
  *   pod is terminated, or already was), or rejects on timeout — recording a Warning event
  *   `ExceededGracePeriod` — or when the caller's signal aborts (the kill itself goes on).
  */
+import { setLongTimeout, type LongTimeout } from './timers.js';
 import type { EventRecorder, PodWorkers, V1Pod, V1PodStatus } from './types.js';
 
 export const MIN_KILL_TIMEOUT_SECONDS = 10;
@@ -47,11 +48,12 @@ export function killPodNow(workers: PodWorkers, recorder?: EventRecorder): KillP
       const finish = (settle: () => void): void => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        timer?.clear();
         signal?.removeEventListener('abort', onAbort);
         settle();
       };
-      const timer = setTimeout(() => {
+      // a bound derived from a grace period may exceed setTimeout's limit (timers.ts)
+      const timer: LongTimeout | undefined = setLongTimeout(() => {
         finish(() => {
           recorder?.event(pod, 'Warning', EXCEEDED_GRACE_PERIOD_REASON, 'Container runtime did not kill the pod within specified grace period.');
           reject(new KillPodTimeoutError(timeoutMs));

@@ -10,6 +10,7 @@
  *   enqueue again.
  * - After `close()` nothing fires and enqueues are ignored.
  */
+import { clampTimerMs } from './timers.js';
 import type { WorkQueue } from './types.js';
 
 interface Entry {
@@ -56,7 +57,8 @@ export class TimerWorkQueue implements WorkQueue {
   #arm(due: number): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#armedAt = due;
-    const timer = setTimeout(() => this.#fire(), Math.max(0, due - Date.now()));
+    // clamped: a far due date fires early, finds nothing ready and re-arms (#fire)
+    const timer = setTimeout(() => this.#fire(), clampTimerMs(due - Date.now()));
     timer.unref?.();
     this.#timer = timer;
   }

@@ -66,6 +66,9 @@ export abstract class PodctlCommand extends Command {
     this.globals = flags;
     this.reporter = new Reporter(flags['log-level']);
     this.styler = createStyler(colorEnabled(flags['no-color'], process.stdout));
+    // a relative --state-dir (or PODCTL_STATE_DIR) was resolved by the flag's parser: say to what
+    const rawStateDir = rawFlagValue(this.argv, '--state-dir') ?? process.env.PODCTL_STATE_DIR;
+    if (rawStateDir !== undefined && rawStateDir !== '' && !path.isAbsolute(rawStateDir)) this.reporter.info(`--state-dir ${rawStateDir} is ${flags['state-dir']}`);
     let signals = 0;
     this.#onSignal = (signal) => {
       signals += 1;
@@ -316,6 +319,16 @@ export abstract class PodctlCommand extends Command {
     if (!this.globals) throw new Error('configure() must run before the session is opened');
     return this.globals;
   }
+}
+
+/** The value given for `--flag` in argv (`--flag v` or `--flag=v`), or undefined. */
+function rawFlagValue(argv: string[], flag: string): string | undefined {
+  for (let i = 0; i < argv.length; i += 1) {
+    const a = argv[i] as string;
+    if (a === flag) return argv[i + 1];
+    if (a.startsWith(`${flag}=`)) return a.slice(flag.length + 1);
+  }
+  return undefined;
 }
 
 /** Resolves with the session, or rejects when the bound passes or the signal aborts (a late session is closed). */

@@ -1,14 +1,25 @@
 /**
  * Durations on the command line: `90s`, `2m`, `1m30s`, `500ms`, `1h`, or a bare number of seconds.
  *
- * Invariant: a value that does not parse is a UsageError naming the flag, never a silent default.
+ * Invariants: a value that does not parse is a UsageError naming the flag, never a silent default;
+ * a value past MAX_DURATION_MS (a year) is a UsageError naming the maximum.
  */
+import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { UsageError } from './errors.js';
+
+/** The longest duration any flag accepts: a year, as the longest grace period (engine/grace.ts). */
+export const MAX_DURATION_MS = MAX_GRACE_SECONDS * 1000;
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Milliseconds for a duration string; `flag` names the flag in the error. */
 export function parseDuration(text: string, flag: string): number {
+  const ms = parseDurationUnbounded(text, flag);
+  if (!(ms <= MAX_DURATION_MS)) throw new UsageError(`--${flag}: "${text}" is past the maximum of ${MAX_DURATION_MS / 3_600_000}h (a year)`, 'give a shorter duration');
+  return ms;
+}
+
+function parseDurationUnbounded(text: string, flag: string): number {
   const value = text.trim();
   if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1000);
   const part = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;

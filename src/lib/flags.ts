@@ -6,7 +6,9 @@
  * `docs/cli-contract.json` (checked by test/commands/contract.test.ts).
  */
 import { hostname } from 'node:os';
+import path from 'node:path';
 import { Flags } from '@oclif/core';
+import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { parseDuration } from './duration.js';
 import { UsageError } from './errors.js';
 
@@ -23,9 +25,14 @@ export const globalFlags = {
   }),
   'state-dir': Flags.string({
     summary: 'Directory of podctl\'s checkpoint store.',
-    description: 'Shared by every podctl process on the node; created 0700.',
+    description: 'Shared by every podctl process on the node; created 0700. A relative path is resolved against the current directory and the result is said on stderr; an empty one is refused.',
     env: 'PODCTL_STATE_DIR',
     default: DEFAULT_STATE_DIR,
+    parse: async (value) => {
+      if (value.trim() === '') throw new UsageError('--state-dir is empty', `give a directory, or leave it out for ${DEFAULT_STATE_DIR}`);
+      if (value.includes('\0')) throw new UsageError('--state-dir contains a NUL byte');
+      return path.resolve(value);
+    },
     helpGroup: 'GLOBAL',
     helpValue: 'DIR',
   }),
@@ -85,8 +92,9 @@ export const selectionFlags = {
 /** Flags of commands that terminate pods and wait for them. */
 export const terminationFlags = {
   grace: Flags.integer({
-    summary: 'Grace period in seconds; only ever shortens a pod\'s grace (minimum 1).',
+    summary: 'Grace period in seconds; only ever shortens a pod\'s grace (minimum 1, maximum 31536000: a year).',
     min: 0,
+    max: MAX_GRACE_SECONDS,
     helpValue: 'SECONDS',
   }),
   timeout: Flags.string({

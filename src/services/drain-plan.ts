@@ -15,6 +15,7 @@
  * exactly once, either in a group or in `skipped`.
  */
 import type { PodInfo } from './session-api.js';
+import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { UsageError } from '../lib/errors.js';
 import { MINIMUM_GRACE_SECONDS, killPodNowBoundMs, podGraceSeconds } from '../lib/grace.js';
 import { comparePods } from '../lib/refs.js';
@@ -102,6 +103,9 @@ export function parseGroups(values: string[]): PriorityGroup[] {
     const budgetSeconds = Number(match[2]);
     if (!Number.isSafeInteger(priority) || Math.abs(priority) > 2 ** 31 - 1) {
       throw new UsageError(`--group "${value}": priority out of range`, 'pod priorities are 32-bit integers');
+    }
+    if (!(budgetSeconds <= MAX_GRACE_SECONDS)) {
+      throw new UsageError(`--group "${value}": budget past the maximum of ${MAX_GRACE_SECONDS} seconds (a year)`, 'give a shorter budget');
     }
     if (groups.some((g) => g.priority === priority)) throw new UsageError(`--group: priority ${priority} given twice`, 'give each priority once');
     groups.push({ priority, budgetSeconds });

@@ -5,14 +5,18 @@
  *
  * Invariants: gRPC and the simulator are imported only here, on first call; the simulator serves
  * until the signal aborts (or SIGINT/SIGTERM), then closes and removes its socket; a socket path that
- * is already served by a live process is refused (it may be a real runtime).
+ * is already served by a live process is refused (it may be a real runtime); a path that exists and
+ * is not a socket is refused (never deleted); only a stale socket (nobody listening) is replaced; a
+ * path longer than a unix socket address holds (107 bytes) is refused rather than truncated.
  */
-import { mkdir } from 'node:fs/promises';
+import { lstat, mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { RuntimeFailure, UsageError } from '../lib/errors.js';
 
 export const DEFAULT_SIMULATOR_PODS = 36;
+/** The longest path a unix socket address holds on Linux (sun_path is 108 bytes, NUL included). */
+export const MAX_SOCKET_PATH_BYTES = 107;
 
 export interface SimulatorOptions {
   socketPath: string;
@@ -47,7 +51,16 @@ export function socketIsLive(socketPath: string, timeoutMs = 300): Promise<boole
 
 export async function serveSimulator(options: SimulatorOptions): Promise<SimulatorResult> {
   if (!Number.isInteger(options.pods) || options.pods < 0) throw new UsageError(`--pods ${options.pods} is not a pod count`, 'use an integer ≥ 0');
+  if (options.socketPath.trim() === '') throw new UsageError('--socket is empty', 'give a path for the socket, or leave it out');
   const socketPath = path.resolve(options.socketPath);
+  const bytes = Buffer.byteLength(socketPath);
+  if (bytes > MAX_SOCKET_PATH_BYTES) {
+    throw new UsageError(`--socket ${socketPath} is ${bytes} bytes, longer than a unix socket path can be (${MAX_SOCKET_PATH_BYTES})`, 'choose a shorter path');
+  }
+  const existing = await lstat(socketPath).catch(() => undefined);
+  if (existing && !existing.isSocket()) {
+    throw new UsageError(`--socket ${socketPath} exists and is not a socket${existing.isDirectory() ? ' (a directory)' : ''}`, 'podctl never deletes it: choose another path');
+  }
   if (await socketIsLive(socketPath)) {
     throw new RuntimeFailure(`${socketPath} is already served by another process`, 'pick another --socket, or stop that process first');
   }

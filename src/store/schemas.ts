@@ -10,7 +10,11 @@
  */
 import { createRequire } from 'node:module';
 import type { z } from 'zod';
+import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import type { V1Pod } from '../engine/types.js';
+
+/** The latest instant a Date can hold (ms since the epoch): later times on disk are damage. */
+const MAX_EPOCH_MS = 8.64e15;
 
 /** Transition records kept per pod (oldest dropped first). */
 export const HISTORY_LIMIT = 64;
@@ -28,6 +32,8 @@ function build(z: Zod) {
     containers: z.array(z.object({ id: z.string(), name: z.string(), state: runtimeStateSchema })),
     sandboxes: z.array(z.object({ id: z.string(), state: z.enum(['ready', 'notready']) })),
   });
+  // a grace past MAX_GRACE_SECONDS on disk is damage, not intent: the file is quarantined
+  const grace = z.number().finite().min(0).max(MAX_GRACE_SECONDS, `grace period past the maximum of ${MAX_GRACE_SECONDS} s`);
   const updateViewSchema = z.object({
     updateType: z.enum(['sync', 'update', 'create', 'kill']),
     startTime: z.number().optional(),
@@ -35,10 +41,10 @@ function build(z: Zod) {
     mirrorPod: podSchema.optional(),
     runningPod: runningPodSchema.optional(),
     killPodOptions: z
-      .object({ evict: z.boolean().optional(), gracePeriodSecondsOverride: z.number().optional() })
+      .object({ evict: z.boolean().optional(), gracePeriodSecondsOverride: grace.optional() })
       .optional(),
   });
-  const epochMs = z.number().finite().nonnegative();
+  const epochMs = z.number().finite().nonnegative().max(MAX_EPOCH_MS);
   const statusSchema = z.object({
     uid: z.string().min(1),
     fullname: z.string(),
@@ -47,7 +53,7 @@ function build(z: Zod) {
     startedAt: epochMs.optional(),
     terminatingAt: epochMs.optional(),
     terminatedAt: epochMs.optional(),
-    gracePeriod: z.number().finite(),
+    gracePeriod: grace,
     startedTerminating: z.boolean(),
     deleted: z.boolean(),
     evicted: z.boolean(),
@@ -97,7 +103,7 @@ function build(z: Zod) {
     at: z.number(),
     fromPid: z.number().int(),
     kind: z.literal('kill'),
-    gracePeriodSeconds: z.number().finite().optional(),
+    gracePeriodSeconds: grace.optional(),
     evict: z.boolean().optional(),
     reason: z.string().optional(),
     message: z.string().optional(),

@@ -13,6 +13,7 @@ import type { InboxRequest } from './inbox.js';
 import type { PodCheckpoint } from './format.js';
 import type { LeaseRecord } from './schemas.js';
 import { HISTORY_LIMIT } from './schemas.js';
+import { isGraceInRange } from '../engine/grace.js';
 
 type Obj = Record<string, unknown>;
 
@@ -24,7 +25,11 @@ const isNonEmptyString = (v: unknown): boolean => typeof v === 'string' && v.len
 const isBoolean = (v: unknown): v is boolean => typeof v === 'boolean';
 const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 const isInt = (v: unknown): boolean => Number.isSafeInteger(v);
-const isEpoch = (v: unknown): boolean => isNumber(v) && v >= 0;
+const isEpoch = (v: unknown): boolean => isNumber(v) && v >= 0 && v <= MAX_EPOCH_MS;
+/** A grace period podctl can act on (engine/grace.ts): a larger one on disk is damage. */
+const isGrace = (v: unknown): boolean => isNumber(v) && isGraceInRange(v);
+/** The latest instant a Date can hold (ms since the epoch). */
+const MAX_EPOCH_MS = 8.64e15;
 /** Absent, or present and valid (JSON never holds `undefined`, but objects built in memory may). */
 const optional = (o: Obj, key: string, check: (v: unknown) => boolean): boolean => o[key] === undefined || check(o[key]);
 
@@ -45,7 +50,7 @@ function isRunningPod(v: unknown): boolean {
 }
 
 function isKillOptions(v: unknown): boolean {
-  return isObject(v) && optional(v, 'evict', isBoolean) && optional(v, 'gracePeriodSecondsOverride', isNumber);
+  return isObject(v) && optional(v, 'evict', isBoolean) && optional(v, 'gracePeriodSecondsOverride', isGrace);
 }
 
 function isUpdateView(v: unknown): boolean {
@@ -64,7 +69,7 @@ const STATUS_FLAGS = ['working', 'startedTerminating', 'deleted', 'evicted', 'fi
 const STATUS_TIMES = ['syncedAt', 'startedAt', 'terminatingAt', 'terminatedAt'];
 
 function isStatusView(v: unknown): boolean {
-  if (!isObject(v) || !isNonEmptyString(v.uid) || !isString(v.fullname) || !isNumber(v.gracePeriod)) return false;
+  if (!isObject(v) || !isNonEmptyString(v.uid) || !isString(v.fullname) || !isGrace(v.gracePeriod)) return false;
   for (const flag of STATUS_FLAGS) if (!isBoolean(v[flag])) return false;
   for (const time of STATUS_TIMES) if (!optional(v, time, isEpoch)) return false;
   return optional(v, 'pendingUpdate', isUpdateView) && optional(v, 'activeUpdate', isUpdateView);
@@ -134,7 +139,7 @@ export function isInboxRequestShape(v: unknown): v is InboxRequest {
     isNumber(v.at) &&
     isInt(v.fromPid) &&
     v.kind === 'kill' &&
-    optional(v, 'gracePeriodSeconds', isNumber) &&
+    optional(v, 'gracePeriodSeconds', isGrace) &&
     optional(v, 'evict', isBoolean) &&
     optional(v, 'reason', isString) &&
     optional(v, 'message', isString) &&

@@ -198,7 +198,12 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
   await fs.mkdir(path.dirname(socketPath), { recursive: true });
   const existing = await checkSocket(socketPath, 300);
   if (existing.ok) throw new Error(`simulator socket ${socketPath} is already being served`);
-  if (existing.reason !== 'missing') await fs.rm(socketPath, { force: true });
+  if (existing.reason !== 'missing') {
+    // only a stale socket is replaced: anything else at that path is someone's file
+    const found = await fs.lstat(socketPath).catch(() => undefined);
+    if (found && !found.isSocket()) throw new Error(`simulator socket ${socketPath} exists and is not a socket`);
+    await fs.rm(socketPath, { force: true });
+  }
 
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
   server.addService(proto.RuntimeServiceService, impl as RuntimeServiceServer);

@@ -1,0 +1,94 @@
+/**
+ * Issue "safe by default", point 3 and 5, end to end on the real containerd (the built CLI, fresh
+ * state dirs): grace, budgets and durations past their documented maximum (a year) are usage errors
+ * before anything happens; a checkpoint on disk whose grace is out of range is quarantined with one
+ * warning, and status, drain and sync-known go on (no crash, no stack); `--grace` on a pod whose own
+ * grace is shorter uses (and shows) the pod's; bad paths are refused with one line.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { MAX_GRACE_SECONDS } from '../../src/engine/grace.js';
+import { encodeCheckpoint } from '../../src/store/format.js';
+import { checkpointFor, statusFor } from '../store/support/fixtures.js';
+import { describeContainerd } from './support/env.js';
+import { useContainerd } from './support/context.js';
+import { requireBuild, runPodctl } from './support/cli.js';
+import { exitInfo } from './support/observe.js';
+import type { RealPod } from './support/pods.js';
+
+describeContainerd(import.meta.url, 'bounded grace and safe paths against containerd', () => {
+  const node = useContainerd();
+  let stateDir: string;
+
+  beforeAll(() => requireBuild());
+  beforeEach(async () => {
+    stateDir = await mkdtemp(join(tmpdir(), 'podctl-e2e-bounds-'));
+  });
+  afterEach(async () => {
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  const podctl = (args: string[]) => runPodctl(args, { endpoint: `unix://${node.socket}`, stateDir, timeoutMs: 60_000 });
+  const running = async (pod: RealPod): Promise<boolean> => (await exitInfo(node.cri, pod.containers[0]!.id)).state === 'running';
+
+  it('grace, budgets and durations past a year are exit 2 with one line naming the maximum; nothing is stopped', async () => {
+    const pod = await node.pods.create({ name: 'bounded', terminationGracePeriodSeconds: 1 });
+    const ref = `${pod.namespace}/${pod.name}`;
+    const cases: [string[], RegExp][] = [
+      [['kill', ref, '--grace', '99999999999999999999'], new RegExp(`--grace.*${MAX_GRACE_SECONDS}`)],
+      [['kill', ref, '--grace', String(MAX_GRACE_SECONDS + 1)], new RegExp(`--grace.*${MAX_GRACE_SECONDS}`)],
+      [['evict', ref, '--timeout', '99999999999999999999s'], /--timeout: .* past the maximum of 8760h/],
+      [['drain', '--group', '0:100000000000000000000'], new RegExp(`--group .*budget past the maximum of ${MAX_GRACE_SECONDS}`)],
+      [['drain', '--grace-period', '99999999999'], new RegExp(`--grace-period.*${MAX_GRACE_SECONDS}`)],
+    ];
+    for (const [args, message] of cases) {
+      const run = await podctl(args);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+      expect(run.stderr, args.join(' ')).toMatch(message);
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect(await running(pod)).toBe(true);
+  });
+
+  it('a checkpoint whose grace is out of range is quarantined with one warning; status, drain --dry-run and sync-known go on', async () => {
+    const pod = await node.pods.create({ name: 'poisoned', terminationGracePeriodSeconds: 1 });
+    // a checkpoint of a dead writer that says this pod is terminating with a grace of 1e20 s
+    const status = statusFor(pod.uid, { gracePeriod: 1e20 });
+    const checkpoint = checkpointFor(pod.uid, { namespace: pod.namespace, name: pod.name, status, writerPid: 999_999, graceDeadline: Date.now() + 60_000 });
+    await mkdir(join(stateDir, 'pods'), { recursive: true });
+    await writeFile(join(stateDir, 'pods', `${pod.uid}.ckpt`), encodeCheckpoint(checkpoint));
+
+    const statusRun = await podctl(['status', '-o', 'json']);
+    expect(statusRun.code, statusRun.stderr).toBe(0);
+    expect(statusRun.stderr).toMatch(/quarantin/);
+    expect(statusRun.stderr).not.toMatch(/\n\s+at |Deadline is too far/);
+    expect(existsSync(join(stateDir, 'pods', `${pod.uid}.ckpt`))).toBe(false);
+    expect(readdirSync(join(stateDir, 'quarantine')).length).toBe(1);
+    const row = (JSON.parse(statusRun.stdout) as { pods: { uid: string; state: string }[] }).pods.find((p) => p.uid === pod.uid);
+    expect(row?.state).toBe('runtime'); // as if it had no checkpoint
+
+    const drain = await podctl(['drain', '--dry-run', '--json']);
+    expect(drain.code, drain.stderr).toBe(0);
+    const sync = await podctl(['sync-known', '--desired-from', 'runtime', '--json']);
+    expect(sync.code, sync.stderr).toBe(0);
+    expect(await running(pod)).toBe(true);
+  });
+
+  it('--grace 100 on a pod whose own grace is 2 s uses 2 s and shows it', async () => {
+    const pod = await node.pods.create({ name: 'own-grace', terminationGracePeriodSeconds: 2, containers: [{ name: 'stubborn', mode: 'ignore' }] });
+    const run = await podctl(['kill', `${pod.namespace}/${pod.name}`, '--grace', '100']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(new RegExp(`${pod.name}\\s+\\S+\\s+terminated\\s+2s\\s`));
+  });
+
+  it('--state-dir \'\' is exit 2 with one line; a relative --state-dir is resolved and shown', async () => {
+    const empty = await runPodctl(['status'], { endpoint: `unix://${node.socket}`, stateDir: '', timeoutMs: 30_000 });
+    expect(empty.code).toBe(2);
+    expect(empty.stderr.trim().split('\n')).toHaveLength(1);
+    expect(empty.stderr).toMatch(/--state-dir/);
+  });
+});
