@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { register as globalRegistry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { PodWorkerSync } from '../../src/engine/types.js';
-import { attachMetrics, createMetrics, writeMetricsFile, metricsFileProblem } from '../../src/metrics/registry.js';
+import { attachMetrics, createMetrics, metricsFileProblem, operationType, writeMetricsFile } from '../../src/metrics/registry.js';
 import { countWorkingPods, workerSyncOf, workingPodSeries } from '../../src/metrics/working-pods.js';
 import { FakeSession, pod } from '../tui/support/fake-session.js';
 
@@ -42,6 +42,46 @@ describe('working pods breakdown', () => {
 });
 
 describe('metrics registry', () => {
+  it('names CRI operations as the kubelet does and counts calls, errors and durations', async () => {
+    expect(['StopPodSandbox', 'ListContainers', 'ContainerStatus', 'PodSandboxStatus', 'ExecSync', 'Version', 'RemovePodSandbox'].map(operationType)).toEqual([
+      'stop_podsandbox', 'list_containers', 'container_status', 'podsandbox_status', 'exec_sync', 'version', 'remove_podsandbox',
+    ]);
+    const m = createMetrics();
+    m.observeRuntimeOperation({ method: 'StopContainer', ms: 1500, error: false });
+    m.observeRuntimeOperation({ method: 'StopContainer', ms: 20, error: true });
+    const text = await m.exposition();
+    expect(sample(text, 'podctl_runtime_operations_total{operation_type="stop_container"}')).toBe(2);
+    expect(sample(text, 'podctl_runtime_operations_errors_total{operation_type="stop_container"}')).toBe(1);
+    expect(sample(text, 'podctl_runtime_operations_duration_seconds_bucket{le="2.5",operation_type="stop_container"}')).toBe(2);
+    expect(sample(text, 'podctl_runtime_operations_duration_seconds_bucket{le="1",operation_type="stop_container"}')).toBe(1);
+  });
+
+  it('counts restarts by static label, evictions, and worker syncs by the update they served', async () => {
+    const m = createMetrics();
+    m.setNodePods({ desired: { static: 1, other: 2 }, active: { static: 1, other: 1 }, mirror: 1 }, ['uid-static']);
+    const base = { fullname: 'p_ns', at: 1_000 };
+    m.observeEngineEvent({ type: 'restart-requested', uid: 'uid-static', ...base });
+    m.observeEngineEvent({ type: 'restart-requested', uid: 'uid-other', ...base });
+    m.observeEngineEvent({ type: 'restart-requested', uid: 'uid-other', ...base });
+    m.observeEngineEvent({ type: 'termination-requested', uid: 'uid-e', ...base, gracePeriod: 30, evicted: true, deleted: false });
+    m.observeEngineEvent({ type: 'termination-requested', uid: 'uid-k', ...base, gracePeriod: 30, evicted: false, deleted: false });
+    m.observeEngineEvent({ type: 'update-queued', uid: 'uid-c', ...base, updateType: 'create' });
+    m.observeEngineEvent({ type: 'sync-started', uid: 'uid-c', ...base, phase: 'sync' });
+    m.observeEngineEvent({ type: 'sync-succeeded', uid: 'uid-c', fullname: 'p_ns', at: 1_300, phase: 'sync' });
+    m.observeEngineEvent({ type: 'sync-started', uid: 'uid-k', ...base, phase: 'terminating' });
+    m.observeEngineEvent({ type: 'sync-failed', uid: 'uid-k', fullname: 'p_ns', at: 3_000, phase: 'terminating', error: 'x', retryInMs: 100 });
+    const text = await m.exposition();
+    expect(sample(text, 'podctl_restarted_pods_total{static="true"}')).toBe(1);
+    expect(sample(text, 'podctl_restarted_pods_total{static="false"}')).toBe(2);
+    expect(sample(text, 'podctl_evictions_total')).toBe(1);
+    expect(sample(text, 'podctl_pod_worker_duration_seconds_count{operation_type="create"}')).toBe(1);
+    expect(sample(text, 'podctl_pod_worker_duration_seconds_sum{operation_type="create"}')).toBeCloseTo(0.3);
+    expect(sample(text, 'podctl_pod_worker_duration_seconds_sum{operation_type="kill"}')).toBeCloseTo(2);
+    expect(sample(text, 'podctl_desired_pods{static="false"}')).toBe(2);
+    expect(sample(text, 'podctl_active_pods{static="true"}')).toBe(1);
+    expect(sample(text, 'podctl_mirror_pods')).toBe(1);
+  });
+
   it('is a fresh registry per run, never the global default one', async () => {
     const a = createMetrics();
     const b = createMetrics();

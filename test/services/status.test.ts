@@ -43,6 +43,18 @@ const terminatingPod = (): PodInfo => ({
 });
 
 describe('status rows', () => {
+  it('a pod terminating past its grace + 30 s is marked stuck (table and JSON); within it, not', async () => {
+    const within = statusRow({ ...terminatingPod(), graceDeadline: NOW - 29_000 }, NOW);
+    const past = statusRow({ ...terminatingPod(), graceDeadline: NOW - 31_000 }, NOW);
+    expect(within.stuck).toBe(false);
+    expect(past.stuck).toBe(true);
+    const text = await renderTable(statusTable({ endpoint: 'x', simulated: true, stateDir: '/s', generatedAt: '', missing: [], pods: [past, within] }, false, createStyler(false)), createStyler(false));
+    const lines = text.split('\n');
+    expect(lines[1]).toMatch(/terminating \(stuck\)/);
+    expect(lines[2]).not.toMatch(/stuck/);
+    expect(explainText(explainPod({ ...terminatingPod(), graceDeadline: NOW - 31_000 }, NOW), createStyler(false), NOW)).toMatch(/stuck: +terminating more than 30s past its grace period/);
+  });
+
   it('have a fixed set of keys whatever the state (nulls for absent values)', () => {
     const running = statusRow({ uid: 'u', namespace: 'a', name: 'b', static: false, state: 'runtime', containersRunning: 1, containersTotal: 1, since: NOW - 5000, history: [] }, NOW);
     const terminating = statusRow(terminatingPod(), NOW);
