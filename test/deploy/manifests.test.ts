@@ -1,0 +1,189 @@
+/**
+ * The cluster manifests in deploy/: every object validates against the Kubernetes object schemas
+ * offline (kubernetes-models); the ClusterRole holds exactly the verbs podctl uses; the node
+ * restriction's CEL expressions are evaluated (@bufbuild/cel) on sample admission requests; the
+ * DaemonSet has what a node agent beside the kubelet needs; kustomization.yaml lists every file.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { run } from '@bufbuild/cel';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { Namespace } from 'kubernetes-models/v1/Namespace';
+import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
+import { DaemonSet } from 'kubernetes-models/apps/v1/DaemonSet';
+import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
+import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
+import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
+import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
+import { ValidatingAdmissionPolicy } from 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy';
+import { ValidatingAdmissionPolicyBinding } from 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding';
+
+const DEPLOY = path.join(process.cwd(), 'deploy');
+
+type Obj = Record<string, any>;
+
+function load(file: string): Obj[] {
+  return parseAllDocuments(readFileSync(path.join(DEPLOY, file), 'utf8')).map((d) => d.toJSON() as Obj).filter(Boolean);
+}
+
+const MODELS: Record<string, new (o: any) => { validate(): void }> = {
+  'v1/Namespace': Namespace,
+  'v1/ServiceAccount': ServiceAccount,
+  'apps/v1/DaemonSet': DaemonSet,
+  'rbac.authorization.k8s.io/v1/ClusterRole': ClusterRole,
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding': ClusterRoleBinding,
+  'rbac.authorization.k8s.io/v1/Role': Role,
+  'rbac.authorization.k8s.io/v1/RoleBinding': RoleBinding,
+  'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy': ValidatingAdmissionPolicy,
+  'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding': ValidatingAdmissionPolicyBinding,
+};
+
+const kustomization = load('kustomization.yaml')[0]!;
+const objects = (kustomization.resources as string[]).flatMap((file) => load(file).map((o) => ({ file, o })));
+const find = (kind: string, name?: string): Obj => objects.find(({ o }) => o.kind === kind && (name === undefined || o.metadata?.name === name))!.o;
+
+/** CEL sees JSON objects as maps. */
+function cel(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(cel);
+  if (value && typeof value === 'object') return new Map(Object.entries(value).map(([k, v]) => [k, cel(v)]));
+  return value;
+}
+
+describe('deploy/ manifests', () => {
+  it('kustomization.yaml lists every manifest (the optional PodMonitor aside)', () => {
+    const files = readdirSync(DEPLOY).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml').sort();
+    expect([...(kustomization.resources as string[])].sort()).toEqual(files);
+  });
+
+  it('every object validates against the Kubernetes schemas', () => {
+    expect(objects.length).toBeGreaterThanOrEqual(9);
+    for (const { file, o } of objects) {
+      const Model = MODELS[`${o.apiVersion}/${o.kind}`];
+      expect(Model, `${file}: no schema for ${o.apiVersion} ${o.kind}`).toBeDefined();
+      expect(() => new Model!(o).validate(), `${file}: ${o.kind} ${o.metadata?.name}`).not.toThrow();
+    }
+    // a broken object is caught (the check can fail)
+    const broken = structuredClone(find('DaemonSet'));
+    broken.spec.template.spec.containers[0].ports[0].containerPort = 'metrics';
+    expect(() => new DaemonSet(broken).validate()).toThrow();
+  });
+
+  it('the ClusterRole holds exactly the verbs podctl uses: no wildcards, no secrets; leases only in kube-node-lease', () => {
+    const role = find('ClusterRole', 'podctl-agent');
+    const grants = new Set<string>();
+    for (const rule of role.rules as Obj[]) {
+      for (const group of rule.apiGroups) for (const resource of rule.resources) for (const verb of rule.verbs) grants.add(`${group || 'core'}/${resource}:${verb}`);
+    }
+    expect([...grants].sort()).toEqual([
+      'core/events:create',
+      'core/nodes:get',
+      'core/nodes:patch',
+      'core/pods/eviction:create',
+      'core/pods/status:patch',
+      'core/pods:delete',
+      'core/pods:get',
+      'core/pods:list',
+      'core/pods:watch',
+      'policy/poddisruptionbudgets:get',
+      'policy/poddisruptionbudgets:list',
+    ]);
+    const allRules = objects.filter(({ o }) => o.kind === 'ClusterRole' || o.kind === 'Role').flatMap(({ o }) => o.rules as Obj[]);
+    for (const rule of allRules) {
+      for (const field of ['apiGroups', 'resources', 'verbs']) expect(rule[field], field).not.toContain('*');
+      expect(rule.resources).not.toContain('secrets');
+    }
+    const lease = find('Role', 'podctl-node-lease-reader');
+    expect(lease.metadata.namespace).toBe('kube-node-lease');
+    expect(lease.rules).toEqual([{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get'] }]);
+  });
+
+  describe('the node restriction (ValidatingAdmissionPolicy), evaluated', () => {
+    const policy = find('ValidatingAdmissionPolicy');
+    const binding = find('ValidatingAdmissionPolicyBinding');
+    const SA = 'system:serviceaccount:podctl-system:podctl';
+
+    /** What the API server would do with this request: allowed, or the first failed validation's reason. */
+    function admit(request: Obj, object: Obj | null, oldObject: Obj | null): { matched: boolean; allowed: boolean; message?: string } {
+      const activation = { request: cel(request), object: cel(object), oldObject: cel(oldObject) } as Record<string, unknown>;
+      for (const condition of policy.spec.matchConditions as Obj[]) {
+        if (run(condition.expression, activation as never) !== true) return { matched: false, allowed: true };
+      }
+      const variables = new Map<string, unknown>();
+      for (const v of policy.spec.variables as Obj[]) variables.set(v.name, run(v.expression, { ...activation, variables } as never));
+      for (const validation of policy.spec.validations as Obj[]) {
+        let ok: unknown;
+        try {
+          ok = run(validation.expression, { ...activation, variables } as never);
+        } catch {
+          ok = false; // failurePolicy Fail: an error denies
+        }
+        if (ok !== true) {
+          const message = validation.messageExpression ? String(run(validation.messageExpression, { ...activation, variables } as never)) : validation.message;
+          return { matched: true, allowed: false, message };
+        }
+      }
+      return { matched: true, allowed: true };
+    }
+
+    const userInfo = (node?: string) => ({ username: SA, ...(node ? { extra: { 'authentication.kubernetes.io/node-name': [node] } } : {}) });
+    const pod = (node: string) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'app' }, spec: { nodeName: node } });
+
+    it('is bound with Deny and fails closed', () => {
+      expect(binding.spec).toEqual({ policyName: policy.metadata.name, validationActions: ['Deny'] });
+      expect(policy.spec.failurePolicy).toBe('Fail');
+    });
+
+    it('own node: deleting or patching the status of its pods, and patching its Node, are allowed', () => {
+      expect(admit({ operation: 'DELETE', userInfo: userInfo('node-1'), resource: { resource: 'pods' }, name: 'web' }, null, pod('node-1'))).toEqual({ matched: true, allowed: true });
+      expect(admit({ operation: 'UPDATE', subResource: 'status', userInfo: userInfo('node-1'), resource: { resource: 'pods' }, name: 'web' }, pod('node-1'), pod('node-1')).allowed).toBe(true);
+      expect(admit({ operation: 'UPDATE', userInfo: userInfo('node-1'), resource: { resource: 'nodes' }, name: 'node-1' }, { metadata: { name: 'node-1' } }, { metadata: { name: 'node-1' } }).allowed).toBe(true);
+    });
+
+    it('another node: its pods and its Node are denied, with a message naming the node', () => {
+      const del = admit({ operation: 'DELETE', userInfo: userInfo('node-1'), resource: { resource: 'pods' }, name: 'web' }, null, pod('node-2'));
+      expect(del).toEqual({ matched: true, allowed: false, message: 'podctl on node node-1 may change only pods bound to it' });
+      const node = admit({ operation: 'UPDATE', userInfo: userInfo('node-1'), resource: { resource: 'nodes' }, name: 'node-2' }, { metadata: { name: 'node-2' } }, { metadata: { name: 'node-2' } });
+      expect(node.allowed).toBe(false);
+      expect(node.message).toBe('podctl on node node-1 may change only its own Node, not node-2');
+    });
+
+    it('a token without the node claim is denied; other users are not this policy\'s business', () => {
+      const noClaim = admit({ operation: 'DELETE', userInfo: userInfo(), resource: { resource: 'pods' }, name: 'web' }, null, pod('node-1'));
+      expect(noClaim.allowed).toBe(false);
+      expect(noClaim.message).toMatch(/not bound to a node/);
+      expect(admit({ operation: 'DELETE', userInfo: { username: 'admin' }, resource: { resource: 'pods' }, name: 'web' }, null, pod('node-2'))).toEqual({ matched: false, allowed: true });
+    });
+  });
+
+  it('the DaemonSet: host PID and network, every taint tolerated, node-critical, probes on /healthz, node-bound token, read-only root', () => {
+    const ds = find('DaemonSet');
+    const spec = ds.spec.template.spec;
+    const agent = spec.containers[0];
+    expect(spec).toMatchObject({ hostPID: true, hostNetwork: true, priorityClassName: 'system-node-critical', automountServiceAccountToken: false, serviceAccountName: 'podctl' });
+    expect(spec.tolerations).toEqual([{ operator: 'Exists' }]);
+    expect(agent.args[0]).toBe('agent');
+    expect(agent.args).toContain('--metrics-addr=$(NODE_IP):9640');
+    expect(agent.env).toEqual([
+      { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+      { name: 'NODE_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
+    ]);
+    expect(agent.readinessProbe.httpGet).toEqual({ path: '/healthz', port: 9640 });
+    expect(agent.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 9640 });
+    expect(agent.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+    expect(agent.resources.limits.memory).toBe('256Mi');
+    const mounts = Object.fromEntries(agent.volumeMounts.map((m: Obj) => [m.mountPath, m]));
+    expect(mounts['/var/lib/kubelet/pods']).toMatchObject({ readOnly: true });
+    expect(Object.keys(mounts)).toEqual(expect.arrayContaining(['/run/containerd', '/var/lib/podctl', '/var/run/secrets/kubernetes.io/serviceaccount']));
+    const token = spec.volumes.find((v: Obj) => v.name === 'token');
+    expect(token.projected.sources[0].serviceAccountToken).toMatchObject({ path: 'token' });
+    expect(ds.spec.template.metadata.annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9640' });
+  });
+
+  it('the optional PodMonitor scrapes the agents\' metrics port', () => {
+    const [monitor] = load('optional/podmonitor.yaml');
+    expect(monitor).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'PodMonitor', spec: { selector: { matchLabels: { 'app.kubernetes.io/name': 'podctl' } } } });
+    expect(monitor!.spec.podMetricsEndpoints[0]).toMatchObject({ port: 'metrics', path: '/metrics' });
+    expect(find('DaemonSet').spec.template.spec.containers[0].ports[0].name).toBe('metrics');
+  });
+});
