@@ -50,6 +50,17 @@ export enum PodSandboxState {
   UNRECOGNIZED = -1,
 }
 
+/**
+ * MountPropagation and Mount: a host path mounted into a container (podctl's tests run its own
+ * agent as a pod with the DaemonSet's mounts).
+ */
+export enum MountPropagation {
+  PROPAGATION_PRIVATE = 0,
+  PROPAGATION_HOST_TO_CONTAINER = 1,
+  PROPAGATION_BIDIRECTIONAL = 2,
+  UNRECOGNIZED = -1,
+}
+
 export enum ContainerState {
   CONTAINER_CREATED = 0,
   CONTAINER_RUNNING = 1,
@@ -285,6 +296,14 @@ export interface LinuxContainerConfig {
   securityContext: LinuxContainerSecurityContext | undefined;
 }
 
+export interface Mount {
+  containerPath: string;
+  hostPath: string;
+  readonly: boolean;
+  selinuxRelabel: boolean;
+  propagation: MountPropagation;
+}
+
 export interface ContainerMetadata {
   name: string;
   attempt: number;
@@ -297,6 +316,7 @@ export interface ContainerConfig {
   args: string[];
   workingDir: string;
   envs: KeyValue[];
+  mounts: Mount[];
   labels: { [key: string]: string };
   annotations: { [key: string]: string };
   logPath: string;
@@ -3593,6 +3613,109 @@ export const LinuxContainerConfig: MessageFns<LinuxContainerConfig> = {
   },
 };
 
+function createBaseMount(): Mount {
+  return { containerPath: "", hostPath: "", readonly: false, selinuxRelabel: false, propagation: 0 };
+}
+
+export const Mount: MessageFns<Mount> = {
+  encode(message: Mount, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.containerPath !== "") {
+      writer.uint32(10).string(message.containerPath);
+    }
+    if (message.hostPath !== "") {
+      writer.uint32(18).string(message.hostPath);
+    }
+    if (message.readonly !== false) {
+      writer.uint32(24).bool(message.readonly);
+    }
+    if (message.selinuxRelabel !== false) {
+      writer.uint32(32).bool(message.selinuxRelabel);
+    }
+    if (message.propagation !== 0) {
+      writer.uint32(40).int32(message.propagation);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Mount {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMount();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.containerPath = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.hostPath = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.readonly = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.selinuxRelabel = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.propagation = reader.int32() as any;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<Mount>, I>>(base?: I): Mount {
+    return Mount.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Mount>, I>>(object: I): Mount {
+    const message = createBaseMount();
+    message.containerPath = object.containerPath ?? "";
+    message.hostPath = object.hostPath ?? "";
+    message.readonly = object.readonly ?? false;
+    message.selinuxRelabel = object.selinuxRelabel ?? false;
+    message.propagation = object.propagation ?? 0;
+    return message;
+  },
+};
+
 function createBaseContainerMetadata(): ContainerMetadata {
   return { name: "", attempt: 0 };
 }
@@ -3668,6 +3791,7 @@ function createBaseContainerConfig(): ContainerConfig {
     args: [],
     workingDir: "",
     envs: [],
+    mounts: [],
     labels: {},
     annotations: {},
     logPath: "",
@@ -3697,6 +3821,9 @@ export const ContainerConfig: MessageFns<ContainerConfig> = {
     }
     for (const v of message.envs) {
       KeyValue.encode(v!, writer.uint32(50).fork()).join();
+    }
+    for (const v of message.mounts) {
+      Mount.encode(v!, writer.uint32(58).fork()).join();
     }
     globalThis.Object.entries(message.labels).forEach(([key, value]: [string, string]) => {
       ContainerConfig_LabelsEntry.encode({ key: key as any, value }, writer.uint32(74).fork()).join();
@@ -3781,6 +3908,14 @@ export const ContainerConfig: MessageFns<ContainerConfig> = {
             }
 
             message.envs.push(KeyValue.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.mounts.push(Mount.decode(reader, reader.uint32()));
             continue;
           }
           case 9: {
@@ -3872,6 +4007,7 @@ export const ContainerConfig: MessageFns<ContainerConfig> = {
     message.args = object.args?.map((e) => e) || [];
     message.workingDir = object.workingDir ?? "";
     message.envs = object.envs?.map((e) => KeyValue.fromPartial(e)) || [];
+    message.mounts = object.mounts?.map((e) => Mount.fromPartial(e)) || [];
     message.labels = (globalThis.Object.entries(object.labels ?? {}) as [string, string][]).reduce(
       (acc: { [key: string]: string }, [key, value]: [string, string]) => {
         if (value !== undefined) {
