@@ -50,7 +50,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     if (flags.desired !== undefined && flags['desired-from'] !== undefined) {
       throw new UsageError('--desired and --desired-from are mutually exclusive', 'give one source of desired pods');
     }
-    const { parseMetricsAddr, runAgent } = await import('../services/agent.js');
+    const { parseMetricsAddr, runAgent, selfContainerId } = await import('../services/agent.js');
+    const selfId = await selfContainerId();
     const listen = flags['metrics-addr'] === 'none' ? undefined : parseMetricsAddr(flags['metrics-addr']);
     const kube = detectKube(flags.kubeconfig);
     let source: DesiredSource;
@@ -71,7 +72,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
         stuckAfterMs,
         ...(listen ? { listen } : {}),
         metrics,
-        kubeletState: async () => (await kubeletStatusFor(flags['kubelet-healthz'], api)).state,
+        kubeletState: async () => kubeletStatusFor(flags['kubelet-healthz'], api),
+        kubeletRoot: flags['kubelet-root'],
+        ...(selfId ? { selfContainerId: selfId } : {}),
         reporter: this.reporter,
         signal: this.abort.signal,
         onListening: (a) => this.reporter.info(`agent: serving /metrics and /healthz on http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}; housekeeping every ${flags.interval} from ${source.kind === 'file' ? source.path : source.kind === 'api' ? 'the API server' : 'the runtime'}`),

@@ -2,8 +2,9 @@
  * `podctl drain`: parse and validate, call the drain service, render. No logic of its own.
  */
 import { Flags } from '@oclif/core';
-import { apiNodeFor } from '../lib/api-door.js';
 import { MAX_GRACE_SECONDS } from '../engine/grace.js';
+import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
+import { nodeName } from '../lib/flags.js';
 import { PodctlCommand } from '../lib/command.js';
 import { metricsTextfileFlags } from '../lib/safety-flags.js';
 import { parseDuration } from '../lib/duration.js';
@@ -19,6 +20,8 @@ import {
   parseGroups,
 } from '../services/drain-plan.js';
 import type { ApiFollowReport } from '../services/api-follow.js';
+import type { KubeletReport } from '../services/kubelet-guard.js';
+import type { TerminatedPod } from '../services/terminate.js';
 import type { ShutdownStatusReport } from '../services/shutdown-status.js';
 import { drainExitCode, drainNode, drainPodsToHandOff, drainSummaryLine, drainTable, type DrainResult } from '../services/drain.js';
 
@@ -66,13 +69,16 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       helpValue: 'DURATION',
     }),
     output: Flags.option({ char: 'o', summary: 'Result format on stdout.', options: ['table', 'json', 'yaml'] as const, default: 'table' as const })(),
+    force: Flags.boolean({ summary: 'Beside a running kubelet: stop the pods it desires over CRI too (it may start them again) instead of refusing without an API server.', default: false }),
+    'ignore-pdb': Flags.boolean({ summary: 'Beside a running kubelet: delete instead of the Eviction API, so PodDisruptionBudgets do not hold pods back.', default: false }),
+    ...kubeletFlags,
     'shutdown-status': Flags.boolean({
       summary: 'Set the kubelet\'s node-shutdown status (Failed, reason Terminated, DisruptionTarget) on the pods the drain stopped; needs an API server.',
       default: false,
     }),
   };
 
-  async run(): Promise<DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport }> {
+  async run(): Promise<DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport; kubelet?: KubeletReport; cordoned?: { node: string; uncordon: string } | null; viaApi?: TerminatedPod[] }> {
     const { flags } = await this.parse(Drain);
     this.configure(flags);
     await this.recordMetricsTo(flags['metrics-textfile']);
@@ -89,8 +95,28 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     if (flags['dry-run']) this.readOnlySession = true;
     const api = await apiNodeFor(flags, this.reporter);
     if (flags['shutdown-status'] && !api) throw new UsageError('--shutdown-status needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
+    const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
     const session = await this.session();
     if (api && !flags['dry-run']) await (await import('../services/api-node.js')).replayPendingApiWrites(api, session);
+    // beside a running kubelet: cordon, then the pods it desires through the Eviction API (or refused)
+    const { drainBesideKubelet } = await import('../services/drain-kubelet.js');
+    const beside = await drainBesideKubelet({
+      session,
+      selection,
+      ...(isExcluded ? { isExcluded } : {}),
+      kubelet: await kubeletCheck,
+      api,
+      force: flags.force,
+      ignorePdb: flags['ignore-pdb'],
+      dryRun: flags['dry-run'],
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      node: nodeName(flags.node),
+      reporter: this.reporter,
+      signal: this.abort.signal,
+    }).catch((error: unknown) => {
+      api?.close();
+      throw error;
+    });
     // with an API server, pods deleted there during the drain are killed with their (shorter) grace and finished
     const follower = api && !flags['dry-run'] ? new (await import('../services/api-follow.js')).ApiFollower({ session, api, act: true, reporter: this.reporter }) : undefined;
     follower?.start();
@@ -98,7 +124,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       session,
       selection,
       groups,
-      ...(isExcluded ? { isExcluded } : {}),
+      // what went through the API server is the kubelet's to stop
+      isExcluded: (pod) => beside.handled.has(pod.uid) || (isExcluded?.(pod) ?? false),
       dryRun: flags['dry-run'],
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       reporter: this.reporter,
@@ -109,8 +136,13 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       throw error;
     });
     const apiServer = follower ? await follower.stop() : undefined;
-    const result: DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport } = {
+    const unfinishedViaApi = beside.viaApi.some((p) => !['terminated', 'gone', 'planned'].includes(p.outcome));
+    const result: DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport; kubelet: KubeletReport; cordoned: { node: string; uncordon: string } | null; viaApi: TerminatedPod[] } = {
       ...drained,
+      ...(unfinishedViaApi && drained.status === 'done' ? { status: 'partial' as const } : {}),
+      kubelet: beside.kubelet,
+      cordoned: beside.cordoned,
+      viaApi: beside.viaApi,
       ...(apiServer ? { apiServer } : {}),
       ...(api && flags['shutdown-status'] && !drained.dryRun ? { shutdownStatus: await (await import('../services/shutdown-status.js')).reportShutdownStatus(api, drained, this.reporter) } : {}),
     };

@@ -2,7 +2,7 @@
  * `podctl evict`: parse and validate, call the evict service, render. No logic of its own.
  */
 import { Args, Flags } from '@oclif/core';
-import { apiNodeFor } from '../lib/api-door.js';
+import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
@@ -18,7 +18,7 @@ export default class Evict extends PodctlCommand {
   static override summary = 'Evict pods: a kill whose stopped containers and sandboxes are then removed.';
   static override description = `Like \`podctl kill\`, with eviction semantics: once the pod is terminated its containers and sandboxes are removed from the runtime. With an API server (--kubeconfig, $KUBECONFIG or in-cluster), podctl also posts a Warning Event with --reason/--message and sets the pod's status to phase Failed, reason Evicted, as the kubelet's eviction manager does.
 
-Waiting, --grace and --timeout work as for kill.
+Waiting, --grace and --timeout work as for kill. Beside a running kubelet (see "podctl and the kubelet" in the operator guide) the pods it desires go through the Eviction API instead, honouring PodDisruptionBudgets (a pod a budget holds back within the wait is reported blocked-by-pdb; --ignore-pdb deletes it instead); without an API server they are refused unless --force.
 
 ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.TimedOut, ExitCode.NotFound, ExitCode.Interrupted])}`;
 
@@ -38,7 +38,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     reason: Flags.string({ summary: `Eviction reason for the Event and the pod status (default ${DEFAULT_EVICTION_REASON}).`, helpValue: 'REASON' }),
     message: Flags.string({ summary: 'Human-readable eviction message for the Event and the pod status.', helpValue: 'TEXT' }),
     ...safetyFlags,
-    force: Flags.boolean({ summary: 'Evict static and system-critical pods too (refused by default, as the kubelet does).', default: false }),
+    force: Flags.boolean({ summary: 'Evict static and system-critical pods too (refused by default, as the kubelet does), and beside a running kubelet stop the pods it desires over CRI (it may start them again).', default: false }),
+    'ignore-pdb': Flags.boolean({ summary: 'Beside a running kubelet: delete instead of the Eviction API, so PodDisruptionBudgets do not hold the eviction back.', default: false }),
+    ...kubeletFlags,
   };
   /** Exit codes are asked for only where the session decides by them (SessionOptions.exitDetails). */
   protected override exitDetails = 'driven' as const;
@@ -54,6 +56,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     }
     const safety = this.safetyOptions(flags);
     const api = await apiNodeFor(flags, this.reporter);
+    const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
     const kube = api?.evictionReporter();
     const session = await this.session();
     if (api && !flags['dry-run']) await replayPendingApiWrites(api, session);
@@ -66,6 +69,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       ...(kube ? { kube } : {}),
       ...safety,
       force: flags.force,
+      kubelet: { kubelet: await kubeletCheck, api, force: flags.force, viaApi: false, ignorePdb: flags['ignore-pdb'] },
       reporter: this.reporter,
       signal: this.abort.signal,
     }).finally(() => api?.close());

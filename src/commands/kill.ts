@@ -75,7 +75,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       ...termination,
       ...safety,
       ...(flags.drive ? { unbounded: true } : {}),
-      kubelet: { kubelet, api, force: flags.force, viaApi: flags['via-api'] },
+      // a background driver carries on what its caller decided (it hands nothing beside a kubelet to CRI by itself)
+      kubelet: { kubelet, api, force: flags.force || flags.drive, viaApi: flags['via-api'] },
       reporter: this.reporter,
       signal: this.abort.signal,
     }).finally(() => api?.close());

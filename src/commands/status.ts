@@ -51,7 +51,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     }
     // the kubelet check runs beside the session's opening (healthz and /proc, no API server needed)
     const kubelet = kubeletStatusFor(flags['kubelet-healthz'], undefined);
-    const result = await podStatus({ session: await this.session(), selection, explain: flags.explain, signal: this.abort.signal });
+    const result = await podStatus({ session: await this.session(), selection, explain: flags.explain, kubeletRoot: flags['kubelet-root'], signal: this.abort.signal });
     result.kubelet = await kubelet;
     if (!this.jsonEnabled() && flags.output !== 'json' && flags.output !== 'yaml') this.logToStderr(kubeletHeader(result.kubelet));
     for (const ref of result.missing) this.reporter.warn(`pod not found: ${ref}`);

@@ -3,7 +3,7 @@
  */
 import { Flags } from '@oclif/core';
 import { detectKube } from '../kube/index.js';
-import { apiNodeFor } from '../lib/api-door.js';
+import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
 import { metricsTextfileFlags } from '../lib/safety-flags.js';
 import { UsageError } from '../lib/errors.js';
@@ -37,6 +37,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
     'include-static': Flags.boolean({ summary: 'Let static pods missing from the desired list be terminated too (default: always kept).', default: false }),
     yes: Flags.boolean({ summary: 'Proceed even when the desired list is empty and would terminate every pod.', default: false }),
     'dry-run': Flags.boolean({ summary: 'Print what would be done (same shape as the result) and change nothing.', default: false }),
+    force: Flags.boolean({ summary: 'Beside a running kubelet: terminate orphans at once, without the fresh GET and the kubelet\'s cleanup time.', default: false }),
+    ...kubeletFlags,
     output: Flags.option({ char: 'o', summary: 'Result format on stdout.', options: ['table', 'json', 'yaml'] as const, default: 'table' as const })(),
   };
 
@@ -55,7 +57,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
     else if (flags['desired-from'] === 'api') throw new UsageError('--desired-from api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
     else throw new UsageError('no source of desired pods', 'pass --desired FILE or --desired-from runtime, or configure an API server with --kubeconfig');
     if (flags['dry-run']) this.readOnlySession = true;
-    const api = source.kind === 'api' ? await apiNodeFor(flags, this.reporter) : undefined;
+    // the API server is asked whenever one is configured: beside a running kubelet it confirms orphans
+    const api = source.kind === 'api' || kube ? await apiNodeFor(flags, this.reporter) : undefined;
+    const kubelet = await kubeletStatusFor(flags['kubelet-healthz'], api);
     const result = await syncKnown({
       session: await this.session(),
       source,
@@ -64,6 +68,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
       includeStatic: flags['include-static'],
       yes: flags.yes,
       dryRun: flags['dry-run'],
+      kubelet: { state: kubelet.state, detail: kubelet.detail },
+      force: flags.force,
+      kubeletRoot: flags['kubelet-root'],
       ...(api ? { api } : {}),
     }).finally(() => api?.close());
     if (!this.jsonEnabled()) {

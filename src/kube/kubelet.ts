@@ -105,18 +105,20 @@ export async function detectKubelet(options: DetectKubeletOptions = {}): Promise
   return { state: 'unknown', via: 'none', detail: `${probe.detail}${process === undefined ? '; /proc unreadable' : ''}` };
 }
 
-/** What to do about a kill of a pod the kubelet still desires. */
-export type DesiredPodAction = 'proceed' | 'warn' | 'refuse' | 'via-api';
+/** What to do about stopping a pod the kubelet still desires. */
+export type DesiredPodAction = 'proceed' | 'refuse' | 'via-api';
 
 /**
- * The one policy line for a kill of a desired pod while a kubelet may run (running or unknown):
- * warn and recommend the API delete. Making it a refusal is changing this constant.
+ * The one rule for stopping a pod the kubelet desires (bound to this node in the API, or static)
+ * while a kubelet may run (running, or unknown — treated as running): it is the kubelet's pod, and a
+ * container stopped under it is started again. So the stop goes through the API server when one is
+ * configured (delete with the grace, or the Eviction API) and the kubelet does it; without one it is
+ * refused; `--force` stops it over CRI anyway (with a warning). With the kubelet down, or for a pod it
+ * does not desire, podctl acts over CRI itself.
  */
-export const DESIRED_POD_UNDER_KUBELET: 'warn' | 'refuse' = 'warn';
-
-export function desiredPodPolicy(input: { kubelet: KubeletState; desired: boolean; force: boolean; viaApi: boolean }): DesiredPodAction {
+export function desiredPodPolicy(input: { kubelet: KubeletState; desired: boolean; force: boolean; viaApi: boolean; api: boolean }): DesiredPodAction {
   if (!input.desired || input.kubelet === 'down') return 'proceed';
-  if (input.viaApi) return 'via-api';
   if (input.force) return 'proceed';
-  return DESIRED_POD_UNDER_KUBELET;
+  if (input.viaApi || input.api) return 'via-api';
+  return 'refuse';
 }

@@ -33,4 +33,9 @@ export const kubeletFlags = {
     env: 'PODCTL_KUBELET_HEALTHZ',
     helpValue: 'URL',
   }),
+  'kubelet-root': Flags.string({
+    summary: 'The kubelet\'s root directory: a pod\'s final delete waits while a volume is mounted under <root>/pods/<uid>/volumes.',
+    default: '/var/lib/kubelet',
+    helpValue: 'DIR',
+  }),
 };

@@ -32,7 +32,7 @@ import { syncKnown, type DesiredSource, type SyncKnownResult } from './sync-know
 import { UsageError, isAbort } from '../lib/errors.js';
 import { formatDuration } from '../lib/duration.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { connectCri, observeRuntimeOperations, type CriClient } from '../cri/client.js';
 import { attachMetrics, type PodctlMetrics } from '../metrics/registry.js';
 
@@ -57,8 +57,12 @@ export interface AgentOptions {
   /** Where /metrics and /healthz are served; undefined: no HTTP server. */
   listen?: MetricsAddress;
   metrics: PodctlMetrics;
-  /** The kubelet's state (podctl_kubelet_up), asked at most every KUBELET_CHECK_MS. */
-  kubeletState?: () => Promise<'running' | 'down' | 'unknown'>;
+  /** The kubelet's state (podctl_kubelet_up, and the orphan rule beside it), asked at most every KUBELET_CHECK_MS. */
+  kubeletState?: () => Promise<{ state: 'running' | 'down' | 'unknown'; detail: string }>;
+  /** The kubelet's root directory (the final delete's volume check). */
+  kubeletRoot?: string;
+  /** The container this agent runs in, when it runs in one (its pod is never a target). */
+  selfContainerId?: string;
   reporter?: Reporter;
   signal: AbortSignal;
   /** Called once the HTTP server listens (tests, and the start-up line). */
@@ -123,12 +127,17 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
   const stuckLogged = new Map<string, number>(); // uid → since of the termination logged
   let refusal: string | undefined;
   // the kubelet check (healthz, /proc) at most every KUBELET_CHECK_MS: it is not free on a busy node
-  let kubelet: { at: number; state: Promise<'running' | 'down' | 'unknown'> } | undefined;
-  const kubeletState = (): Promise<'running' | 'down' | 'unknown' | undefined> => {
+  type Kubelet = { state: 'running' | 'down' | 'unknown'; detail: string };
+  let kubelet: { at: number; state: Promise<Kubelet> } | undefined;
+  const kubeletState = (): Promise<Kubelet | undefined> => {
     if (!options.kubeletState) return Promise.resolve(undefined);
-    if (!kubelet || now() - kubelet.at >= KUBELET_CHECK_MS) kubelet = { at: now(), state: options.kubeletState().catch(() => 'unknown' as const) };
+    if (!kubelet || now() - kubelet.at >= KUBELET_CHECK_MS) {
+      kubelet = { at: now(), state: options.kubeletState().catch((error: Error) => ({ state: 'unknown' as const, detail: error.message })) };
+    }
     return kubelet.state;
   };
+  const selfId = options.selfContainerId;
+  const isSelf = selfId ? (pod: PodInfo) => pod.runtime?.containerStatuses.some((c) => c.id === selfId || c.id.startsWith(selfId)) === true : undefined;
   let stoppingAt = 0;
   signal.addEventListener('abort', () => (stoppingAt = now()), { once: true });
   const gate = new ChangeGate(session, options.source, now);
@@ -143,7 +152,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
       step.full = false;
       await probeRuntime(probe, signal);
       const kubeletNow = await kubeletState();
-      if (kubeletNow) metrics.setKubeletState(kubeletNow);
+      if (kubeletNow) metrics.setKubeletState(kubeletNow.state);
       step.stuck = [...stuckLogged.keys()].filter((uid) => gate.stillTerminating(uid));
       step.ms = now() - started;
       totals.steps += 1;
@@ -153,12 +162,22 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
       continue;
     }
     try {
-      const [result, kubeletNow] = await Promise.all([
-        syncKnown({ session, source: options.source, ...(options.api ? { api: options.api } : {}), reporter: quiet(reporter), signal, wait: false, listingMaxAgeMs: options.intervalMs, onListing: (p) => (pods = p) }),
-        kubeletState(),
-      ]);
+      const kubeletNow = await kubeletState();
+      const result = await syncKnown({
+        session,
+        source: options.source,
+        ...(options.api ? { api: options.api } : {}),
+        ...(kubeletNow ? { kubelet: kubeletNow } : {}),
+        ...(options.kubeletRoot ? { kubeletRoot: options.kubeletRoot } : {}),
+        ...(isSelf ? { isSelf } : {}),
+        reporter: quiet(reporter),
+        signal,
+        wait: false,
+        listingMaxAgeMs: options.intervalMs,
+        onListing: (p) => (pods = p),
+      });
       reporter.debug(`agent: step sync done in ${now() - started} ms`);
-      if (kubeletNow) metrics.setKubeletState(kubeletNow);
+      if (kubeletNow) metrics.setKubeletState(kubeletNow.state);
       if (refusal !== undefined) reporter.info('agent: housekeeping resumed');
       refusal = undefined;
       step.resumed = result.resumed.map((p) => p.uid);
@@ -200,6 +219,16 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
   detachRuntime();
   if (server) await closeServer(server);
   return { ...totals, stuckSeen: stuckLogged.size, listen, stoppedInMs: stoppingAt ? now() - stoppingAt : 0 };
+}
+
+/** The container ID this process runs in, from its cgroup path (containerd, cri-o, docker), if any. */
+export async function selfContainerId(cgroupPath = '/proc/self/cgroup'): Promise<string | undefined> {
+  try {
+    const text = await readFile(cgroupPath, 'utf8');
+    return /([0-9a-f]{64})/.exec(text)?.[1];
+  } catch {
+    return undefined;
+  }
 }
 
 /** The runtime's Version call: the health check of a step that had nothing else to ask. */

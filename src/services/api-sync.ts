@@ -16,6 +16,7 @@ import { planDesired, type Deletion, type DesiredPlan, type RuntimePodRef } from
 import { EXCEEDED_GRACE_MESSAGE, EventReason, failedKillMessage, killingMessage } from '../kube/status.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { terminatedOnNode, type ApiNode } from './api-node.js';
+import { mountedPodVolumes } from './volumes.js';
 import type { NodeSession, PodInfo, SessionEvent } from './session-api.js';
 
 export interface ApiPodName {
@@ -42,6 +43,12 @@ export interface ApiSyncReport {
   /** Pending writes of earlier runs sent now / still left. */
   pendingSent: number;
   pendingLeft: number;
+  /** Deletions left to a running kubelet (podctl neither kills them nor issues their final delete). */
+  leftToKubelet: ApiPodName[];
+  /** Final deletes withheld: a volume of the pod is still mounted under the kubelet's pods directory. */
+  withheld: (ApiPodName & { reason: string })[];
+  /** Pods held in the API by finalizers, which podctl never edits. */
+  finalizers: (ApiPodName & { finalizers: string[]; explanation: string })[];
 }
 
 export interface ApiSyncRun {
@@ -56,6 +63,10 @@ export interface ApiSyncOptions {
   api: ApiNode;
   /** The session's pods before the sync (the runtime's, with static flags). */
   before: PodInfo[];
+  /** A kubelet runs: deletions are its to finish (no kill, no final delete here). */
+  leaveToKubelet?: boolean;
+  /** Where the kubelet keeps pod volumes (the final delete's mount check); default /var/lib/kubelet. */
+  kubeletRoot?: string;
   reporter?: Reporter;
   signal?: AbortSignal;
 }
@@ -103,7 +114,7 @@ export async function startApiSync(options: ApiSyncOptions, planned?: ApiSyncPla
   });
 
   const driven: Deletion[] = [];
-  for (const d of plan.deletions) {
+  for (const d of options.leaveToKubelet ? [] : plan.deletions) {
     const pod = local.get(d.uid);
     if (terminatedOnNode(pod)) continue; // nothing runs here: straight to the final delete
     count(await api.event(d.pod, 'Normal', EventReason.Killing, killingMessage(d.gracePeriodSeconds)).catch((e: Error) => (reporter.warn(e.message), 'failed')));
@@ -132,14 +143,31 @@ export async function startApiSync(options: ApiSyncOptions, planned?: ApiSyncPla
         pendingRecorded: 0,
         pendingSent: replay.done,
         pendingLeft: replay.left,
+        leftToKubelet: options.leaveToKubelet ? plan.deletions.map(nameOf) : [],
+        withheld: [],
+        finalizers: [],
       };
       for (const d of plan.deletions) {
+        const finalizers = d.pod.metadata?.finalizers ?? [];
+        if (finalizers.length > 0) {
+          report.finalizers.push({ ...nameOf(d), finalizers, explanation: `waiting on finalizer ${finalizers.join(', ')}, which podctl does not own` });
+        }
+      }
+      for (const d of options.leaveToKubelet ? [] : plan.deletions) {
         const pod = await session.getPod(d.uid);
         if (!terminatedOnNode(pod)) {
           report.stillRunning.push(nameOf(d));
           if (pod?.state === 'terminating' && pod.graceDeadline !== undefined && Date.now() > pod.graceDeadline) {
             count(await api.event(d.pod, 'Warning', EventReason.ExceededGracePeriod, EXCEEDED_GRACE_MESSAGE).catch(() => 'failed'));
           }
+          continue;
+        }
+        // the kubelet's own last check: no volume of the pod still mounted
+        const mounted = await mountedPodVolumes(d.uid, options.kubeletRoot);
+        if (mounted === undefined || mounted.length > 0) {
+          const reason = mounted === undefined ? 'withheld: the mount table could not be read' : `withheld: volume still mounted at ${mounted[0]}`;
+          report.withheld.push({ ...nameOf(d), reason });
+          reporter.info(`${d.namespace}/${d.name}: final delete ${reason}`);
           continue;
         }
         let outcome: string;

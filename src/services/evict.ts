@@ -1,8 +1,11 @@
 /**
  * `podctl evict`: a kill with evict semantics — the pod's stopped containers and sandboxes are
  * removed once it is terminated, and with an API server the pod's status becomes Failed/Evicted with
- * a Warning Event, as the kubelet's eviction manager reports it.
+ * a Warning Event, as the kubelet's eviction manager reports it. Beside a running kubelet the pods
+ * it desires go through the Eviction API instead (kubelet-guard.ts), honouring PodDisruptionBudgets.
  */
+import type { KubeletGuardOptions, KubeletReport } from './kubelet-guard.js';
+import { guardedTerminate } from './kill.js';
 import { terminatePods, type TerminateOptions, type TerminateResult } from './terminate.js';
 
 export const DEFAULT_EVICTION_REASON = 'Evicted';
@@ -10,8 +13,10 @@ export const DEFAULT_EVICTION_REASON = 'Evicted';
 export interface EvictOptions extends Omit<TerminateOptions, 'evict'> {
   reason?: string;
   message?: string;
+  /** The kubelet check: pods it desires go through the Eviction API (or are refused). */
+  kubelet?: KubeletGuardOptions;
 }
-export type EvictResult = TerminateResult;
+export type EvictResult = TerminateResult & { kubelet?: KubeletReport };
 
 export function evictionMessage(reason: string, message: string | undefined, node: string | undefined): string {
   return message ?? `The node${node ? ` ${node}` : ''} is evicting this pod (${reason}) with podctl.`;
@@ -20,6 +25,6 @@ export function evictionMessage(reason: string, message: string | undefined, nod
 export async function evictPods(options: EvictOptions): Promise<EvictResult> {
   const reason = options.reason ?? DEFAULT_EVICTION_REASON;
   const message = evictionMessage(reason, options.message, options.kube?.node);
-  const { reason: _reason, message: _message, ...rest } = options;
-  return terminatePods({ ...rest, evict: { reason, message } });
+  const { reason: _reason, message: _message, kubelet, ...rest } = options;
+  return guardedTerminate('evict', 'evict', { ...rest, evict: { reason, message } }, kubelet, terminatePods);
 }

@@ -1,14 +1,19 @@
 /**
- * A kill beside a running kubelet. The pods it desires (bound to this node in the API, or static
- * pods from its manifests) are its own: stopping them over CRI is useless, it starts them again.
- * So a kill of such a pod warns in one line and recommends the API delete; `--via-api` issues that
- * delete itself (with the grace) and waits for the pod to leave the API; `--force` proceeds over
- * CRI. The decision is `desiredPodPolicy` (kube/kubelet.ts), one function.
+ * Stopping pods beside a running kubelet (kill, evict, drain). The pods it desires (bound to this
+ * node in the API, or static pods from its manifests) are its own: stopped over CRI, it starts them
+ * again. The rule is `desiredPodPolicy` (kube/kubelet.ts), one function: through the API server when
+ * one is configured — a delete with the grace (kill) or the Eviction API (evict, drain; a
+ * PodDisruptionBudget's 429 is waited out within the bound, then reported `blocked-by-pdb`;
+ * `ignorePdb` deletes instead) — and the kubelet finishes the pod while podctl waits (bounded); no
+ * API server: refused (exit 2, naming --force); `--force`: over CRI, with a warning.
  *
  * Invariants:
- * - With the kubelet down (healthz silent, no process, or a stale node Lease) nothing changes.
+ * - With the kubelet down nothing changes: podctl acts over CRI.
  * - `unknown` counts as running.
- * - The wait for an API delete is bounded (--timeout, else the killPodNow bound of the grace).
+ * - A dry run plans (outcome `planned`) and writes nothing to the API.
+ * - Every wait is bounded (--timeout, else the killPodNow bound of the grace).
+ * - Static pods cannot be deleted through the API (their mirror pod is not them): with the API path
+ *   they are refused like any desired pod without an API server, unless --force.
  */
 import type { V1Pod } from '../engine/types.js';
 import { desiredInApi, isMirrorPod } from '../kube/desired.js';
@@ -26,11 +31,15 @@ import type { TerminatedPod } from './terminate.js';
 export interface KubeletGuardOptions {
   kubelet: KubeletStatus;
   api?: ApiNode | undefined;
+  /** Stop desired pods over CRI anyway (the kubelet may start them again). */
   force: boolean;
+  /** Go through the API server (kill --via-api); the default whenever one is configured. */
   viaApi: boolean;
+  /** evict/drain: delete instead of the Eviction API (PodDisruptionBudgets not honoured). */
+  ignorePdb?: boolean;
 }
 
-/** What `kill` says about the kubelet in its result. */
+/** What kill, evict, drain and sync-known say about the kubelet in their result. */
 export interface KubeletReport {
   state: KubeletStatus['state'];
   detail: string;
@@ -41,37 +50,49 @@ export interface KubeletReport {
 
 export interface GuardInput {
   session: NodeSession;
-  selection: PodSelection;
+  /** The pods to stop, as selected (kill, evict), or given (drain). */
+  selection?: PodSelection;
+  targets?: PodInfo[];
+  /** kill: a graceful delete; evict, drain: the Eviction API. */
+  mode: 'delete' | 'evict';
+  /** The command, for messages. */
+  action: string;
   gracePeriodSeconds?: number;
   timeoutMs?: number;
   reporter?: Reporter;
   signal?: AbortSignal;
-  /** Plan only: nothing is deleted through the API (outcome `planned`). */
   dryRun?: boolean;
   guard: KubeletGuardOptions;
 }
 
 export interface GuardOutcome {
   report: KubeletReport;
-  /** Pods deleted through the API (--via-api), with their outcome. */
+  /** Pods stopped through the API server (the kubelet does it), with their outcome. */
   viaApi: TerminatedPod[];
-  /** UIDs left for the CRI path (all targets unless --via-api took some). */
+  /** UIDs left for the CRI path (all targets unless the API path took some). */
   remaining: string[] | undefined;
 }
 
 /** How long a kill waits for the API server's list of this node's pods, ms. */
 export const API_LIST_BOUND_MS = 5_000;
+/** Between two eviction attempts a PodDisruptionBudget refused (unless the server says when). */
+export const EVICTION_RETRY_MS = 1_000;
 
 const refOf = (p: { namespace: string; name: string }): string => `${p.namespace}/${p.name}`;
+
+/** The kubelet's state as every JSON result carries it (action `proceed`, nothing desired). */
+export function kubeletReportOf(kubelet: KubeletStatus): KubeletReport {
+  return { state: kubelet.state, detail: kubelet.detail, action: 'proceed', desired: [] };
+}
 
 export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
   const reporter = input.reporter ?? silentReporter();
   const { guard, session } = input;
-  const { targets } = resolveSelection(await session.listPods({ runtimeMaxAgeMs: 1_000 }), input.selection);
+  const targets = input.targets ?? resolveSelection(await session.listPods({ runtimeMaxAgeMs: 1_000 }), input.selection!).targets;
   let apiPods: V1Pod[] = [];
   if (guard.api && guard.kubelet.state !== 'down') {
     try {
-      // bounded: the kill does not wait long for an API server that does not answer
+      // bounded: the command does not wait long for an API server that does not answer
       const bound = AbortSignal.timeout(API_LIST_BOUND_MS);
       apiPods = await guard.api.kube.listNodePods(input.signal ? AbortSignal.any([bound, input.signal]) : bound);
     } catch (error) {
@@ -79,63 +100,97 @@ export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
     }
   }
   const desiredPods = targets.filter((p) => p.state !== 'finished' && (p.static || desiredInApi(apiPods, p.uid) !== undefined));
-  const action = desiredPodPolicy({ kubelet: guard.kubelet.state, desired: desiredPods.length > 0, force: guard.force, viaApi: guard.viaApi });
+  const action = desiredPodPolicy({ kubelet: guard.kubelet.state, desired: desiredPods.length > 0, force: guard.force, viaApi: guard.viaApi, api: guard.api !== undefined });
   const report: KubeletReport = { state: guard.kubelet.state, detail: guard.kubelet.detail, action, desired: desiredPods.map(refOf) };
   const names = desiredPods.map(refOf).join(', ');
   switch (action) {
     case 'proceed':
-      if (desiredPods.length > 0 && guard.force) reporter.warn(`--force: killing ${names} over CRI while the kubelet is ${guard.kubelet.state}; it may start them again`);
-      return { report, viaApi: [], remaining: undefined };
-    case 'warn':
-      reporter.warn(`the kubelet is ${guard.kubelet.state} (${guard.kubelet.detail}) and still desires ${names}: it will start them again; delete through the API instead (podctl kill --via-api, or kubectl delete pod), or pass --force`);
+      if (desiredPods.length > 0 && guard.force) reporter.warn(`--force: stopping ${names} over CRI while the kubelet is ${guard.kubelet.state}; it may start them again`);
       return { report, viaApi: [], remaining: undefined };
     case 'refuse':
-      throw new UsageError(`the kubelet is ${guard.kubelet.state} and still desires ${names}`, 'delete through the API (--via-api), or pass --force to kill over CRI anyway');
+      throw new UsageError(
+        `the kubelet is ${guard.kubelet.state} (${guard.kubelet.detail}) and desires ${names}: it would start ${desiredPods.length === 1 ? 'it' : 'them'} again`,
+        'configure the API server (--kubeconfig) so podctl goes through it, or pass --force to stop over CRI anyway',
+      );
     case 'via-api':
       break;
   }
-  if (!guard.api) throw new UsageError('--via-api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
+  if (!guard.api) throw new UsageError(`--via-api needs an API server`, 'pass --kubeconfig FILE or set KUBECONFIG');
   const viaApi: TerminatedPod[] = [];
   const throughApi = new Set<string>();
   const staticOnly: PodInfo[] = [];
   for (const pod of desiredPods) {
     const apiPod = desiredInApi(apiPods, pod.uid);
     if (!apiPod || isMirrorPod(apiPod)) {
-      staticOnly.push(pod); // a static pod: the API cannot delete it
+      staticOnly.push(pod); // a static pod: the API cannot stop it
       continue;
     }
     throughApi.add(pod.uid);
-    if (input.dryRun) {
-      viaApi.push({ uid: pod.uid, namespace: pod.namespace, name: pod.name, gracePeriodSeconds: effectiveGraceSeconds(pod, input.gracePeriodSeconds), outcome: 'planned' });
-      continue;
-    }
-    viaApi.push(await deleteThroughApi(guard.api, pod, input, reporter));
   }
   if (staticOnly.length > 0) {
-    reporter.warn(`${staticOnly.map(refOf).join(', ')}: static pods cannot be deleted through the API server; killing them over CRI, and the kubelet may start them again (remove their manifests to stop them for good)`);
+    throw new UsageError(
+      `the kubelet is ${guard.kubelet.state} and runs static pod(s) ${staticOnly.map(refOf).join(', ')} from its manifests: the API server cannot stop them and the kubelet would start them again`,
+      'move the manifest out of the kubelet\'s manifest directory, or pass --force to stop over CRI anyway',
+    );
   }
+  const mode = input.mode === 'evict' && guard.ignorePdb ? 'delete' : input.mode;
+  reporter.info(`${input.action}: the kubelet is ${guard.kubelet.state}; ${desiredPods.map(refOf).join(', ')} ${input.dryRun ? 'would go' : 'go'} through the API server (${mode === 'evict' ? 'the Eviction API' : 'a graceful delete'}), and the kubelet stops ${desiredPods.length === 1 ? 'it' : 'them'}`);
+  const deadline = Date.now();
+  await Promise.all(
+    desiredPods
+      .filter((p) => throughApi.has(p.uid))
+      .map(async (pod) => {
+        const grace = effectiveGraceSeconds(pod, input.gracePeriodSeconds);
+        if (input.dryRun) {
+          viaApi.push({ uid: pod.uid, namespace: pod.namespace, name: pod.name, gracePeriodSeconds: grace, outcome: 'planned', handledBy: 'api' });
+          return;
+        }
+        viaApi.push(await stopThroughApi(guard.api!, pod, grace, mode, input, reporter, deadline));
+      }),
+  );
+  viaApi.sort((a, b) => refOf(a).localeCompare(refOf(b)));
   return { report, viaApi, remaining: targets.filter((p) => !throughApi.has(p.uid)).map((p) => p.uid) };
 }
 
-async function deleteThroughApi(api: ApiNode, pod: PodInfo, input: GuardInput, reporter: Reporter): Promise<TerminatedPod> {
-  const grace = effectiveGraceSeconds(pod, input.gracePeriodSeconds);
-  const entry: TerminatedPod = { uid: pod.uid, namespace: pod.namespace, name: pod.name, gracePeriodSeconds: grace, outcome: 'requested' };
-  const started = Date.now();
+/** Delete or evict one pod through the API, then wait (bounded) until the kubelet has finished it. */
+async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, mode: 'delete' | 'evict', input: GuardInput, reporter: Reporter, started: number): Promise<TerminatedPod> {
+  const entry: TerminatedPod = { uid: pod.uid, namespace: pod.namespace, name: pod.name, gracePeriodSeconds: grace, outcome: 'requested', handledBy: 'api' };
+  const boundMs = input.timeoutMs ?? killPodNowBoundMs(grace);
   const ref = { namespace: pod.namespace, name: pod.name, uid: pod.uid };
   try {
-    const outcome = await api.kube.deletePod(ref, input.gracePeriodSeconds, input.signal);
-    if (outcome !== 'accepted') {
-      entry.outcome = 'gone';
-      return entry;
+    if (mode === 'delete') {
+      const outcome = await api.kube.deletePod(ref, input.gracePeriodSeconds, input.signal);
+      if (outcome !== 'accepted') {
+        entry.outcome = 'gone';
+        return entry;
+      }
+    } else {
+      // a PodDisruptionBudget's 429 is waited out within the bound, as kubectl drain does
+      for (;;) {
+        const evicted = await api.kube.evictPod(ref, input.gracePeriodSeconds, input.signal);
+        if (evicted.outcome !== 'blocked-by-pdb') {
+          if (evicted.outcome === 'accepted') break;
+          entry.outcome = 'gone';
+          return entry;
+        }
+        const waitMs = evicted.retryAfterMs ?? EVICTION_RETRY_MS;
+        if (Date.now() + waitMs - started >= boundMs || input.signal?.aborted) {
+          entry.outcome = 'blocked-by-pdb';
+          entry.error = evicted.message;
+          reporter.warn(`${refOf(pod)}: eviction blocked by a PodDisruptionBudget for ${formatDuration(Date.now() - started)} (${evicted.message}); --ignore-pdb deletes it anyway`);
+          return entry;
+        }
+        reporter.info(`${refOf(pod)}: eviction refused by a PodDisruptionBudget; trying again in ${formatDuration(waitMs)}`);
+        await sleep(waitMs, input.signal).catch(() => {});
+      }
     }
   } catch (error) {
     entry.outcome = 'failed';
     entry.error = (error as Error).message;
-    reporter.warn(`${refOf(pod)}: delete through the API failed: ${entry.error}`);
+    reporter.warn(`${refOf(pod)}: ${mode === 'evict' ? 'eviction' : 'delete'} through the API failed: ${entry.error}`);
     return entry;
   }
-  const boundMs = input.timeoutMs ?? killPodNowBoundMs(grace);
-  reporter.info(`kill --via-api: ${refOf(pod)} deleted in the API server with grace ${grace}s; waiting up to ${formatDuration(boundMs)} for the kubelet to finish it`);
+  reporter.info(`${input.action}: ${refOf(pod)} ${mode === 'evict' ? 'evicted' : 'deleted'} in the API server with grace ${grace}s; waiting up to ${formatDuration(boundMs)} for the kubelet to finish it`);
   for (;;) {
     let current: V1Pod | undefined;
     try {
@@ -149,8 +204,8 @@ async function deleteThroughApi(api: ApiNode, pod: PodInfo, input: GuardInput, r
       return entry;
     }
     if (Date.now() - started >= boundMs || input.signal?.aborted) {
-      entry.outcome = 'timeout';
-      reporter.warn(`${refOf(pod)} still in the API server after ${formatDuration(boundMs)}; the kubelet goes on with its deletion`);
+      entry.outcome = input.signal?.aborted ? 'interrupted' : 'timeout';
+      reporter.warn(`${refOf(pod)} still in the API server after ${formatDuration(Date.now() - started)}; the kubelet goes on with its deletion`);
       return entry;
     }
     await sleep(Math.min(500, boundMs), input.signal).catch(() => {});

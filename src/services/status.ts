@@ -16,6 +16,7 @@ import type { Styler, TableSpec } from '../lib/output.js';
 import { truncate } from '../lib/output.js';
 import { resolveSelection, type PodSelection } from '../lib/refs.js';
 import { DEFAULT_STUCK_AFTER_MS, isStuck } from './stuck.js';
+import { mountedPodVolumes } from './volumes.js';
 import type { NodeSession, PodInfo } from './session-api.js';
 import type { PodSyncStatusView } from '../engine/types.js';
 
@@ -82,6 +83,8 @@ export interface Explanation {
   driven: boolean | null;
   /** As StatusRow.stuck. */
   stuck: boolean;
+  /** Why a final delete would be withheld (a volume still mounted under the kubelet's pods directory), or null. */
+  finalDelete: string | null;
   timeline: TimelineEntry[];
 }
 
@@ -101,6 +104,8 @@ export interface StatusOptions {
   session: NodeSession;
   selection: PodSelection;
   explain: boolean;
+  /** The kubelet's root directory (the final delete's volume check in --explain). */
+  kubeletRoot?: string;
   now?: () => number;
   /** SIGINT/SIGTERM: stop waiting for the listing and reject with the signal's reason. */
   signal?: AbortSignal;
@@ -245,6 +250,7 @@ export function explainPod(pod: PodInfo, now: number): Explanation {
     graceLeftSeconds: row.graceLeftSeconds,
     driven: row.driven,
     stuck: row.stuck,
+    finalDelete: null,
     lastError: row.lastError,
     lastErrorAt: row.lastErrorAt,
     nextRetryAt: row.nextRetryAt,
@@ -269,7 +275,15 @@ export async function podStatus(options: StatusOptions): Promise<StatusResult> {
     pods: targets.map((p) => statusRow(p, now)),
     missing,
   };
-  if (options.explain) result.explain = targets.map((p) => explainPod(p, now));
+  if (options.explain) {
+    result.explain = targets.map((p) => explainPod(p, now));
+    // the kubelet's last check before a final delete: a volume of the pod still mounted
+    for (const e of result.explain) {
+      const mounted = await mountedPodVolumes(e.uid, options.kubeletRoot);
+      if (mounted === undefined) e.finalDelete = 'withheld: the mount table could not be read';
+      else if (mounted.length > 0) e.finalDelete = `withheld: volume still mounted at ${mounted[0]}`;
+    }
+  }
   return result;
 }
 
@@ -321,6 +335,7 @@ export function explainText(e: Explanation, styler: Styler, now: number): string
   lines.push(styler.bold(`${e.namespace}/${e.name}`) + `  uid ${e.uid}`);
   lines.push(`  state:        ${e.state}${e.tracked ? '' : ' (no worker)'}`);
   lines.push(`  waiting for:  ${e.waitingFor}`);
+  if (e.finalDelete) lines.push(`  final delete: ${e.finalDelete}`);
   if (e.stuck) lines.push(`  stuck:        ${styler.red(`terminating more than ${formatDuration(DEFAULT_STUCK_AFTER_MS)} past its grace period`)} (the agent counts it in podctl_stuck_pods)`);
   if (e.gracePeriodSeconds !== null) lines.push(`  grace:        ${e.graceLeftSeconds === null ? '-' : `${e.graceLeftSeconds}s left of `}${e.gracePeriodSeconds}s`);
   if (e.owner) lines.push(`  owner:        pid ${e.owner.pid}${e.owner.alive ? '' : ' (gone)'}, heartbeat ${e.owner.heartbeatAt}`);

@@ -28,6 +28,8 @@ import { silentReporter, type Reporter } from '../lib/reporter.js';
 import type { NodeSession, PodInfo } from './session-api.js';
 import type { ApiNode } from './api-node.js';
 import type { ApiSyncReport } from './api-sync.js';
+import type { KubeletState } from '../kube/kubelet.js';
+import { decideOrphans, type WaitingOrphan } from './orphan-wait.js';
 
 export type DesiredSource = { kind: 'api' } | { kind: 'file'; path: string } | { kind: 'runtime' };
 
@@ -62,6 +64,12 @@ export interface SyncKnownResult {
   forgotten: PodName[];
   /** Desired from the API server: mirror pods, deletions honoured, final deletes (api-sync.ts). */
   api?: ApiSyncReport;
+  /** Whether a kubelet runs beside podctl (kube/kubelet.ts), when it was checked. */
+  kubelet?: { state: KubeletState; detail: string };
+  /** Candidate orphans kept beside a running kubelet (orphan-wait.ts): not terminated this time. */
+  waitingForKubelet: WaitingOrphan[];
+  /** Pods never made targets: the caller's own (`self`). */
+  skipped: (PodName & { reason: 'self' })[];
 }
 
 export interface SyncKnownOptions {
@@ -76,6 +84,14 @@ export interface SyncKnownOptions {
   yes?: boolean;
   /** Predict, change nothing. */
   dryRun?: boolean;
+  /** The kubelet's state: while it runs, orphans wait for a fresh GET and the kubelet's cleanup time (orphan-wait.ts). */
+  kubelet?: { state: KubeletState; detail: string };
+  /** Beside a running kubelet: terminate unconfirmed orphans anyway. */
+  force?: boolean;
+  /** The kubelet's root directory (pod volumes, for the final delete's mount check). */
+  kubeletRoot?: string;
+  /** The caller's own pod (the agent's): never a target, whatever the lists say (`skipped: self`). */
+  isSelf?: (pod: PodInfo) => boolean;
   /** Wait (bounded) for the pods this step drives to be terminated (default true; the agent: false). */
   wait?: boolean;
   /**
@@ -167,6 +183,11 @@ function runsSomething(pod: PodInfo): boolean {
   return pod.containersRunning > 0 || (pod.runtime?.sandboxStatuses.some((s) => s.state === 'ready') ?? false);
 }
 
+/** The desired pod standing for a pod kept for the kubelet (its own spec when known). */
+function keptDesired(pod: PodInfo): V1Pod {
+  return pod.pod ?? { metadata: { uid: pod.uid, name: pod.name, namespace: pod.namespace } };
+}
+
 /** The desired pod standing for a static pod found on the node (its own spec when known). */
 function staticDesired(pod: PodInfo): V1Pod {
   if (pod.pod) return pod.pod;
@@ -194,7 +215,16 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
   }
   // Static pods are desired by the node's manifests, whatever the list says.
   const keptStatic = options.includeStatic ? [] : onNode.filter((p) => isStaticInfo(p) && !listedUids.has(p.uid));
-  const desired = [...listed, ...keptStatic.map(staticDesired)];
+  // beside a running kubelet, a pod no list names is terminated only once confirmed gone (orphan-wait.ts)
+  const self = options.isSelf ? before.filter((p) => !listedUids.has(p.uid) && options.isSelf!(p)) : [];
+  const nameless = new Set([...listedUids, ...keptStatic.map((p) => p.uid), ...self.map((p) => p.uid)]);
+  const candidates = before.filter((p) => !nameless.has(p.uid) && !isStaticInfo(p) && p.owner?.alive !== true && (p.state === 'runtime' ? runsSomething(p) : p.state === 'sync'));
+  const orphans = options.kubelet
+    ? await decideOrphans({ candidates, kubelet: options.kubelet.state, api: options.api, stateDir: options.session.stateDir, force: options.force === true, persist: !options.dryRun, ...(signal ? { signal } : {}) })
+    : { kept: [], released: [] };
+  const waiting = new Set(orphans.kept.map((o) => o.uid));
+  for (const o of orphans.kept) reporter.info(`sync-known: ${o.namespace}/${o.name} kept: ${o.reason}`);
+  const desired = [...listed, ...keptStatic.map(staticDesired), ...before.filter((p) => waiting.has(p.uid)).map(keptDesired), ...self.map(keptDesired)];
   reporter.info(
     `sync-known: ${listed.length} desired pod(s) from ${sourceName(options.source)}` +
       (keptStatic.length > 0 ? `, ${keptStatic.length} static pod(s) kept (--include-static to let them go)` : ''),
@@ -206,11 +236,11 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
     if (!names.has(uid)) names.set(uid, { uid, namespace: p.metadata?.namespace ?? 'default', name: p.metadata?.name ?? '' });
   }
   const nameOf = (uid: string): PodName => names.get(uid) ?? { uid, namespace: '', name: '' };
-  const common = { source: options.source.kind, desiredPods: desired.length, desiredStatic: desired.filter((p) => isStaticPod(p)).length, keptStatic: keptStatic.map((p) => nameOf(p.uid)).sort(comparePods) };
+  const common = { source: options.source.kind, desiredPods: desired.length, desiredStatic: desired.filter((p) => isStaticPod(p)).length, keptStatic: keptStatic.map((p) => nameOf(p.uid)).sort(comparePods), waitingForKubelet: orphans.kept, skipped: self.map((p) => ({ ...nameOf(p.uid), reason: 'self' as const })), ...(options.kubelet ? { kubelet: options.kubelet } : {}) };
 
   if (options.dryRun) return { dryRun: true, ...common, ...predictSync(before, new Set(desired.map((p) => p.metadata?.uid ?? '')), nameOf) };
 
-  const apiRun = apiSync && apiPlan && options.api ? await apiSync.startApiSync({ session: options.session, api: options.api, before, reporter, ...(signal ? { signal } : {}) }, apiPlan) : undefined;
+  const apiRun = apiSync && apiPlan && options.api ? await apiSync.startApiSync({ session: options.session, api: options.api, before, reporter, leaveToKubelet: options.kubelet !== undefined && options.kubelet.state !== 'down', ...(options.kubeletRoot ? { kubeletRoot: options.kubeletRoot } : {}), ...(signal ? { signal } : {}) }, apiPlan) : undefined;
 
   let outcome;
   try {
@@ -298,6 +328,7 @@ export function syncKnownSummary(result: SyncKnownResult): string {
     `  ${would}resumed from a dead owner: ${result.resumed.length}${names(result.resumed)}`,
     `  finished workers ${would}forgotten: ${result.forgotten.length}${names(result.forgotten)}`,
     `  static pods kept (never orphans without --include-static): ${result.keptStatic.length}${names(result.keptStatic)}`,
+    ...(result.waitingForKubelet.length > 0 ? [`  kept for the kubelet (${result.kubelet?.state ?? 'running'}): ${result.waitingForKubelet.length}: ${result.waitingForKubelet.map((o) => `${o.namespace}/${o.name} (${o.reason})`).join(', ')}`] : []),
     ...(result.api ? apiSummaryLines(result.api, names) : []),
   ].join('\n');
 }
@@ -309,5 +340,8 @@ function apiSummaryLines(api: ApiSyncReport, names: (list: PodName[]) => string)
     ...(api.stillRunning.length > 0 ? [`  deleted in the API server, still running here: ${api.stillRunning.length}${names(api.stillRunning)}`] : []),
     ...(api.mirrors.length > 0 ? [`  mirror pods (their static pods kept): ${api.mirrors.length}`] : []),
     ...(api.pendingRecorded + api.pendingLeft > 0 ? [`  API writes pending for a later run: ${api.pendingRecorded + api.pendingLeft}`] : []),
+    ...(api.leftToKubelet.length > 0 ? [`  deleted in the API server, left to the running kubelet: ${api.leftToKubelet.length}${names(api.leftToKubelet)}`] : []),
+    ...api.withheld.map((w) => `  final delete of ${w.namespace}/${w.name} ${w.reason}`),
+    ...api.finalizers.map((f) => `  ${f.namespace}/${f.name}: ${f.explanation}`),
   ];
 }

@@ -41,7 +41,7 @@ export const KILL_REQUEST_CONCURRENCY = 64;
 /** How old the runtime listing the selection is resolved on may be, ms. */
 const SELECTION_LISTING_MAX_AGE_MS = 1_000;
 
-export type PodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'requested' | 'planned' | 'already-terminated' | 'failed';
+export type PodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'requested' | 'planned' | 'already-terminated' | 'failed' | 'blocked-by-pdb';
 
 export interface TerminatedPod {
   uid: string;
@@ -49,8 +49,8 @@ export interface TerminatedPod {
   name: string;
   /** The grace period the kill runs with (seconds). */
   gracePeriodSeconds: number;
-  /** 'local': this process drives it; 'delegated': the owning podctl process was asked to. */
-  handledBy?: 'local' | 'delegated';
+  /** 'local': this process drives it; 'delegated': the owning podctl process was asked to; 'api': the kubelet, asked through the API server. */
+  handledBy?: 'local' | 'delegated' | 'api';
   ownerPid?: number;
   outcome: PodOutcome;
   /** Time from the request until the pod was seen terminated (ms). */
@@ -137,7 +137,7 @@ export function terminateExitCode(result: Pick<TerminateResult, 'status'>): Exit
 export function summarizeStatus(pods: TerminatedPod[], missing: string[], waited: boolean): TerminateStatus {
   if (pods.some((p) => p.outcome === 'failed')) return 'failed';
   if (pods.some((p) => p.outcome === 'interrupted')) return 'interrupted';
-  if (pods.some((p) => p.outcome === 'timeout')) return 'timed-out';
+  if (pods.some((p) => p.outcome === 'timeout' || p.outcome === 'blocked-by-pdb')) return 'timed-out';
   if (missing.length > 0) return 'not-found';
   return waited ? 'done' : 'requested';
 }
@@ -314,7 +314,8 @@ function destructiveReason(pod: PodInfo): CriticalReason | undefined {
  * is refused unless `force` (the kubelet's eviction manager never evicts them). Throws UsageError
  * (exit 2) before anything was requested.
  */
-async function passSafetyGate(options: TerminateOptions, targets: PodInfo[], action: 'kill' | 'evict'): Promise<void> {
+/** The destructive-scope gate (docs/operator-guide.md#safety-rules); refuses or asks, before anything is requested. */
+export async function passSafetyGate(options: TerminateOptions, targets: PodInfo[], action: 'kill' | 'evict'): Promise<void> {
   const critical = targets.map((p) => ({ pod: p, reason: destructiveReason(p) })).filter((c): c is { pod: PodInfo; reason: CriticalReason } => c.reason !== undefined);
   const names = (list: { pod: PodInfo; reason: CriticalReason }[]): string =>
     list.slice(0, 5).map((c) => `${c.pod.namespace}/${c.pod.name} (${c.reason === 'priority' ? 'system-critical' : c.reason})`).join(', ') + (list.length > 5 ? `, and ${list.length - 5} more` : '');
@@ -374,7 +375,9 @@ export function terminateTable(result: TerminateResult, styler: Styler): TableSp
           ? '-'
           : p.handledBy === 'local'
             ? `this process (${p.ownerPid})`
-            : `owner ${p.ownerPid}`,
+            : p.handledBy === 'api'
+              ? 'the kubelet (API)'
+              : `owner ${p.ownerPid}`,
     ]),
   };
 }

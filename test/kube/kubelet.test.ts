@@ -84,14 +84,17 @@ describe('detectKubelet', () => {
 });
 
 describe('desiredPodPolicy', () => {
-  it('desired pods beside a running (or unknown) kubelet: warn, unless --via-api or --force; nothing changes when it is down', () => {
-    const decide = (kubelet: 'running' | 'down' | 'unknown', desired: boolean, flags: { force?: boolean; viaApi?: boolean } = {}) =>
-      desiredPodPolicy({ kubelet, desired, force: flags.force ?? false, viaApi: flags.viaApi ?? false });
-    expect(decide('running', true)).toBe('warn');
-    expect(decide('unknown', true)).toBe('warn');
+  it('desired pods beside a running (or unknown) kubelet: through the API when one is configured, else refused unless --force; nothing changes when it is down', () => {
+    const decide = (kubelet: 'running' | 'down' | 'unknown', desired: boolean, flags: { force?: boolean; viaApi?: boolean; api?: boolean } = {}) =>
+      desiredPodPolicy({ kubelet, desired, force: flags.force ?? false, viaApi: flags.viaApi ?? false, api: flags.api ?? false });
+    expect(decide('running', true)).toBe('refuse');
+    expect(decide('unknown', true)).toBe('refuse');
+    expect(decide('running', true, { api: true })).toBe('via-api');
+    expect(decide('unknown', true, { api: true })).toBe('via-api');
     expect(decide('running', true, { viaApi: true })).toBe('via-api');
-    expect(decide('running', true, { force: true })).toBe('proceed');
+    expect(decide('running', true, { force: true, api: true })).toBe('proceed');
     expect(decide('down', true)).toBe('proceed');
+    expect(decide('down', true, { api: true })).toBe('proceed');
     expect(decide('running', false)).toBe('proceed');
   });
 });
