@@ -1,0 +1,275 @@
+/**
+ * Beside a running kubelet (docs/operator-guide.md, "podctl and the kubelet"), end to end on a
+ * private containerd node, with the local API server (test/support; not a kube-apiserver) and a
+ * stand-in kubelet healthz on a test port. The test plays the kubelet where one is needed: when the
+ * API server marks a pod deleted, it stops the pod's containers over CRI and finishes the deletion.
+ *
+ * - a kill of a pod the kubelet desires is refused while it runs (exit 2, naming --force) and
+ *   allowed once it is down; --force stops it over CRI;
+ * - with a kubeconfig the kill is a delete through the API with the grace, and podctl waits;
+ * - eviction honours a PodDisruptionBudget (429 → blocked-by-pdb), --ignore-pdb deletes instead;
+ * - drain cordons the node before the first eviction and says how to uncordon;
+ * - an orphan is left alone until a fresh GET says it is gone and the kubelet's cleanup time passed;
+ * - the final delete is withheld while a tmpfs is mounted at the pod's volume path, issued after;
+ * - a pod held by a finalizer is explained, never patched;
+ * - a 60 s agent run beside the running kubelet stops nothing the kubelet desires.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { connectCri, type CriClient } from '../../src/cri/index.js';
+import { writeKubeconfig } from '../kube/support.js';
+import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
+import { describeContainerd } from './support/env.js';
+import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js';
+import { waitFor as waitForValue } from './support/engine.js';
+import { PrivateNode } from './support/node.js';
+import { exitInfo } from './support/observe.js';
+import { PodFactory, removeSandbox, type PodInput, type RealPod } from './support/pods.js';
+
+function waitFor(probe: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<true> {
+  return waitForValue(what, async () => ((await probe()) ? true : undefined), timeoutMs, 100);
+}
+
+/** A stand-in for the kubelet's healthz: "ok" while `up`. */
+class StandInKubelet {
+  #server: http.Server | undefined;
+  port = 0;
+  async up(): Promise<void> {
+    this.#server = http.createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((resolve) => this.#server!.listen(this.port, '127.0.0.1', resolve));
+    this.port = (this.#server.address() as AddressInfo).port;
+  }
+  async down(): Promise<void> {
+    await new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()));
+    this.#server?.closeAllConnections();
+    this.#server = undefined;
+  }
+  get healthz(): string {
+    return `127.0.0.1:${this.port}/healthz`;
+  }
+}
+
+describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local API server)', () => {
+  const privateNode = new PrivateNode(`/tmp/podctl-e2e-kubelet-${process.pid}`);
+  const kubelet = new StandInKubelet();
+  let cri: CriClient;
+  let pods: PodFactory;
+  let server: KubeApiServer;
+  let stateDir: string;
+  let kubeconfig: string;
+  let kubeletRoot: string;
+  let playing: NodeJS.Timeout | undefined;
+
+  beforeAll(async () => {
+    requireBuild();
+    await privateNode.up();
+    cri = await connectCri({ endpoint: privateNode.socket, timeoutMs: 30_000 });
+    pods = new PodFactory(cri, join(privateNode.nodeDir, 'logs', 'pods'));
+  }, 180_000);
+  afterAll(async () => {
+    try {
+      await pods?.removeAll();
+    } finally {
+      cri?.close();
+      await privateNode.down();
+      await rm(`${privateNode.nodeDir}.lock`, { force: true });
+    }
+  }, 120_000);
+  beforeEach(async () => {
+    stateDir = await mkdtemp(join(tmpdir(), 'podctl-e2e-kubelet-'));
+    kubeletRoot = join(stateDir, 'kubelet');
+    server = await startKubeApiServer();
+    server.addNode('node-1');
+    kubeconfig = writeKubeconfig(stateDir, server.port);
+    await kubelet.up();
+  });
+  afterEach(async () => {
+    if (playing) clearInterval(playing);
+    playing = undefined;
+    await kubelet.down();
+    await server.stop();
+    await pods.removeAll();
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  const podctl = (args: string[], api = true) =>
+    runPodctl([...args, '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', ...(api ? ['--kubeconfig', kubeconfig] : [])], { endpoint: `unix://${privateNode.socket}`, stateDir, timeoutMs: 90_000 });
+  // a container the played kubelet removed is not running either
+  const running = async (pod: RealPod): Promise<boolean> => (await exitInfo(cri, pod.containers[0]!.id).catch(() => ({ state: 'removed' }))).state === 'running';
+
+  /** A pod in the runtime and, bound to node-1, in the API server (the same UID). */
+  async function apiPod(input: PodInput & { finalizers?: string[] } = {}): Promise<RealPod> {
+    const pod = await pods.create({ terminationGracePeriodSeconds: 5, ...input });
+    server.addPod({
+      metadata: { name: pod.name, namespace: pod.namespace, uid: pod.uid, labels: input.labels ?? {}, ...(input.finalizers ? { finalizers: input.finalizers } : {}) },
+      spec: { nodeName: 'node-1', terminationGracePeriodSeconds: input.terminationGracePeriodSeconds ?? 5, containers: [{ name: 'main', image: 'x' }] },
+      status: { phase: 'Running' },
+    });
+    return pod;
+  }
+
+  /** Plays the kubelet: a pod marked deleted in the API is stopped over CRI, then its deletion finished. */
+  function playKubelet(real: RealPod[]): void {
+    playing = setInterval(() => {
+      for (const pod of real) {
+        const inApi = server.getPod(pod.namespace, pod.name);
+        if (inApi?.metadata?.deletionTimestamp) {
+          void removeSandbox(cri, pod.sandboxId).then(() => server.deletePod(pod.namespace, pod.name, 0)).catch(() => undefined);
+        }
+      }
+    }, 200);
+  }
+
+  it('a kill of a pod the kubelet desires: refused while it runs (exit 2, naming --force), allowed once it is down; --force stops it over CRI', async () => {
+    const etcd = await pods.create({ name: 'etcd', namespace: 'kube-system', configSource: 'file', terminationGracePeriodSeconds: 1 });
+    const refused = await podctl(['kill', `${etcd.namespace}/${etcd.name}`, '--yes'], false);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim().split('\n').filter((l) => l.startsWith('error:'))).toHaveLength(1);
+    expect(refused.stderr).toMatch(/kubelet is running .*--force/);
+    expect(await running(etcd)).toBe(true);
+
+    const forced = await podctl(['kill', `${etcd.namespace}/${etcd.name}`, '--yes', '--force', '--json'], false);
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(forced.stderr).toMatch(/--force: stopping .* over CRI .* it may start them again/);
+    expect((JSON.parse(forced.stdout) as { kubelet: { state: string } }).kubelet.state).toBe('running');
+    expect(await running(etcd)).toBe(false);
+
+    const other = await pods.create({ name: 'scheduler', namespace: 'kube-system', configSource: 'file', terminationGracePeriodSeconds: 1 });
+    await kubelet.down();
+    const allowed = await podctl(['kill', `${other.namespace}/${other.name}`, '--yes', '--json'], false);
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect((JSON.parse(allowed.stdout) as { kubelet: { state: string } }).kubelet.state).toBe('down');
+    expect(await running(other)).toBe(false);
+  });
+
+  it('with a kubeconfig the kill is a delete through the API with the grace, and podctl waits for the kubelet', async () => {
+    const pod = await apiPod({ name: 'web', terminationGracePeriodSeconds: 20 });
+    playKubelet([pod]);
+    const run = await podctl(['kill', `${pod.namespace}/${pod.name}`, '--grace', '3', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const result = JSON.parse(run.stdout) as { pods: { uid: string; outcome: string; handledBy: string; gracePeriodSeconds: number }[]; kubelet: { state: string; action: string } };
+    expect(result.kubelet).toMatchObject({ state: 'running', action: 'via-api' });
+    expect(result.pods).toEqual([expect.objectContaining({ uid: pod.uid, outcome: 'terminated', handledBy: 'api', gracePeriodSeconds: 3 })]);
+    const deletes = server.requests.filter((r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${pod.name}`));
+    expect(deletes[0]?.body).toMatchObject({ gracePeriodSeconds: 3, preconditions: { uid: pod.uid } });
+    expect(server.getPod(pod.namespace, pod.name)).toBeUndefined();
+  });
+
+  it('evict honours a PodDisruptionBudget (429 → blocked-by-pdb, exit 3); --ignore-pdb deletes instead', async () => {
+    const pod = await apiPod({ name: 'db', labels: { app: 'db' } });
+    server.addPdb(pod.namespace, 'db', { app: 'db' }, 0);
+    const blocked = await podctl(['evict', `${pod.namespace}/${pod.name}`, '--timeout', '3s', '--json']);
+    expect(blocked.code).toBe(3);
+    const result = JSON.parse(blocked.stdout) as { pods: { outcome: string; error?: string }[] };
+    expect(result.pods[0]).toMatchObject({ outcome: 'blocked-by-pdb' });
+    expect(result.pods[0]?.error).toMatch(/disruption budget/);
+    expect(server.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/eviction')).length).toBeGreaterThanOrEqual(2); // retried within the bound
+    expect(await running(pod)).toBe(true);
+
+    playKubelet([pod]);
+    const ignored = await podctl(['evict', `${pod.namespace}/${pod.name}`, '--ignore-pdb', '--json']);
+    expect(ignored.code, ignored.stderr).toBe(0);
+    expect(server.requests.some((r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${pod.name}`))).toBe(true);
+    expect(await running(pod)).toBe(false);
+  });
+
+  it('drain cordons the node before the first eviction, evicts what the kubelet desires, and says how to uncordon', async () => {
+    const a = await apiPod({ name: 'drain-a', labels: { drain: 'me' } });
+    const b = await apiPod({ name: 'drain-b', labels: { drain: 'me' } });
+    playKubelet([a, b]);
+    const run = await podctl(['drain', '-l', 'drain=me', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const result = JSON.parse(run.stdout) as { cordoned: { node: string; uncordon: string }; viaApi: { uid: string; outcome: string }[]; kubelet: { state: string } };
+    expect(result.cordoned).toEqual({ node: 'node-1', uncordon: 'kubectl uncordon node-1' });
+    expect(result.viaApi.map((p) => p.outcome).sort()).toEqual(['terminated', 'terminated']);
+    const writes = server.requests.filter((r) => r.method === 'PATCH' || (r.method === 'POST' && r.path.endsWith('/eviction')));
+    expect(writes[0]).toMatchObject({ method: 'PATCH', path: '/api/v1/nodes/node-1', body: { spec: { unschedulable: true } } });
+    expect(writes.filter((r) => r.path.endsWith('/eviction'))).toHaveLength(2);
+    expect(run.stderr).toContain('kubectl uncordon node-1');
+  });
+
+  it('an orphan is left alone until a fresh GET says it is gone and the kubelet\'s cleanup time passed, then terminated', async () => {
+    const desired = await apiPod({ name: 'desired' });
+    const orphan = await pods.create({ name: 'orphan', terminationGracePeriodSeconds: 1 });
+    const first = await podctl(['sync-known', '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    const kept = JSON.parse(first.stdout) as { waitingForKubelet: { uid: string; reason: string; waitSeconds: number }[]; orphanedRuntimePods: { uid: string }[] };
+    expect(kept.waitingForKubelet.map((o) => o.uid)).toEqual([orphan.uid]);
+    expect(kept.waitingForKubelet[0]?.reason).toMatch(/^orphan, waiting for the kubelet \(\d s\)$/);
+    expect(kept.orphanedRuntimePods).toEqual([]);
+    expect(server.requests.some((r) => r.method === 'GET' && r.path.endsWith(`/pods/${orphan.name}`))).toBe(true); // the fresh GET
+    expect(await running(orphan)).toBe(true);
+    // 2 × housekeeping (2 s) + its grace (1 s)
+    await new Promise((r) => setTimeout(r, 5_200));
+    const second = await podctl(['sync-known', '--json']);
+    expect(second.code, second.stderr).toBe(0);
+    expect((JSON.parse(second.stdout) as { orphanedRuntimePods: { uid: string }[] }).orphanedRuntimePods.map((p) => p.uid)).toEqual([orphan.uid]);
+    await waitFor(async () => !(await running(orphan)), 20_000, 'the orphan stopped');
+    expect(await running(desired)).toBe(true);
+  });
+
+  it('the final delete is withheld while a volume is mounted at the pod\'s volume path, issued once it is unmounted; a finalizer is explained, never patched', async () => {
+    await kubelet.down(); // the kubelet failed to finish: podctl does
+    const pod = await apiPod({ name: 'mounted', terminationGracePeriodSeconds: 1 });
+    const held = await apiPod({ name: 'held', terminationGracePeriodSeconds: 1, finalizers: ['example.com/keep'] });
+    const volume = join(kubeletRoot, 'pods', pod.uid, 'volumes', 'kubernetes.io~empty-dir', 'cache');
+    mkdirSync(volume, { recursive: true });
+    execFileSync('mount', ['-t', 'tmpfs', 'tmpfs', volume]);
+    try {
+      server.deletePod(pod.namespace, pod.name, 1);
+      server.deletePod(held.namespace, held.name, 1);
+      const first = await podctl(['sync-known', '--kubelet-root', kubeletRoot, '--json']);
+      expect(first.code, first.stderr).toBe(0);
+      await waitFor(async () => !(await running(pod)) && !(await running(held)), 20_000, 'the deleted pods stopped');
+      const again = await podctl(['sync-known', '--kubelet-root', kubeletRoot, '--json']);
+      const report = (JSON.parse(again.stdout) as { api: { withheld: { uid: string; reason: string }[]; finalizers: { uid: string; explanation: string }[] } }).api;
+      expect(report.withheld).toEqual([expect.objectContaining({ uid: pod.uid, reason: `withheld: volume still mounted at ${volume}` })]);
+      expect(server.getPod(pod.namespace, pod.name)).toBeDefined();
+      expect(server.requests.filter((r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${pod.name}`))).toEqual([]);
+      const explain = await podctl(['status', '--uid', pod.uid, '--explain', '--kubelet-root', kubeletRoot]);
+      expect(explain.stdout).toContain(`final delete: withheld: volume still mounted at ${volume}`);
+      expect(report.finalizers).toEqual([expect.objectContaining({ uid: held.uid, explanation: 'waiting on finalizer example.com/keep, which podctl does not own' })]);
+    } finally {
+      execFileSync('umount', [volume]);
+    }
+    const after = await podctl(['sync-known', '--kubelet-root', kubeletRoot, '--json']);
+    expect(after.code, after.stderr).toBe(0);
+    expect(server.getPod(pod.namespace, pod.name), after.stdout + after.stderr).toBeUndefined();
+    expect(server.requests.filter((r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${pod.name}`)).map((r) => r.body?.gracePeriodSeconds)).toEqual([0]);
+    // the finalizer: never edited
+    expect(server.requests.filter((r) => r.method === 'PATCH' && r.path.endsWith(`/pods/${held.name}`))).toEqual([]);
+    expect(server.getPod(held.namespace, held.name)?.metadata?.finalizers).toEqual(['example.com/keep']);
+  });
+
+  it('a 60 s agent run beside the running kubelet stops nothing the kubelet desires', async () => {
+    const a = await apiPod({ name: 'steady-a' });
+    const b = await apiPod({ name: 'steady-b' });
+    // deleted in the API with a long grace: the kubelet's to finish, not the agent's
+    const c = await apiPod({ name: 'steady-deleted', terminationGracePeriodSeconds: 120 });
+    server.deletePod(c.namespace, c.name, 120);
+    const port = 20000 + (process.pid % 20000);
+    const agent = spawnPodctl(['agent', '--interval', '1s', '--metrics-addr', `127.0.0.1:${port}`, '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', '--kubeconfig', kubeconfig], { endpoint: `unix://${privateNode.socket}`, stateDir });
+    const done = collect(agent, 120_000);
+    let metrics = '';
+    try {
+      await new Promise((r) => setTimeout(r, 60_000));
+      metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    } finally {
+      agent.kill('SIGTERM');
+    }
+    const run = await done;
+    expect(run.code, run.stderr).toBe(0);
+    expect(metrics).toMatch(/^podctl_kubelet_up 1$/m);
+    expect(metrics).toMatch(/^podctl_runtime_operations_total\{operation_type="stop_container"\} 0$/m);
+    expect(metrics).toMatch(/^podctl_runtime_operations_total\{operation_type="stop_podsandbox"\} 0$/m);
+    expect(await running(a)).toBe(true);
+    expect(await running(b)).toBe(true);
+    expect(await running(c)).toBe(true);
+  }, 120_000);
+});
