@@ -4,7 +4,7 @@
  * for scripts. A thin door to `services/watch.ts`; Ink is loaded by the service, only for the screen.
  */
 import { Flags } from '@oclif/core';
-import { apiNodeFor } from '../lib/api-door.js';
+import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
@@ -37,6 +37,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       summary: 'json: stream JSON lines instead of the screen (the default when stdout is not a terminal).',
       options: ['json'] as const,
     })(),
+    ...kubeletFlags,
     'metrics-file': Flags.string({
       summary: 'Write the Prometheus text exposition (podctl_working_pods, transitions, …) to FILE on exit.',
       helpValue: 'FILE',
@@ -73,6 +74,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       const problem = await metricsFileProblem(flags['metrics-file']);
       if (problem) throw new UsageError(`--metrics-file: ${problem}`, 'point it into an existing directory');
     }
+    const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], undefined);
     const session = await this.session();
     const { runWatch } = await import('../services/watch.js');
     // with an API server, this node's pods there are followed (list + watch) and their deletions shown
@@ -89,6 +91,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       stdin: process.stdin,
       stderr: process.stderr,
       node: nodeName(flags.node),
+      kubelet: (await kubeletCheck).state,
       color: this.styler.enabled,
       ...(flags['metrics-file'] !== undefined ? { metricsFile: flags['metrics-file'] } : {}),
       onFeed: (feed) => {

@@ -24,6 +24,8 @@ export interface WatchOptions {
   stdin?: NodeJS.ReadStream;
   stderr?: NodeJS.WriteStream;
   node?: string;
+  /** The kubelet's state for the screen's header (`running`, `down`, `unknown`). */
+  kubelet?: string;
   color: boolean;
   /** Write the Prometheus text exposition here when the watch ends. */
   metricsFile?: string;
@@ -194,6 +196,7 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
           ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
           ...(options.stderr !== undefined ? { stderr: options.stderr } : {}),
           ...(options.node !== undefined ? { node: options.node } : {}),
+          ...(options.kubelet !== undefined ? { kubelet: options.kubelet } : {}),
           signal: stop.signal,
         });
         endedBy = how;

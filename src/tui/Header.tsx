@@ -10,6 +10,8 @@ import { truncate } from './view-model.js';
 
 export interface HeaderProps {
   node?: string;
+  /** Whether a kubelet runs beside podctl (`running`, `down`, `unknown`). */
+  kubelet?: string;
   endpoint: string;
   simulated: boolean;
   counts: WorkingPodCounts;
@@ -30,12 +32,12 @@ export function countsLine(c: WorkingPodCounts): string {
 
 export function Header(props: HeaderProps) {
   const { counts, width } = props;
-  const where = `node ${props.node ?? '(local)'} · ${props.endpoint}${props.simulated ? ' (simulated)' : ''}`;
+  const where = `node ${props.node ?? '(local)'} · ${props.endpoint}${props.simulated ? ' (simulated)' : ''}${props.kubelet ? ` · kubelet ${props.kubelet}` : ''}`;
   const view = `${props.shown}/${counts.total} pods · sort ${props.sort}${props.filter ? ` · filter "${props.filter}"` : ''}`;
   if (props.compact) {
     const c = counts.byLifecycle;
     return (
-      <Text wrap="truncate">{truncate(`podctl · sync ${c.sync} term ${c.terminating} done ${c.terminated} · ${view}`, width)}</Text>
+      <Text wrap="truncate">{truncate(`podctl${props.kubelet ? ` · kubelet ${props.kubelet}` : ''} · sync ${c.sync} term ${c.terminating} done ${c.terminated} · ${view}`, width)}</Text>
     );
   }
   return (

@@ -35,6 +35,8 @@ export interface WatchAppProps {
   source: WatchSource;
   requestKill: (request: KillRequest) => Promise<KillHandle>;
   node?: string;
+  /** The kubelet's state, for the header. */
+  kubelet?: string;
   color: boolean;
   now?: () => number;
   /** Fixed terminal size (tests); default: the output stream's size, following resizes. */
@@ -125,6 +127,7 @@ export function WatchApp(props: WatchAppProps) {
     <Box flexDirection="column" width={columns}>
       <Header
         node={props.node}
+        {...(props.kubelet !== undefined ? { kubelet: props.kubelet } : {})}
         endpoint={snapshot.endpoint}
         simulated={snapshot.simulated}
         counts={counts}

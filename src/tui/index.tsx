@@ -18,6 +18,7 @@ export interface RenderWatchOptions {
   requestKill: (request: KillRequest) => Promise<KillHandle>;
   color: boolean;
   node?: string;
+  kubelet?: string;
   stdout: NodeJS.WriteStream;
   stdin?: NodeJS.ReadStream;
   stderr?: NodeJS.WriteStream;
@@ -35,7 +36,7 @@ export async function renderWatch(options: RenderWatchOptions): Promise<'quit' |
   if (altScreen) stdout.write(ENTER_ALT_SCREEN);
   let endedBy: 'quit' | 'signal' = 'quit';
   const instance = render(
-    <WatchApp source={options.source} requestKill={options.requestKill} color={options.color} {...(options.node !== undefined ? { node: options.node } : {})} />,
+    <WatchApp source={options.source} requestKill={options.requestKill} color={options.color} {...(options.node !== undefined ? { node: options.node } : {})} {...(options.kubelet !== undefined ? { kubelet: options.kubelet } : {})} />,
     {
       stdout,
       ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type FaultRule, type RunningSimulator, type SimPodSpec } from '../../src/cri/simulator/index.js';
 import { createMetrics } from '../../src/metrics/registry.js';
-import { healthWindowMs, parseMetricsAddr, runAgent, type AgentOptions, type AgentResult, type AgentStep, type MetricsAddress } from '../../src/services/agent.js';
+import { healthWindowMs, parseMetricsAddr, runAgent, selfContainerId, type AgentOptions, type AgentResult, type AgentStep, type MetricsAddress } from '../../src/services/agent.js';
 import { openSession } from '../../src/services/session.js';
 import type { NodeSession } from '../../src/services/session-api.js';
 import { Reporter } from '../../src/lib/reporter.js';
@@ -188,6 +188,17 @@ describe('podctl agent (service)', () => {
     expect(before.status).toBe(200);
     expect(after.status).toBe(503);
     expect(after.text).toMatch(/^the container runtime has not answered for .+\n$/);
+  });
+
+  it('finds the container it runs in from its cgroup (containerd\'s path), and none on a host', async () => {
+    const id = 'a'.repeat(12) + '0123456789abcdef'.repeat(3) + 'b'.repeat(4);
+    const inPod = join(dir.path, 'cgroup-pod');
+    await writeFile(inPod, `0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1234.slice/cri-containerd-${id}.scope\n`);
+    expect(await selfContainerId(inPod)).toBe(id);
+    const onHost = join(dir.path, 'cgroup-host');
+    await writeFile(onHost, '0::/user.slice/user-0.slice/session-1.scope\n');
+    expect(await selfContainerId(onHost)).toBeUndefined();
+    expect(await selfContainerId(join(dir.path, 'missing'))).toBeUndefined();
   });
 
   it('parses --metrics-addr and bounds the health window', () => {

@@ -71,6 +71,26 @@ describe('sync-known service', () => {
     expect(syncKnownSummary(result)).toContain('orphaned runtime pods terminated: 1: default/orphan');
   });
 
+  it('the caller\'s own pod (the agent\'s) is never a target: kept desired and reported as skipped: self', async () => {
+    const session = node();
+    const desired = file('self.json', JSON.stringify({ kind: 'PodList', items: [{ metadata: { name: 'a', namespace: 'web', uid: 'ua' } }] }));
+    const result = await syncKnown({ session, source: { kind: 'file', path: desired }, isSelf: (p) => p.uid === 'uo' });
+    expect(session.syncCalls[0]?.map((p) => p.metadata?.uid).sort()).toEqual(['ua', 'uo']);
+    expect(result.skipped).toEqual([{ uid: 'uo', namespace: 'default', name: 'orphan', reason: 'self' }]);
+  });
+
+  it('beside a running kubelet without an API server, a candidate orphan is kept (nothing can confirm it is gone); --force lets it go', async () => {
+    const desired = file('kubelet.json', JSON.stringify({ kind: 'PodList', items: [{ metadata: { name: 'a', namespace: 'web', uid: 'ua' } }] }));
+    const kept = await syncKnown({ session: node(), source: { kind: 'file', path: desired }, kubelet: { state: 'running', detail: 'healthz ok' } });
+    expect(kept.waitingForKubelet.map((o) => o.uid)).toEqual(['uo']);
+    expect(kept.waitingForKubelet[0]?.reason).toMatch(/^orphan, waiting for the kubelet \(no API server/);
+    expect(kept.kubelet).toEqual({ state: 'running', detail: 'healthz ok' });
+    const forced = await syncKnown({ session: node(), source: { kind: 'file', path: desired }, kubelet: { state: 'running', detail: 'healthz ok' }, force: true });
+    expect(forced.waitingForKubelet).toEqual([]);
+    const down = await syncKnown({ session: node(), source: { kind: 'file', path: desired }, kubelet: { state: 'down', detail: 'no kubelet' } });
+    expect(down.waitingForKubelet).toEqual([]);
+  });
+
   it('--desired-from runtime: desired = pods with a spec still in the runtime', async () => {
     const session = new FakeSession([
       { namespace: 'web', name: 'a', uid: 'ua' },

@@ -50,13 +50,13 @@ function nodePods(): PodInfo[] {
   ];
 }
 
-async function mount(pods: PodInfo[], size = { columns: 140, rows: 30 }) {
+async function mount(pods: PodInfo[], size = { columns: 140, rows: 30 }, kubelet?: string) {
   const session = new FakeSession(pods, () => NOW);
   const feed = new WatchFeed(session, { coalesceMs: 1, now: () => NOW });
   feeds.push(feed);
   await feed.start();
   const quits: number[] = [];
-  const app = render(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} node="node-1" color={true} now={() => NOW} size={size} onQuit={() => quits.push(1)} />);
+  const app = render(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} node="node-1" {...(kubelet ? { kubelet } : {})} color={true} now={() => NOW} size={size} onQuit={() => quits.push(1)} />);
   const first = await until(app.lastFrame, (f) => f.includes('NAMESPACE/NAME'), 'the table');
   return { app, session, feed, quits, first };
 }
@@ -67,6 +67,11 @@ describe('watch screen', () => {
     const lines = first.split('\n');
     expect(lines[0]).toContain('podctl watch · node node-1 · unix:///run/fake.sock (simulated) · 5/5 pods · sort state');
     expect(lines[1]).toBe('sync 2  terminating 1  terminated 1 │ desired 4  orphan 0  runtime-only 0 │ untracked 1');
+  });
+
+  it('says in the header whether a kubelet runs beside podctl', async () => {
+    const { first } = await mount(nodePods(), { columns: 160, rows: 30 }, 'running');
+    expect(first.split('\n')[0]).toContain('podctl watch · node node-1 · unix:///run/fake.sock (simulated) · kubelet running · 5/5 pods');
   });
 
   it('lists every pod with its state, countdown, containers, time in state, owner and last error', async () => {
