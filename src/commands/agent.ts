@@ -6,6 +6,7 @@ import { detectKube } from '../kube/index.js';
 import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
 import { UsageError } from '../lib/errors.js';
+import { nodeName } from '../lib/flags.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { parseDuration } from '../lib/duration.js';
 import type { AgentResult } from '../services/agent.js';
@@ -74,6 +75,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
         metrics,
         kubeletState: async () => kubeletStatusFor(flags['kubelet-healthz'], api),
         kubeletRoot: flags['kubelet-root'],
+        node: nodeName(flags.node),
         ...(selfId ? { selfContainerId: selfId } : {}),
         reporter: this.reporter,
         signal: this.abort.signal,

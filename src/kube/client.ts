@@ -57,6 +57,12 @@ export interface KubeClient {
   markEvicted(pod: V1Pod, status: { reason: string; message: string }): Promise<void>;
   /** spec.unschedulable (cordon / uncordon). */
   setUnschedulable(unschedulable: boolean, signal?: AbortSignal): Promise<void>;
+  /** This node's annotations and whether it is cordoned; undefined when the Node does not exist. */
+  getNode(signal?: AbortSignal): Promise<{ annotations: Record<string, string>; unschedulable: boolean } | undefined>;
+  /** Sets (string) or removes (null) annotations of this node, by strategic-merge patch. */
+  annotateNode(annotations: Record<string, string | null>, signal?: AbortSignal): Promise<void>;
+  /** An Event on this Node from component podctl (maintenance progress). */
+  postNodeEvent(type: 'Normal' | 'Warning', reason: string, message: string, signal?: AbortSignal): Promise<void>;
   /** The renewTime of this node's Lease in kube-node-lease; undefined when it has none. */
   nodeLeaseRenewedAt(signal?: AbortSignal): Promise<Date | undefined>;
 }
@@ -269,6 +275,45 @@ export function clientOver(transport: Transport, options: ConnectOptions): KubeC
     async markEvicted(pod, status) {
       const outcome = await patchStatus(ref(pod), { phase: 'Failed', reason: status.reason || 'Evicted', message: status.message });
       if (outcome !== 'patched') throw new KubeError('patch pod status', `patch pod status: pod ${ref(pod).namespace}/${ref(pod).name} ${outcome === 'gone' ? 'is gone from the API server' : 'was replaced (another UID)'}`, outcome === 'gone' ? 404 : 409, { transient: false });
+    },
+    async getNode(signal) {
+      try {
+        const n = (await call('get node', { verb: 'get', resource: 'nodes' }, { method: 'GET', path: `/api/v1/nodes/${encodeURIComponent(node)}` }, signal)) as {
+          metadata?: { annotations?: Record<string, string> };
+          spec?: { unschedulable?: boolean };
+        };
+        return { annotations: n.metadata?.annotations ?? {}, unschedulable: n.spec?.unschedulable === true };
+      } catch (error) {
+        if (isNotFound(error)) return undefined;
+        throw error;
+      }
+    },
+    async annotateNode(annotations, signal) {
+      await call(
+        'annotate node',
+        { verb: 'patch', resource: 'nodes' },
+        { method: 'PATCH', path: `/api/v1/nodes/${encodeURIComponent(node)}`, contentType: 'application/strategic-merge-patch+json', body: { metadata: { annotations } } },
+        signal,
+      );
+    },
+    async postNodeEvent(type, reason, message, signal) {
+      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+      const event: CoreV1Event = {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name: `${node}.${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`, namespace: 'default' },
+        involvedObject: { apiVersion: 'v1', kind: 'Node', name: node, uid: node },
+        type,
+        reason,
+        message,
+        source: { component: 'podctl', host: node },
+        reportingComponent: 'podctl',
+        reportingInstance: node,
+        firstTimestamp: now as unknown as Date,
+        lastTimestamp: now as unknown as Date,
+        count: 1,
+      };
+      await call('post node event', { verb: 'create', resource: 'events', namespace: 'default' }, { method: 'POST', path: '/api/v1/namespaces/default/events', body: event }, signal);
     },
     async setUnschedulable(unschedulable, signal) {
       await call(

@@ -35,6 +35,7 @@ import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { readFile, stat } from 'node:fs/promises';
 import { connectCri, observeRuntimeOperations, type CriClient } from '../cri/client.js';
 import { attachMetrics, type PodctlMetrics } from '../metrics/registry.js';
+import type { KubeletStatus } from '../kube/kubelet.js';
 
 export const DEFAULT_AGENT_INTERVAL_MS = 2_000;
 export const DEFAULT_METRICS_ADDR = '127.0.0.1:9640';
@@ -58,9 +59,11 @@ export interface AgentOptions {
   listen?: MetricsAddress;
   metrics: PodctlMetrics;
   /** The kubelet's state (podctl_kubelet_up, and the orphan rule beside it), asked at most every KUBELET_CHECK_MS. */
-  kubeletState?: () => Promise<{ state: 'running' | 'down' | 'unknown'; detail: string }>;
+  kubeletState?: () => Promise<KubeletStatus>;
   /** The kubelet's root directory (the final delete's volume check). */
   kubeletRoot?: string;
+  /** This node's name (the agent follows its Node object for maintenance requests). */
+  node?: string;
   /** The container this agent runs in, when it runs in one (its pod is never a target). */
   selfContainerId?: string;
   reporter?: Reporter;
@@ -127,12 +130,12 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
   const stuckLogged = new Map<string, number>(); // uid → since of the termination logged
   let refusal: string | undefined;
   // the kubelet check (healthz, /proc) at most every KUBELET_CHECK_MS: it is not free on a busy node
-  type Kubelet = { state: 'running' | 'down' | 'unknown'; detail: string };
+  type Kubelet = KubeletStatus;
   let kubelet: { at: number; state: Promise<Kubelet> } | undefined;
   const kubeletState = (): Promise<Kubelet | undefined> => {
     if (!options.kubeletState) return Promise.resolve(undefined);
     if (!kubelet || now() - kubelet.at >= KUBELET_CHECK_MS) {
-      kubelet = { at: now(), state: options.kubeletState().catch((error: Error) => ({ state: 'unknown' as const, detail: error.message })) };
+      kubelet = { at: now(), state: options.kubeletState().catch((error: Error): Kubelet => ({ state: 'unknown', via: 'none', detail: error.message })) };
     }
     return kubelet.state;
   };
@@ -145,6 +148,24 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
   state.running = true;
 
   while (!signal.aborted) {
+    // maintenance through Kubernetes: the node's podctl.io/drain annotation (maintenance.ts)
+    if (options.api && options.node) {
+      const kubeletNow = await kubeletState();
+      const { checkMaintenance } = await import('./maintenance.js');
+      const outcome = await checkMaintenance({
+        session,
+        api: options.api,
+        kubelet: kubeletNow ?? { state: 'unknown', via: 'none', detail: 'not checked' },
+        node: options.node,
+        ...(isSelf ? { isSelf } : {}),
+        reporter,
+        signal,
+      }).catch((error: Error) => {
+        if (!signal.aborted) reporter.warn(`agent: reading node ${options.node}: ${error.message}`);
+        return { action: 'none' as const };
+      });
+      if (outcome.action !== 'none') gate.markChanged();
+    }
     const started = now();
     const step: AgentStep = { at: started, ok: true, full: true, ms: 0, resumed: [], orphaned: [], stuck: [] };
     let pods: PodInfo[] = [];
@@ -268,6 +289,11 @@ class ChangeGate {
     for (const pid of this.#owners) if (!pidAlive(pid)) return true;
     if (this.#source.kind === 'file' && (await fileStamp(this.#source.path)) !== this.#fileStamp) return true;
     return false;
+  }
+
+  /** Something happened outside the session's events (a maintenance drain): the next step is full. */
+  markChanged(): void {
+    this.#dirty = true;
   }
 
   stillTerminating(uid: string): boolean {

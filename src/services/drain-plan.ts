@@ -57,7 +57,7 @@ export interface PlannedGroup {
   pods: PlannedPod[];
 }
 
-export type SkipReason = 'already-terminated' | 'excluded';
+export type SkipReason = 'already-terminated' | 'excluded' | 'self';
 
 export interface SkippedPod {
   uid: string;
@@ -141,6 +141,8 @@ export interface PlanInput {
   groups: PriorityGroup[];
   /** Pods left out by --exclude. */
   isExcluded?: (pod: PodInfo) => boolean;
+  /** The drainer's own pod (the agent's): never a target. */
+  isSelf?: (pod: PodInfo) => boolean;
   /** Pods already terminated are skipped. */
   isTerminated?: (pod: PodInfo) => boolean;
 }
@@ -152,6 +154,10 @@ export function planDrain(input: PlanInput): DrainPlan {
   const skipped: SkippedPod[] = [];
   for (const pod of [...input.pods].sort(comparePods)) {
     const identity = { uid: pod.uid, namespace: pod.namespace, name: pod.name };
+    if (input.isSelf?.(pod)) {
+      skipped.push({ ...identity, reason: 'self' });
+      continue;
+    }
     if (input.isExcluded?.(pod)) {
       skipped.push({ ...identity, reason: 'excluded' });
       continue;

@@ -72,6 +72,8 @@ export interface DrainOptions {
   selection: PodSelection;
   groups: PriorityGroup[];
   isExcluded?: (pod: PodInfo) => boolean;
+  /** The drainer's own pod (the agent's): skipped as `self`. */
+  isSelf?: (pod: PodInfo) => boolean;
   dryRun: boolean;
   /** Bound of the whole drain (ms); default: the plan's. */
   timeoutMs?: number;
@@ -93,13 +95,14 @@ export function drainExitCode(result: Pick<DrainResult, 'status'>): ExitCodeValu
   }
 }
 
-export async function buildDrainPlan(options: Pick<DrainOptions, 'session' | 'selection' | 'groups' | 'isExcluded'>): Promise<DrainPlan> {
+export async function buildDrainPlan(options: Pick<DrainOptions, 'session' | 'selection' | 'groups' | 'isExcluded' | 'isSelf'>): Promise<DrainPlan> {
   const { targets } = resolveSelection(await options.session.listPods(), options.selection);
   return planDrain({
     pods: targets,
     groups: options.groups,
     isTerminated: (p) => isFinal(p) || p.state === 'terminated',
     ...(options.isExcluded ? { isExcluded: options.isExcluded } : {}),
+    ...(options.isSelf ? { isSelf: options.isSelf } : {}),
   });
 }
 

@@ -12,7 +12,10 @@
  * - an orphan is left alone until a fresh GET says it is gone and the kubelet's cleanup time passed;
  * - the final delete is withheld while a tmpfs is mounted at the pod's volume path, issued after;
  * - a pod held by a finalizer is explained, never patched;
- * - a 60 s agent run beside the running kubelet stops nothing the kubelet desires.
+ * - a 60 s agent run beside the running kubelet stops nothing the kubelet desires;
+ * - maintenance through Kubernetes: `podctl.io/drain=requested` on the Node makes the agent drain
+ *   it (through the API beside the kubelet, over CRI without it), with Events on the Node and
+ *   `done` at the end; `podctl.io/drain=uncordon` uncordons.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -271,5 +274,56 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     expect(await running(a)).toBe(true);
     expect(await running(b)).toBe(true);
     expect(await running(c)).toBe(true);
+  }, 120_000);
+
+  const annotate = (value: string): void => {
+    const node = server.nodes.get('node-1')!;
+    node.metadata.annotations = { ...(node.metadata.annotations ?? {}), 'podctl.io/drain': value };
+  };
+  const annotation = (): string | undefined => server.nodes.get('node-1')?.metadata?.annotations?.['podctl.io/drain'];
+  const nodeEvents = (): string[] => [...server.events.values()].filter((e) => e.involvedObject?.kind === 'Node' && e.involvedObject?.name === 'node-1').map((e) => e.reason as string);
+
+  async function withAgent<T>(body: () => Promise<T>): Promise<T> {
+    const agent = spawnPodctl(['agent', '--interval', '500ms', '--metrics-addr', '127.0.0.1:0', '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', '--kubeconfig', kubeconfig], { endpoint: `unix://${privateNode.socket}`, stateDir });
+    const done = collect(agent, 120_000);
+    try {
+      return await body();
+    } finally {
+      agent.kill('SIGTERM');
+      const run = await done;
+      expect(run.code, run.stderr).toBe(0);
+    }
+  }
+
+  it('maintenance through Kubernetes beside a running kubelet: the annotated node is cordoned, its pods evicted through the API, done; uncordon after', async () => {
+    const a = await apiPod({ name: 'maint-a' });
+    const b = await apiPod({ name: 'maint-b' });
+    playKubelet([a, b]);
+    await withAgent(async () => {
+      annotate('requested');
+      await waitFor(() => annotation() === 'done', 60_000, `the drain is done (annotation ${annotation()})`);
+      expect(await running(a)).toBe(false);
+      expect(await running(b)).toBe(false);
+      const writes = server.requests.filter((r) => (r.method === 'PATCH' && r.path === '/api/v1/nodes/node-1' && r.body?.spec) || r.path.endsWith('/eviction'));
+      expect(writes[0]).toMatchObject({ method: 'PATCH', body: { spec: { unschedulable: true } } });
+      expect(writes.filter((r) => r.path.endsWith('/eviction')).length).toBe(2);
+      expect(nodeEvents()).toEqual(expect.arrayContaining(['DrainStarted', 'DrainCompleted']));
+      annotate('uncordon');
+      await waitFor(() => annotation() === undefined, 20_000, 'the uncordon is done');
+      expect(server.nodes.get('node-1')?.spec?.unschedulable).toBe(false);
+      expect(nodeEvents()).toContain('Uncordoned');
+    });
+  }, 120_000);
+
+  it('maintenance with the kubelet down: the agent drains the node over CRI and says done', async () => {
+    await kubelet.down();
+    const a = await apiPod({ name: 'local-a', terminationGracePeriodSeconds: 1 });
+    await withAgent(async () => {
+      annotate('requested');
+      await waitFor(() => annotation() === 'done', 60_000, `the drain is done (annotation ${annotation()})`);
+      expect(await running(a)).toBe(false);
+      expect(server.requests.filter((r) => r.path.endsWith('/eviction'))).toEqual([]);
+      expect(nodeEvents()).toEqual(expect.arrayContaining(['DrainStarted', 'DrainCompleted']));
+    });
   }, 120_000);
 });

@@ -157,6 +157,14 @@ describe('planDrain', () => {
     expect(new Set(all).size).toBe(pods.length);
   });
 
+  it('the drainer\'s own pod (the agent\'s) is skipped as self, never planned', async () => {
+    const p = await plan([{ namespace: 'podctl-system', name: 'podctl-agent-x' }, { namespace: 'web', name: 'a' }], defaultGroups(30, 10), {
+      isSelf: (pod) => pod.name === 'podctl-agent-x',
+    });
+    expect(layout(p)).toEqual([['web/a:20']]);
+    expect(p.skipped.map((s) => `${s.namespace}/${s.name}:${s.reason}`)).toEqual(['podctl-system/podctl-agent-x:self']);
+  });
+
   it('runtime-only pods (no spec) are planned with grace 1 in the lowest group', async () => {
     const p = await plan([{ namespace: 'default', name: 'orphan', noSpec: true, state: 'runtime' }]);
     expect(layout(p)).toEqual([['default/orphan:1']]);
