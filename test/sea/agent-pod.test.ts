@@ -5,6 +5,9 @@
  * host, a read-only root filesystem, root. From outside: /healthz answers on the host's loopback;
  * a host-side `podctl kill` SIGKILLed mid-grace is taken over by the agent in its pod, and host-side
  * `podctl status` names the agent's (host) PID as the owner; the agent never stops its own pod.
+ * And on a private node with the local API server: the agent in its pod, whose own pod the API does
+ * not list (an orphan to anyone else), drains the node when it is annotated
+ * `podctl.io/drain=requested`, and neither housekeeping nor the drain stops its own pod (self).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -14,6 +17,11 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NamespaceModeCode as NamespaceMode } from '../../src/cri/codes.js';
 import { describeContainerd, requireNodeDir } from '../e2e/support/env.js';
+import { PrivateNode } from '../e2e/support/node.js';
+import { connectCri, type CriClient } from '../../src/cri/client.js';
+import { PodFactory } from '../e2e/support/pods.js';
+import { writeKubeconfig } from '../kube/support.js';
+import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { useContainerd } from '../e2e/support/context.js';
 import { collect, requireBuild, runPodctl, spawnPodctl } from '../e2e/support/cli.js';
 import { waitFor as waitForValue } from '../e2e/support/engine.js';
@@ -132,4 +140,90 @@ describeContainerd(import.meta.url, 'podctl agent as a pod from the image', () =
     expect(sandboxes[0]?.state).toBe(0); // SANDBOX_READY
     expect(agentLog()).toMatch(/took over .*host-kill/);
   }, 120_000);
+});
+
+/** Runs `podctl agent` from the image as a pod through CRI, as deploy/daemonset.yaml does. */
+async function runAgentPod(cri: CriClient, nodeDir: string, socket: string, args: string[], shared: string[]): Promise<{ sandboxId: string; logFile: string }> {
+  const uid = `agent-${process.pid}-${Date.now().toString(36)}`;
+  const logDirectory = join(nodeDir, 'logs', 'pods', `podctl-system_podctl-agent_${uid}`);
+  const namespaceOptions = { network: NamespaceMode.NODE, pid: NamespaceMode.NODE, ipc: NamespaceMode.POD };
+  const sandboxConfig = {
+    metadata: { name: 'podctl-agent', uid, namespace: 'podctl-system', attempt: 0 },
+    hostname: '',
+    logDirectory,
+    labels: { 'io.kubernetes.pod.name': 'podctl-agent', 'io.kubernetes.pod.namespace': 'podctl-system', 'io.kubernetes.pod.uid': uid },
+    annotations: { 'kubernetes.io/config.source': 'api' },
+    linux: { cgroupParent: '', securityContext: { namespaceOptions } },
+  };
+  const sandboxId = await cri.runPodSandbox(sandboxConfig, { timeoutMs: 60_000 });
+  const socketDir = dirname(socket);
+  const containerConfig = {
+    metadata: { name: 'agent', attempt: 0 },
+    image: { image: IMAGE },
+    args: ['agent', ...args, '--runtime-endpoint', `unix:///run/podctl-cri/${socket.slice(socketDir.length + 1)}`],
+    logPath: 'agent/0.log',
+    labels: { 'io.kubernetes.pod.name': 'podctl-agent', 'io.kubernetes.pod.namespace': 'podctl-system', 'io.kubernetes.pod.uid': uid, 'io.kubernetes.container.name': 'agent' },
+    annotations: { 'io.kubernetes.container.restartCount': '0', 'io.kubernetes.pod.terminationGracePeriod': '10' },
+    mounts: [{ containerPath: '/run/podctl-cri', hostPath: socketDir }, ...shared.map((dir) => ({ containerPath: dir, hostPath: dir }))],
+    linux: { securityContext: { namespaceOptions, readonlyRootfs: true, runAsUser: { value: 0 } } },
+  };
+  const id = await cri.createContainer(sandboxId, containerConfig as never, sandboxConfig as never, { timeoutMs: 60_000 });
+  await cri.startContainer(id, { timeoutMs: 60_000 });
+  return { sandboxId, logFile: join(logDirectory, 'agent', '0.log') };
+}
+
+describeContainerd(import.meta.url, 'podctl agent as a pod drains its node on request, never its own pod', () => {
+  const privateNode = new PrivateNode(`/tmp/podctl-e2e-agentpod-${process.pid}`);
+  let cri: CriClient;
+  let pods: PodFactory;
+  let server: KubeApiServer;
+  let stateDir = '';
+
+  beforeAll(async () => {
+    if (skipReason) return;
+    requireBuild();
+    await privateNode.up();
+    cri = await connectCri({ endpoint: privateNode.socket, timeoutMs: 30_000 });
+    pods = new PodFactory(cri, join(privateNode.nodeDir, 'logs', 'pods'));
+    const imported = spawnSync('ctr', ['--connect-timeout', '5s', '-a', privateNode.socket, '-n', 'k8s.io', 'images', 'import', ARCHIVE], { encoding: 'utf8', timeout: 120_000 });
+    if (imported.status !== 0) throw new Error(`ctr images import: ${imported.stderr}`);
+    server = await startKubeApiServer();
+    server.addNode('node-1');
+    stateDir = mkdtempSync(join(tmpdir(), 'podctl-agent-pod-drain-'));
+  }, 180_000);
+  afterAll(async () => {
+    if (skipReason) return;
+    try {
+      await pods?.removeAll();
+      for (const s of await cri.listPodSandbox()) await removeSandbox(cri, s.id).catch(() => undefined);
+    } finally {
+      cri?.close();
+      await server?.stop();
+      await privateNode.down();
+      rmSync(`${privateNode.nodeDir}.lock`, { force: true });
+      if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it.skipIf(skipReason !== undefined)('drains the annotated node (kubelet down: over CRI), says done, and its own pod keeps running', async () => {
+    const work = await pods.create({ name: 'work', terminationGracePeriodSeconds: 1 });
+    server.addPod({ metadata: { name: work.name, namespace: work.namespace, uid: work.uid }, spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: 'x' }] }, status: { phase: 'Running' } });
+    const kubeconfig = writeKubeconfig(stateDir, server.port);
+    const port = await freePort();
+    const agent = await runAgentPod(cri, privateNode.nodeDir, privateNode.socket, ['--interval', '500ms', '--metrics-addr', `127.0.0.1:${port}`, '--state-dir', stateDir, '--kubeconfig', kubeconfig, '--node', 'node-1', '--kubelet-healthz', '127.0.0.1:1/healthz'], [stateDir]);
+    const log = (): string => (existsSync(agent.logFile) ? readFileSync(agent.logFile, 'utf8') : '');
+    await waitFor(async () => (await healthz(port)) === 200, 60_000, `the agent pod is healthy (log: ${log().slice(-400)})`);
+    // housekeeping ran a few times: the API does not list the agent's pod, yet it still runs
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect((await cri.listPodSandbox({ id: agent.sandboxId }))[0]?.state).toBe(0);
+
+    const node = server.nodes.get('node-1')!;
+    node.metadata.annotations = { 'podctl.io/drain': 'requested' };
+    await waitFor(() => server.nodes.get('node-1')?.metadata?.annotations?.['podctl.io/drain'] === 'done', 60_000, `the drain is done (log: ${log().slice(-600)})`);
+    expect((await exitInfo(cri, work.containers[0]!.id)).state).not.toBe('running');
+    expect((await cri.listPodSandbox({ id: agent.sandboxId }))[0]?.state).toBe(0);
+    expect(await healthz(port)).toBe(200);
+    const events = [...server.events.values()].filter((e) => e.involvedObject?.kind === 'Node').map((e) => e.reason);
+    expect(events).toEqual(expect.arrayContaining(['DrainStarted', 'DrainCompleted']));
+  }, 180_000);
 });
