@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { Namespace } from 'kubernetes-models/v1/Namespace';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
+import { Service } from 'kubernetes-models/v1/Service';
 import { DaemonSet } from 'kubernetes-models/apps/v1/DaemonSet';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
@@ -178,6 +179,13 @@ describe('deploy/ manifests', () => {
     const token = spec.volumes.find((v: Obj) => v.name === 'token');
     expect(token.projected.sources[0].serviceAccountToken).toMatchObject({ path: 'token' });
     expect(ds.spec.template.metadata.annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9640' });
+  });
+
+  it('the optional ServiceMonitor: a headless Service (valid) over the agents\' metrics port, and the monitor selecting it', () => {
+    const [service, monitor] = load('optional/servicemonitor.yaml');
+    expect(() => new Service(service).validate()).not.toThrow();
+    expect(service).toMatchObject({ spec: { clusterIP: 'None', selector: { 'app.kubernetes.io/name': 'podctl' }, ports: [{ name: 'metrics', port: 9640 }] } });
+    expect(monitor).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', spec: { selector: { matchLabels: service!.metadata.labels }, endpoints: [{ port: 'metrics', path: '/metrics' }] } });
   });
 
   it('the optional PodMonitor scrapes the agents\' metrics port', () => {
