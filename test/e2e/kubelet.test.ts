@@ -315,6 +315,24 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     });
   }, 120_000);
 
+  it('maintenance honours a PodDisruptionBudget (failed, naming it) unless podctl.io/drain-ignore-pdb=true', async () => {
+    const db = await apiPod({ name: 'maint-db', labels: { app: 'maint-db' } });
+    server.addPdb(db.namespace, 'maint-db', { app: 'maint-db' }, 0);
+    playKubelet([db]);
+    await withAgent(async () => {
+      annotate('requested');
+      await waitFor(() => annotation() === 'failed', 90_000, `the drain gives up on the budget (annotation ${annotation()})`);
+      expect(await running(db)).toBe(true);
+      const failed = [...server.events.values()].find((e) => e.involvedObject?.kind === 'Node' && e.reason === 'DrainFailed');
+      expect(failed?.message).toMatch(/held back: .*maint-db.*blocked-by-pdb/);
+      const node = server.nodes.get('node-1')!;
+      node.metadata.annotations = { ...node.metadata.annotations, 'podctl.io/drain': 'requested', 'podctl.io/drain-ignore-pdb': 'true' };
+      await waitFor(() => annotation() === 'done', 60_000, `the drain is done with the budget ignored (annotation ${annotation()})`);
+      expect(await running(db)).toBe(false);
+      expect(server.requests.some((r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${db.name}`))).toBe(true);
+    });
+  }, 180_000);
+
   it('maintenance with the kubelet down: the agent drains the node over CRI and says done', async () => {
     await kubelet.down();
     const a = await apiPod({ name: 'local-a', terminationGracePeriodSeconds: 1 });
