@@ -32,7 +32,7 @@ export function countsLine(c: WorkingPodCounts): string {
 
 export function Header(props: HeaderProps) {
   const { counts, width } = props;
-  const where = `node ${props.node ?? '(local)'} · ${props.endpoint}${props.simulated ? ' (simulated)' : ''}${props.kubelet ? ` · kubelet ${props.kubelet}` : ''}`;
+  const where = `node ${props.node ?? '(local)'} · ${props.endpoint}${props.simulated ? ' (simulated)' : ''}`;
   const view = `${props.shown}/${counts.total} pods · sort ${props.sort}${props.filter ? ` · filter "${props.filter}"` : ''}`;
   if (props.compact) {
     const c = counts.byLifecycle;
@@ -52,7 +52,7 @@ export function Header(props: HeaderProps) {
         </Text>
       ) : (
         <Text wrap="truncate" dimColor={props.color}>
-          {truncate(countsLine(counts), width)}
+          {truncate(`${countsLine(counts)}${props.kubelet ? ` │ kubelet ${props.kubelet}` : ''}`, width)}
         </Text>
       )}
     </Box>

@@ -71,7 +71,7 @@ describe('watch screen', () => {
 
   it('says in the header whether a kubelet runs beside podctl', async () => {
     const { first } = await mount(nodePods(), { columns: 160, rows: 30 }, 'running');
-    expect(first.split('\n')[0]).toContain('podctl watch · node node-1 · unix:///run/fake.sock (simulated) · kubelet running · 5/5 pods');
+    expect(first.split('\n')[1]).toBe('sync 2  terminating 1  terminated 1 │ desired 4  orphan 0  runtime-only 0 │ untracked 1 │ kubelet running');
   });
 
   it('lists every pod with its state, countdown, containers, time in state, owner and last error', async () => {
