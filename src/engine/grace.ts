@@ -23,6 +23,15 @@ export function isGraceInRange(seconds: number): boolean {
   return Number.isFinite(seconds) && seconds >= 0 && seconds <= MAX_GRACE_SECONDS;
 }
 
+/**
+ * The grace left (seconds, at least 1) until a stored termination deadline: what a worker resumed
+ * after a crash or a take-over may still use. The deadline is authoritative: a resume never restarts
+ * the grace.
+ */
+export function remainingGraceSeconds(deadline: number, now: number): number {
+  return Math.max(1, Math.ceil((deadline - now) / 1000));
+}
+
 export interface EffectiveGracePeriod {
   /** Seconds, at least 1. */
   gracePeriod: number;

@@ -31,6 +31,7 @@
  *   start is known.
  * - Listeners never throw: a malformed event is ignored rather than breaking the engine's emitter.
  */
+import { randomBytes } from 'node:crypto';
 import { rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, basename } from 'node:path';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -336,9 +337,10 @@ export async function metricsFileProblem(path: string): Promise<string | undefin
 export async function writeMetricsFile(metrics: PodctlMetrics, path: string): Promise<void> {
   const text = await metrics.exposition();
   const dir = dirname(path);
-  const tmp = join(dir, `.${basename(path)}.${process.pid}.tmp`);
+  // an unpredictable name, created exclusively (O_CREAT|O_EXCL never follows a planted symlink)
+  const tmp = join(dir, `.${basename(path)}.${randomBytes(8).toString('hex')}.tmp`);
   try {
-    await writeFile(tmp, text, { mode: 0o644 });
+    await writeFile(tmp, text, { mode: 0o644, flag: 'wx' });
     await rename(tmp, path);
   } catch (error) {
     await rm(tmp, { force: true }).catch(() => undefined);

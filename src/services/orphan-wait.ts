@@ -12,6 +12,7 @@
  * (written atomically), so separate invocations (and the agent's steps) count from the same moment;
  * an entry is dropped once the pod is no candidate any more. Static pods are never candidates.
  */
+import { randomBytes } from 'node:crypto';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { podOwnGracePeriod } from '../engine/grace.js';
@@ -62,8 +63,8 @@ async function readSeen(stateDir: string): Promise<Record<string, number>> {
 
 async function writeSeen(stateDir: string, seen: Record<string, number>): Promise<void> {
   const file = path.join(stateDir, FILE);
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, JSON.stringify(seen), { mode: 0o600 });
+  const tmp = `${file}.${randomBytes(8).toString('hex')}.tmp`;
+  await writeFile(tmp, JSON.stringify(seen), { mode: 0o600, flag: 'wx' });
   await rename(tmp, file);
 }
 

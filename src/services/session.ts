@@ -32,7 +32,7 @@ import { lstat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { PodNotFoundError } from '../lib/errors.js';
-import { createPodWorkers, operatorGraceOverride } from '../engine/index.js';
+import { createPodWorkers, operatorGraceOverride, remainingGraceSeconds } from '../engine/index.js';
 import {
   workerStateOf,
   type PodStatus,
@@ -590,15 +590,21 @@ class Session implements NodeSession {
     if (checkpoint && !this.#engine.snapshot().has(uid)) {
       this.#markIntent(uid);
       this.#restoring.add(uid);
+      // the stored deadline is authoritative: a resumed termination only has what is left of its grace
+      const status = { ...checkpoint.status };
+      if (checkpoint.graceDeadline !== undefined && stateOfView(status) === 'terminating') {
+        const left = remainingGraceSeconds(checkpoint.graceDeadline, now);
+        if (status.gracePeriod <= 0 || left < status.gracePeriod) status.gracePeriod = left;
+      }
       try {
-        this.#engine.restore([checkpoint.status]);
+        this.#engine.restore([status]);
       } finally {
         this.#restoring.delete(uid);
       }
       const state = stateOfView(checkpoint.status);
       const detail =
         state === 'terminating'
-          ? `resumed terminating with grace ${checkpoint.status.gracePeriod}s`
+          ? `resumed terminating with ${this.#engine.statusOf(uid)?.gracePeriod ?? checkpoint.status.gracePeriod}s of grace left`
           : state === 'finished'
             ? 'restored finished (waits to be forgotten)'
             : `restored in state ${state}`;

@@ -1,0 +1,51 @@
+/**
+ * A crash mid-grace does not restart the grace: the stored termination deadline is authoritative on
+ * resume. On the real containerd: a pod that ignores SIGTERM, grace 8 s; `podctl kill` is SIGKILLed
+ * 3 s into the grace; `podctl sync-known` resumes the pod, and SIGTERM → SIGKILL (the container's
+ * first SIGTERM to its exit) stays within grace + 2 s — not 3 s + a whole new grace.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { describeContainerd } from './support/env.js';
+import { useContainerd } from './support/context.js';
+import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js';
+import { waitFor as waitForValue } from './support/engine.js';
+import { exitInfo, firstSigterm } from './support/observe.js';
+
+describeContainerd(import.meta.url, 'resume after a crash mid-grace (containerd)', () => {
+  const node = useContainerd();
+  let stateDir: string;
+
+  beforeAll(() => requireBuild());
+  beforeEach(async () => {
+    stateDir = await mkdtemp(join(tmpdir(), 'podctl-e2e-resume-'));
+  });
+  afterEach(async () => {
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  it('a kill SIGKILLed 3 s into an 8 s grace, resumed by sync-known: SIGTERM → SIGKILL within grace + 2 s', async () => {
+    const grace = 8;
+    const pod = await node.pods.create({ name: 'resume', terminationGracePeriodSeconds: grace, containers: [{ name: 'stubborn', mode: 'ignore' }] });
+    const endpoint = `unix://${node.socket}`;
+    const kill = spawnPodctl(['kill', `${pod.namespace}/${pod.name}`], { endpoint, stateDir });
+    const killed = collect(kill, 30_000);
+    const sigterm = await waitForValue('the first SIGTERM', async () => firstSigterm(pod.containers[0]!), 15_000, 50);
+    await new Promise((r) => setTimeout(r, 3_000));
+    kill.kill('SIGKILL');
+    expect((await killed).signal).toBe('SIGKILL');
+    const resume = await runPodctl(['sync-known', '--desired-from', 'runtime', '--json'], { endpoint, stateDir, timeoutMs: 60_000 });
+    expect(resume.code, resume.stderr).toBe(0);
+    expect((JSON.parse(resume.stdout) as { resumed: { uid: string }[] }).resumed.map((p) => p.uid)).toEqual([pod.uid]);
+    const exit = await waitForValue('the container exited', async () => {
+      const info = await exitInfo(node.cri, pod.containers[0]!.id);
+      return info.state === 'exited' ? info : undefined;
+    }, 30_000, 100);
+    expect(exit.exitCode).toBe(137);
+    const termToKill = exit.finishedAt! - sigterm.time;
+    expect(termToKill).toBeGreaterThanOrEqual(grace * 1000 - 500);
+    expect(termToKill).toBeLessThanOrEqual((grace + 2) * 1000);
+  }, 90_000);
+});
