@@ -214,7 +214,7 @@ describe('session: following other processes', () => {
     expect(pod?.owner?.pid).toBe(process.pid);
     const types = pod?.history.map((h) => h.type) ?? [];
     expect(types.filter((t) => t === 'lease-taken')).toHaveLength(2);
-    expect(pod?.history.find((h) => h.type === 'resumed')?.detail).toBe('resumed terminating with grace 6s');
+    expect(pod?.history.find((h) => h.type === 'resumed')?.detail).toBe('resumed terminating with 6s of grace left');
     expect(runtime.attempts.filter((a) => a.uid === 'w1').every((a) => (a.grace ?? 99) <= 6)).toBe(true);
   });
 
