@@ -21,7 +21,7 @@ podctl waits until the pods are terminated, showing progress on stderr, for at m
 
 REF is ns/name, or name with -n (namespace "default" when omitted).
 
-Beside a running kubelet (its healthz answers, or a kubelet process exists), a pod it still desires (bound to this node in the API server, or a static pod) would be started again: podctl warns and recommends the API delete; --via-api issues that delete itself with the grace and waits for the kubelet to finish the pod; --force kills over CRI anyway.
+Beside a running kubelet (its healthz answers, or a kubelet process exists), a pod it still desires (bound to this node in the API server, or a static pod) would be started again over CRI: with an API server (--kubeconfig, $KUBECONFIG, in-cluster) the kill is a delete through it with the grace, and podctl waits (bounded) for the kubelet to finish the pod; without one it is refused (exit 2); --force kills over CRI anyway, and the kubelet may start the pod again. Static pods cannot be stopped through the API: refused unless --force.
 
 ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.TimedOut, ExitCode.NotFound, ExitCode.Interrupted])}`;
 
@@ -44,7 +44,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     ...driverFlags,
     ...kubeletFlags,
     force: Flags.boolean({ summary: 'Kill over CRI even pods a running kubelet still desires (it may start them again).', default: false }),
-    'via-api': Flags.boolean({ summary: 'Beside a running kubelet: delete the pods it desires through the API server (with the grace) and wait for it to finish them.', default: false }),
+    'via-api': Flags.boolean({ summary: 'Go through the API server for the pods a running kubelet desires (the default whenever an API server is configured); an error without one.', default: false }),
   };
   /** Exit codes are asked for only where the session decides by them (SessionOptions.exitDetails). */
   protected override exitDetails = 'driven' as const;
