@@ -157,7 +157,9 @@ describe('against the embedded simulator', { timeout: 90_000 }, () => {
     const [e] = JSON.parse(explain.stdout).explain;
     expect(e.state).toBe('terminating');
     expect(e.predicates.find((p: { name: string }) => p.name === 'isPodTerminationRequested').value).toBe(true);
-    expect(e.gracePeriodSeconds).toBe(30);
+    // the background driver that took the pod over has what is left of the 30 s, never more
+    expect(e.gracePeriodSeconds).toBeGreaterThanOrEqual(27);
+    expect(e.gracePeriodSeconds).toBeLessThanOrEqual(30);
     expect(e.waitingFor).toMatch(/sync-known|syncTerminatingPod/);
     expect(e.timeline.length).toBeGreaterThan(0);
   });
