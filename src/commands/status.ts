@@ -17,6 +17,8 @@ export default class Status extends PodctlCommand {
 
 Without REF or -n, every namespace is shown. With --explain, for each named pod: every engine predicate (couldHaveRunningContainers, shouldPodContainersBeTerminating, …), what its worker is waiting for, the remaining grace, the last runtime error and next retry, and its timeline.
 
+A pod that is not finishing is blocked by one named cause, with one next step (--explain, -o json "blockedBy", -o wide): grace, cni-teardown, uninterruptible-io, stale-shim, runtime-deadline, volume-busy, finalizer, kubelet-owns, undriven, runtime-error (docs/operator-guide.md, "Pods stuck in Terminating").
+
 ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFound, ExitCode.Interrupted])}`;
 
   static override examples = [
@@ -51,7 +53,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     }
     // the kubelet check runs beside the session's opening (healthz and /proc, no API server needed)
     const kubelet = kubeletStatusFor(flags['kubelet-healthz'], undefined);
-    const result = await podStatus({ session: await this.session(), selection, explain: flags.explain, signal: this.abort.signal });
+    const result = await podStatus({ session: await this.session(), selection, explain: flags.explain, signal: this.abort.signal, kubelet });
     result.kubelet = await kubelet;
     if (!this.jsonEnabled() && flags.output !== 'json' && flags.output !== 'yaml') this.logToStderr(kubeletHeader(result.kubelet));
     for (const ref of result.missing) this.reporter.warn(`pod not found: ${ref}`);

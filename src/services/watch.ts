@@ -14,6 +14,8 @@
  */
 import type { NodeSession, PodInfo } from './session-api.js';
 import { WatchFeed, type FeedChange, type FeedEntry, type PodTransition } from './watch-feed.js';
+import { blockedBy, type BlockedBy } from './blocked-by.js';
+import { stuckFactsOf } from './status.js';
 
 export type WatchFormat = 'tui' | 'json';
 
@@ -56,6 +58,8 @@ export interface PodRecord {
   graceDeadline?: number;
   ownerPid?: number;
   lastError?: string;
+  /** Why a pod on its way out is not finishing (blocked-by.ts), from the listing's facts. */
+  blockedBy?: BlockedBy;
 }
 
 export type TransitionRecord = { type: 'transition' } & PodTransition;
@@ -78,6 +82,8 @@ export function podRecord(pod: PodInfo, at: number): PodRecord {
   if (pod.graceDeadline !== undefined) r.graceDeadline = pod.graceDeadline;
   if (pod.owner !== undefined) r.ownerPid = pod.owner.pid;
   if (pod.lastError !== undefined) r.lastError = pod.lastError.message;
+  const cause = blockedBy(stuckFactsOf(pod, at));
+  if (cause) r.blockedBy = cause;
   return r;
 }
 
