@@ -2,7 +2,7 @@
  * `podctl status`: parse and validate, call the status service, render. No logic of its own.
  */
 import { Args, Flags } from '@oclif/core';
-import { kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
+import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
@@ -52,8 +52,24 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
       throw new UsageError('--explain needs the pods to explain', 'name them: podctl status ns/name --explain (or --uid UID)');
     }
     // the kubelet check runs beside the session's opening (healthz and /proc, no API server needed)
-    const kubelet = kubeletStatusFor(flags['kubelet-healthz'], undefined);
-    const result = await podStatus({ session: await this.session(), selection, explain: flags.explain, signal: this.abort.signal, kubelet });
+    // with an API server: its objects of the node's pods (finalizers, deletions) and the node Lease
+    const api = await apiNodeFor(flags, this.reporter).catch((error: Error) => {
+      this.reporter.warn(`${error.message}; going on without the API server`);
+      return undefined;
+    });
+    const kubelet = kubeletStatusFor(flags['kubelet-healthz'], api);
+    const apiPods = api?.kube.listNodePods(AbortSignal.timeout(5_000)).catch((error: Error) => {
+      this.reporter.warn(`cannot list the node's pods from the API server: ${error.message}`);
+      return undefined;
+    });
+    const result = await podStatus({
+      session: await this.session(),
+      selection,
+      explain: flags.explain,
+      signal: this.abort.signal,
+      kubelet,
+      ...(apiPods ? { apiPods } : {}),
+    }).finally(() => api?.close());
     result.kubelet = await kubelet;
     if (!this.jsonEnabled() && flags.output !== 'json' && flags.output !== 'yaml') this.logToStderr(kubeletHeader(result.kubelet));
     for (const ref of result.missing) this.reporter.warn(`pod not found: ${ref}`);

@@ -89,9 +89,12 @@ export interface StuckFacts {
   podDir: string;
 }
 
-/** The last error split into its CRI method, status and text ("StopPodSandbox: Unknown: failed …"). */
+/**
+ * The last error split into its CRI method, status and text ("StopPodSandbox: Unknown: failed …"),
+ * after the engine's phase prefix ("terminating: ") when there is one.
+ */
 export function parseRuntimeError(message: string): { method: string | null; code: string | null; text: string } {
-  const m = /^([A-Z][A-Za-z]+): ([A-Z][A-Za-z]+)(?:: ([\s\S]*))?$/.exec(message);
+  const m = /^(?:[a-z][a-z-]*: )?([A-Z][A-Za-z]+): ([A-Z][A-Za-z]+)(?:: ([\s\S]*))?$/.exec(message);
   if (!m) return { method: null, code: null, text: message };
   return { method: m[1] ?? null, code: m[2] ?? null, text: m[3] ?? '' };
 }

@@ -9,6 +9,7 @@
  * Invariants: rows have a fixed set of keys (absent values are null), so the JSON/YAML shape does not
  * depend on a pod's state; `now` is injected, so the same input renders the same output.
  */
+import type { V1Pod } from '@kubernetes/client-node';
 import { formatDuration } from '../lib/duration.js';
 import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
 import type { KubeletStatus } from '../kube/kubelet.js';
@@ -57,9 +58,11 @@ export interface NodeFacts {
   processes: ReadonlyMap<string, readonly ProcessFact[]>;
   mounts: ReadonlyMap<string, readonly string[]>;
   podDir: (uid: string) => string;
+  /** The API objects of the node's pods, by UID (empty without an API server). */
+  api: ReadonlyMap<string, V1Pod>;
 }
 
-const NO_FACTS: NodeFacts = { kubeletRunning: false, processes: new Map(), mounts: new Map(), podDir: (uid) => `/var/lib/kubelet/pods/${uid}` };
+const NO_FACTS: NodeFacts = { kubeletRunning: false, processes: new Map(), mounts: new Map(), podDir: (uid) => `/var/lib/kubelet/pods/${uid}`, api: new Map() };
 
 export interface PredicateAnswer {
   name: string;
@@ -118,6 +121,8 @@ export interface StatusOptions {
   kubelet?: Promise<KubeletStatus>;
   /** Gather process and mount facts for pods that are not finishing (default true). */
   nodeFacts?: boolean;
+  /** The node's pods from the API server (finalizers, deletions), when one is configured. */
+  apiPods?: Promise<V1Pod[] | undefined>;
 }
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
@@ -131,12 +136,13 @@ export function isUndriven(pod: Pick<PodInfo, 'state' | 'owner' | 'worker'>): bo
 /** The facts blocked-by.ts classifies from, for one pod. */
 export function stuckFactsOf(pod: PodInfo, now: number, facts: NodeFacts = NO_FACTS): StuckFacts {
   const row = baseRow(pod, now);
+  const meta = (facts.api.get(pod.uid) ?? pod.pod)?.metadata;
   return {
     namespace: pod.namespace,
     name: pod.name,
     state: pod.state,
-    apiDeleting: pod.pod?.metadata?.deletionTimestamp !== undefined && pod.pod?.metadata?.deletionTimestamp !== null,
-    finalizers: pod.pod?.metadata?.finalizers ?? [],
+    apiDeleting: meta?.deletionTimestamp !== undefined && meta?.deletionTimestamp !== null,
+    finalizers: meta?.finalizers ?? [],
     driven: row.driven,
     kubeletRunning: facts.kubeletRunning,
     gracePeriodSeconds: row.gracePeriodSeconds,
@@ -300,7 +306,9 @@ export async function podStatus(options: StatusOptions): Promise<StatusResult> {
   const { session } = options;
   const { targets, missing } = resolveSelection(await session.listPods(options.signal ? { signal: options.signal } : undefined), options.selection);
   const kubelet = options.kubelet ? await options.kubelet : undefined;
-  const facts = options.nodeFacts === false ? { ...NO_FACTS, kubeletRunning: kubelet?.state === 'running' } : await gatherNodeFacts(session, targets, kubelet, options.signal);
+  const apiPods = new Map(((options.apiPods ? await options.apiPods : undefined) ?? []).flatMap((p) => (p.metadata?.uid ? [[p.metadata.uid, p] as const] : [])));
+  const base = options.nodeFacts === false ? { ...NO_FACTS, kubeletRunning: kubelet?.state === 'running' } : await gatherNodeFacts(session, targets, kubelet, apiPods, options.signal);
+  const facts: NodeFacts = { ...base, api: apiPods };
   const result: StatusResult = {
     endpoint: session.endpoint,
     simulated: session.simulated,
@@ -315,15 +323,22 @@ export async function podStatus(options: StatusOptions): Promise<StatusResult> {
 }
 
 /** Whether a pod is on its way out and not finished, so its node facts matter. */
-function notFinishing(pod: PodInfo): boolean {
-  return pod.state === 'terminating' || pod.state === 'terminated' || (pod.pod?.metadata?.deletionTimestamp !== undefined && pod.state !== 'finished');
+function notFinishing(pod: PodInfo, api: ReadonlyMap<string, V1Pod>): boolean {
+  const deleting = (api.get(pod.uid) ?? pod.pod)?.metadata?.deletionTimestamp;
+  return pod.state === 'terminating' || pod.state === 'terminated' || (deleting !== undefined && deleting !== null);
 }
 
 /** Process facts for running containers and held mounts of the pods that are not finishing (bounded, best effort). */
-async function gatherNodeFacts(session: NodeSession, pods: PodInfo[], kubelet: KubeletStatus | undefined, signal: AbortSignal | undefined): Promise<NodeFacts> {
-  const leaving = pods.filter(notFinishing);
+async function gatherNodeFacts(
+  session: NodeSession,
+  pods: PodInfo[],
+  kubelet: KubeletStatus | undefined,
+  api: ReadonlyMap<string, V1Pod>,
+  signal: AbortSignal | undefined,
+): Promise<NodeFacts> {
+  const leaving = pods.filter((p) => notFinishing(p, api));
   const { gatherProcessFacts, mountsUnder, podDirOf, readMountinfo } = await import('./stuck-facts.js');
-  const facts: NodeFacts = { kubeletRunning: kubelet?.state === 'running', processes: new Map(), mounts: new Map(), podDir: podDirOf };
+  const facts: NodeFacts = { kubeletRunning: kubelet?.state === 'running', processes: new Map(), mounts: new Map(), podDir: podDirOf, api };
   if (leaving.length === 0) return facts;
   const running = leaving.flatMap((p) => (p.runtime?.containerStatuses ?? []).filter((c) => c.state === 'running').map((c) => ({ uid: p.uid, id: c.id, name: c.name })));
   const [processes, mountinfo] = await Promise.all([

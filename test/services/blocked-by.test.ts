@@ -116,6 +116,7 @@ describe('blockedBy: one named cause and one next step', () => {
 describe('parsing the facts', () => {
   it('splits a recorded runtime error and names the network plugin', () => {
     expect(parseRuntimeError('StopPodSandbox: Unknown: failed: x')).toEqual({ method: 'StopPodSandbox', code: 'Unknown', text: 'failed: x' });
+    expect(parseRuntimeError('terminating: StopContainer: DeadlineExceeded: late')).toEqual({ method: 'StopContainer', code: 'DeadlineExceeded', text: 'late' });
     expect(parseRuntimeError('pod u1 still has 1 running container(s): a')).toEqual({ method: null, code: null, text: 'pod u1 still has 1 running container(s): a' });
     expect(networkPluginOf('plugin type="flannel" failed (delete)')).toBe('flannel');
     expect(networkPluginOf('something else')).toBeNull();
