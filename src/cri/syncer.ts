@@ -399,6 +399,7 @@ export class RuntimeSyncer implements PodSyncer {
   ): Promise<void> {
     const running = view.containers.filter((c) => c.state === ContainerStateCode.RUNNING);
     const ordering = pod ? terminationOrdering(pod, running.map((c) => containerNameOf(c))) : undefined;
+    if (ordering) this.#log('debug', `${podName(pod!)}: sidecars ${sidecarNames(pod!).join(', ')} stop after the main containers`);
     const lanes = await Promise.allSettled(running.map((c) => this.#killContainer(signal, uid, c, deadline, grace, pod, ordering)));
     signal.throwIfAborted();
     throwFirstFailure(lanes);
