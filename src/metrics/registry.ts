@@ -10,6 +10,7 @@
  * - podctl_sync_errors_total{phase}                   counter: failed syncer calls (retried with backoff).
  * - podctl_orphaned_runtime_pods_total                counter: runtime pods no worker knew, each counted once.
  * - podctl_kill_duration_seconds                      histogram: termination requested → terminated.
+ * - podctl_stuck_pods{reason}                         gauge: pods on their way out not finishing, by what holds them.
  *
  * Invariants:
  * - A transition is counted once: engine events count this process's transitions; `observeTransition`
@@ -42,6 +43,7 @@ export class PodctlMetrics {
   readonly registry: Registry;
   #workingPods: Gauge<'lifecycle' | 'config' | 'static'>;
   #untracked: Gauge;
+  #stuckPods: Gauge<'reason'>;
   #transitions: Counter<'from' | 'to'>;
   #syncErrors: Counter<'phase'>;
   #orphanedRuntimePods: Counter;
@@ -59,6 +61,12 @@ export class PodctlMetrics {
       help: 'Pod workers by lifecycle phase (sync, terminating, terminated), by whether the pod is desired, orphaned or known only from the runtime, and by whether it is static.',
       labelNames: ['lifecycle', 'config', 'static'],
       registers,
+    });
+    this.#stuckPods = new Gauge({
+      name: 'podctl_stuck_pods',
+      help: 'Pods on their way out that are not finishing, by what holds them (services/blocked-by.ts: grace, cni-teardown, uninterruptible-io, stale-shim, runtime-deadline, volume-busy, finalizer, kubelet-owns, undriven, runtime-error).',
+      labelNames: ['reason'],
+      registers: [this.registry],
     });
     this.#untracked = new Gauge({
       name: 'podctl_untracked_runtime_pods',
@@ -97,6 +105,11 @@ export class PodctlMetrics {
       this.#workingPods.set({ lifecycle: s.lifecycle, config: s.config, static: s.static }, s.value);
     }
     this.#untracked.set(untracked);
+  }
+
+  /** Sets the stuck pods by reason; every reason in `reasons` is set (0 when absent), so each series exists. */
+  setStuckPods(reasons: readonly string[], counts: ReadonlyMap<string, number>): void {
+    for (const reason of reasons) this.#stuckPods.set({ reason }, counts.get(reason) ?? 0);
   }
 
   /** Counts runtime pods no worker knew; a UID is counted once per run. */

@@ -14,7 +14,7 @@
  */
 import type { NodeSession, PodInfo } from './session-api.js';
 import { WatchFeed, type FeedChange, type FeedEntry, type PodTransition } from './watch-feed.js';
-import { blockedBy, type BlockedBy } from './blocked-by.js';
+import { BLOCKED_KINDS, blockedBy, type BlockedBy } from './blocked-by.js';
 import { stuckFactsOf } from './status.js';
 
 export type WatchFormat = 'tui' | 'json';
@@ -112,6 +112,13 @@ async function startMetrics(session: NodeSession, feed: WatchFeed): Promise<{ me
     const pods = feed.snapshot().pods;
     const workers = pods.map(workerSyncOf).filter((s) => s !== undefined);
     metrics.setWorkingPods(workers, pods.length - workers.length);
+    const now = Date.now();
+    const stuck = new Map<string, number>();
+    for (const pod of pods) {
+      const kind = blockedBy(stuckFactsOf(pod, now))?.kind;
+      if (kind) stuck.set(kind, (stuck.get(kind) ?? 0) + 1);
+    }
+    metrics.setStuckPods(BLOCKED_KINDS, stuck);
   };
   const off = feed.onChange((change) => {
     for (const t of change.transitions) {
