@@ -2,7 +2,7 @@
  * `podctl status`: parse and validate, call the status service, render. No logic of its own.
  */
 import { Args, Flags } from '@oclif/core';
-import { kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
+import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
@@ -16,6 +16,8 @@ export default class Status extends PodctlCommand {
   static override description = `One row per pod tracked by any podctl process or found in the runtime: namespace/name, short UID, worker state (running, terminating, terminated, finished, runtime-only), grace left/total while terminating, time in state, containers running/total, owning podctl process, last runtime error.
 
 Without REF or -n, every namespace is shown. With --explain, for each named pod: every engine predicate (couldHaveRunningContainers, shouldPodContainersBeTerminating, …), what its worker is waiting for, the remaining grace, the last runtime error and next retry, and its timeline.
+
+A pod that is not finishing is blocked by one named cause, with one next step (--explain, -o json "blockedBy", -o wide): grace, cni-teardown, uninterruptible-io, stale-shim, runtime-deadline, volume-busy, finalizer, kubelet-owns, undriven, runtime-error (docs/operator-guide.md, "Pods stuck in Terminating").
 
 ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFound, ExitCode.Interrupted])}`;
 
@@ -50,8 +52,25 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
       throw new UsageError('--explain needs the pods to explain', 'name them: podctl status ns/name --explain (or --uid UID)');
     }
     // the kubelet check runs beside the session's opening (healthz and /proc, no API server needed)
-    const kubelet = kubeletStatusFor(flags['kubelet-healthz'], undefined);
-    const result = await podStatus({ session: await this.session(), selection, explain: flags.explain, kubeletRoot: flags['kubelet-root'], signal: this.abort.signal });
+    // with an API server: its objects of the node's pods (finalizers, deletions) and the node Lease
+    const api = await apiNodeFor(flags, this.reporter).catch((error: Error) => {
+      this.reporter.warn(`${error.message}; going on without the API server`);
+      return undefined;
+    });
+    const kubelet = kubeletStatusFor(flags['kubelet-healthz'], api);
+    const apiPods = api?.kube.listNodePods(AbortSignal.timeout(5_000)).catch((error: Error) => {
+      this.reporter.warn(`cannot list the node's pods from the API server: ${error.message}`);
+      return undefined;
+    });
+    const result = await podStatus({
+      session: await this.session(),
+      selection,
+      explain: flags.explain,
+      kubeletRoot: flags['kubelet-root'],
+      signal: this.abort.signal,
+      kubelet,
+      ...(apiPods ? { apiPods } : {}),
+    }).finally(() => api?.close());
     result.kubelet = await kubelet;
     if (!this.jsonEnabled() && flags.output !== 'json' && flags.output !== 'yaml') this.logToStderr(kubeletHeader(result.kubelet));
     for (const ref of result.missing) this.reporter.warn(`pod not found: ${ref}`);

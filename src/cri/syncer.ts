@@ -3,8 +3,10 @@
  *
  * podctl is not a kubelet: it never creates or starts anything. It observes running pods and
  * terminates them the way the kubelet's killPod does:
- *   1. per running container, in parallel: its preStop hook (exec via ExecSync, or sleep) within
- *      the grace period, then StopContainer(timeout = the grace that remains);
+ *   1. per running container, in parallel: its preStop hook (exec via ExecSync, httpGet to the pod
+ *      IP or the node, or sleep) within the grace period, then StopContainer(timeout = the grace
+ *      that remains); with a pod spec, restartable init containers (sidecars) are stopped only after
+ *      every main container has exited, in reverse spec order, within what is left of the grace;
  *   2. only when every container has stopped: StopPodSandbox (containerd SIGKILLs whatever still
  *      runs in a sandbox it stops, so it must come last);
  *   3. a check that nothing of the pod still runs, and a relist of the status cache.
@@ -24,11 +26,13 @@
  * - syncTerminatedPod removes containers and sandboxes only for evicted pods, pods annotated
  *   `podctl.io/remove=true`, or when the `removeOnTerminated` option says so.
  */
-import type { V1LifecycleHandler, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1HTTPGetAction, V1LifecycleHandler, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { Clock, PodStatus, PodSyncer, RunningPod, SyncPodType } from '../engine/types.js';
 import type { CriClient, Container, PodSandbox } from './client.js';
 import type { RuntimePodCache } from './cache.js';
 import { ContainerStateCode, SandboxStateCode } from './codes.js';
+import { processHookJournal, type HookJournal, type HookOutcomeKind, type HookType } from './hook-journal.js';
+import { HookNotRunnable, hookUrl, NODE_ADDRESS, resolveHookPort, runHttpGet } from './http-hook.js';
 import { isCriError, isNotFound } from './errors.js';
 import { setLongTimeout } from '../engine/timers.js';
 import { ANN_PRESTOP, ANN_REMOVE, LABEL_CONTAINER_NAME, LABEL_POD_UID, type RestartPolicy } from './kubelet-labels.js';
@@ -55,6 +59,8 @@ export interface RuntimeSyncerOptions {
   log?: SyncerLog;
   /** Called for each preStop hook outcome (events/timeline). */
   onHook?: (event: { uid: string; container: string; ok: boolean; message: string }) => void;
+  /** Where hook outcomes are recorded for the commands' results (default: the process's journal). */
+  hookJournal?: HookJournal;
 }
 
 /** One runtime object view of a pod: from the status cache's relist, or listed by the UID label. */
@@ -184,6 +190,67 @@ function viewOfRuntimePod(pod: RuntimePod): PodRuntimeView {
   };
 }
 
+function containerNameOf(c: Container): string {
+  return c.labels?.[LABEL_CONTAINER_NAME] ?? c.metadata?.name ?? c.id;
+}
+
+/** The names of a pod's restartable init containers (initContainers[].restartPolicy: Always), in spec order. */
+export function sidecarNames(pod: V1Pod): string[] {
+  return (pod.spec?.initContainers ?? []).filter((c) => c.restartPolicy === 'Always').map((c) => c.name);
+}
+
+/**
+ * Which containers of a pod must exit before which: the kubelet's termination ordering. A sidecar
+ * waits for every running main container and every running sidecar after it in spec order; main
+ * containers wait for nothing. A container that fails to stop never signals its exit, so those
+ * waiting on it wait until their bound (the grace that remains), as in the kubelet.
+ */
+export interface TerminationOrdering {
+  /** Resolves when the container may be stopped or `ms` passed; true when it waited on anything. */
+  waitForTurn(name: string, ms: number, signal: AbortSignal): Promise<boolean>;
+  containerTerminated(name: string): void;
+}
+
+/** The ordering for a pod with a spec, or undefined when it has no running sidecar (all parallel). */
+export function terminationOrdering(pod: V1Pod, runningNames: readonly string[]): TerminationOrdering | undefined {
+  const sidecars = sidecarNames(pod);
+  const running = new Set(runningNames);
+  if (!sidecars.some((n) => running.has(n))) return undefined;
+  const exited = new Map<string, { promise: Promise<void>; resolve: () => void }>();
+  for (const name of running) {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    exited.set(name, { promise, resolve });
+  }
+  const sidecarSet = new Set(sidecars);
+  const prerequisites = new Map<string, string[]>();
+  const mains = [...running].filter((n) => !sidecarSet.has(n));
+  sidecars.forEach((name, i) => {
+    if (!running.has(name)) return;
+    prerequisites.set(name, [...mains, ...sidecars.slice(i + 1).filter((n) => running.has(n))]);
+  });
+  return {
+    async waitForTurn(name, ms, signal) {
+      const before = prerequisites.get(name) ?? [];
+      if (before.length === 0) return false;
+      const ac = new AbortController();
+      const onAbort = (): void => ac.abort(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        await Promise.race([Promise.all(before.map((n) => exited.get(n)?.promise)), sleep(ms, ac.signal)]);
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+        ac.abort();
+      }
+      signal.throwIfAborted();
+      return true;
+    },
+    containerTerminated(name) {
+      exited.get(name)?.resolve();
+    },
+  };
+}
+
 export class RuntimeSyncer implements PodSyncer {
   #client: CriClient;
   #cache: RuntimePodCache | undefined;
@@ -192,6 +259,7 @@ export class RuntimeSyncer implements PodSyncer {
   #shouldRemove: ((pod: V1Pod) => boolean) | undefined;
   #log: SyncerLog;
   #onHook: RuntimeSyncerOptions['onHook'];
+  #hookJournal: HookJournal;
   /** Containers whose preStop hook has started: it never runs twice. */
   #hooksStarted = new Set<string>();
   /** Pods whose final status was marked Evicted by the engine's podStatusFn. */
@@ -207,6 +275,7 @@ export class RuntimeSyncer implements PodSyncer {
     this.#shouldRemove = options.shouldRemove;
     this.#log = options.log ?? (() => undefined);
     this.#onHook = options.onHook;
+    this.#hookJournal = options.hookJournal ?? processHookJournal;
   }
 
   /** The final V1PodStatus of a terminated pod (after podStatusFn), if this syncer produced one. */
@@ -315,7 +384,12 @@ export class RuntimeSyncer implements PodSyncer {
 
   // ------------------------------------------------------------------------------ killPod
 
-  /** Stops every running container (hooks first, in parallel lanes), then the sandboxes. */
+  /**
+   * Stops every running container, then the sandboxes. Every lane starts at once (preStop hooks run
+   * in parallel); with a pod spec that has restartable init containers (sidecars), a sidecar's
+   * StopContainer waits for its turn: until every main container and every sidecar after it in spec
+   * order has exited, bounded by what is left of the grace (the kubelet's termination ordering).
+   */
   async #killPod(
     signal: AbortSignal,
     uid: string,
@@ -325,7 +399,9 @@ export class RuntimeSyncer implements PodSyncer {
     pod: V1Pod | undefined,
   ): Promise<void> {
     const running = view.containers.filter((c) => c.state === ContainerStateCode.RUNNING);
-    const lanes = await Promise.allSettled(running.map((c) => this.#killContainer(signal, uid, c, deadline, grace, pod)));
+    const ordering = pod ? terminationOrdering(pod, running.map((c) => containerNameOf(c))) : undefined;
+    if (ordering) this.#log('debug', `${podName(pod!)}: sidecars ${sidecarNames(pod!).join(', ')} stop after the main containers`);
+    const lanes = await Promise.allSettled(running.map((c) => this.#killContainer(signal, uid, c, deadline, grace, pod, ordering)));
     signal.throwIfAborted();
     throwFirstFailure(lanes);
 
@@ -335,7 +411,7 @@ export class RuntimeSyncer implements PodSyncer {
     throwFirstFailure(stops);
   }
 
-  /** One container's lane: its preStop hook (once, within the grace), then StopContainer. */
+  /** One container's lane: its preStop hook (once, within the grace), its turn (sidecars), then StopContainer. */
   async #killContainer(
     signal: AbortSignal,
     uid: string,
@@ -343,59 +419,102 @@ export class RuntimeSyncer implements PodSyncer {
     deadline: number,
     grace: number,
     pod: V1Pod | undefined,
+    ordering: TerminationOrdering | undefined,
   ): Promise<void> {
-    const name = c.labels?.[LABEL_CONTAINER_NAME] ?? c.metadata?.name ?? c.id;
+    const name = containerNameOf(c);
     const hook = this.#preStopOf(pod, name, c);
     let ranHook = false;
     if (hook && grace > 0 && !this.#hooksStarted.has(c.id)) {
       this.#hooksStarted.add(c.id);
       ranHook = true;
-      await this.#runPreStop(signal, uid, c.id, name, hook, deadline);
+      await this.#runPreStop(signal, uid, c, name, hook, deadline, pod);
     }
+    let waited = false;
+    if (ordering && deadline > this.#clock.now()) waited = await ordering.waitForTurn(name, deadline - this.#clock.now(), signal);
     const remaining = Math.ceil((deadline - this.#clock.now()) / 1000);
-    // after a hook, the kubelet always leaves a short shutdown window (never more than the grace)
-    const floor = ranHook ? Math.min(MINIMUM_GRACE_SECONDS, grace) : 0;
+    // after a hook or a wait for its turn, the kubelet always leaves a short shutdown window (never more than the grace)
+    const floor = ranHook || waited ? Math.min(MINIMUM_GRACE_SECONDS, grace) : 0;
     const timeout = Math.max(remaining, floor, 0);
     this.#log('debug', `StopContainer ${name} (${c.id.slice(0, 12)}) timeout ${timeout}s`);
     await this.#ignoreNotFound(this.#client.stopContainer(c.id, timeout, { signal }));
+    ordering?.containerTerminated(name);
   }
 
   #preStopOf(pod: V1Pod | undefined, name: string, c: Container): V1LifecycleHandler | undefined {
-    const fromSpec = pod?.spec?.containers?.find((x) => x.name === name)?.lifecycle?.preStop;
+    const fromSpec = [...(pod?.spec?.containers ?? []), ...(pod?.spec?.initContainers ?? [])].find((x) => x.name === name)?.lifecycle?.preStop;
     return fromSpec ?? parsePreStop(c.annotations?.[ANN_PRESTOP]);
   }
 
-  /** Runs a preStop hook bounded by the grace deadline; failures are reported, not fatal. */
+  /**
+   * Runs a preStop hook bounded by the grace deadline; failures are reported, not fatal. Every hook
+   * ends in the hook journal: succeeded, failed, or not-run (it could not be run at all).
+   */
   async #runPreStop(
     signal: AbortSignal,
     uid: string,
-    containerId: string,
+    c: Container,
     name: string,
     hook: V1LifecycleHandler,
     deadline: number,
+    pod: V1Pod | undefined,
   ): Promise<void> {
-    const remainingMs = deadline - this.#clock.now();
-    if (remainingMs <= 0) return;
-    const report = (ok: boolean, message: string): void => {
+    const started = this.#clock.now();
+    const remainingMs = deadline - started;
+    const type: HookType = hook.exec?.command?.length ? 'exec' : hook.sleep ? 'sleep' : hook.httpGet ? 'httpGet' : 'unknown';
+    const report = (outcome: HookOutcomeKind, message: string): void => {
+      const ok = outcome === 'succeeded';
       this.#log(ok ? 'debug' : 'warn', `preStop hook of ${name}: ${message}`);
       this.#onHook?.({ uid, container: name, ok, message });
+      this.#hookJournal.record({ uid, container: name, type, outcome, ms: Math.max(0, this.#clock.now() - started), message });
     };
+    if (remainingMs <= 0) return report('not-run', 'no grace left to run it');
     try {
-      if (hook.exec?.command?.length) {
+      if (type === 'exec') {
         const seconds = Math.max(1, Math.ceil(remainingMs / 1000));
-        const res = await this.#client.execSync(containerId, hook.exec.command, seconds, { signal });
-        report(res.exitCode === 0, `exec exited ${res.exitCode}${res.stderr ? `: ${res.stderr.trim()}` : ''}`);
-      } else if (hook.sleep) {
-        const ms = Math.min(Math.max(0, Number(hook.sleep.seconds) * 1000), remainingMs);
+        const res = await this.#client.execSync(c.id, hook.exec?.command ?? [], seconds, { signal });
+        report(res.exitCode === 0 ? 'succeeded' : 'failed', `exec exited ${res.exitCode}${res.stderr ? `: ${res.stderr.trim()}` : ''}`);
+      } else if (type === 'sleep') {
+        const ms = Math.min(Math.max(0, Number(hook.sleep?.seconds) * 1000), remainingMs);
         await sleep(ms, signal);
-        report(true, `slept ${Math.round(ms / 100) / 10}s`);
+        report('succeeded', `slept ${Math.round(ms / 100) / 10}s`);
+      } else if (type === 'httpGet' && hook.httpGet) {
+        await this.#runHttpGet(signal, c, name, hook.httpGet, deadline, pod, report);
       } else {
-        report(false, 'only exec and sleep preStop hooks are supported; skipped');
+        report('not-run', 'the preStop handler has no exec, httpGet or sleep action; skipped');
       }
     } catch (err) {
       if (signal.aborted) throw abortReason(signal);
-      report(false, err instanceof Error ? err.message : String(err));
+      report(err instanceof HookNotRunnable ? 'not-run' : 'failed', err instanceof Error ? err.message : String(err));
     }
+  }
+
+  /** An httpGet hook: host from the handler, else the node (host network) or the pod IP from the sandbox status. */
+  async #runHttpGet(
+    signal: AbortSignal,
+    c: Container,
+    name: string,
+    action: V1HTTPGetAction,
+    deadline: number,
+    pod: V1Pod | undefined,
+    report: (outcome: HookOutcomeKind, message: string) => void,
+  ): Promise<void> {
+    let host = action.host ?? '';
+    if (host === '') {
+      if (pod?.spec?.hostNetwork === true) host = NODE_ADDRESS;
+      else {
+        if (!c.podSandboxId) throw new HookNotRunnable('the container\'s sandbox is unknown, so the pod IP is unknown');
+        const status = (await this.#client.podSandboxStatus(c.podSandboxId, { signal })).status;
+        if (!status) throw new HookNotRunnable('the sandbox status is empty, so the pod IP is unknown');
+        // a sandbox in the node's network namespace has no IP of its own (the kubelet uses the node's)
+        host = status.network?.ip || NODE_ADDRESS;
+      }
+    }
+    const spec = [...(pod?.spec?.containers ?? []), ...(pod?.spec?.initContainers ?? [])].find((x) => x.name === name);
+    const port = resolveHookPort(action.port, spec?.ports ?? []);
+    const url = hookUrl(action, host, port);
+    const res = await runHttpGet(url, action.httpHeaders, deadline - this.#clock.now(), signal);
+    const ok = res.status >= 200 && res.status < 400;
+    report(ok ? 'succeeded' : 'failed', `GET ${url.href} answered ${res.status}${ok || !res.body ? '' : `: ${res.body.trim().slice(0, 200)}`}`);
   }
 
   // ---------------------------------------------------------------------------- helpers

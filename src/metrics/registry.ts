@@ -18,7 +18,8 @@
  * - podctl_runtime_operations_total / _errors_total / _duration_seconds{operation_type}: CRI calls,
  *   with the kubelet's operation names (stop_container, stop_podsandbox, list_podsandbox, …).
  * - podctl_evictions_total                              counter: terminations requested as evictions.
- * - podctl_stuck_pods                                  gauge: pods terminating past grace + stuck-after.
+ * - podctl_stuck_pods{reason}                         gauge: pods on their way out not finishing, by what holds them
+ *   (services/blocked-by.ts); the agent counts those terminating past grace + stuck-after.
  * - podctl_kubelet_up                                  gauge: 1 running (or unknown), 0 down.
  * - with `processDefaults`, prom-client's process_* and nodejs_* series (less three gauges named
  *   *_total, which promtool rejects) (the agent; never in a
@@ -86,7 +87,6 @@ export class PodctlMetrics {
   #runtimeErrors: Counter<'operation_type'>;
   #runtimeDuration: Histogram<'operation_type'>;
   #evictions: Counter;
-  #stuck: Gauge;
   #kubeletUp: Gauge;
   /** Worker sync start and the update type it serves, per pod UID. */
   #syncStartedAt = new Map<string, number>();
@@ -95,6 +95,7 @@ export class PodctlMetrics {
   #staticUids = new Set<string>();
   #workingPods: Gauge<'lifecycle' | 'config' | 'static'>;
   #untracked: Gauge;
+  #stuckPods: Gauge<'reason'>;
   #transitions: Counter<'from' | 'to'>;
   #syncErrors: Counter<'phase'>;
   #orphanedRuntimePods: Counter;
@@ -122,7 +123,6 @@ export class PodctlMetrics {
     this.#runtimeErrors = new Counter({ name: 'podctl_runtime_operations_errors_total', help: `CRI calls that failed, by operation.${RESET_HELP}`, labelNames: ['operation_type'], registers });
     this.#runtimeDuration = new Histogram({ name: 'podctl_runtime_operations_duration_seconds', help: 'Duration of CRI calls, by operation.', labelNames: ['operation_type'], buckets: RUNTIME_OPERATION_BUCKETS, registers });
     this.#evictions = new Counter({ name: 'podctl_evictions_total', help: `Terminations this process requested as evictions.${RESET_HELP}`, registers });
-    this.#stuck = new Gauge({ name: 'podctl_stuck_pods', help: 'Pods terminating longer than their grace period plus the stuck-after margin.', registers });
     this.#kubeletUp = new Gauge({ name: 'podctl_kubelet_up', help: 'Whether a kubelet runs beside podctl: 1 running (or unknown, treated as running), 0 down.', registers });
     for (const isStatic of ['false', 'true']) {
       this.#desired.set({ static: isStatic }, 0);
@@ -138,6 +138,12 @@ export class PodctlMetrics {
       help: 'Pod workers by lifecycle phase (sync, terminating, terminated), by whether the pod is desired, orphaned or known only from the runtime, and by whether it is static.',
       labelNames: ['lifecycle', 'config', 'static'],
       registers,
+    });
+    this.#stuckPods = new Gauge({
+      name: 'podctl_stuck_pods',
+      help: 'Pods on their way out that are not finishing, by what holds them (services/blocked-by.ts: grace, cni-teardown, uninterruptible-io, stale-shim, runtime-deadline, volume-busy, finalizer, kubelet-owns, undriven, runtime-error).',
+      labelNames: ['reason'],
+      registers: [this.registry],
     });
     this.#untracked = new Gauge({
       name: 'podctl_untracked_runtime_pods',
@@ -188,10 +194,6 @@ export class PodctlMetrics {
     if (staticUids) this.#staticUids = new Set(staticUids);
   }
 
-  setStuckPods(count: number): void {
-    this.#stuck.set(count);
-  }
-
   /** `running` and `unknown` are 1 (unknown is treated as running), `down` 0. */
   setKubeletState(state: 'running' | 'down' | 'unknown'): void {
     this.#kubeletUp.set(state === 'down' ? 0 : 1);
@@ -203,6 +205,11 @@ export class PodctlMetrics {
     this.#runtimeOps.inc({ operation_type });
     if (op.error) this.#runtimeErrors.inc({ operation_type });
     this.#runtimeDuration.observe({ operation_type }, op.ms / 1000);
+  }
+
+  /** Sets the stuck pods by reason; every reason in `reasons` is set (0 when absent), so each series exists. */
+  setStuckPods(reasons: readonly string[], counts: ReadonlyMap<string, number>): void {
+    for (const reason of reasons) this.#stuckPods.set({ reason }, counts.get(reason) ?? 0);
   }
 
   /** Counts runtime pods no worker knew; a UID is counted once per run. */

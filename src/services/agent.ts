@@ -25,6 +25,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isStuck, stuckForMs } from './stuck.js';
+import { BLOCKED_KINDS, blockedBy } from './blocked-by.js';
+import { stuckFactsOf } from './status.js';
 export { DEFAULT_STUCK_AFTER_MS } from './stuck.js';
 import type { NodeSession, PodInfo } from './session-api.js';
 import type { ApiNode } from './api-node.js';
@@ -208,7 +210,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
       observeStep(metrics, result, pods);
       gate.afterFullStep(pods);
       step.stuck = noteStuck(pods, now(), options.stuckAfterMs, stuckLogged, reporter, options.api);
-      metrics.setStuckPods(step.stuck.length);
+      metrics.setStuckPods(BLOCKED_KINDS, stuckReasons(pods.filter((p) => step.stuck.includes(p.uid)), now()));
       state.runtimeAnswered();
       totals.resumed += result.resumed.length;
       totals.orphanedRuntimePods += result.orphanedRuntimePods.length;
@@ -373,6 +375,16 @@ function observeStep(metrics: PodctlMetrics, result: SyncKnownResult, pods: PodI
     },
     pods.filter((p) => p.static).map((p) => p.uid),
   );
+}
+
+/** Stuck pods by what holds them (blocked-by.ts, from the listing): `grace` when nothing more is known. */
+function stuckReasons(stuck: PodInfo[], now: number): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const pod of stuck) {
+    const kind = blockedBy(stuckFactsOf(pod, now))?.kind ?? 'grace';
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  }
+  return counts;
 }
 
 /** Logs each newly stuck pod once (and posts an Event when an API server is configured). */

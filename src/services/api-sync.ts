@@ -119,7 +119,7 @@ export async function startApiSync(options: ApiSyncOptions, planned?: ApiSyncPla
     if (terminatedOnNode(pod)) continue; // nothing runs here: straight to the final delete
     count(await api.event(d.pod, 'Normal', EventReason.Killing, killingMessage(d.gracePeriodSeconds)).catch((e: Error) => (reporter.warn(e.message), 'failed')));
     try {
-      await session.requestKill({ uid: d.uid, gracePeriodSeconds: d.gracePeriodSeconds });
+      await session.requestKill({ uid: d.uid, gracePeriodSeconds: d.gracePeriodSeconds, pod: d.pod });
       driven.push(d);
       reporter.info(`${d.namespace}/${d.name}: deleted in the API server; terminating with its grace ${d.gracePeriodSeconds}s`);
     } catch (error) {

@@ -153,6 +153,8 @@ export interface KillRequest {
   evict?: boolean;
   reason?: string;
   message?: string;
+  /** The pod as the API server holds it: its spec orders the kill (sidecars last), as the kubelet's does. */
+  pod?: V1Pod;
 }
 
 export interface KillHandle {

@@ -12,15 +12,39 @@
 import { lstat, mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import { parseFault, type ParsedFault } from '../cri/simulator/fault-spec.js';
 import { RuntimeFailure, UsageError } from '../lib/errors.js';
 
 export const DEFAULT_SIMULATOR_PODS = 36;
 /** The longest path a unix socket address holds on Linux (sun_path is 108 bytes, NUL included). */
 export const MAX_SOCKET_PATH_BYTES = 107;
 
+/** Parsed `--fault` specifications (see cri/simulator/fault-spec.ts). */
+export interface SimulatorFaults {
+  rules: import('../cri/simulator/types.js').FaultRule[];
+  processModes: { container: string; mode: 'stuck' | 'vanished' }[];
+}
+
+/** Parses every `--fault`; a bad one is a usage error naming it. */
+export function parseFaults(specs: readonly string[]): SimulatorFaults {
+  const out: SimulatorFaults = { rules: [], processModes: [] };
+  for (const spec of specs) {
+    let parsed: ParsedFault;
+    try {
+      parsed = parseFault(spec);
+    } catch (error) {
+      throw new UsageError(`--fault ${spec}: ${(error as Error).message}`, 'podctl simulator --list-faults shows the accepted faults');
+    }
+    if (parsed.kind === 'rule') out.rules.push(parsed.rule);
+    else out.processModes.push({ container: parsed.container, mode: parsed.mode });
+  }
+  return out;
+}
+
 export interface SimulatorOptions {
   socketPath: string;
   pods: number;
+  faults?: SimulatorFaults;
   /** Real-time factor for simulated waits (1 = real time). */
   timeScale?: number;
   signal?: AbortSignal;
@@ -76,6 +100,7 @@ export async function serveSimulator(options: SimulatorOptions): Promise<Simulat
     socketPath,
     pods: options.pods,
     ...(options.timeScale !== undefined ? { timeScale: options.timeScale } : {}),
+    ...(options.faults ? { faults: options.faults.rules, processModes: options.faults.processModes } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     handleProcessSignals: false,
     onReady: (sim) => {

@@ -9,6 +9,7 @@
  * Invariants: rows have a fixed set of keys (absent values are null), so the JSON/YAML shape does not
  * depend on a pod's state; `now` is injected, so the same input renders the same output.
  */
+import type { V1Pod } from '@kubernetes/client-node';
 import { formatDuration } from '../lib/duration.js';
 import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
 import type { KubeletStatus } from '../kube/kubelet.js';
@@ -19,6 +20,7 @@ import { DEFAULT_STUCK_AFTER_MS, isStuck } from './stuck.js';
 import { mountedPodVolumes } from './volumes.js';
 import type { NodeSession, PodInfo } from './session-api.js';
 import type { PodSyncStatusView } from '../engine/types.js';
+import { blockedBy, type BlockedBy, type ProcessFact, type StuckFacts } from './blocked-by.js';
 
 export type PodState = PodInfo['state'];
 
@@ -50,7 +52,21 @@ export interface StatusRow {
   lastError: string | null;
   lastErrorAt: string | null;
   nextRetryAt: string | null;
+  /** Why a pod on its way out is not finishing, with the operator's next step (null: nothing holds it). */
+  blockedBy: BlockedBy | null;
 }
+
+/** Node facts beyond the session's view, gathered by podStatus for pods on their way out. */
+export interface NodeFacts {
+  kubeletRunning: boolean;
+  processes: ReadonlyMap<string, readonly ProcessFact[]>;
+  mounts: ReadonlyMap<string, readonly string[]>;
+  podDir: (uid: string) => string;
+  /** The API objects of the node's pods, by UID (empty without an API server). */
+  api: ReadonlyMap<string, V1Pod>;
+}
+
+const NO_FACTS: NodeFacts = { kubeletRunning: false, processes: new Map(), mounts: new Map(), podDir: (uid) => `/var/lib/kubelet/pods/${uid}`, api: new Map() };
 
 export interface PredicateAnswer {
   name: string;
@@ -85,6 +101,8 @@ export interface Explanation {
   stuck: boolean;
   /** Why a final delete would be withheld (a volume still mounted under the kubelet's pods directory), or null. */
   finalDelete: string | null;
+  /** As StatusRow.blockedBy. */
+  blockedBy: BlockedBy | null;
   timeline: TimelineEntry[];
 }
 
@@ -109,6 +127,12 @@ export interface StatusOptions {
   now?: () => number;
   /** SIGINT/SIGTERM: stop waiting for the listing and reject with the signal's reason. */
   signal?: AbortSignal;
+  /** Whether a kubelet runs beside podctl (decides kubelet-owns); set on the result too. */
+  kubelet?: Promise<KubeletStatus>;
+  /** Gather process and mount facts for pods that are not finishing (default true). */
+  nodeFacts?: boolean;
+  /** The node's pods from the API server (finalizers, deletions), when one is configured. */
+  apiPods?: Promise<V1Pod[] | undefined>;
 }
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
@@ -119,7 +143,33 @@ export function isUndriven(pod: Pick<PodInfo, 'state' | 'owner' | 'worker'>): bo
   return underWay && pod.owner?.alive !== true;
 }
 
-export function statusRow(pod: PodInfo, now: number): StatusRow {
+/** The facts blocked-by.ts classifies from, for one pod. */
+export function stuckFactsOf(pod: PodInfo, now: number, facts: NodeFacts = NO_FACTS): StuckFacts {
+  const row = baseRow(pod, now);
+  const meta = (facts.api.get(pod.uid) ?? pod.pod)?.metadata;
+  return {
+    namespace: pod.namespace,
+    name: pod.name,
+    state: pod.state,
+    apiDeleting: meta?.deletionTimestamp !== undefined && meta?.deletionTimestamp !== null,
+    finalizers: meta?.finalizers ?? [],
+    driven: row.driven,
+    kubeletRunning: facts.kubeletRunning,
+    gracePeriodSeconds: row.gracePeriodSeconds,
+    graceLeftMs: row.driven === true && pod.state === 'terminating' && pod.graceDeadline !== undefined ? Math.max(0, pod.graceDeadline - now) : null,
+    containersRunning: pod.containersRunning,
+    lastError: pod.lastError?.message ?? null,
+    processes: facts.processes.get(pod.uid) ?? [],
+    mountsHeld: facts.mounts.get(pod.uid) ?? [],
+    podDir: facts.podDir(pod.uid),
+  };
+}
+
+export function statusRow(pod: PodInfo, now: number, facts: NodeFacts = NO_FACTS): StatusRow {
+  return { ...baseRow(pod, now), blockedBy: blockedBy(stuckFactsOf(pod, now, facts)) };
+}
+
+function baseRow(pod: PodInfo, now: number): Omit<StatusRow, 'blockedBy'> {
   const undriven = isUndriven(pod);
   // a grace counts down only while some process drives the pod
   const terminating = pod.state === 'terminating' && !undriven;
@@ -236,8 +286,8 @@ export function waitingFor(pod: PodInfo, now: number): string {
   return `Nothing: the pod is desired and running; it stays until it is killed, evicted or deleted${view.working ? ' (a sync is in progress)' : ''}.${retryText}`;
 }
 
-export function explainPod(pod: PodInfo, now: number): Explanation {
-  const row = statusRow(pod, now);
+export function explainPod(pod: PodInfo, now: number, facts: NodeFacts = NO_FACTS): Explanation {
+  const row = statusRow(pod, now, facts);
   return {
     uid: pod.uid,
     namespace: pod.namespace,
@@ -251,6 +301,7 @@ export function explainPod(pod: PodInfo, now: number): Explanation {
     driven: row.driven,
     stuck: row.stuck,
     finalDelete: null,
+    blockedBy: row.blockedBy,
     lastError: row.lastError,
     lastErrorAt: row.lastErrorAt,
     nextRetryAt: row.nextRetryAt,
@@ -267,16 +318,21 @@ export async function podStatus(options: StatusOptions): Promise<StatusResult> {
   const now = (options.now ?? Date.now)();
   const { session } = options;
   const { targets, missing } = resolveSelection(await session.listPods(options.signal ? { signal: options.signal } : undefined), options.selection);
+  const kubelet = options.kubelet ? await options.kubelet : undefined;
+  const apiPods = new Map(((options.apiPods ? await options.apiPods : undefined) ?? []).flatMap((p) => (p.metadata?.uid ? [[p.metadata.uid, p] as const] : [])));
+  const base = options.nodeFacts === false ? { ...NO_FACTS, kubeletRunning: kubelet?.state === 'running' } : await gatherNodeFacts(session, targets, kubelet, apiPods, options.signal);
+  const facts: NodeFacts = { ...base, api: apiPods };
   const result: StatusResult = {
     endpoint: session.endpoint,
     simulated: session.simulated,
     stateDir: session.stateDir,
     generatedAt: new Date(now).toISOString(),
-    pods: targets.map((p) => statusRow(p, now)),
+    pods: targets.map((p) => statusRow(p, now, facts)),
     missing,
+    ...(kubelet ? { kubelet } : {}),
   };
   if (options.explain) {
-    result.explain = targets.map((p) => explainPod(p, now));
+    result.explain = targets.map((p) => explainPod(p, now, facts));
     // the kubelet's last check before a final delete: a volume of the pod still mounted
     for (const e of result.explain) {
       const mounted = await mountedPodVolumes(e.uid, options.kubeletRoot);
@@ -285,6 +341,37 @@ export async function podStatus(options: StatusOptions): Promise<StatusResult> {
     }
   }
   return result;
+}
+
+/** Whether a pod is on its way out and not finished, so its node facts matter. */
+function notFinishing(pod: PodInfo, api: ReadonlyMap<string, V1Pod>): boolean {
+  const deleting = (api.get(pod.uid) ?? pod.pod)?.metadata?.deletionTimestamp;
+  return pod.state === 'terminating' || pod.state === 'terminated' || (deleting !== undefined && deleting !== null);
+}
+
+/** Process facts for running containers and held mounts of the pods that are not finishing (bounded, best effort). */
+async function gatherNodeFacts(
+  session: NodeSession,
+  pods: PodInfo[],
+  kubelet: KubeletStatus | undefined,
+  api: ReadonlyMap<string, V1Pod>,
+  signal: AbortSignal | undefined,
+): Promise<NodeFacts> {
+  const leaving = pods.filter((p) => notFinishing(p, api));
+  const { gatherProcessFacts, mountsUnder, podDirOf, readMountinfo } = await import('./stuck-facts.js');
+  const facts: NodeFacts = { kubeletRunning: kubelet?.state === 'running', processes: new Map(), mounts: new Map(), podDir: podDirOf, api };
+  if (leaving.length === 0) return facts;
+  const running = leaving.flatMap((p) => (p.runtime?.containerStatuses ?? []).filter((c) => c.state === 'running').map((c) => ({ uid: p.uid, id: c.id, name: c.name })));
+  const [processes, mountinfo] = await Promise.all([
+    gatherProcessFacts(session.endpoint, running, { simulated: session.simulated, ...(signal ? { signal } : {}) }).catch(() => new Map<string, ProcessFact[]>()),
+    readMountinfo(),
+  ]);
+  const mounts = new Map<string, string[]>();
+  for (const p of leaving) {
+    const held = mountsUnder(mountinfo, podDirOf(p.uid));
+    if (held.length > 0) mounts.set(p.uid, held);
+  }
+  return { ...facts, processes, mounts };
 }
 
 function stateCell(state: PodState, styler: Styler): string {
@@ -310,7 +397,7 @@ function ownerCell(row: StatusRow): string {
 
 export function statusTable(result: StatusResult, wide: boolean, styler: Styler): TableSpec {
   const head = ['NAMESPACE/NAME', 'UID', 'STATE', 'GRACE', 'AGE', 'CONTAINERS', 'OWNER', 'LAST ERROR'];
-  if (wide) head.push('PRIORITY', 'STATIC', 'EVICTED', 'NEXT RETRY');
+  if (wide) head.push('PRIORITY', 'STATIC', 'EVICTED', 'NEXT RETRY', 'BLOCKED BY');
   const rows = result.pods.map((r) => {
     const grace = r.gracePeriodSeconds === null ? '-' : r.graceLeftSeconds === null ? `-/${r.gracePeriodSeconds}s` : `${r.graceLeftSeconds}s/${r.gracePeriodSeconds}s`;
     const cells = [
@@ -323,7 +410,7 @@ export function statusTable(result: StatusResult, wide: boolean, styler: Styler)
       ownerCell(r),
       r.lastError === null ? '' : styler.red(truncate(r.lastError, wide ? 80 : 40)),
     ];
-    if (wide) cells.push(r.priority === null ? '-' : String(r.priority), r.static ? 'yes' : 'no', r.evicted ? 'yes' : 'no', r.nextRetryAt ?? '-');
+    if (wide) cells.push(r.priority === null ? '-' : String(r.priority), r.static ? 'yes' : 'no', r.evicted ? 'yes' : 'no', r.nextRetryAt ?? '-', r.blockedBy?.kind ?? '-');
     return cells;
   });
   return { head, rows };
@@ -337,6 +424,10 @@ export function explainText(e: Explanation, styler: Styler, now: number): string
   lines.push(`  waiting for:  ${e.waitingFor}`);
   if (e.finalDelete) lines.push(`  final delete: ${e.finalDelete}`);
   if (e.stuck) lines.push(`  stuck:        ${styler.red(`terminating more than ${formatDuration(DEFAULT_STUCK_AFTER_MS)} past its grace period`)} (the agent counts it in podctl_stuck_pods)`);
+  if (e.blockedBy) {
+    lines.push(`  blocked by:   ${styler.yellow(e.blockedBy.kind)}: ${e.blockedBy.detail}`);
+    lines.push(`  next step:    ${e.blockedBy.next}`);
+  }
   if (e.gracePeriodSeconds !== null) lines.push(`  grace:        ${e.graceLeftSeconds === null ? '-' : `${e.graceLeftSeconds}s left of `}${e.gracePeriodSeconds}s`);
   if (e.owner) lines.push(`  owner:        pid ${e.owner.pid}${e.owner.alive ? '' : ' (gone)'}, heartbeat ${e.owner.heartbeatAt}`);
   else if (e.driven === false) lines.push('  owner:        none: nobody drives this pod (no grace counts down); `podctl sync-known` resumes it');

@@ -14,6 +14,8 @@
  */
 import type { NodeSession, PodInfo } from './session-api.js';
 import { WatchFeed, type FeedChange, type FeedEntry, type PodTransition } from './watch-feed.js';
+import { BLOCKED_KINDS, blockedBy, type BlockedBy } from './blocked-by.js';
+import { stuckFactsOf } from './status.js';
 
 export type WatchFormat = 'tui' | 'json';
 
@@ -58,6 +60,8 @@ export interface PodRecord {
   graceDeadline?: number;
   ownerPid?: number;
   lastError?: string;
+  /** Why a pod on its way out is not finishing (blocked-by.ts), from the listing's facts. */
+  blockedBy?: BlockedBy;
 }
 
 export type TransitionRecord = { type: 'transition' } & PodTransition;
@@ -80,6 +84,8 @@ export function podRecord(pod: PodInfo, at: number): PodRecord {
   if (pod.graceDeadline !== undefined) r.graceDeadline = pod.graceDeadline;
   if (pod.owner !== undefined) r.ownerPid = pod.owner.pid;
   if (pod.lastError !== undefined) r.lastError = pod.lastError.message;
+  const cause = blockedBy(stuckFactsOf(pod, at));
+  if (cause) r.blockedBy = cause;
   return r;
 }
 
@@ -108,6 +114,13 @@ async function startMetrics(session: NodeSession, feed: WatchFeed): Promise<{ me
     const pods = feed.snapshot().pods;
     const workers = pods.map(workerSyncOf).filter((s) => s !== undefined);
     metrics.setWorkingPods(workers, pods.length - workers.length);
+    const now = Date.now();
+    const stuck = new Map<string, number>();
+    for (const pod of pods) {
+      const kind = blockedBy(stuckFactsOf(pod, now))?.kind;
+      if (kind) stuck.set(kind, (stuck.get(kind) ?? 0) + 1);
+    }
+    metrics.setStuckPods(BLOCKED_KINDS, stuck);
   };
   const off = feed.onChange((change) => {
     for (const t of change.transitions) {

@@ -87,7 +87,7 @@ describe('podctl agent with the API server', () => {
       expect(stuck[0]?.type).toBe('Warning');
       const text = await metrics.exposition();
       expect(text).toMatch(/^podctl_mirror_pods 1$/m);
-      expect(text).toMatch(/^podctl_stuck_pods 1$/m);
+      expect(text.split('\n').filter((l) => /^podctl_stuck_pods\{reason="[a-z-]+"\} 1$/.test(l))).toHaveLength(1);
       expect(text).toMatch(/^podctl_desired_pods\{static="true"\} 1$/m);
       expect(text).toMatch(/^podctl_runtime_operations_errors_total\{operation_type="stop_container"\} [1-9]/m);
     } finally {

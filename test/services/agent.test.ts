@@ -154,11 +154,11 @@ describe('podctl agent (service)', () => {
     let stuckGauge = '';
     const { steps } = await runUntil({ session, source: { kind: 'runtime' }, intervalMs: 150, stuckAfterMs: 300, reporter, metrics }, async (s) => {
       if (s.filter((x) => x.stuck.includes('uid-stuck')).length < 3) return false;
-      stuckGauge = (await metrics.exposition()).split('\n').find((l) => l.startsWith('podctl_stuck_pods ')) ?? '';
+      stuckGauge = (await metrics.exposition()).split('\n').filter((l) => l.startsWith('podctl_stuck_pods{') && !l.endsWith(' 0')).join('\n');
       return true;
     });
     expect(steps.some((s) => s.stuck.includes('uid-stuck')), JSON.stringify(steps.slice(0, 3))).toBe(true);
-    expect(stuckGauge).toBe('podctl_stuck_pods 1');
+    expect(stuckGauge).toMatch(/^podctl_stuck_pods\{reason="[a-z-]+"\} 1$/); // one stuck pod, under what holds it
     expect(lines.filter((l) => l.includes('default/stuck is stuck')).length).toBe(1);
     expect(steps[0]?.stuck).toEqual([]); // within grace + stuck-after at first
   });

@@ -99,6 +99,11 @@ describe('watch JSON stream', () => {
     expect(text).toContain('podctl_working_pods{lifecycle="terminating",config="desired",static="false"} 1');
     expect(text).toContain('podctl_untracked_runtime_pods 1');
     expect(text).toContain('podctl_pod_transitions_total{from="sync",to="terminating"} 1');
+    // the killed pod is on its way out: counted by what holds it; every reason has a series
+    // (the fake session records no owner for it, so nobody drives it: undriven)
+    expect(text).toContain('podctl_stuck_pods{reason="undriven"} 1');
+    expect(text).toContain('podctl_stuck_pods{reason="grace"} 0');
+    expect(text).toContain('podctl_stuck_pods{reason="cni-teardown"} 0');
     await rm(dir, { recursive: true, force: true });
   });
 });

@@ -77,7 +77,7 @@ describe('watch screen', () => {
   it('lists every pod with its state, countdown, containers, time in state, owner and last error', async () => {
     const { first } = await mount(nodePods());
     const row = (name: string) => first.split('\n').find((l) => l.includes(name)) ?? '';
-    expect(row('default/db')).toMatch(/default\/db\s+terminating\s+█████░░░░░ 10s\s+1\/2\s+5s\s+-\s+StopContainer: DeadlineExceeded/);
+    expect(row('default/db')).toMatch(/default\/db\s+terminating\s+█████░░░░░ 10s\s+1\/2\s+5s\s+-\s+undriven: StopContainer: DeadlineExceeded/);
     expect(row('default/web')).toMatch(/default\/web\s+sync\s+1\/1\s+1m\s+4242/);
     expect(row('kube-system/etcd')).toMatch(/sync\s+1\/1\s+1h00m/);
     expect(row('default/old')).toMatch(/finished\s+0\/1/);

@@ -9,10 +9,12 @@ import path from 'node:path';
 import { SIMULATOR_SOCKET_NAME } from '../endpoint.js';
 import { startSimulator, type RunningSimulator, type StartSimulatorOptions } from './server.js';
 import type { FaultRule, SimPodSpec } from './types.js';
+import type { ProcessMode } from './state.js';
 
 export { startSimulator, type RunningSimulator, type StartSimulatorOptions } from './server.js';
 export { demoNode, seedPods, podConfigs, pauseCommand, stableUid, SIM_IMAGE } from './seed.js';
-export { SimRuntime, SimError, behaviourOf, ANN_SIM_SIGTERM } from './state.js';
+export { SimRuntime, SimError, behaviourOf, ANN_SIM_SIGTERM, ANN_SIM_PROCESS, PROCESS_MODES, type ProcessMode } from './state.js';
+export { parseFault, faultListing, FAULT_KINDS, type ParsedFault } from './fault-spec.js';
 export { FaultInjector } from './faults.js';
 export type { CriMethod, FaultRule, SigtermBehaviour, SimClock, SimContainerSpec, SimPodSpec, SimRecord } from './types.js';
 
@@ -23,6 +25,8 @@ export interface RunSimulatorOptions {
   /** Pods to seed, or a demo-node pod count. Default 36 demo pods. */
   pods?: SimPodSpec[] | number;
   faults?: FaultRule[];
+  /** Process modes by container name (see ProcessMode). */
+  processModes?: { container: string; mode: ProcessMode }[];
   timeScale?: number;
   events?: boolean;
   /** Stops the simulator when aborted. */
@@ -50,6 +54,7 @@ export async function runSimulator(options: RunSimulatorOptions): Promise<void> 
     ...(options.events !== undefined ? { events: options.events } : {}),
   };
   const sim = await startSimulator(startOptions);
+  for (const { container, mode } of options.processModes ?? []) sim.state.setProcessMode(container, mode);
   options.onReady?.(sim);
   await new Promise<void>((resolve) => {
     const stop = (): void => {

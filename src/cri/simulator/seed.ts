@@ -11,7 +11,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { kubeletContainerConfig, kubeletSandboxConfig, type KubeletPodMeta } from '../kubelet-labels.js';
 import type { ContainerConfig, DeepPartial, PodSandboxConfig } from '../generated/runtime_v1.js';
-import type { SimRuntime } from './state.js';
+import { ANN_SIM_PROCESS, type SimRuntime } from './state.js';
 import type { SigtermBehaviour, SimContainerSpec, SimPodSpec } from './types.js';
 
 export const SIM_IMAGE = 'localhost/podctl-test/pause:1.0';
@@ -40,6 +40,11 @@ export function podMetaOf(spec: SimPodSpec): KubeletPodMeta & { uid: string } {
   };
 }
 
+function withProcessMode(c: SimContainerSpec, config: DeepPartial<ContainerConfig>): DeepPartial<ContainerConfig> {
+  if (!c.process || c.process === 'normal') return config;
+  return { ...config, annotations: { ...(config.annotations as Record<string, string>), [ANN_SIM_PROCESS]: c.process } };
+}
+
 /** The CRI configs a kubelet would send for one pod and its containers. */
 export function podConfigs(
   spec: SimPodSpec,
@@ -55,13 +60,13 @@ export function podConfigs(
     sandbox: kubeletSandboxConfig(meta),
     containers: containers.map((c) => ({
       spec: c,
-      config: kubeletContainerConfig(meta, {
+      config: withProcessMode(c, kubeletContainerConfig(meta, {
         name: c.name,
         image: c.image ?? SIM_IMAGE,
         ...pauseCommand(c.onSigterm),
         ...(c.restartCount !== undefined ? { restartCount: c.restartCount } : {}),
         ...(c.preStop ? { preStop: c.preStop } : {}),
-      }),
+      })),
     })),
   };
 }

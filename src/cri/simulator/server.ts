@@ -181,7 +181,7 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
     listContainers: unary('ListContainers', () => undefined, (r) => ({ containers: state.listContainers(r.filter) })),
     containerStatus: unary('ContainerStatus', (r) => r.containerId, (r) => ({
       status: state.containerStatus(r.containerId),
-      info: {},
+      info: r.verbose ? state.containerInfo(r.containerId) : {},
     })),
     execSync: unary(
       'ExecSync',

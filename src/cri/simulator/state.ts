@@ -35,6 +35,10 @@ import { GrpcStatus } from '../errors.js';
 import type { CriMethod, SigtermBehaviour, SimClock, SimRecord } from './types.js';
 
 export const ANN_SIM_SIGTERM = 'podctl.io/sim-sigterm';
+/** A container's simulated process mode ('stuck' | 'vanished'), see ProcessMode. */
+export const ANN_SIM_PROCESS = 'podctl.io/sim-process';
+/** Above the kernel's largest pid_max (2^22): a simulated pid never names a real process. */
+const SIM_PID_BASE = 4_194_400;
 
 /** An error the server turns into a gRPC status. */
 export class SimError extends Error {
@@ -72,6 +76,31 @@ interface SimContainer {
   gracefulExitTimer?: NodeJS.Timeout;
   stopRequests: Set<StopRequest>;
   exitWaiters: Set<() => void>;
+  /** The simulated process: normal, stuck in uninterruptible sleep, or vanished under a stale shim. */
+  process: ProcessMode;
+  pid: number;
+}
+
+/**
+ * The simulated container process, for producing stuck pods:
+ * - normal: it follows its SIGTERM behaviour and dies on SIGKILL;
+ * - stuck: in uninterruptible sleep (state D): no signal ends it, so StopContainer never returns
+ *   (the client's deadline ends the call) and the sandbox stop cannot kill it;
+ * - vanished: the process is gone but the runtime still reports it running (a stale shim):
+ *   StopContainer and StopPodSandbox fail as containerd's do when the shim's connection is closed.
+ * ContainerStatus(verbose) reports the pid and the process state ('S', 'D', or 'gone') in its
+ * info, as containerd reports the pid.
+ */
+export type ProcessMode = 'normal' | 'stuck' | 'vanished';
+export const PROCESS_MODES: readonly ProcessMode[] = ['normal', 'stuck', 'vanished'];
+
+function processModeOf(config: Pick<ContainerConfig, 'annotations'>): ProcessMode {
+  const ann = config.annotations?.[ANN_SIM_PROCESS];
+  return ann === 'stuck' || ann === 'vanished' ? ann : 'normal';
+}
+
+function staleShimError(id: string, what: string): SimError {
+  return new SimError(GrpcStatus.UNKNOWN, `failed to ${what} "${id}": ttrpc: closed: unknown`);
 }
 
 export interface SimRuntimeOptions {
@@ -125,6 +154,9 @@ export class SimRuntime {
   #journal: SimRecord[] = [];
   #journalLimit: number;
   #closed = false;
+  #pidSeq = 0;
+  /** Process modes set by container name (simulator --fault container:NAME=MODE). */
+  #processModes = new Map<string, ProcessMode>();
 
   constructor(options: SimRuntimeOptions = {}) {
     this.#clock = options.clock ?? { now: () => Date.now() };
@@ -194,6 +226,25 @@ export class SimRuntime {
     return () => this.#listeners.delete(listener);
   }
 
+  /**
+   * Sets the process mode of every container named `name` (existing ones that still run, and
+   * those created later).
+   */
+  setProcessMode(name: string, mode: ProcessMode): void {
+    this.#processModes.set(name, mode);
+    for (const c of this.#containers.values()) {
+      if (c.config.metadata?.name === name && c.state !== ContainerStateCode.EXITED) c.process = mode;
+    }
+  }
+
+  /** What ContainerStatus(verbose) adds: the pid and the process state, as JSON under "info". */
+  containerInfo(id: string): Record<string, string> {
+    const c = this.#container(id);
+    const running = c.state === ContainerStateCode.RUNNING;
+    const processState = !running ? 'gone' : c.process === 'stuck' ? 'D' : c.process === 'vanished' ? 'gone' : 'S';
+    return { info: JSON.stringify({ pid: running ? c.pid : 0, simProcessState: processState }) };
+  }
+
   // -------------------------------------------------------------------------------- sandboxes
 
   runPodSandbox(partial: DeepPartial<PodSandboxConfig>, runtimeHandler = ''): string {
@@ -209,6 +260,9 @@ export class SimRuntime {
 
   stopPodSandbox(id: string): void {
     const sb = this.#sandbox(id);
+    for (const c of this.#containers.values()) {
+      if (c.sandboxId === id && c.state === ContainerStateCode.RUNNING && c.process === 'vanished') throw staleShimError(c.id, 'stop container');
+    }
     for (const c of this.#containers.values()) {
       if (c.sandboxId === id && c.state === ContainerStateCode.RUNNING) this.#kill(c);
     }
@@ -278,6 +332,8 @@ export class SimRuntime {
       reason: '',
       stopRequests: new Set(),
       exitWaiters: new Set(),
+      process: this.#processModes.get(config.metadata.name) ?? processModeOf(config),
+      pid: SIM_PID_BASE + ++this.#pidSeq,
     };
     this.#containers.set(id, c);
     this.#emit(c, ContainerEventCode.CREATED);
@@ -311,9 +367,10 @@ export class SimRuntime {
   stopContainer(id: string, timeoutSeconds: number, signal?: AbortSignal): Promise<void> {
     const c = this.#container(id);
     if (c.state !== ContainerStateCode.RUNNING) return Promise.resolve();
+    if (c.process === 'vanished') return Promise.reject(staleShimError(c.id, 'stop container'));
     this.#sigterm(c);
     if (c.state !== ContainerStateCode.RUNNING) return Promise.resolve();
-    if (timeoutSeconds <= 0) {
+    if (timeoutSeconds <= 0 && c.process !== 'stuck') {
       this.#kill(c);
       return Promise.resolve();
     }
@@ -466,6 +523,7 @@ export class SimRuntime {
 
   #sigterm(c: SimContainer): void {
     this.record({ at: this.#clock.now(), kind: 'signal', id: c.id, signal: 'SIGTERM' });
+    if (c.process !== 'normal') return; // a stuck process does not take signals; a vanished one is gone
     if (c.sigtermAtMs !== undefined) return; // only the first SIGTERM starts a behaviour
     c.sigtermAtMs = this.#clock.now();
     const b = c.behaviour;
@@ -479,6 +537,7 @@ export class SimRuntime {
 
   #kill(c: SimContainer): void {
     this.record({ at: this.#clock.now(), kind: 'signal', id: c.id, signal: 'SIGKILL' });
+    if (c.process === 'stuck') return; // SIGKILL cannot help until the I/O returns
     this.#exit(c, 137);
   }
 

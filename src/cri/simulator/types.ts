@@ -57,6 +57,8 @@ export interface SimContainerSpec {
   state?: 'created' | 'running' | 'exited';
   exitCode?: number;
   image?: string;
+  /** The simulated process: 'stuck' (state D, no signal ends it) or 'vanished' (a stale shim). Default 'normal'. */
+  process?: 'normal' | 'stuck' | 'vanished';
 }
 
 /** A pod the simulator creates as a kubelet would (labels, annotations and all). */
