@@ -117,7 +117,7 @@ describe('every cause of a stuck pod, from the simulator', { timeout: 120_000 },
     const n = await node({ name: 'slow', namespace: 'default', terminationGracePeriodSeconds: 600, containers: [{ name: 'c', onSigterm: 'ignore' }] });
     const { blocked } = await stuck(n, 'default/slow', 600, 'grace');
     expect(blocked.kind).toBe('grace');
-    expect(blocked.detail).toMatch(/stopping within its grace: \d+s left of 600s, 1 container\(s\) still running/);
+    expect(blocked.detail).toMatch(/stopping within its grace: \d+s left of (59\d|600)s, 1 container\(s\) still running/);
     expect(blocked.next).toBe('wait, or shorten it: podctl kill default/slow --grace 0');
   });
 
