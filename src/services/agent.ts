@@ -26,7 +26,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isStuck, stuckForMs } from './stuck.js';
 import { BLOCKED_KINDS, blockedBy } from './blocked-by.js';
-import { stuckFactsOf } from './status.js';
+import { gatherNodeFacts, stuckFactsOf, type NodeFacts } from './status.js';
 export { DEFAULT_STUCK_AFTER_MS } from './stuck.js';
 import type { NodeSession, PodInfo } from './session-api.js';
 import type { ApiNode } from './api-node.js';
@@ -210,7 +210,10 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
       observeStep(metrics, result, pods);
       gate.afterFullStep(pods);
       step.stuck = noteStuck(pods, now(), options.stuckAfterMs, stuckLogged, reporter, options.api);
-      metrics.setStuckPods(BLOCKED_KINDS, stuckReasons(pods.filter((p) => step.stuck.includes(p.uid)), now()));
+      // what holds each stuck pod, with the node's facts (/proc, mounts) for those few pods only
+      const stuckPods = pods.filter((p) => step.stuck.includes(p.uid));
+      const facts = stuckPods.length > 0 ? await gatherNodeFacts(session, stuckPods, kubeletNow, new Map(), signal).catch(() => undefined) : undefined;
+      metrics.setStuckPods(BLOCKED_KINDS, stuckReasons(stuckPods, now(), facts));
       state.runtimeAnswered();
       totals.resumed += result.resumed.length;
       totals.orphanedRuntimePods += result.orphanedRuntimePods.length;
@@ -378,10 +381,10 @@ function observeStep(metrics: PodctlMetrics, result: SyncKnownResult, pods: PodI
 }
 
 /** Stuck pods by what holds them (blocked-by.ts, from the listing): `grace` when nothing more is known. */
-function stuckReasons(stuck: PodInfo[], now: number): Map<string, number> {
+function stuckReasons(stuck: PodInfo[], now: number, facts: NodeFacts | undefined): Map<string, number> {
   const counts = new Map<string, number>();
   for (const pod of stuck) {
-    const kind = blockedBy(stuckFactsOf(pod, now))?.kind ?? 'grace';
+    const kind = blockedBy(stuckFactsOf(pod, now, facts))?.kind ?? 'grace';
     counts.set(kind, (counts.get(kind) ?? 0) + 1);
   }
   return counts;

@@ -350,7 +350,7 @@ function notFinishing(pod: PodInfo, api: ReadonlyMap<string, V1Pod>): boolean {
 }
 
 /** Process facts for running containers and held mounts of the pods that are not finishing (bounded, best effort). */
-async function gatherNodeFacts(
+export async function gatherNodeFacts(
   session: NodeSession,
   pods: PodInfo[],
   kubelet: KubeletStatus | undefined,
