@@ -34,7 +34,8 @@ export const kubeletFlags = {
     helpValue: 'URL',
   }),
   'kubelet-root': Flags.string({
-    summary: 'The kubelet\'s root directory: a pod\'s final delete waits while a volume is mounted under <root>/pods/<uid>/volumes.',
+    summary: 'The kubelet\'s root directory (its --root-dir): a pod\'s final delete waits while a volume is mounted under <root>/pods/<uid>/volumes, and mounts held there name a stuck pod\'s cause.',
+    env: 'PODCTL_KUBELET_DIR',
     default: '/var/lib/kubelet',
     helpValue: 'DIR',
   }),

@@ -320,7 +320,7 @@ export async function podStatus(options: StatusOptions): Promise<StatusResult> {
   const { targets, missing } = resolveSelection(await session.listPods(options.signal ? { signal: options.signal } : undefined), options.selection);
   const kubelet = options.kubelet ? await options.kubelet : undefined;
   const apiPods = new Map(((options.apiPods ? await options.apiPods : undefined) ?? []).flatMap((p) => (p.metadata?.uid ? [[p.metadata.uid, p] as const] : [])));
-  const base = options.nodeFacts === false ? { ...NO_FACTS, kubeletRunning: kubelet?.state === 'running' } : await gatherNodeFacts(session, targets, kubelet, apiPods, options.signal);
+  const base = options.nodeFacts === false ? { ...NO_FACTS, kubeletRunning: kubelet?.state === 'running' } : await gatherNodeFacts(session, targets, kubelet, apiPods, options.signal, options.kubeletRoot);
   const facts: NodeFacts = { ...base, api: apiPods };
   const result: StatusResult = {
     endpoint: session.endpoint,
@@ -356,9 +356,11 @@ export async function gatherNodeFacts(
   kubelet: KubeletStatus | undefined,
   api: ReadonlyMap<string, V1Pod>,
   signal: AbortSignal | undefined,
+  kubeletRoot?: string,
 ): Promise<NodeFacts> {
   const leaving = pods.filter((p) => notFinishing(p, api));
-  const { gatherProcessFacts, mountsUnder, podDirOf, readMountinfo } = await import('./stuck-facts.js');
+  const { gatherProcessFacts, mountsUnder, podDirOf: defaultPodDir, readMountinfo } = await import('./stuck-facts.js');
+  const podDirOf = kubeletRoot ? (uid: string) => `${kubeletRoot.replace(/\/+$/, '')}/pods/${uid}` : defaultPodDir;
   const facts: NodeFacts = { kubeletRunning: kubelet?.state === 'running', processes: new Map(), mounts: new Map(), podDir: podDirOf, api };
   if (leaving.length === 0) return facts;
   const running = leaving.flatMap((p) => (p.runtime?.containerStatuses ?? []).filter((c) => c.state === 'running').map((c) => ({ uid: p.uid, id: c.id, name: c.name })));
