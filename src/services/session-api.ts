@@ -207,8 +207,9 @@ export interface NodeSession {
   syncKnown(desired: V1Pod[] | undefined, options?: SyncKnownCallOptions): Promise<SyncKnownResult>;
   subscribe(listener: (event: SessionEvent) => void): () => void;
   /**
-   * Pods this session drives whose termination is not over (uids): a process that exits hands
-   * these to another driver before it closes. Empty for a read-only or closed session.
+   * Pods this session drives that are still terminating (uids): a process that exits hands these to
+   * another driver before it closes (a terminated pod's cleanup is left to close() and housekeeping).
+   * Empty for a read-only or closed session.
    */
   drivenUnfinished(): string[];
   /** The desired pods the API server lists for this node; rejects when none is configured. */
