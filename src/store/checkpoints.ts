@@ -23,8 +23,8 @@ import { mapLimit, READ_CONCURRENCY } from './limit.js';
 
 export const CHECKPOINT_SUFFIX = '.ckpt';
 
-/** One-line reports about files the store moved aside or could not use. */
-export type StoreReporter = (message: string) => void;
+export type { StoreReporter } from './records.js';
+import type { StoreReporter } from './records.js';
 
 export interface CheckpointStoreOptions {
   layout: StateLayout;
