@@ -19,7 +19,8 @@ import { decodeCheckpoint, encodeCheckpoint, type PodCheckpoint } from './format
 import { identityOf, listNames, nodeFileOps, readFileNoFollow, sameIdentity, syncFolder, writeFileAtomic, type FileIdentity, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
-import { mapLimit, READ_CONCURRENCY } from './limit.js';
+import { mapLimit } from '../lib/map-limit.js';
+import { READ_CONCURRENCY } from './limit.js';
 
 export const CHECKPOINT_SUFFIX = '.ckpt';
 
