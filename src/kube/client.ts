@@ -17,7 +17,7 @@ import { KubeError, authMessage, isConflict, isNotFound, type RbacNeed } from '.
 import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.js';
 import { eventName, statusPatch, type PodStatusChange } from './status.js';
 import { transportFor, type KubeRequest, type Transport, type WatchEvent } from './transport.js';
-import type { KubeSource } from './index.js';
+import type { KubeSource } from './source.js';
 
 export type { WatchEvent } from './transport.js';
 

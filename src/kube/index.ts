@@ -20,7 +20,8 @@ import { existsSync } from 'node:fs';
 
 export const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
-export type KubeSource = { kind: 'kubeconfig'; path: string } | { kind: 'in-cluster' };
+import type { KubeSource } from './source.js';
+export type { KubeSource } from './source.js';
 
 /** Where the API server comes from, or undefined when none is configured. */
 export function detectKube(

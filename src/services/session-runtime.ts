@@ -16,7 +16,7 @@ import { toPodStatus, toRunningPod, toV1Pod, type RuntimePod } from '../cri/pods
 import { RuntimeSyncer } from '../cri/syncer.js';
 import type { V1Pod } from '../engine/types.js';
 import type { SessionOptions } from './session-api.js';
-import type { RuntimePodRecord, SessionRuntime } from './session.js';
+import type { RuntimePodRecord, SessionRuntime } from '../session/runtime.js';
 
 /** The `runtimeName` the embedded simulator answers Version with. */
 export const SIMULATOR_RUNTIME_NAME = 'podctl-simulator';

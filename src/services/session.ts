@@ -36,8 +36,6 @@ import { createPodWorkers, operatorGraceOverride, remainingGraceSeconds } from '
 import {
   workerStateOf,
   type PodStatus,
-  type PodStatusCache,
-  type PodSyncer,
   type PodSyncStatusView,
   type PodWorkerEvent,
   type PodWorkers,
@@ -67,35 +65,8 @@ import type {
   WaitOutcome,
 } from './session-api.js';
 
-/** One pod as the runtime lists it. */
-export interface RuntimePodRecord {
-  uid: string;
-  namespace: string;
-  name: string;
-  runningPod: RunningPod;
-  status: PodStatus;
-  /** A spec rebuilt from the kubelet's labels/annotations, when the runtime has them. */
-  pod?: V1Pod;
-  static: boolean;
-  /** When the pod's newest sandbox was created (epoch ms). */
-  createdAt?: number;
-}
-
-/**
- * What the session needs from a container runtime: the engine's two ports plus a listing. The
- * default (`connectRuntime`) is CRI-backed; tests pass an in-memory one.
- */
-export interface SessionRuntime {
-  readonly endpoint: string;
-  readonly simulated: boolean;
-  readonly syncer: PodSyncer;
-  readonly cache: PodStatusCache;
-  /** Lists the runtime's pods from a relist no older than `maxAgeMs` (default 0: a fresh one). */
-  listPods(signal?: AbortSignal, maxAgeMs?: number): Promise<RuntimePodRecord[]>;
-  /** Relist / container-event notifications, if the runtime produces them. */
-  subscribe?(listener: (kind: 'relisted' | 'container-event', uids: string[]) => void): () => void;
-  close(): Promise<void>;
-}
+export type { RuntimePodRecord, SessionRuntime } from '../session/runtime.js';
+import type { RuntimePodRecord, SessionRuntime } from '../session/runtime.js';
 
 /** Test seams and tunables; every field is optional. */
 export interface SessionSeams {

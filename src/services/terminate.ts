@@ -25,7 +25,7 @@ import { effectiveGraceSeconds, killPodNowBoundMs } from '../lib/grace.js';
 import { describeSelection, resolveSelection, type PodSelection } from '../lib/refs.js';
 import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
-import { mapLimit } from '../store/limit.js';
+import { mapLimit } from '../lib/map-limit.js';
 import type { NodeSession, PodInfo, WaitOutcome } from './session-api.js';
 
 /** What kill and evict report through: the eviction Event and status. */

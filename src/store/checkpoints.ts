@@ -19,12 +19,13 @@ import { decodeCheckpoint, encodeCheckpoint, type PodCheckpoint } from './format
 import { identityOf, listNames, nodeFileOps, readFileNoFollow, sameIdentity, syncFolder, writeFileAtomic, type FileIdentity, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
-import { mapLimit, READ_CONCURRENCY } from './limit.js';
+import { mapLimit } from '../lib/map-limit.js';
+import { READ_CONCURRENCY } from './limit.js';
 
 export const CHECKPOINT_SUFFIX = '.ckpt';
 
-/** One-line reports about files the store moved aside or could not use. */
-export type StoreReporter = (message: string) => void;
+export type { StoreReporter } from './records.js';
+import type { StoreReporter } from './records.js';
 
 export interface CheckpointStoreOptions {
   layout: StateLayout;

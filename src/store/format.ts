@@ -19,32 +19,15 @@
  * - The history is bounded (`HISTORY_LIMIT`, oldest dropped first).
  */
 import { createHash } from 'node:crypto';
-import type { PodSyncStatusView } from '../engine/types.js';
-import type { RuntimeErrorInfo, TransitionRecord } from '../services/session-api.js';
+import type { TransitionRecord } from '../services/session-api.js';
 import { CHECKPOINT_FORMAT, HISTORY_LIMIT, firstIssue, storeSchemas } from './schemas.js';
 import { isCheckpointHeader, isCheckpointShape } from './shapes.js';
+import type { PodCheckpoint } from './records.js';
 
 export const CHECKPOINT_VERSION = 1;
 export { CHECKPOINT_FORMAT, HISTORY_LIMIT };
 
-/** Everything the store keeps about one pod. */
-export interface PodCheckpoint {
-  uid: string;
-  namespace: string;
-  name: string;
-  /** The worker's full sync status (pending/active updates without callbacks). */
-  status: PodSyncStatusView;
-  /** When the current worker state (or finished) was entered, epoch ms. */
-  since: number;
-  /** Bounded timeline, oldest first. */
-  history: TransitionRecord[];
-  lastError?: RuntimeErrorInfo;
-  /** While terminating: when the grace period in force runs out (epoch ms); only moves earlier. */
-  graceDeadline?: number;
-  /** When and by which process this checkpoint was written. */
-  writtenAt: number;
-  writerPid: number;
-}
+export type { PodCheckpoint } from './records.js';
 
 function sha256(data: Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');

@@ -14,30 +14,15 @@
 import * as fsp from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { V1Pod } from '../engine/types.js';
 import { listNames, nodeFileOps, readFileNoFollow, writeFileAtomic, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
-import type { StoreReporter } from './checkpoints.js';
+import type { InboxRequest, StoreReporter } from './records.js';
 import { isInboxRequestShape } from './shapes.js';
 
 const REQUEST_SUFFIX = '.req';
 const SEPARATOR = '@';
 
-/** A request for a pod's owner. */
-export interface InboxRequest {
-  id: string;
-  uid: string;
-  /** When it was written (epoch ms). */
-  at: number;
-  fromPid: number;
-  kind: 'kill';
-  gracePeriodSeconds?: number;
-  evict?: boolean;
-  reason?: string;
-  message?: string;
-  /** The pod's spec, when the requester had a fresher one (e.g. from the API server). */
-  pod?: V1Pod;
-}
+export type { InboxRequest } from './records.js';
 
 export type NewInboxRequest = Omit<InboxRequest, 'id' | 'at' | 'fromPid'>;
 

@@ -43,7 +43,8 @@ import { isIdentityAlive, processIdentity, type ProcessIdentity } from './proc.j
 import type { StoreReporter } from './checkpoints.js';
 import type { LeaseRecord } from './schemas.js';
 import { isLeaseRecordShape } from './shapes.js';
-import { mapLimit, READ_CONCURRENCY } from './limit.js';
+import { mapLimit } from '../lib/map-limit.js';
+import { READ_CONCURRENCY } from './limit.js';
 
 export type { LeaseRecord };
 

@@ -9,8 +9,7 @@
  *
  * Invariants: pure, no I/O, never throw; a `true` answer means the value has the record's type.
  */
-import type { InboxRequest } from './inbox.js';
-import type { PodCheckpoint } from './format.js';
+import type { InboxRequest, PodCheckpoint } from './records.js';
 import type { LeaseRecord } from './schemas.js';
 import { HISTORY_LIMIT } from './schemas.js';
 import { isGraceInRange } from '../engine/grace.js';
