@@ -91,7 +91,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       stdin: process.stdin,
       stderr: process.stderr,
       node: nodeName(flags.node),
-      kubelet: (await kubeletCheck).state,
+      kubelet: await kubeletCheck,
+      kubeletRoot: flags['kubelet-root'],
       color: this.styler.enabled,
       ...(flags['metrics-file'] !== undefined ? { metricsFile: flags['metrics-file'] } : {}),
       onFeed: (feed) => {

@@ -344,7 +344,7 @@ export async function podStatus(options: StatusOptions): Promise<StatusResult> {
 }
 
 /** Whether a pod is on its way out and not finished, so its node facts matter. */
-function notFinishing(pod: PodInfo, api: ReadonlyMap<string, V1Pod>): boolean {
+export function notFinishing(pod: PodInfo, api: ReadonlyMap<string, V1Pod>): boolean {
   const deleting = (api.get(pod.uid) ?? pod.pod)?.metadata?.deletionTimestamp;
   return pod.state === 'terminating' || pod.state === 'terminated' || (deleting !== undefined && deleting !== null);
 }

@@ -15,7 +15,9 @@
 import type { NodeSession, PodInfo } from './session-api.js';
 import { WatchFeed, type FeedChange, type FeedEntry, type PodTransition } from './watch-feed.js';
 import { BLOCKED_KINDS, blockedBy, type BlockedBy } from './blocked-by.js';
-import { stuckFactsOf } from './status.js';
+import { stuckFactsOf, type NodeFacts } from './status.js';
+import { WatchFacts } from './watch-facts.js';
+import type { KubeletStatus } from '../kube/kubelet.js';
 
 export type WatchFormat = 'tui' | 'json';
 
@@ -26,8 +28,12 @@ export interface WatchOptions {
   stdin?: NodeJS.ReadStream;
   stderr?: NodeJS.WriteStream;
   node?: string;
-  /** The kubelet's state for the screen's header (`running`, `down`, `unknown`). */
-  kubelet?: string;
+  /** The kubelet beside podctl: its state is in the screen's header and decides `kubelet-owns`. */
+  kubelet?: KubeletStatus;
+  /** The kubelet's root directory (mounts held under a pod's directory name `volume-busy`). */
+  kubeletRoot?: string;
+  /** Period of the node-facts gathering for pods on their way out (ms); default 2000. */
+  factsIntervalMs?: number;
   color: boolean;
   /** Write the Prometheus text exposition here when the watch ends. */
   metricsFile?: string;
@@ -60,7 +66,7 @@ export interface PodRecord {
   graceDeadline?: number;
   ownerPid?: number;
   lastError?: string;
-  /** Why a pod on its way out is not finishing (blocked-by.ts), from the listing's facts. */
+  /** Why a pod on its way out is not finishing (blocked-by.ts), from the listing and the node's facts. */
   blockedBy?: BlockedBy;
 }
 
@@ -68,7 +74,7 @@ export type TransitionRecord = { type: 'transition' } & PodTransition;
 export type EventRecord = { type: 'event' } & FeedEntry;
 export type WatchRecord = PodRecord | TransitionRecord | EventRecord;
 
-export function podRecord(pod: PodInfo, at: number): PodRecord {
+export function podRecord(pod: PodInfo, at: number, facts?: NodeFacts): PodRecord {
   const r: PodRecord = {
     type: 'pod',
     at,
@@ -84,7 +90,7 @@ export function podRecord(pod: PodInfo, at: number): PodRecord {
   if (pod.graceDeadline !== undefined) r.graceDeadline = pod.graceDeadline;
   if (pod.owner !== undefined) r.ownerPid = pod.owner.pid;
   if (pod.lastError !== undefined) r.lastError = pod.lastError.message;
-  const cause = blockedBy(stuckFactsOf(pod, at));
+  const cause = blockedBy(stuckFactsOf(pod, at, facts));
   if (cause) r.blockedBy = cause;
   return r;
 }
@@ -105,7 +111,7 @@ export function recordsOfChange(change: FeedChange): WatchRecord[] {
 
 type Metrics = import('../metrics/registry.js').PodctlMetrics;
 
-async function startMetrics(session: NodeSession, feed: WatchFeed): Promise<{ metrics: Metrics; stop: () => void }> {
+async function startMetrics(session: NodeSession, feed: WatchFeed, facts: WatchFacts): Promise<{ metrics: Metrics; stop: () => void }> {
   const { createMetrics, attachMetrics } = await import('../metrics/registry.js');
   const { workerSyncOf } = await import('../metrics/working-pods.js');
   const metrics = createMetrics();
@@ -117,7 +123,7 @@ async function startMetrics(session: NodeSession, feed: WatchFeed): Promise<{ me
     const now = Date.now();
     const stuck = new Map<string, number>();
     for (const pod of pods) {
-      const kind = blockedBy(stuckFactsOf(pod, now))?.kind;
+      const kind = blockedBy(stuckFactsOf(pod, now, facts.current()))?.kind;
       if (kind) stuck.set(kind, (stuck.get(kind) ?? 0) + 1);
     }
     metrics.setStuckPods(BLOCKED_KINDS, stuck);
@@ -150,7 +156,7 @@ function aborted(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
-async function streamJson(feed: WatchFeed, options: WatchOptions, stop: AbortController, counts: { transitions: number }): Promise<'signal' | 'epipe'> {
+async function streamJson(feed: WatchFeed, facts: WatchFacts, options: WatchOptions, stop: AbortController, counts: { transitions: number }): Promise<'signal' | 'epipe'> {
   const out = options.stdout;
   let endedBy: 'signal' | 'epipe' = 'signal';
   const onError = (err: NodeJS.ErrnoException) => {
@@ -166,12 +172,20 @@ async function streamJson(feed: WatchFeed, options: WatchOptions, stop: AbortCon
     counts.transitions += change.transitions.length;
     for (const r of recordsOfChange(change)) write(r);
   });
+  // a pod whose cause changes (from the node's facts) is streamed again, whole, with its cause
+  const offFacts = facts.subscribe(() => {
+    const now = Date.now();
+    const pods = new Map(feed.snapshot().pods.map((p) => [p.uid, p]));
+    for (const { pod } of facts.causeChanges([...pods.values()], now)) write(podRecord(pod, now, facts.current()));
+  });
   try {
     const snap = feed.snapshot();
-    for (const pod of snap.pods) write(podRecord(pod, snap.listedAt));
+    facts.causeChanges(snap.pods, snap.listedAt);
+    for (const pod of snap.pods) write(podRecord(pod, snap.listedAt, facts.current()));
     await aborted(stop.signal);
   } finally {
     off();
+    offFacts();
     out.off('error', onError);
     // Keep a late EPIPE (from a write still buffered) from crashing the process.
     out.on('error', () => undefined);
@@ -187,17 +201,33 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
   if (options.signal.aborted) stop.abort();
   const feed = new WatchFeed(session, options.coalesceMs !== undefined ? { coalesceMs: options.coalesceMs } : {});
   options.onFeed?.(feed);
+  const facts = new WatchFacts(session, {
+    pods: () => feed.snapshot().pods,
+    ...(options.kubelet !== undefined ? { kubelet: options.kubelet } : {}),
+    ...(options.kubeletRoot !== undefined ? { kubeletRoot: options.kubeletRoot } : {}),
+    ...(options.factsIntervalMs !== undefined ? { intervalMs: options.factsIntervalMs } : {}),
+  });
   const counts = { transitions: 0 };
   let metrics: { metrics: Metrics; stop: () => void } | undefined;
   let endedBy: WatchResult['endedBy'] = 'signal';
   try {
-    if (options.metricsFile !== undefined) metrics = await startMetrics(session, feed);
+    if (options.metricsFile !== undefined) metrics = await startMetrics(session, feed, facts);
     await feed.start();
+    // the JSON stream's first pod records carry the causes the node's facts show (bounded by the
+    // facts timeout); the screen does not wait for them
+    const firstFacts = facts.start();
+    if (options.format === 'json') await firstFacts;
     if (options.format === 'json') {
-      endedBy = await streamJson(feed, options, stop, counts);
+      endedBy = await streamJson(feed, facts, options, stop, counts);
     } else {
       const off = feed.onChange((c) => {
         counts.transitions += c.transitions.length;
+      });
+      // the events pane says when a pod's cause changes; the table reads the facts itself
+      const offFacts = facts.subscribe(() => {
+        for (const { pod, cause } of facts.causeChanges(feed.snapshot().pods, Date.now())) {
+          feed.note({ source: 'watch', level: cause.kind === 'grace' ? 'info' : 'warn', uid: pod.uid, pod: `${pod.namespace}/${pod.name}`, kind: 'blocked-by', detail: `${cause.kind}: ${cause.detail}; next: ${cause.next}` });
+        }
       });
       try {
         const { renderWatch } = await import('../tui/index.js');
@@ -209,16 +239,19 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
           ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
           ...(options.stderr !== undefined ? { stderr: options.stderr } : {}),
           ...(options.node !== undefined ? { node: options.node } : {}),
-          ...(options.kubelet !== undefined ? { kubelet: options.kubelet } : {}),
+          ...(options.kubelet !== undefined ? { kubelet: options.kubelet.state } : {}),
+          facts,
           signal: stop.signal,
         });
         endedBy = how;
       } finally {
         off();
+        offFacts();
       }
     }
   } finally {
     options.signal.removeEventListener('abort', onAbort);
+    facts.close();
     feed.close();
     metrics?.stop();
     if (metrics !== undefined && options.metricsFile !== undefined) {

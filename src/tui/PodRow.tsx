@@ -5,6 +5,7 @@
  */
 import { Text } from 'ink';
 import type { PodInfo } from '../services/session-api.js';
+import type { NodeFacts } from '../services/status.js';
 import { rowCells, stateColor, type ColumnId, type TableLayout } from './view-model.js';
 
 export interface PodRowProps {
@@ -13,13 +14,15 @@ export interface PodRowProps {
   now: number;
   selected: boolean;
   color: boolean;
+  /** The node's facts for pods on their way out (names causes the listing alone cannot). */
+  facts?: NodeFacts | undefined;
 }
 
 type Segment = { text: string; color?: string };
 
 /** The row as coloured segments, in column order, separated by one space. */
-export function rowSegments(pod: PodInfo, layout: TableLayout, now: number): Segment[] {
-  const cells = rowCells(pod, layout, now);
+export function rowSegments(pod: PodInfo, layout: TableLayout, now: number, facts?: NodeFacts): Segment[] {
+  const cells = rowCells(pod, layout, now, facts);
   const colorOf: Partial<Record<ColumnId, string>> = {
     state: stateColor(pod.state),
     ...(pod.state === 'terminating' ? { grace: 'yellow' } : {}),
@@ -36,8 +39,8 @@ export function rowSegments(pod: PodInfo, layout: TableLayout, now: number): Seg
   return segments.filter((s) => s.text !== '');
 }
 
-export function PodRow({ pod, layout, now, selected, color }: PodRowProps) {
-  const segments = rowSegments(pod, layout, now);
+export function PodRow({ pod, layout, now, selected, color, facts }: PodRowProps) {
+  const segments = rowSegments(pod, layout, now, facts);
   return (
     <Text wrap="truncate" inverse={selected && color}>
       {selected ? '▶ ' : '  '}

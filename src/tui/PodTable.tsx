@@ -4,6 +4,7 @@
  */
 import { Box, Text } from 'ink';
 import type { PodInfo } from '../services/session-api.js';
+import type { NodeFacts } from '../services/status.js';
 import { PodRow } from './PodRow.js';
 import { COLUMN_TITLES, fit, type TableLayout } from './view-model.js';
 
@@ -15,6 +16,7 @@ export interface PodTableProps {
   window: { top: number; end: number; more: boolean };
   color: boolean;
   emptyText: string;
+  facts?: NodeFacts | undefined;
 }
 
 export function tableTitle(layout: TableLayout): string {
@@ -22,7 +24,7 @@ export function tableTitle(layout: TableLayout): string {
   return `  ${parts.join(' ')}`;
 }
 
-export function PodTable({ pods, layout, now, selected, window, color, emptyText }: PodTableProps) {
+export function PodTable({ pods, layout, now, selected, window, color, emptyText, facts }: PodTableProps) {
   const shown = pods.slice(window.top, window.end);
   const above = window.top;
   const below = pods.length - window.end;
@@ -33,7 +35,7 @@ export function PodTable({ pods, layout, now, selected, window, color, emptyText
       </Text>
       {shown.length === 0 ? <Text dimColor={color}>{`  ${emptyText}`}</Text> : null}
       {shown.map((pod, i) => (
-        <PodRow key={pod.uid} pod={pod} layout={layout} now={now} selected={window.top + i === selected} color={color} />
+        <PodRow key={pod.uid} pod={pod} layout={layout} now={now} selected={window.top + i === selected} color={color} facts={facts} />
       ))}
       {window.more ? (
         <Text wrap="truncate" dimColor={color}>

@@ -10,10 +10,11 @@
  *   is terminating (countdowns), else once a minute (time in state is shown in minutes past the first).
  * - Every line fits the terminal width, and the frame is one line shorter than the terminal.
  */
-import { useMemo, useRef, useState } from 'react';
+import { useMemo, useRef, useState, useSyncExternalStore } from 'react';
 import { Box, useApp, useInput, useStdin } from 'ink';
 import type { KillHandle, KillRequest } from '../services/session-api.js';
 import type { FeedEntry } from '../services/watch-feed.js';
+import type { NodeFacts } from '../services/status.js';
 import { countWorkingPods } from '../metrics/working-pods.js';
 import { initialUiState, promptText, reduceKey, selectedIndex, splitKeys, type Effect, type UiState } from './controller.js';
 import { EventsPane } from './EventsPane.js';
@@ -31,8 +32,17 @@ export interface WatchSource extends SnapshotSource {
   note(entry: Omit<FeedEntry, 'at'> & { at?: number }): void;
 }
 
+/** The node's facts for pods on their way out, re-gathered by the watch service (watch-facts.ts). */
+export interface FactsSource {
+  current(): NodeFacts | undefined;
+  subscribe(listener: () => void): () => void;
+}
+
+const NO_FACTS_SOURCE: FactsSource = { current: () => undefined, subscribe: () => () => undefined };
+
 export interface WatchAppProps {
   source: WatchSource;
+  facts?: FactsSource;
   requestKill: (request: KillRequest) => Promise<KillHandle>;
   node?: string;
   /** The kubelet's state, for the header. */
@@ -51,6 +61,11 @@ export interface WatchAppProps {
 export function WatchApp(props: WatchAppProps) {
   const now = props.now ?? Date.now;
   const snapshot = useSnapshot(props.source);
+  const factsSource = props.facts ?? NO_FACTS_SOURCE;
+  const facts = useSyncExternalStore(
+    (onChange) => factsSource.subscribe(onChange),
+    () => factsSource.current(),
+  );
   const { columns, rows } = useTerminalSize(props.size);
   const { isRawModeSupported } = useStdin();
   const interactive = isRawModeSupported === true;
@@ -139,7 +154,7 @@ export function WatchApp(props: WatchAppProps) {
         listError={snapshot.listError}
         color={props.color}
       />
-      <PodTable pods={visible} layout={layout} now={at} selected={sel} window={window} color={props.color} emptyText={emptyText} />
+      <PodTable pods={visible} layout={layout} now={at} selected={sel} window={window} color={props.color} emptyText={emptyText} facts={facts} />
       {screen.eventLines > 0 ? <EventsPane entries={snapshot.entries} lines={screen.eventLines} width={columns} color={props.color} /> : null}
       {screen.showHelpLine || promptText(ui.mode) !== undefined ? (
         <HelpLine prompt={promptText(ui.mode)} message={ui.message} interactive={interactive} width={columns} color={props.color} />

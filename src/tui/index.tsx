@@ -11,7 +11,7 @@
  */
 import { render } from 'ink';
 import type { KillHandle, KillRequest } from '../services/session-api.js';
-import { WatchApp, type WatchSource } from './WatchApp.js';
+import { WatchApp, type FactsSource, type WatchSource } from './WatchApp.js';
 
 export interface RenderWatchOptions {
   source: WatchSource;
@@ -19,6 +19,8 @@ export interface RenderWatchOptions {
   color: boolean;
   node?: string;
   kubelet?: string;
+  /** The node's facts for pods on their way out (watch-facts.ts). */
+  facts?: FactsSource;
   stdout: NodeJS.WriteStream;
   stdin?: NodeJS.ReadStream;
   stderr?: NodeJS.WriteStream;
@@ -36,7 +38,7 @@ export async function renderWatch(options: RenderWatchOptions): Promise<'quit' |
   if (altScreen) stdout.write(ENTER_ALT_SCREEN);
   let endedBy: 'quit' | 'signal' = 'quit';
   const instance = render(
-    <WatchApp source={options.source} requestKill={options.requestKill} color={options.color} {...(options.node !== undefined ? { node: options.node } : {})} {...(options.kubelet !== undefined ? { kubelet: options.kubelet } : {})} />,
+    <WatchApp source={options.source} requestKill={options.requestKill} color={options.color} {...(options.node !== undefined ? { node: options.node } : {})} {...(options.kubelet !== undefined ? { kubelet: options.kubelet } : {})} {...(options.facts !== undefined ? { facts: options.facts } : {})} />,
     {
       stdout,
       ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),

@@ -10,7 +10,7 @@
 import type { PodInfo } from '../services/session-api.js';
 import type { FeedEntry } from '../services/watch-feed.js';
 import { blockedBy, type BlockedBy } from '../services/blocked-by.js';
-import { stuckFactsOf } from '../services/status.js';
+import { stuckFactsOf, type NodeFacts } from '../services/status.js';
 
 export type SortKey = 'name' | 'state' | 'age' | 'grace';
 export const SORT_KEYS: readonly SortKey[] = ['state', 'age', 'grace', 'name'];
@@ -172,22 +172,22 @@ export const COLUMN_TITLES: Record<ColumnId, string> = {
 
 /**
  * Why a pod on its way out is not finishing, from what the listing shows (the runtime error, the
- * grace, who drives it; the process and mount facts are `status --explain`'s).
+ * grace, who drives it) and the node's facts when gathered (process states, held mounts).
  */
-export function blockedOf(pod: PodInfo, now: number): BlockedBy | null {
-  return blockedBy(stuckFactsOf(pod, now));
+export function blockedOf(pod: PodInfo, now: number, facts?: NodeFacts): BlockedBy | null {
+  return blockedBy(stuckFactsOf(pod, now, facts));
 }
 
 /** The last-error cell: the cause first when something other than the grace holds the pod. */
-export function causeText(pod: PodInfo, now: number): string {
-  const cause = blockedOf(pod, now);
+export function causeText(pod: PodInfo, now: number, facts?: NodeFacts): string {
+  const cause = blockedOf(pod, now, facts);
   const error = pod.lastError?.message.replace(/\s+/g, ' ');
   if (!cause || cause.kind === 'grace') return error ?? '';
   return `${cause.kind}: ${error ?? cause.detail}`;
 }
 
 /** The text of every cell of a row, already fitted to its column. */
-export function rowCells(pod: PodInfo, layout: TableLayout, now: number): Record<ColumnId, string> {
+export function rowCells(pod: PodInfo, layout: TableLayout, now: number, facts?: NodeFacts): Record<ColumnId, string> {
   const w = layout.widths;
   const left = graceLeftMs(pod, now);
   let grace = '';
@@ -204,7 +204,7 @@ export function rowCells(pod: PodInfo, layout: TableLayout, now: number): Record
     ctrs: fit(`${pod.containersRunning}/${pod.containersTotal}`, w.ctrs ?? 0),
     age: fit(formatDuration(now - pod.since, pod.state !== 'terminating'), w.age ?? 0),
     owner: fit(pod.owner === undefined ? '-' : `${pod.owner.pid}${pod.owner.alive ? '' : '✝'}`, w.owner ?? 0),
-    error: fit(causeText(pod, now), w.error ?? 0),
+    error: fit(causeText(pod, now, facts), w.error ?? 0),
   };
 }
 

@@ -4,7 +4,7 @@
  * (finalizer, kubelet-owns) use the local API server; volume-busy with a held mount mounts a tmpfs
  * under a kubelet directory of its own (root only).
  */
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -108,6 +108,41 @@ async function stuck(n: Node, ref: string, grace: number, kind: string, env: Rec
   return { blocked, text };
 }
 
+/**
+ * `podctl watch -o json` until a `pod` record of `ref` names `kind` (the watch gathers the node's
+ * facts for pods on their way out, as `status` does); bounded.
+ */
+async function watchNames(n: Node, ref: string, kind: string, env: Record<string, string> = {}): Promise<Blocked> {
+  const [namespace, name] = ref.split('/');
+  const child = spawn(process.execPath, [BIN, 'watch', '-o', 'json', ...n.common], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '', ...env } });
+  let buffered = '';
+  let seen = '';
+  try {
+    return await new Promise<Blocked>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`watch -o json named no ${kind} for ${ref} within 20 s; saw:\n${seen.slice(-2000)}`)), 20_000);
+      child.stdout.on('data', (chunk: Buffer) => {
+        buffered += chunk.toString();
+        const lines = buffered.split('\n');
+        buffered = lines.pop() ?? '';
+        for (const line of lines) {
+          seen += `${line}\n`;
+          const r = JSON.parse(line) as { type: string; namespace?: string; name?: string; blockedBy?: Blocked };
+          if (r.type === 'pod' && r.namespace === namespace && r.name === name && r.blockedBy?.kind === kind) {
+            clearTimeout(timer);
+            resolve(r.blockedBy);
+          }
+        }
+      });
+      child.on('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`watch exited (${code}) before naming ${kind}; saw:\n${seen.slice(-2000)}`));
+      });
+    });
+  } finally {
+    child.kill('SIGINT');
+  }
+}
+
 beforeAll(() => {
   if (!existsSync(path.join(ROOT, 'dist', 'commands', 'status.js'))) throw new Error('dist/ is missing: run `npm run build` first');
 });
@@ -135,6 +170,8 @@ describe('every cause of a stuck pod, from the simulator', { timeout: 120_000 },
     const n = await node({ name: 'nfs-client', namespace: 'data', containers: [{ name: 'io' }] }, ['container:io=stuck']);
     const { blocked } = await stuck(n, 'data/nfs-client', 1, 'uninterruptible-io');
     expect(blocked.kind).toBe('uninterruptible-io');
+    // watch names it from the same facts, with the same words
+    expect(await watchNames(n, 'data/nfs-client', 'uninterruptible-io')).toEqual(blocked);
     expect(blocked.detail).toMatch(/container io \(pid \d+\) is in state D .*SIGKILL cannot help until the I\/O returns/);
     expect(blocked.next).toMatch(/cat \/proc\/\d+\/stack/);
   });
@@ -143,6 +180,7 @@ describe('every cause of a stuck pod, from the simulator', { timeout: 120_000 },
     const n = await node({ name: 'ghosted', namespace: 'data', containers: [{ name: 'ghost' }] }, ['container:ghost=vanished']);
     const { blocked } = await stuck(n, 'data/ghosted', 1, 'stale-shim');
     expect(blocked.kind).toBe('stale-shim');
+    expect(await watchNames(n, 'data/ghosted', 'stale-shim')).toEqual(blocked);
     expect(blocked.detail).toMatch(/container ghost running, but its process \(pid \d+\) is gone/);
     expect(blocked.next).toContain('ctr -n k8s.io tasks delete --force');
   });
@@ -175,11 +213,47 @@ describe('every cause of a stuck pod, from the simulator', { timeout: 120_000 },
       const n = await node({ name: 'held', namespace: 'web', uid, containers: [{ name: 'c' }] }, ['StopPodSandbox=UNKNOWN:sandbox stop failed']);
       const { blocked } = await stuck(n, 'web/held', 1, 'volume-busy', { PODCTL_KUBELET_DIR: kubeletDir });
       expect(blocked.kind).toBe('volume-busy');
+      expect(await watchNames(n, 'web/held', 'volume-busy', { PODCTL_KUBELET_DIR: kubeletDir })).toEqual(blocked);
       expect(blocked.detail).toContain(mount);
       expect(blocked.next).toBe(`find who holds it (fuser -vm ${mount}), stop that, then umount ${mount}`);
     } finally {
       execFileSync('umount', [mount]);
     }
+  });
+});
+
+const hasTmux = spawnSync('tmux', ['-V']).status === 0;
+
+describe.skipIf(!hasTmux)('the watch screen names a cause from the node\'s facts (tmux, 120×30)', { timeout: 120_000 }, () => {
+  const server = `podctl-stuck-tmux-${process.pid}`;
+  const tmux = (...args: string[]) => execFileSync('tmux', ['-L', server, ...args], { encoding: 'utf8' });
+  afterAll(() => {
+    try {
+      tmux('kill-server');
+    } catch {
+      // already gone
+    }
+  });
+
+  it('a pod stuck in uninterruptible I/O reads "uninterruptible-io" in its row and in the events pane', async () => {
+    const n = await node({ name: 'nfs-tmux', namespace: 'data', containers: [{ name: 'io' }] }, ['container:io=stuck']);
+    await stuck(n, 'data/nfs-tmux', 1, 'uninterruptible-io');
+    const cmd = `NO_COLOR=1 node bin/run.js watch ${n.common.join(' ')}; echo "EXIT=$?"; sleep 60`;
+    tmux('new-session', '-d', '-s', 'w', '-x', '120', '-y', '30', '-c', ROOT, cmd);
+    // the pod's row (its last column) and the events pane, each on one line of the screen
+    const row = /data\/nfs-tmux +terminating .*uninterruptible-io/;
+    const pane = /data\/nfs-tmux blocked-by: uninterruptible-io: container io/;
+    const end = Date.now() + 20_000;
+    let screen = '';
+    while (Date.now() < end) {
+      screen = tmux('capture-pane', '-p', '-t', 'w');
+      if (row.test(screen) && pane.test(screen)) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(screen).toMatch(row);
+    expect(screen).toMatch(pane);
+    for (const line of screen.split('\n')) expect(line.length).toBeLessThanOrEqual(120);
+    tmux("send-keys", "-t", "w", "q");
   });
 });
 

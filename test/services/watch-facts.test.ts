@@ -1,0 +1,96 @@
+/**
+ * The watch's node facts (services/watch-facts.ts): gathered only for pods on their way out, never
+ * two at once, kept when a gathering fails, and a pod's cause reported once per change of kind.
+ */
+import { describe, expect, it } from 'vitest';
+import type { NodeFacts } from '../../src/services/status.js';
+import { WatchFacts, isLeaving } from '../../src/services/watch-facts.js';
+import { FakeSession, pod } from '../tui/support/fake-session.js';
+
+const NOW = 1_000_000;
+
+function facts(processes: Record<string, Array<{ state: string }>>): NodeFacts {
+  return {
+    kubeletRunning: false,
+    processes: new Map(Object.entries(processes).map(([uid, list]) => [uid, list.map((p, i) => ({ container: 'app', containerId: `c${i}`, pid: 100 + i, state: p.state }))])),
+    mounts: new Map(),
+    podDir: (uid) => `/var/lib/kubelet/pods/${uid}`,
+    api: new Map(),
+  };
+}
+
+const stopping = (name: string) =>
+  pod(name, { state: 'terminating', gracePeriod: 1, graceDeadline: NOW - 5_000, owner: { pid: 4242, startedAt: 1, heartbeatAt: NOW, alive: true }, containersRunning: 1 });
+
+describe('WatchFacts', () => {
+  it('gathers nothing while no pod is on its way out', async () => {
+    let calls = 0;
+    const w = new WatchFacts(new FakeSession(), { pods: () => [pod('web/a'), pod('web/b')], gather: async () => (calls++, facts({})) });
+    await w.refresh();
+    expect(calls).toBe(0);
+    expect(w.current()).toBeUndefined();
+    w.close();
+  });
+
+  it('gathers only the leaving pods, one gathering at a time', async () => {
+    const asked: string[][] = [];
+    let release: () => void = () => undefined;
+    const w = new WatchFacts(new FakeSession(), {
+      pods: () => [pod('web/a'), stopping('web/b')],
+      gather: (pods) => {
+        asked.push(pods.map((p) => p.name));
+        return new Promise((resolve) => (release = () => resolve(facts({}))));
+      },
+    });
+    const first = w.refresh();
+    const second = w.refresh();
+    release();
+    await Promise.all([first, second]);
+    expect(asked).toEqual([['b']]);
+    w.close();
+  });
+
+  it('keeps the last facts when a gathering fails, and keeps the same object while nothing changed', async () => {
+    let next: () => Promise<NodeFacts> = async () => facts({ 'uid-web-b': [{ state: 'D' }] });
+    const w = new WatchFacts(new FakeSession(), { pods: () => [stopping('web/b')], gather: () => next() });
+    let changes = 0;
+    w.subscribe(() => changes++);
+    await w.refresh();
+    const first = w.current();
+    expect(first?.processes.get('uid-web-b')?.[0]?.state).toBe('D');
+    next = async () => facts({ 'uid-web-b': [{ state: 'D' }] });
+    await w.refresh();
+    expect(w.current()).toBe(first);
+    next = async () => {
+      throw new Error('runtime gone');
+    };
+    await w.refresh();
+    expect(w.current()).toBe(first);
+    expect(changes).toBe(1);
+    w.close();
+  });
+
+  it('reports a pod once per change of its cause: D state, then the process gone', async () => {
+    let processes: Record<string, Array<{ state: string }>> = { 'uid-web-b': [{ state: 'D' }] };
+    const pods = [stopping('web/b')];
+    const w = new WatchFacts(new FakeSession(), { pods: () => pods, gather: async () => facts(processes) });
+    // before any facts: within the listing alone the pod is only past its grace
+    expect(w.causeChanges(pods, NOW)).toEqual([]);
+    await w.refresh();
+    const d = w.causeChanges(pods, NOW);
+    expect(d.map((c) => c.cause.kind)).toEqual(['uninterruptible-io']);
+    expect(w.causeChanges(pods, NOW)).toEqual([]);
+    processes = { 'uid-web-b': [{ state: 'gone' }] };
+    await w.refresh();
+    expect(w.causeChanges(pods, NOW).map((c) => c.cause.kind)).toEqual(['stale-shim']);
+    w.close();
+  });
+
+  it('a pod is leaving while terminating, terminated and unfinished, or deleted in the API', () => {
+    expect(isLeaving(pod('a'))).toBe(false);
+    expect(isLeaving(pod('a', { state: 'terminating' }))).toBe(true);
+    expect(isLeaving(pod('a', { state: 'terminated' }))).toBe(true);
+    expect(isLeaving(pod('a', { state: 'finished' }))).toBe(false);
+    expect(isLeaving(pod('a', { pod: { metadata: { name: 'a', deletionTimestamp: new Date(0) } } }))).toBe(true);
+  });
+});
