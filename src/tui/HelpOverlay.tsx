@@ -5,8 +5,9 @@ import { Box, Text } from 'ink';
 import { truncate } from './view-model.js';
 
 export const HELP_KEYS: readonly (readonly [string, string])[] = [
-  ['↑/↓ PgUp/PgDn', 'select a pod'],
-  ['k', 'kill the selected pod: asks the grace period, then confirmation'],
+  ['↑/↓ j/k', 'select a pod (PgUp/PgDn, Home/End: by pages, to the ends)'],
+  ['⏎ or d', "the selected pod's --explain view: predicates, what it waits for, timeline (any key closes it)"],
+  ['ctrl-k', 'kill the selected pod: asks the grace period, then confirmation'],
   ['e', 'evict the selected pod (its own grace), after confirmation'],
   ['g', 'shorten the grace of a terminating pod (grace only shrinks)'],
   ['/', 'filter by namespace/name or state; ⏎ keeps it, esc clears it'],

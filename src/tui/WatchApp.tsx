@@ -18,6 +18,7 @@ import type { NodeFacts } from '../services/status.js';
 import { countWorkingPods } from '../metrics/working-pods.js';
 import { initialUiState, promptText, reduceKey, selectedIndex, splitKeys, type Effect, type UiState } from './controller.js';
 import { EventsPane } from './EventsPane.js';
+import { ExplainView } from './ExplainView.js';
 import { Header } from './Header.js';
 import { HelpLine } from './HelpLine.js';
 import { HelpOverlay } from './HelpOverlay.js';
@@ -86,7 +87,7 @@ export function WatchApp(props: WatchAppProps) {
   const counts = useMemo(() => countWorkingPods(snapshot.pods), [snapshot.pods]);
   const visible = useMemo(() => sortPods(filterPods(snapshot.pods, ui.filter), ui.sort, at), [snapshot.pods, ui.filter, ui.sort, at]);
   const screen = screenLayout(rows);
-  const layout = tableLayout(columns);
+  const layout = useMemo(() => tableLayout(columns, snapshot.pods), [columns, snapshot.pods]);
   const sel = selectedIndex(ui, visible);
   const window = tableWindow(visible.length, sel, screen.tableRows, topRef.current);
   topRef.current = window.top;
@@ -128,6 +129,15 @@ export function WatchApp(props: WatchAppProps) {
     },
     { isActive: interactive },
   );
+
+  if (ui.mode.kind === 'explain') {
+    const uid = ui.mode.uid;
+    return (
+      <Box flexDirection="column" width={columns}>
+        <ExplainView pod={snapshot.pods.find((p) => p.uid === uid)} ref={ui.mode.ref} now={at} facts={facts} scroll={ui.mode.scroll} width={columns} height={rows - 1} color={props.color} />
+      </Box>
+    );
+  }
 
   if (ui.mode.kind === 'help') {
     return (

@@ -2,8 +2,10 @@
  * The watch screen's key handling as a pure transition: (UI state, key, visible pods) → next UI state
  * and at most one effect (quit, or a kill request for the session). The Ink app only runs the effects.
  *
- * Modes: normal → help (`?`) | filter (`/`) | grace prompt (`k`, `g`) → confirm → normal; `e` goes
- * straight to confirm. Destructive actions always pass through confirm, and only `y` confirms.
+ * Modes: normal → help (`?`) | explain (`⏎`, `d`) | filter (`/`) | grace prompt (`ctrl-k`, `g`) →
+ * confirm → normal; `e` goes straight to confirm. Destructive actions always pass through confirm,
+ * and only `y` confirms. Moving is ↑/↓ or `j`/`k` (vim and k9s habit), so killing is `ctrl-k` as in
+ * k9s.
  *
  * Invariants:
  * - The selection is a pod UID, so it follows its pod through re-sorting and new listings; when that
@@ -20,6 +22,8 @@ export type Action = 'kill' | 'evict' | 'shorten';
 export type Mode =
   | { kind: 'normal' }
   | { kind: 'help' }
+  /** The selected pod's `status --explain` view; `scroll` is the first line shown. */
+  | { kind: 'explain'; uid: string; ref: string; scroll: number }
   | { kind: 'filter'; text: string }
   | { kind: 'grace'; action: Action; uid: string; ref: string; text: string; current?: number; error?: string }
   | { kind: 'confirm'; action: Action; uid: string; ref: string; grace?: number };
@@ -108,14 +112,19 @@ function startShorten(state: UiState, pod: PodInfo, now: number): UiState {
 
 function onNormalKey(state: UiState, key: KeyPress, ctx: KeyContext): { state: UiState; effect?: Effect } {
   const { visible } = ctx;
-  if (key.upArrow) return { state: moveSelection(state, visible, -1) };
-  if (key.downArrow) return { state: moveSelection(state, visible, 1) };
+  if (key.upArrow || (key.input === 'k' && !key.ctrl)) return { state: moveSelection(state, visible, -1) };
+  if (key.downArrow || (key.input === 'j' && !key.ctrl)) return { state: moveSelection(state, visible, 1) };
   if (key.pageUp) return { state: moveSelection(state, visible, -Math.max(1, ctx.pageSize)) };
   if (key.pageDown) return { state: moveSelection(state, visible, Math.max(1, ctx.pageSize)) };
   if (key.home) return { state: moveSelection(state, visible, -visible.length) };
   if (key.end) return { state: moveSelection(state, visible, visible.length) };
   if (key.escape) return { state: { ...state, filter: '', message: undefined } };
   const selected = visible[selectedIndex(state, visible)];
+  if (key.return || key.input === 'd') {
+    if (selected === undefined) return { state: { ...state, message: { text: 'no pod selected', level: 'warn' } } };
+    return { state: { ...state, mode: { kind: 'explain', uid: selected.uid, ref: podRef(selected), scroll: 0 }, message: undefined } };
+  }
+  if (key.ctrl && key.input !== 'k') return { state };
   switch (key.input) {
     case 'q':
       return { state, effect: { type: 'quit' } };
@@ -130,6 +139,7 @@ function onNormalKey(state: UiState, key: KeyPress, ctx: KeyContext): { state: U
     case 'k':
     case 'e':
     case 'g':
+      // plain k moved up above: only ctrl-k reaches here as 'k'
       if (selected === undefined) return { state: { ...state, message: { text: 'no pod selected', level: 'warn' } } };
       if (key.input === 'k') return { state: startKill(state, selected) };
       if (key.input === 'e') return { state: startEvict(state, selected) };
@@ -166,6 +176,18 @@ function onGraceKey(state: UiState, mode: Extract<Mode, { kind: 'grace' }>, key:
   return state;
 }
 
+/** In the explain view: ↑/↓ j/k PgUp/PgDn scroll, q quits the view (not the watch), anything else closes it. */
+function onExplainKey(state: UiState, mode: Extract<Mode, { kind: 'explain' }>, key: KeyPress, ctx: KeyContext): UiState {
+  const page = Math.max(1, ctx.pageSize);
+  let delta: number | undefined;
+  if (key.upArrow || key.input === 'k') delta = -1;
+  else if (key.downArrow || key.input === 'j') delta = 1;
+  else if (key.pageUp) delta = -page;
+  else if (key.pageDown) delta = page;
+  if (delta !== undefined) return { ...state, mode: { ...mode, scroll: Math.max(0, mode.scroll + delta) } };
+  return { ...state, mode: { kind: 'normal' } };
+}
+
 function onConfirmKey(state: UiState, mode: Extract<Mode, { kind: 'confirm' }>, key: KeyPress): { state: UiState; effect?: Effect } {
   if (key.input !== 'y' && key.input !== 'Y') {
     return { state: { ...state, mode: { kind: 'normal' }, message: { text: `${ACTION_VERB[mode.action].toLowerCase()} ${mode.ref}: cancelled`, level: 'info' } } };
@@ -191,6 +213,8 @@ export function reduceKey(state: UiState, key: KeyPress, ctx: KeyContext): { sta
       return onNormalKey(state, key, ctx);
     case 'help':
       return { state: { ...state, mode: { kind: 'normal' } } };
+    case 'explain':
+      return { state: onExplainKey(state, mode, key, ctx) };
     case 'filter':
       return { state: onFilterKey(state, mode, key) };
     case 'grace':

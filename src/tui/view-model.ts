@@ -10,7 +10,7 @@
 import type { PodInfo } from '../services/session-api.js';
 import type { FeedEntry } from '../services/watch-feed.js';
 import { blockedBy, type BlockedBy } from '../services/blocked-by.js';
-import { stuckFactsOf, type NodeFacts } from '../services/status.js';
+import { isUndriven, stuckFactsOf, type NodeFacts } from '../services/status.js';
 
 export type SortKey = 'name' | 'state' | 'age' | 'grace';
 export const SORT_KEYS: readonly SortKey[] = ['state', 'age', 'grace', 'name'];
@@ -120,43 +120,100 @@ export interface TableLayout {
   barWidth: number;
 }
 
-const FIXED: Record<Exclude<ColumnId, 'name' | 'error'>, number> = { state: 11, grace: 16, ctrs: 5, age: 8, owner: 7 };
+const FIXED: Record<Exclude<ColumnId, 'name' | 'error' | 'grace'>, number> = { state: 11, ctrs: 5, age: 8, owner: 7 };
+/** The grace column with its countdown bar, and with the seconds (or `undriven`) only. */
+const GRACE_WITH_BAR = 16;
+const GRACE_SECONDS = 8;
+const BAR = 10;
 const MIN_NAME = 22;
+/** The longest name the table makes room for (longer ones are cut in the middle). */
+const MAX_NAME = 64;
 /** The last error is shown only when the name still gets this much room. */
 const MIN_NAME_WITH_ERROR = 24;
 const MIN_ERROR = 12;
 /** The selection marker before each row. */
 const MARKER = 2;
 
+type Optional = Exclude<ColumnId, 'name' | 'state'>;
+
 /**
- * Chooses columns for a terminal `width` columns wide: name and state always; then grace, containers,
- * age, owner and last error as room allows; the grace column narrows (bar dropped) before it goes.
+ * The layouts tried, richest first. The name column comes before the others: while names do not
+ * fit whole, the last error, then the countdown bar, then the owner go first; only then is a name
+ * cut (in the middle, keeping the end that tells replicas apart), and columns drop from the right
+ * before a name gets less than MIN_NAME.
  */
-export function tableLayout(width: number): TableLayout {
+const LAYOUTS: ReadonlyArray<{ columns: Optional[]; bar: boolean }> = [
+  { columns: ['grace', 'ctrs', 'age', 'owner', 'error'], bar: true },
+  { columns: ['grace', 'ctrs', 'age', 'owner'], bar: true },
+  { columns: ['grace', 'ctrs', 'age', 'owner'], bar: false },
+  { columns: ['grace', 'ctrs', 'age'], bar: false },
+  { columns: ['grace', 'ctrs'], bar: false },
+  { columns: ['grace'], bar: false },
+  { columns: [], bar: false },
+];
+
+function layoutOf(avail: number, columns: Optional[], bar: boolean): { layout: TableLayout; rest: number } {
+  const all: ColumnId[] = ['name', 'state', ...columns];
+  const widths: TableLayout['widths'] = {};
+  let fixed = 0;
+  for (const c of all) {
+    if (c === 'name' || c === 'error') continue;
+    const w = c === 'grace' ? (bar ? GRACE_WITH_BAR : GRACE_SECONDS) : FIXED[c];
+    widths[c] = w;
+    fixed += w;
+  }
+  // what is left for the name (and the last error), after fixed columns and one space between columns
+  const rest = avail - fixed - (all.length - 1);
+  return { layout: { widths, columns: all, barWidth: bar && columns.includes('grace') ? BAR : 0 }, rest };
+}
+
+/** The room the names of these pods need (the title's at least; at most MAX_NAME). */
+export function nameNeed(pods: readonly Pick<PodInfo, 'namespace' | 'name'>[]): number {
+  let need = 0;
+  for (const p of pods) need = Math.max(need, p.namespace.length + 1 + p.name.length);
+  return Math.min(MAX_NAME, Math.max(MIN_NAME, need));
+}
+
+/**
+ * Chooses columns for a terminal `width` columns wide, for these pods (their names decide the
+ * name column's room): see LAYOUTS. The name and state columns always show.
+ */
+export function tableLayout(width: number, pods: readonly Pick<PodInfo, 'namespace' | 'name'>[] = []): TableLayout {
   const avail = Math.max(0, width - MARKER);
-  const optional: Exclude<ColumnId, 'name' | 'state'>[] = ['grace', 'ctrs', 'age', 'owner', 'error'];
-  for (let keep = optional.length; keep >= 0; keep -= 1) {
-    const columns: ColumnId[] = ['name', 'state', ...optional.slice(0, keep)];
-    const widths: TableLayout['widths'] = {};
-    let fixed = 0;
-    for (const c of columns) {
-      if (c === 'name' || c === 'error') continue;
-      widths[c] = FIXED[c];
-      fixed += FIXED[c];
+  const need = nameNeed(pods);
+  // the richest layout in which every name fits whole
+  for (const { columns, bar } of LAYOUTS) {
+    const { layout, rest } = layoutOf(avail, columns, bar);
+    if (columns.includes('error')) {
+      const name = Math.max(need, MIN_NAME_WITH_ERROR);
+      if (rest < name + MIN_ERROR) continue;
+      layout.widths.name = name;
+      layout.widths.error = rest - name;
+      return layout;
     }
-    // What is left for the name (and the last error), after fixed columns and one space between columns.
-    const rest = avail - fixed - (columns.length - 1);
-    const hasError = columns.includes('error');
-    if (rest < (hasError ? MIN_NAME_WITH_ERROR + MIN_ERROR : MIN_NAME) && keep > 0) continue;
-    if (hasError) {
-      widths.name = Math.min(40, Math.max(MIN_NAME_WITH_ERROR, Math.floor(rest * 0.45)), rest - MIN_ERROR);
-      widths.error = rest - widths.name;
-    } else {
-      widths.name = Math.max(1, rest);
+    if (rest >= need && columns.length >= 3) {
+      layout.widths.name = rest;
+      return layout;
     }
-    return { widths, columns, barWidth: columns.includes('grace') ? 10 : 0 };
+  }
+  // names are cut: the richest layout that still leaves MIN_NAME (the owner and bar already gone)
+  for (const { columns, bar } of LAYOUTS.slice(3)) {
+    const { layout, rest } = layoutOf(avail, columns, bar);
+    if (rest < MIN_NAME && columns.length > 0) continue;
+    layout.widths.name = Math.max(1, rest);
+    return layout;
   }
   throw new Error('unreachable: the two fixed columns always fit');
+}
+
+/** Cuts a `namespace/name` to `width` in the middle ("kube-sys…manager-node-1"), padded to `width`. */
+export function fitName(text: string, width: number): string {
+  if (width <= 0) return '';
+  if (text.length <= width) return text.padEnd(width);
+  if (width <= 2) return truncate(text, width);
+  const head = Math.floor((width - 1) * 0.4);
+  const tail = width - 1 - head;
+  return `${text.slice(0, head)}…${text.slice(text.length - tail)}`;
 }
 
 /** A header label for each column. */
@@ -191,14 +248,17 @@ export function rowCells(pod: PodInfo, layout: TableLayout, now: number, facts?:
   const w = layout.widths;
   const left = graceLeftMs(pod, now);
   let grace = '';
-  if (left !== undefined && pod.gracePeriod !== undefined) {
+  if (pod.state === 'terminating' && isUndriven(pod)) {
+    // nobody counts its grace down: no countdown, and the mark says so (`podctl sync-known` resumes it)
+    grace = 'undriven';
+  } else if (left !== undefined && pod.gracePeriod !== undefined) {
     const secs = `${Math.ceil(left / 1000)}s`;
     grace = layout.barWidth > 0 ? `${graceBar(left, pod.gracePeriod, layout.barWidth)} ${secs}` : secs;
   } else if (pod.state === 'terminating' && pod.gracePeriod !== undefined) {
     grace = `${pod.gracePeriod}s`;
   }
   return {
-    name: fit(podRef(pod), w.name ?? 0),
+    name: fitName(podRef(pod), w.name ?? 0),
     state: fit(pod.state, w.state ?? 0),
     grace: fit(grace, w.grace ?? 0),
     ctrs: fit(`${pod.containersRunning}/${pod.containersTotal}`, w.ctrs ?? 0),

@@ -71,7 +71,7 @@ describeContainerd(import.meta.url, 'the single executable\'s watch screen again
       keys('Enter');
       await until((s) => s.includes(`filter "${ref}"`) && /▶ \S+/.test(s), 'the filter');
 
-      keys('k');
+      keys('C-k');
       await until((s) => s.includes(`Kill ${ref} — grace seconds`), 'the grace prompt');
       keys('BSpace', 'BSpace', 'BSpace', '2');
       keys('Enter');

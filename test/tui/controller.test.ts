@@ -5,9 +5,11 @@ import { pod } from './support/fake-session.js';
 const web = pod('default/web');
 const db = pod('default/db', { state: 'terminating', gracePeriod: 30, graceDeadline: 25_000 });
 const done = pod('default/done', { state: 'finished' });
+/** Kill is ctrl-k (k moves up, as j moves down). */
+const CTRL_K = { input: 'k', ctrl: true };
 const ctx: KeyContext = { visible: [web, db, done], now: 10_000, pageSize: 10 };
 
-function press(state: UiState, ...keys: (string | Omit<KeyPress, 'input'>)[]): { state: UiState; effects: unknown[] } {
+function press(state: UiState, ...keys: (string | Partial<KeyPress>)[]): { state: UiState; effects: unknown[] } {
   const effects: unknown[] = [];
   for (const k of keys) {
     const key: KeyPress = typeof k === 'string' ? { input: k } : { input: '', ...k };
@@ -29,7 +31,7 @@ describe('watch keys', () => {
   });
 
   it('kill asks the grace, then confirmation, and only y sends the request', () => {
-    let { state, effects } = press(initialUiState, 'k');
+    let { state, effects } = press(initialUiState, CTRL_K);
     expect(state.mode).toMatchObject({ kind: 'grace', action: 'kill', uid: web.uid, text: '30' });
     ({ state, effects } = press(state, { backspace: true }, { backspace: true }, '5', { return: true }));
     expect(state.mode).toMatchObject({ kind: 'confirm', action: 'kill', grace: 5 });
@@ -41,14 +43,14 @@ describe('watch keys', () => {
   });
 
   it('any other key than y cancels the confirmation', () => {
-    const { state, effects } = press(initialUiState, 'k', { return: true }, 'n');
+    const { state, effects } = press(initialUiState, CTRL_K, { return: true }, 'n');
     expect(effects).toEqual([]);
     expect(state.mode.kind).toBe('normal');
     expect(state.message?.text).toContain('cancelled');
   });
 
   it('rejects a grace that is not whole seconds and stays in the prompt', () => {
-    const { state } = press(initialUiState, 'k', { backspace: true }, { backspace: true }, { return: true });
+    const { state } = press(initialUiState, CTRL_K, { backspace: true }, { backspace: true }, { return: true });
     expect(state.mode).toMatchObject({ kind: 'grace', error: expect.stringContaining('whole seconds') });
   });
 
@@ -72,7 +74,7 @@ describe('watch keys', () => {
   });
 
   it('does not offer to kill a pod that is already done', () => {
-    const { state } = press(initialUiState, { end: true }, 'k');
+    const { state } = press(initialUiState, { end: true }, CTRL_K);
     expect(state.mode.kind).toBe('normal');
     expect(state.message?.text).toContain('already finished');
   });
@@ -107,8 +109,40 @@ describe('watch keys', () => {
     expect(splitKeys({ input: '\u007f\u007f3\r' })).toEqual([{ input: '', backspace: true }, { input: '', backspace: true }, { input: '3' }, { input: '', return: true }]);
     expect(splitKeys({ input: 'k' })).toEqual([{ input: 'k' }]);
     expect(splitKeys({ input: '', upArrow: true })).toEqual([{ input: '', upArrow: true }]);
-    let state = press(initialUiState, 'k').state;
+    let state = press(initialUiState, CTRL_K).state;
     for (const key of splitKeys({ input: '\u007f\u007f3\r' })) state = reduceKey(state, key, ctx).state;
     expect(state.mode).toMatchObject({ kind: 'confirm', grace: 3 });
+  });
+
+  it('j and k move like ↓ and ↑ (vim, k9s); only ctrl-k kills', () => {
+    let { state, effects } = press(initialUiState, 'j');
+    expect(state.selectedUid).toBe(db.uid);
+    ({ state } = press(state, 'j', 'j', 'j'));
+    expect(state.selectedUid).toBe(done.uid);
+    ({ state, effects } = press(state, 'k', 'k'));
+    expect(state.selectedUid).toBe(web.uid);
+    expect(state.mode.kind).toBe('normal');
+    expect(effects).toEqual([]);
+    ({ state } = press(state, CTRL_K));
+    expect(state.mode).toMatchObject({ kind: 'grace', action: 'kill', uid: web.uid });
+    // other ctrl keys do nothing (ctrl-e is not evict)
+    expect(press(initialUiState, { input: 'e', ctrl: true }).state.mode.kind).toBe('normal');
+  });
+
+  it('enter or d opens the selected pod\'s explain view; arrows scroll it, any other key closes it', () => {
+    let { state } = press(initialUiState, { downArrow: true }, { return: true });
+    expect(state.mode).toEqual({ kind: 'explain', uid: db.uid, ref: 'default/db', scroll: 0 });
+    ({ state } = press(state, { downArrow: true }, 'j', { pageDown: true }));
+    expect(state.mode).toMatchObject({ kind: 'explain', scroll: 12 });
+    ({ state } = press(state, { upArrow: true }, { pageUp: true }, { pageUp: true }));
+    expect(state.mode).toMatchObject({ kind: 'explain', scroll: 0 });
+    ({ state } = press(state, 'q'));
+    expect(state.mode.kind).toBe('normal');
+    // q closed the view, it did not quit
+    ({ state } = press(state, 'd'));
+    expect(state.mode).toMatchObject({ kind: 'explain', uid: db.uid });
+    const none = reduceKey(initialUiState, { input: 'd' }, { ...ctx, visible: [] });
+    expect(none.state.mode.kind).toBe('normal');
+    expect(none.state.message?.text).toBe('no pod selected');
   });
 });

@@ -8,6 +8,7 @@ import {
   screenLayout,
   sortPods,
   tableLayout,
+  fitName,
   tableWindow,
   truncate,
 } from '../../src/tui/view-model.js';
@@ -46,9 +47,10 @@ describe('view model', () => {
     const medium = tableLayout(80);
     expect(medium.columns).not.toContain('error');
     expect(medium.columns.slice(0, 3)).toEqual(['name', 'state', 'grace']);
-    // A name stays readable: columns go before the name drops under 22 characters.
+    // A name stays readable: the bar and the owner go, then columns, before the name drops under 22 characters.
     const sixty = tableLayout(60);
-    expect(sixty.columns).toEqual(['name', 'state', 'grace', 'ctrs']);
+    expect(sixty.columns).toEqual(['name', 'state', 'grace', 'ctrs', 'age']);
+    expect(sixty.barWidth).toBe(0);
     expect(sixty.widths.name).toBeGreaterThanOrEqual(22);
     const narrow = tableLayout(30);
     expect(narrow.columns).toEqual(['name', 'state']);
@@ -68,7 +70,7 @@ describe('view model', () => {
   });
 
   it('fills a terminating row with the bar and the seconds left', () => {
-    const p = pod('default/web', { state: 'terminating', gracePeriod: 10, graceDeadline: 15_000, containersRunning: 1, containersTotal: 2 });
+    const p = pod('default/web', { state: 'terminating', gracePeriod: 10, graceDeadline: 15_000, containersRunning: 1, containersTotal: 2, owner: { pid: 7, startedAt: 0, heartbeatAt: 0, alive: true } });
     const cells = rowCells(p, tableLayout(120), 10_000);
     expect(cells.grace.trim()).toBe('█████░░░░░ 5s');
     expect(cells.ctrs.trim()).toBe('1/2');
@@ -125,5 +127,40 @@ describe('view model', () => {
     expect(parseGrace('')).toHaveProperty('error');
     expect(parseGrace('-1')).toHaveProperty('error');
     expect(parseGrace('1.5')).toHaveProperty('error');
+  });
+
+  it('gives names the room the other columns do not need: pods stay distinguishable at 80 columns', () => {
+    const pods = [
+      pod('kube-system/kube-controller-manager-node-1'),
+      pod('kube-system/kube-controller-manager-node-2'),
+      pod('monitoring/prometheus-node-exporter-7x2kq'),
+      pod('monitoring/prometheus-node-exporter-9bqzd'),
+    ];
+    const layout = tableLayout(80, pods);
+    // the bar and the owner make room before a name is cut; grace, containers and age stay
+    expect(layout.columns).toEqual(['name', 'state', 'grace', 'ctrs', 'age']);
+    const names = pods.map((p) => rowCells(p, layout, 10_000).name.trim());
+    expect(names).toEqual(pods.map((p) => `${p.namespace}/${p.name}`));
+    // at 60 columns names are cut in the middle, keeping the ends that tell them apart
+    const narrow = tableLayout(60, pods);
+    const cut = pods.map((p) => rowCells(p, narrow, 10_000).name);
+    expect(new Set(cut).size).toBe(pods.length);
+    for (const c of cut) expect(c).toContain('…');
+    expect(cut[0]).toMatch(/node-1$/);
+    // a short name list keeps every column, the bar included
+    expect(tableLayout(120, [pod('default/web')]).columns).toEqual(['name', 'state', 'grace', 'ctrs', 'age', 'owner', 'error']);
+    expect(fitName('kube-system/kube-controller-manager-node-1', 20)).toBe('kube-sy…nager-node-1');
+    expect(fitName('kube-system/kube-controller-manager-node-1', 20)).toHaveLength(20);
+    expect(fitName('default/web', 20)).toBe('default/web'.padEnd(20));
+  });
+
+  it('marks a terminating pod nobody drives instead of counting its grace down', () => {
+    const base = { state: 'terminating' as const, gracePeriod: 30, graceDeadline: 20_000 };
+    const undriven = rowCells(pod('default/a', base), tableLayout(140), 10_000);
+    expect(undriven.grace.trim()).toBe('undriven');
+    const dead = rowCells(pod('default/a', { ...base, owner: { pid: 9, startedAt: 0, heartbeatAt: 0, alive: false } }), tableLayout(140), 10_000);
+    expect(dead.grace.trim()).toBe('undriven');
+    const driven = rowCells(pod('default/a', { ...base, owner: { pid: 9, startedAt: 0, heartbeatAt: 0, alive: true } }), tableLayout(140), 10_000);
+    expect(driven.grace.trim()).toMatch(/^[█░]{10} 10s$/);
   });
 });

@@ -10,6 +10,8 @@ import { FakeSession, pod } from './support/fake-session.js';
 
 const NOW = 100_000;
 const ARROW_DOWN = '\u001b[B';
+/** ctrl-k: kill (plain k moves up). */
+const CTRL_K = '\u000b';
 const ENTER = '\r';
 const ESC = '\u001b';
 
@@ -77,7 +79,9 @@ describe('watch screen', () => {
   it('lists every pod with its state, countdown, containers, time in state, owner and last error', async () => {
     const { first } = await mount(nodePods());
     const row = (name: string) => first.split('\n').find((l) => l.includes(name)) ?? '';
-    expect(row('default/db')).toMatch(/default\/db\s+terminating\s+█████░░░░░ 10s\s+1\/2\s+5s\s+-\s+undriven: StopContainer: DeadlineExceeded/);
+    // nobody drives db (no owner): marked, no countdown
+    expect(row('default/db')).toMatch(/default\/db\s+terminating\s+undriven\s+1\/2\s+5s\s+-\s+undriven: StopContainer: DeadlineExceeded/);
+    expect(row('default/db')).not.toMatch(/[█░]|10s/);
     expect(row('default/web')).toMatch(/default\/web\s+sync\s+1\/1\s+1m\s+4242/);
     expect(row('kube-system/etcd')).toMatch(/sync\s+1\/1\s+1h00m/);
     expect(row('default/old')).toMatch(/finished\s+0\/1/);
@@ -85,6 +89,25 @@ describe('watch screen', () => {
     // Sorted by state: the terminating pod first, and it is selected.
     const firstRow = first.split('\n')[3] ?? '';
     expect(firstRow.startsWith('▶ default/db')).toBe(true);
+  });
+
+  it('opens the selected pod\'s --explain view with enter, live, and goes back on a key', async () => {
+    const { app, session } = await mount(nodePods());
+    app.stdin.write(ENTER); // default/db, terminating, is selected first
+    const view = await until(app.lastFrame, (f) => f.includes('explain default/db'), 'the explain view');
+    const text = plain(view);
+    expect(text).toContain('state:        terminating');
+    expect(text).toContain('waiting for:');
+    expect(text).toContain('blocked by:   undriven');
+    expect(text).toContain('engine predicates:');
+    expect(text).toContain('timeline');
+    expect(text).not.toContain('NAMESPACE/NAME');
+    // it follows the listing: the pod finishing shows there
+    session.set({ ...session.pods.get('uid-default-db')!, state: 'terminated', since: NOW });
+    session.emit({ source: 'store', uid: 'uid-default-db', at: NOW, kind: 'checkpoint-changed' });
+    await until(app.lastFrame, (f) => plain(f).includes('state:        terminated'), 'the new state in the view');
+    app.stdin.write(ESC);
+    await until(app.lastFrame, (f) => f.includes('NAMESPACE/NAME'), 'the table again');
   });
 
   it('shows the latest events in their pane', async () => {
@@ -99,7 +122,7 @@ describe('watch screen', () => {
     const { app, session } = await mount(nodePods());
     app.stdin.write(ARROW_DOWN); // default/web (sync) is second in state order
     await until(app.lastFrame, (f) => f.includes('▶ default/web'), 'selection on web');
-    app.stdin.write('k');
+    app.stdin.write(CTRL_K);
     await until(app.lastFrame, (f) => f.includes('Kill default/web — grace seconds: 30'), 'the grace prompt');
     app.stdin.write('\u007f');
     app.stdin.write('\u007f');
@@ -217,7 +240,7 @@ describe('watch screen', () => {
     instance.waitUntilExit().catch((e: unknown) => errors.push(e));
     const frame = await until(() => out.frames.at(-1) ?? '', (f) => f.includes('NAMESPACE/NAME'), 'the table');
     expect(frame).toContain('read-only: stdin is not a terminal');
-    stdin.write('k');
+    stdin.write(CTRL_K);
     await new Promise((r) => setTimeout(r, 20));
     expect(plain(out.frames.at(-1))).not.toContain('grace seconds');
     instance.unmount();
@@ -226,7 +249,9 @@ describe('watch screen', () => {
 
   it('redraws countdowns on a tick only while a pod is terminating', async () => {
     let now = NOW;
-    const session = new FakeSession(nodePods(), () => now);
+    // db driven by a live process: its grace counts down
+    const pods = nodePods().map((p) => (p.name === 'db' ? { ...p, owner: { pid: 4243, startedAt: 0, heartbeatAt: 0, alive: true } } : p));
+    const session = new FakeSession(pods, () => now);
     const feed = new WatchFeed(session, { coalesceMs: 1, now: () => now });
     feeds.push(feed);
     await feed.start();

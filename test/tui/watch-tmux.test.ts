@@ -82,8 +82,8 @@ describe.skipIf(skipReason !== undefined)(`podctl watch in a terminal${skipReaso
     keys('Enter');
     await until((s) => s.includes('1/3 pods') && s.includes('filter "web/api-1"'), 'the filter');
 
-    // k asks the grace; type 5 over the default; enter asks for confirmation; y kills.
-    keys('k');
+    // ctrl-k asks the grace; type 5 over the default; enter asks for confirmation; y kills.
+    keys('C-k');
     await until((s) => s.includes('Kill web/api-1 — grace seconds'), 'the grace prompt');
     keys('BSpace', 'BSpace', 'BSpace', '5');
     keys('Enter');
