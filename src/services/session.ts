@@ -273,7 +273,11 @@ class Session implements NodeSession {
         onName: (name) => {
           const uid = inbox.uidOfName(name);
           if (uid === undefined) return;
-          this.#emit({ source: 'store', uid, at: this.#now(), kind: 'request-written' });
+          // a request's removal (its owner took it) is no new request
+          void lstat(path.join(inbox.folder, name)).then(
+            () => this.#emit({ source: 'store', uid, at: this.#now(), kind: 'request-written' }),
+            () => undefined,
+          );
           if (this.#store.leases.holds(uid)) this.#drainInbox(uid);
         },
         onRescan: () => void this.#rescanInbox(),

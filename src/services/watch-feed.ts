@@ -140,6 +140,9 @@ export function entryOfEngineEvent(event: PodWorkerEvent): FeedEntry | undefined
   }
 }
 
+/** Folder events of one request within this time are one `request-written` line. */
+const REQUEST_REPEAT_MS = 1_000;
+
 /** The pane line of a non-engine session event, or undefined when it is routine. */
 function entryOfSessionEvent(event: SessionEvent): FeedEntry | undefined {
   switch (event.source) {
@@ -242,6 +245,7 @@ export class WatchFeed {
   #lastReadStartedAt = Number.NEGATIVE_INFINITY;
   #started = false;
   #closed = false;
+  readonly #lastRequestAt = new Map<string, number>();
   /** Aborts a listing in flight on close. */
   readonly #stop = new AbortController();
   #unsubscribe: (() => void) | undefined;
@@ -286,6 +290,15 @@ export class WatchFeed {
   onChange(listener: (change: FeedChange) => void): () => void {
     this.#changeListeners.add(listener);
     return () => this.#changeListeners.delete(listener);
+  }
+
+  /** Whether this is a `request-written` line for a pod that had one within REQUEST_REPEAT_MS. */
+  #repeatedRequest(entry: FeedEntry): boolean {
+    if (entry.kind !== 'request-written' || entry.uid === undefined) return false;
+    const last = this.#lastRequestAt.get(entry.uid);
+    this.#lastRequestAt.set(entry.uid, entry.at);
+    if (this.#lastRequestAt.size > 4096) this.#lastRequestAt.delete(this.#lastRequestAt.keys().next().value as string);
+    return last !== undefined && entry.at - last < REQUEST_REPEAT_MS;
   }
 
   /** Adds a line to the events pane (actions of the TUI, session log lines); published at once. */
@@ -343,7 +356,9 @@ export class WatchFeed {
       this.#attribute(event);
       if (event.source === 'engine') this.#patch(event.event);
       const entry = entryOfSessionEvent(event);
-      if (entry !== undefined) {
+      if (entry !== undefined && this.#repeatedRequest(entry)) {
+        // one request file raises several folder events (written, renamed into place): one line
+      } else if (entry !== undefined) {
         if (entry.pod === undefined && entry.uid !== undefined) {
           const known = this.#byUid.get(entry.uid);
           if (known !== undefined) entry.pod = refOf(known);

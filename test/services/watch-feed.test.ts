@@ -256,4 +256,22 @@ describe('watch feed', () => {
     feed.note({ source: 'watch', level: 'info', kind: 'kill-requested', detail: 'x' });
     expect(feed.snapshot()).not.toBe(s1);
   });
+
+  it('shows one request-written line per request, however many folder events it raised', async () => {
+    const a = pod('default/a');
+    const session = new FakeSession([a]);
+    const { feed } = feedOf(session, 1);
+    await feed.start();
+    const requests = () => feed.snapshot().entries.filter((e) => e.kind === 'request-written');
+    session.emit({ source: 'store', uid: a.uid, at: 10_000, kind: 'request-written' });
+    session.emit({ source: 'store', uid: a.uid, at: 10_005, kind: 'request-written' });
+    session.emit({ source: 'store', uid: a.uid, at: 10_400, kind: 'request-written' });
+    await feed.refresh();
+    expect(requests().map((e) => e.at)).toEqual([10_000]);
+    expect(requests()[0]).toMatchObject({ pod: 'default/a', detail: 'request for the owner' });
+    // a later request is a new line
+    session.emit({ source: 'store', uid: a.uid, at: 15_000, kind: 'request-written' });
+    await feed.refresh();
+    expect(requests().map((e) => e.at)).toEqual([10_000, 15_000]);
+  });
 });
