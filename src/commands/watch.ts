@@ -16,7 +16,7 @@ import type { WatchFeed } from '../services/watch-feed.js';
 export default class Watch extends PodctlCommand {
   static override summary = 'Follow the node\'s pods live: a screen with actions, or a JSON stream for scripts.';
 
-  static override description = `On a terminal: a header with the node, the runtime endpoint and the working-pods breakdown (sync / terminating / terminated, desired / orphan / runtime-only), the pod table (state, grace countdown, containers running/total, time in state, owner PID, last error) and the latest events. Keys: ↑/↓ select, k kill (asks the grace, then confirmation), e evict, g shorten a terminating pod's grace, / filter, s sort, ? help, q quit. Kills go through the same session as \`podctl kill\`: a pod another podctl process drives is handed to that process.
+  static override description = `On a terminal: a header with the node, the runtime endpoint and the working-pods breakdown (sync / terminating / terminated, desired / orphan / runtime-only), the pod table (state, grace countdown, containers running/total, time in state, owner PID, last error) and the latest events. Keys: ↑/↓ or j/k select, ⏎ or d the selected pod's --explain view, ctrl-k kill (asks the grace, then confirmation), e evict, g shorten a terminating pod's grace, / filter, s sort, ? help, q quit. -n and -l show only some pods; a banner says when the runtime stops answering. Kills go through the same session as \`podctl kill\`: a pod another podctl process drives is handed to that process.
 
 When stdout is not a terminal, or with --json / -o json: one JSON object per line — a "pod" record per pod at start, then "transition" records (any process's) and "event" records (errors, warnings, grace changes) — until SIGINT/SIGTERM or the reader goes away. See docs/watch.md for the record fields.
 
@@ -24,6 +24,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
 
   static override examples = [
     { description: 'Watch the node on the terminal.', command: '<%= config.bin %> watch' },
+    { description: 'Only the control plane\'s pods.', command: '<%= config.bin %> watch -n kube-system' },
+    { description: 'Only the pods of one app, in every namespace.', command: '<%= config.bin %> watch -A -l app=web' },
     { description: 'Stream transitions to a script.', command: '<%= config.bin %> watch -o json | jq -c \'select(.type=="transition")\'' },
     {
       description: 'Watch the embedded simulator and keep the metrics when done.',
@@ -37,6 +39,22 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       summary: 'json: stream JSON lines instead of the screen (the default when stdout is not a terminal).',
       options: ['json'] as const,
     })(),
+    namespace: Flags.string({
+      char: 'n',
+      summary: 'Only the pods of this namespace (default: every namespace, as -A).',
+      helpValue: 'NAMESPACE',
+    }),
+    'all-namespaces': Flags.boolean({
+      char: 'A',
+      summary: 'Pods of every namespace (the default; as kubectl\'s -A, so scripts can say it).',
+      default: false,
+      exclusive: ['namespace'],
+    }),
+    selector: Flags.string({
+      char: 'l',
+      summary: 'Only the pods whose labels match: key=value, key!=value, key, !key, comma-separated.',
+      helpValue: 'SELECTOR',
+    }),
     ...kubeletFlags,
     'metrics-file': Flags.string({
       summary: 'Write the Prometheus text exposition (podctl_working_pods, transitions, …) to FILE on exit.',
@@ -74,6 +92,12 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       const problem = await metricsFileProblem(flags['metrics-file']);
       if (problem) throw new UsageError(`--metrics-file: ${problem}`, 'point it into an existing directory');
     }
+    if (flags.namespace !== undefined && flags.namespace.trim() === '') throw new UsageError('-n/--namespace: empty namespace', 'name one, or leave -n out to watch every namespace');
+    const { parseSelector } = await import('../lib/selector.js');
+    const scope = {
+      ...(flags.namespace !== undefined ? { namespace: flags.namespace.trim() } : {}),
+      ...(flags.selector !== undefined ? { selector: parseSelector(flags.selector) } : {}),
+    };
     const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], undefined);
     const session = await this.session();
     const { runWatch } = await import('../services/watch.js');
@@ -93,6 +117,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       node: nodeName(flags.node),
       kubelet: await kubeletCheck,
       kubeletRoot: flags['kubelet-root'],
+      scope,
       color: this.styler.enabled,
       ...(flags['metrics-file'] !== undefined ? { metricsFile: flags['metrics-file'] } : {}),
       onFeed: (feed) => {

@@ -17,6 +17,9 @@ import { WatchFeed, type FeedChange, type FeedEntry, type PodTransition } from '
 import { BLOCKED_KINDS, blockedBy, type BlockedBy } from './blocked-by.js';
 import { stuckFactsOf, type NodeFacts } from './status.js';
 import { WatchFacts } from './watch-facts.js';
+import { RuntimeProbe } from './runtime-probe.js';
+import { ScopedFeed, describeScope, isWholeNode, type WatchScope } from './watch-scope.js';
+import { formatDuration } from '../lib/duration.js';
 import type { KubeletStatus } from '../kube/kubelet.js';
 
 export type WatchFormat = 'tui' | 'json';
@@ -34,6 +37,10 @@ export interface WatchOptions {
   kubeletRoot?: string;
   /** Period of the node-facts gathering for pods on their way out (ms); default 2000. */
   factsIntervalMs?: number;
+  /** Only these pods (`-n`, `-l`); default the whole node. Metrics stay node-wide. */
+  scope?: WatchScope;
+  /** Whether to probe the runtime (a banner when it stops answering); default true. */
+  probeRuntime?: boolean;
   color: boolean;
   /** Write the Prometheus text exposition here when the watch ends. */
   metricsFile?: string;
@@ -156,7 +163,9 @@ function aborted(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
-async function streamJson(feed: WatchFeed, facts: WatchFacts, options: WatchOptions, stop: AbortController, counts: { transitions: number }): Promise<'signal' | 'epipe'> {
+type FeedView = Pick<WatchFeed, 'snapshot' | 'onChange' | 'subscribe' | 'note'>;
+
+async function streamJson(feed: FeedView, facts: WatchFacts, options: WatchOptions, stop: AbortController, counts: { transitions: number }): Promise<'signal' | 'epipe'> {
   const out = options.stdout;
   let endedBy: 'signal' | 'epipe' = 'signal';
   const onError = (err: NodeJS.ErrnoException) => {
@@ -201,11 +210,19 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
   if (options.signal.aborted) stop.abort();
   const feed = new WatchFeed(session, options.coalesceMs !== undefined ? { coalesceMs: options.coalesceMs } : {});
   options.onFeed?.(feed);
+  const view: FeedView = isWholeNode(options.scope) ? feed : new ScopedFeed(feed, options.scope!);
   const facts = new WatchFacts(session, {
-    pods: () => feed.snapshot().pods,
+    pods: () => view.snapshot().pods,
     ...(options.kubelet !== undefined ? { kubelet: options.kubelet } : {}),
     ...(options.kubeletRoot !== undefined ? { kubeletRoot: options.kubeletRoot } : {}),
     ...(options.factsIntervalMs !== undefined ? { intervalMs: options.factsIntervalMs } : {}),
+  });
+  // the runtime's answering state: a banner on the screen, and a line (event record) when it changes
+  const probe = options.probeRuntime === false ? undefined : new RuntimeProbe({ endpoint: session.endpoint });
+  probe?.onChange((health, previous) => {
+    const after = formatDuration(health.since - previous.since);
+    if (health.answering) feed.note({ source: 'runtime', level: 'info', kind: 'runtime-answering', detail: `the runtime answers again (after ${after} without an answer)` });
+    else feed.note({ source: 'runtime', level: 'error', kind: 'runtime-not-answering', detail: `the runtime at ${session.endpoint} does not answer: ${health.error ?? 'no answer'}` });
   });
   const counts = { transitions: 0 };
   let metrics: { metrics: Metrics; stop: () => void } | undefined;
@@ -215,24 +232,25 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
     await feed.start();
     // the JSON stream's first pod records carry the causes the node's facts show (bounded by the
     // facts timeout); the screen does not wait for them
+    probe?.start();
     const firstFacts = facts.start();
     if (options.format === 'json') await firstFacts;
     if (options.format === 'json') {
-      endedBy = await streamJson(feed, facts, options, stop, counts);
+      endedBy = await streamJson(view, facts, options, stop, counts);
     } else {
-      const off = feed.onChange((c) => {
+      const off = view.onChange((c) => {
         counts.transitions += c.transitions.length;
       });
       // the events pane says when a pod's cause changes; the table reads the facts itself
       const offFacts = facts.subscribe(() => {
-        for (const { pod, cause } of facts.causeChanges(feed.snapshot().pods, Date.now())) {
+        for (const { pod, cause } of facts.causeChanges(view.snapshot().pods, Date.now())) {
           feed.note({ source: 'watch', level: cause.kind === 'grace' ? 'info' : 'warn', uid: pod.uid, pod: `${pod.namespace}/${pod.name}`, kind: 'blocked-by', detail: `${cause.kind}: ${cause.detail}; next: ${cause.next}` });
         }
       });
       try {
         const { renderWatch } = await import('../tui/index.js');
         const how = await renderWatch({
-          source: feed,
+          source: view,
           requestKill: (request) => session.requestKill(request),
           color: options.color,
           stdout: options.stdout,
@@ -241,6 +259,8 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
           ...(options.node !== undefined ? { node: options.node } : {}),
           ...(options.kubelet !== undefined ? { kubelet: options.kubelet.state } : {}),
           facts,
+          ...(probe !== undefined ? { runtime: probe } : {}),
+          ...(describeScope(options.scope) !== undefined ? { scope: describeScope(options.scope)! } : {}),
           signal: stop.signal,
         });
         endedBy = how;
@@ -252,6 +272,7 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
   } finally {
     options.signal.removeEventListener('abort', onAbort);
     facts.close();
+    probe?.close();
     feed.close();
     metrics?.stop();
     if (metrics !== undefined && options.metricsFile !== undefined) {
@@ -259,7 +280,7 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
       await writeMetricsFile(metrics.metrics, options.metricsFile);
     }
   }
-  const result: WatchResult = { format: options.format, endedBy, pods: feed.snapshot().pods.length, transitions: counts.transitions };
+  const result: WatchResult = { format: options.format, endedBy, pods: view.snapshot().pods.length, transitions: counts.transitions };
   if (options.metricsFile !== undefined) result.metricsFile = options.metricsFile;
   return result;
 }

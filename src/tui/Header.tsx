@@ -21,6 +21,10 @@ export interface HeaderProps {
   filter: string;
   shown: number;
   listError?: string;
+  /** Which pods are shown, when not the whole node. */
+  scope?: string;
+  /** The banner while the runtime does not answer. */
+  runtimeDown?: string;
   color: boolean;
 }
 
@@ -33,9 +37,16 @@ export function countsLine(c: WorkingPodCounts): string {
 export function Header(props: HeaderProps) {
   const { counts, width } = props;
   const where = `node ${props.node ?? '(local)'} · ${props.endpoint}${props.simulated ? ' (simulated)' : ''}`;
-  const view = `${props.shown}/${counts.total} pods · sort ${props.sort}${props.filter ? ` · filter "${props.filter}"` : ''}`;
+  const view = `${props.scope ? `${props.scope} · ` : ''}${props.shown}/${counts.total} pods · sort ${props.sort}${props.filter ? ` · filter "${props.filter}"` : ''}`;
+  const banner =
+    props.runtimeDown !== undefined ? (
+      <Text wrap="truncate" color={props.color ? 'red' : undefined} bold={props.color} inverse={props.color}>
+        {truncate(`⚠ ${props.runtimeDown}`, width)}
+      </Text>
+    ) : null;
   if (props.compact) {
     const c = counts.byLifecycle;
+    if (banner) return banner;
     return (
       <Text wrap="truncate">{truncate(`podctl${props.kubelet ? ` · kubelet ${props.kubelet}` : ''} · sync ${c.sync} term ${c.terminating} done ${c.terminated} · ${view}`, width)}</Text>
     );
@@ -46,7 +57,7 @@ export function Header(props: HeaderProps) {
         <Text bold>podctl watch</Text>
         {truncate(` · ${where} · ${view}`, Math.max(0, width - 12))}
       </Text>
-      {props.listError !== undefined ? (
+      {banner ?? (props.listError !== undefined ? (
         <Text wrap="truncate" color={props.color ? 'red' : undefined}>
           {truncate(`listing failed: ${props.listError}`, width)}
         </Text>
@@ -54,7 +65,7 @@ export function Header(props: HeaderProps) {
         <Text wrap="truncate" dimColor={props.color}>
           {truncate(`${countsLine(counts)}${props.kubelet ? ` │ kubelet ${props.kubelet}` : ''}`, width)}
         </Text>
-      )}
+      ))}
     </Box>
   );
 }

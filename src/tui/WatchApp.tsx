@@ -15,6 +15,7 @@ import { Box, useApp, useInput, useStdin } from 'ink';
 import type { KillHandle, KillRequest } from '../services/session-api.js';
 import type { FeedEntry } from '../services/watch-feed.js';
 import type { NodeFacts } from '../services/status.js';
+import type { RuntimeHealth } from '../services/runtime-probe.js';
 import { countWorkingPods } from '../metrics/working-pods.js';
 import { initialUiState, promptText, reduceKey, selectedIndex, splitKeys, type Effect, type UiState } from './controller.js';
 import { EventsPane } from './EventsPane.js';
@@ -26,7 +27,7 @@ import { PodTable } from './PodTable.js';
 import { useSnapshot, type SnapshotSource } from './use-snapshot.js';
 import { useTerminalSize, type TerminalSize } from './use-terminal-size.js';
 import { useTicker } from './use-ticker.js';
-import { filterPods, screenLayout, sortPods, tableLayout, tableWindow } from './view-model.js';
+import { filterPods, formatDuration, screenLayout, sortPods, tableLayout, tableWindow } from './view-model.js';
 
 export interface WatchSource extends SnapshotSource {
   /** Adds a line to the events pane. */
@@ -41,9 +42,21 @@ export interface FactsSource {
 
 const NO_FACTS_SOURCE: FactsSource = { current: () => undefined, subscribe: () => () => undefined };
 
+/** Whether the runtime answers (services/runtime-probe.ts). */
+export interface RuntimeSource {
+  current(): RuntimeHealth;
+  subscribe(listener: () => void): () => void;
+}
+
+const ANSWERING: RuntimeHealth = { answering: true, since: 0 };
+const NO_RUNTIME_SOURCE: RuntimeSource = { current: () => ANSWERING, subscribe: () => () => undefined };
+
 export interface WatchAppProps {
   source: WatchSource;
   facts?: FactsSource;
+  runtime?: RuntimeSource;
+  /** Which pods are shown, when not the whole node (for the header). */
+  scope?: string;
   requestKill: (request: KillRequest) => Promise<KillHandle>;
   node?: string;
   /** The kubelet's state, for the header. */
@@ -67,6 +80,11 @@ export function WatchApp(props: WatchAppProps) {
     (onChange) => factsSource.subscribe(onChange),
     () => factsSource.current(),
   );
+  const runtimeSource = props.runtime ?? NO_RUNTIME_SOURCE;
+  const runtime = useSyncExternalStore(
+    (onChange) => runtimeSource.subscribe(onChange),
+    () => runtimeSource.current(),
+  );
   const { columns, rows } = useTerminalSize(props.size);
   const { isRawModeSupported } = useStdin();
   const interactive = isRawModeSupported === true;
@@ -82,7 +100,7 @@ export function WatchApp(props: WatchAppProps) {
 
   const anyTerminating = snapshot.pods.some((p) => p.state === 'terminating');
   // Countdowns need a redraw every second; otherwise only the minutes of "time in state" move.
-  const at = useTicker(true, anyTerminating ? (props.tickMs ?? 1000) : (props.idleTickMs ?? 60_000), now);
+  const at = useTicker(true, anyTerminating || !runtime.answering ? (props.tickMs ?? 1000) : (props.idleTickMs ?? 60_000), now);
 
   const counts = useMemo(() => countWorkingPods(snapshot.pods), [snapshot.pods]);
   const visible = useMemo(() => sortPods(filterPods(snapshot.pods, ui.filter), ui.sort, at), [snapshot.pods, ui.filter, ui.sort, at]);
@@ -162,6 +180,8 @@ export function WatchApp(props: WatchAppProps) {
         filter={ui.filter}
         shown={visible.length}
         listError={snapshot.listError}
+        {...(props.scope !== undefined ? { scope: props.scope } : {})}
+        {...(runtime.answering ? {} : { runtimeDown: `runtime not answering for ${formatDuration(at - runtime.since)}: ${runtime.error ?? 'no answer'} · the table shows the last listing` })}
         color={props.color}
       />
       <PodTable pods={visible} layout={layout} now={at} selected={sel} window={window} color={props.color} emptyText={emptyText} facts={facts} />

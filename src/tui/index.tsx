@@ -11,7 +11,7 @@
  */
 import { render } from 'ink';
 import type { KillHandle, KillRequest } from '../services/session-api.js';
-import { WatchApp, type FactsSource, type WatchSource } from './WatchApp.js';
+import { WatchApp, type FactsSource, type RuntimeSource, type WatchSource } from './WatchApp.js';
 
 export interface RenderWatchOptions {
   source: WatchSource;
@@ -21,6 +21,10 @@ export interface RenderWatchOptions {
   kubelet?: string;
   /** The node's facts for pods on their way out (watch-facts.ts). */
   facts?: FactsSource;
+  /** Whether the runtime answers (services/runtime-probe.ts): a banner while it does not. */
+  runtime?: RuntimeSource;
+  /** Which pods are shown (`namespace kube-system · -l app=x`), when not the whole node. */
+  scope?: string;
   stdout: NodeJS.WriteStream;
   stdin?: NodeJS.ReadStream;
   stderr?: NodeJS.WriteStream;
@@ -38,7 +42,7 @@ export async function renderWatch(options: RenderWatchOptions): Promise<'quit' |
   if (altScreen) stdout.write(ENTER_ALT_SCREEN);
   let endedBy: 'quit' | 'signal' = 'quit';
   const instance = render(
-    <WatchApp source={options.source} requestKill={options.requestKill} color={options.color} {...(options.node !== undefined ? { node: options.node } : {})} {...(options.kubelet !== undefined ? { kubelet: options.kubelet } : {})} {...(options.facts !== undefined ? { facts: options.facts } : {})} />,
+    <WatchApp source={options.source} requestKill={options.requestKill} color={options.color} {...(options.node !== undefined ? { node: options.node } : {})} {...(options.kubelet !== undefined ? { kubelet: options.kubelet } : {})} {...(options.facts !== undefined ? { facts: options.facts } : {})} {...(options.runtime !== undefined ? { runtime: options.runtime } : {})} {...(options.scope !== undefined ? { scope: options.scope } : {})} />,
     {
       stdout,
       ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),

@@ -24,8 +24,8 @@ interface Watcher {
   exited: Promise<number | null>;
 }
 
-function watch(endpoint: string, stateDir: string): Watcher {
-  const child = spawn(process.execPath, ['--import', traceImports, 'bin/run.js', 'watch', '--runtime-endpoint', endpoint, '--state-dir', stateDir], {
+function watch(endpoint: string, stateDir: string, extra: string[] = []): Watcher {
+  const child = spawn(process.execPath, ['--import', traceImports, 'bin/run.js', 'watch', '--runtime-endpoint', endpoint, '--state-dir', stateDir, ...extra], {
     cwd: root,
     env: { ...process.env, NO_COLOR: '1' },
   });
@@ -118,6 +118,31 @@ describe.skipIf(!built)(`podctl watch as a JSON stream${built ? '' : ' (skipped:
       expect(await Promise.race([w.exited, new Promise((r) => setTimeout(() => r('still running'), 10_000))])).toBe(0);
     } finally {
       w.child.kill('SIGKILL');
+    }
+  });
+
+  it('-n and -l stream only those pods; -A with -n, an empty -n and a bad -l are usage errors (exit 2)', async () => {
+    const ns = watch(sim!.endpoint, stateDir, ['-n', 'batch']);
+    try {
+      const pods = await until(() => ns.lines().length >= 1 && ns.lines(), 'the pod records');
+      await new Promise((r) => setTimeout(r, 500));
+      expect(ns.lines().filter((r) => r.type === 'pod').map((r) => `${r.namespace}/${r.name}`)).toEqual(['batch/report']);
+      expect(pods.length).toBeGreaterThan(0);
+    } finally {
+      ns.child.kill('SIGKILL');
+    }
+    const none = watch(sim!.endpoint, stateDir, ['-A', '-l', 'app=nothing-has-this']);
+    try {
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(none.lines().filter((r) => r.type === 'pod')).toEqual([]);
+      expect(none.child.exitCode).toBeNull();
+    } finally {
+      none.child.kill('SIGKILL');
+    }
+    for (const args of [['-A', '-n', 'web'], ['-n', ''], ['-l', 'app=(x']]) {
+      const run = await podctl(['watch', ...args, '--runtime-endpoint', sim!.endpoint, '--state-dir', stateDir]);
+      expect(run.status, `${args.join(' ')}: ${run.stderr}`).toBe(2);
+      expect(run.stderr.trim().split('\n'), run.stderr).toHaveLength(1);
     }
   });
 });
