@@ -6,7 +6,10 @@
  *
  * Invariants:
  * - Throttled: at most one gathering every `intervalMs` (default 2 s), never two at once, and none
- *   while no listed pod is on its way out; each is bounded by the facts timeout (stuck-facts.ts).
+ *   while no listed pod is overdue; each is bounded by the facts timeout (stuck-facts.ts). Only
+ *   overdue pods are looked at (on their way out and past their grace, or with a runtime error, or
+ *   undriven), at most MAX_FACT_PODS of them, longest in their state first: a drain of hundreds of
+ *   pods within their grace costs the runtime no extra calls.
  * - Best effort: a gathering that fails keeps the last facts; it never throws to the caller.
  * - `current()` is the same object until a gathering finds different facts, so a screen may
  *   subscribe to it as to the feed's snapshot.
@@ -18,6 +21,8 @@ import { blockedBy, type BlockedBy } from './blocked-by.js';
 import { gatherNodeFacts, notFinishing, stuckFactsOf, type NodeFacts } from './status.js';
 
 export const WATCH_FACTS_INTERVAL_MS = 2_000;
+/** Pods looked at per gathering (the longest in their state first). */
+export const MAX_FACT_PODS = 64;
 
 export interface WatchFactsOptions {
   /** The pods of the watch's last listing. */
@@ -37,6 +42,18 @@ const NO_API = new Map<string, never>();
 /** Whether a pod is on its way out and not finished, so its node facts matter (status.ts's rule). */
 export function isLeaving(pod: PodInfo): boolean {
   return notFinishing(pod, NO_API);
+}
+
+/**
+ * Whether a leaving pod's node facts may name its cause: its grace is over (or none counts down),
+ * or the runtime reported an error. Within its grace a pod is (almost always) just stopping.
+ */
+export function isOverdue(pod: PodInfo, now: number): boolean {
+  if (!isLeaving(pod)) return false;
+  if (pod.lastError !== undefined) return true;
+  if (pod.owner?.alive !== true) return true;
+  if (pod.state !== 'terminating') return true;
+  return pod.graceDeadline === undefined || pod.graceDeadline <= now;
 }
 
 /** A comparable summary of facts: what decides a cause (process states, held mounts). */
@@ -85,7 +102,12 @@ export class WatchFacts {
   refresh(): Promise<void> {
     if (this.#closed) return Promise.resolve();
     if (this.#inFlight) return this.#inFlight;
-    const leaving = this.#options.pods().filter(isLeaving);
+    const now = (this.#options.now ?? Date.now)();
+    const leaving = this.#options
+      .pods()
+      .filter((p) => isOverdue(p, now))
+      .sort((a, b) => a.since - b.since)
+      .slice(0, MAX_FACT_PODS);
     if (leaving.length === 0) return Promise.resolve();
     this.#inFlight = this.#gather(leaving)
       .then((facts) => {

@@ -93,4 +93,25 @@ describe('WatchFacts', () => {
     expect(isLeaving(pod('a', { state: 'finished' }))).toBe(false);
     expect(isLeaving(pod('a', { pod: { metadata: { name: 'a', deletionTimestamp: new Date(0) } } }))).toBe(true);
   });
+
+  it('looks only at overdue pods (past their grace, erroring or undriven), at most 64, the longest stuck first', async () => {
+    const asked: string[][] = [];
+    const within = pod('web/within', { since: 20_000, state: 'terminating', gracePeriod: 30, graceDeadline: NOW + 20_000, owner: { pid: 1, startedAt: 1, heartbeatAt: NOW, alive: true } });
+    const erroring = { ...within, uid: 'u-err', name: 'erroring', lastError: { message: 'StopContainer: DeadlineExceeded', at: NOW } };
+    const undriven = { ...within, uid: 'u-undriven', name: 'undriven', owner: undefined };
+    const many = Array.from({ length: 70 }, (_, i) => ({ ...stopping(`web/over-${i}`), uid: `u-${i}`, since: 10_000 + (69 - i) }));
+    const w = new WatchFacts(new FakeSession(), { pods: () => [within, erroring, undriven, ...many], now: () => NOW, gather: async (pods) => (asked.push(pods.map((p) => p.name)), facts({})) });
+    await w.refresh();
+    expect(asked).toHaveLength(1);
+    const names = asked[0]!;
+    expect(names).toHaveLength(64);
+    expect(names).not.toContain('within');
+    // the longest in their state first: over-69 entered it first
+    expect(names[0]).toBe('over-69');
+    w.close();
+    const few = new WatchFacts(new FakeSession(), { pods: () => [within, erroring, undriven], now: () => NOW, gather: async (pods) => (asked.push(pods.map((p) => p.name)), facts({})) });
+    await few.refresh();
+    expect(asked[1]!.sort()).toEqual(['erroring', 'undriven']);
+    few.close();
+  });
 });
