@@ -110,7 +110,7 @@ async function main(): Promise<void> {
   // they follow the runtime (a relist a second, since containerd 1.6 streams no events), which
   // would load the runtime and this process during the other variants' runs.
   const withStack = async <T>(fn: (stack: EngineStack) => Promise<T>): Promise<T> => {
-    const stack = await EngineStack.open(socket!);
+    const stack = await EngineStack.open(socket);
     try {
       return await fn(stack);
     } finally {

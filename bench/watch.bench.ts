@@ -85,7 +85,7 @@ function startSimulatorProcess(socketPath: string): Promise<ChildProcess> {
   });
   return new Promise((resolve, reject) => {
     child.once('exit', (c) => reject(new Error(`simulator exited with ${c}`)));
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       if (d.toString().includes('ready')) resolve(child);
     });
   });

@@ -12,7 +12,8 @@
 #      carries (tools/node-lts: node-lts-26), then stops the containerd node again;
 #   4. runs the fast suite (`npm run test:fast`, without the executable's tests) on the other Node.js
 #      versions of package.json's `engines`: the machine's node (20) and node-lts-24;
-#   5. ends with one line "N passed, N failed, N skipped", the sum of all runs, read by CI.
+#   5. lints with type information (eslint.config.js: typescript-eslint, zero findings; one check);
+#   6. ends with one line "N passed, N failed, N skipped", the sum of all runs, read by CI.
 #      Exit code: 0 if every run passed, else the first failing run's.
 #
 # Arguments are passed to vitest, and then only the whole suite runs (one file, one Node.js).
@@ -89,7 +90,13 @@ run_vitest() { # <label> <node> <vitest args...>
 }
 
 rc=0
-run_vitest full "$MAIN_NODE" "$@" || rc=$?
+# lint with type information (eslint.config.js), zero findings: one check in the summary
+if [ $# = 0 ]; then
+  echo "[test] ── lint: eslint --max-warnings 0 . ──" >&2
+  if npm run -s lint >&2; then echo '{"numPassedTests":1}' > "$results_dir/lint.json"
+  else echo "[test] lint found problems (npm run lint)" >&2; echo '{"numFailedTests":1}' > "$results_dir/lint.json"; rc=1; fi
+fi
+run_vitest full "$MAIN_NODE" "$@" || { r=$?; [ "$rc" = 0 ] && rc=$r; }
 
 if [ "$node_up" = 1 ]; then bash test/e2e/containerd-node.sh down >&2 || true; fi
 

@@ -88,7 +88,7 @@ export async function boot(bin: string): Promise<void> {
   // `--version`, `--help` and a bare `podctl` load less through the ES-module CLI than the whole
   // bundle without a cache; so does an older build without the bundle.
   if (argv[0] === undefined || !CACHE_KEY.test(argv[0]) || !existsSync(bundle)) {
-    const { run } = (await import(pathToFileURL(path.join(root, 'dist', 'cli.js')).href)) as { run(dir: string): Promise<void> };
+    const { run } = (await import(pathToFileURL(path.join(root, 'dist', 'cli.js')).href)) as { run: (dir: string) => Promise<void> };
     // the package root, not bin/ (whose package.json only marks run.js as CommonJS)
     return run(root);
   }

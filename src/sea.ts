@@ -24,4 +24,4 @@ const EMBEDDED_JSON = Symbol.for('podctl.embedded-json');
 
 const root = path.dirname(process.execPath);
 (globalThis as Record<symbol, unknown>)[EMBEDDED_JSON] = new Map([[path.join(root, 'oclif.manifest.json'), __PODCTL_SEA_MANIFEST__]]);
-await main(root, process.argv.slice(2), JSON.parse(__PODCTL_SEA_PACKAGE_JSON__));
+await main(root, process.argv.slice(2), JSON.parse(__PODCTL_SEA_PACKAGE_JSON__) as Parameters<typeof main>[2]);

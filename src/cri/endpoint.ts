@@ -148,7 +148,7 @@ export async function resolveEndpoint(options: ResolveEndpointOptions = {}): Pro
     options.flag !== undefined && options.flag !== ''
       ? { value: options.flag, source: ENDPOINT_FLAG }
       : env[ENDPOINT_ENV]
-        ? { value: env[ENDPOINT_ENV] as string, source: ENDPOINT_ENV }
+        ? { value: env[ENDPOINT_ENV], source: ENDPOINT_ENV }
         : undefined;
   if (explicit) {
     const parsed = parseEndpoint(explicit.value);

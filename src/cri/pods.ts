@@ -131,7 +131,7 @@ export function parsePreStop(value: string | undefined): V1LifecycleHandler | un
   try {
     const parsed: unknown = JSON.parse(value);
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
-    return parsed as V1LifecycleHandler;
+    return parsed;
   } catch {
     return undefined;
   }

@@ -237,7 +237,7 @@ export function terminationOrdering(pod: V1Pod, runningNames: readonly string[])
       const onAbort = (): void => ac.abort(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
       try {
-        await Promise.race([Promise.all(before.map((n) => exited.get(n)?.promise)), sleep(ms, ac.signal)]);
+        await Promise.race([Promise.all(before.map((n) => exited.get(n)?.promise ?? Promise.resolve())), sleep(ms, ac.signal)]);
       } finally {
         signal.removeEventListener('abort', onAbort);
         ac.abort();

@@ -150,7 +150,7 @@ export class PodWorkerEngine implements PodWorkers {
       this.#queue = this.#ownQueue;
     }
     if (options.onEvent !== undefined) this.#events.subscribe(options.onEvent);
-    this.#statuses = internals?.statuses ?? new Map();
+    this.#statuses = internals?.statuses ?? new Map<string, PodSyncRecord>();
     this.#static = internals?.staticPods ?? new StaticPodStarts();
   }
 

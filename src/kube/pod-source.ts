@@ -90,7 +90,7 @@ export class NodePodSource {
               else throw new KubeError('watch pods', `watch pods: ${(event.object as { message?: string }).message ?? 'error event'}`, code);
               return;
             }
-            this.#apply(event.type, event.object as V1Pod);
+            this.#apply(event.type, event.object);
           },
           signal,
         );

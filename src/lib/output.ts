@@ -44,7 +44,8 @@ export function colorEnabled(noColorFlag: boolean, stream: { isTTY?: boolean }, 
 
 /** Converts a result to plain JSON data: Maps become objects, undefined fields disappear. */
 export function toPlain(value: unknown): unknown {
-  return JSON.parse(JSON.stringify(value, (_key, v: unknown) => (v instanceof Map ? Object.fromEntries(v) : v)));
+  const plain: unknown = JSON.parse(JSON.stringify(value, (_key, v: unknown): unknown => (v instanceof Map ? Object.fromEntries(v as Map<string, unknown>) : v)));
+  return plain;
 }
 
 export function renderJson(value: unknown): string {

@@ -130,7 +130,7 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
     budgetSeconds: g.budgetSeconds,
     critical: g.critical,
     completedInBudget: false,
-    pods: g.pods.map((p) => ({ ...p, outcome: 'not-started' as DrainPodOutcome })),
+    pods: g.pods.map((p) => ({ ...p, outcome: 'not-started' })),
   }));
 
   if (options.dryRun) {

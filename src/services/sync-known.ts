@@ -143,7 +143,7 @@ function podsOf(doc: unknown, where: string): V1Pod[] {
   if (object.kind !== undefined && object.kind !== 'Pod') {
     throw new UsageError(`--desired ${where}: found kind ${object.kind}, expected Pod or PodList`);
   }
-  return [doc as V1Pod];
+  return [doc];
 }
 
 async function desiredPods(options: SyncKnownOptions, before: PodInfo[]): Promise<V1Pod[]> {

@@ -31,7 +31,7 @@ export class StoreError extends Error {
 /** The errno code of a Node system error, or undefined. */
 export function errnoOf(error: unknown): string | undefined {
   if (typeof error === 'object' && error !== null && 'code' in error) {
-    const code = (error as { code: unknown }).code;
+    const code = (error).code;
     return typeof code === 'string' ? code : undefined;
   }
   return undefined;

@@ -122,7 +122,7 @@ export function isLeaseRecordShape(v: unknown): v is LeaseRecord {
     (v.generation as number) > 0 &&
     isInt(v.pid) &&
     isNumber(v.startTicks) &&
-    (v.startTicks as number) >= 0 &&
+    (v.startTicks) >= 0 &&
     isNumber(v.startedAt) &&
     isString(v.token) &&
     isNumber(v.acquiredAt) &&

@@ -20,7 +20,7 @@ type Shape = string | { [key: string]: Shape } | Shape[];
 function shapeOf(value: unknown): Shape {
   if (value === null) return 'null';
   if (Array.isArray(value)) return value.length === 0 ? [] : [value.map(shapeOf).reduce(mergeShapes)];
-  if (typeof value === 'object') return Object.fromEntries(Object.entries(value as object).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, shapeOf(v)]));
+  if (typeof value === 'object') return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, shapeOf(v)]));
   return typeof value;
 }
 
@@ -31,7 +31,7 @@ function mergeShapes(a: Shape, b: Shape): Shape {
   }
   if (typeof a === 'object' && typeof b === 'object' && !Array.isArray(a) && !Array.isArray(b)) {
     const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
-    return Object.fromEntries(keys.map((k) => [k, a[k] === undefined ? (b[k] as Shape) : b[k] === undefined ? a[k] : mergeShapes(a[k], b[k] as Shape)]));
+    return Object.fromEntries(keys.map((k) => [k, a[k] === undefined ? (b[k] as Shape) : b[k] === undefined ? a[k] : mergeShapes(a[k], b[k])]));
   }
   if (typeof a === 'string' && typeof b === 'string') return [...new Set([...a.split('|'), ...b.split('|')])].sort().join('|');
   return `${JSON.stringify(a)}|${JSON.stringify(b)}`;

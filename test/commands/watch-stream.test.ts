@@ -87,7 +87,7 @@ describe.skipIf(!built)(`podctl watch as a JSON stream${built ? '' : ' (skipped:
     const w = watch(sim!.endpoint, stateDir);
     try {
       const pods = await until(() => w.lines().length >= 3 && w.lines(), 'the pod records');
-      expect(pods.map((r) => [r.type, `${r.namespace}/${r.name}`]).sort()).toEqual([
+      expect(pods.map((r) => [r.type, `${String(r.namespace)}/${String(r.name)}`]).sort()).toEqual([
         ['pod', 'batch/report'],
         ['pod', 'web/api-1'],
         ['pod', 'web/api-2'],
@@ -126,7 +126,7 @@ describe.skipIf(!built)(`podctl watch as a JSON stream${built ? '' : ' (skipped:
     try {
       const pods = await until(() => ns.lines().length >= 1 && ns.lines(), 'the pod records');
       await new Promise((r) => setTimeout(r, 500));
-      expect(ns.lines().filter((r) => r.type === 'pod').map((r) => `${r.namespace}/${r.name}`)).toEqual(['batch/report']);
+      expect(ns.lines().filter((r) => r.type === 'pod').map((r) => `${String(r.namespace)}/${String(r.name)}`)).toEqual(['batch/report']);
       expect(pods.length).toBeGreaterThan(0);
     } finally {
       ns.child.kill('SIGKILL');

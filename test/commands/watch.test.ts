@@ -34,8 +34,8 @@ describe('podctl watch (command)', () => {
       written.push(String(chunk));
       if (written.join('').split('\n').length > 2) sawPods();
       return true;
-    }) as typeof process.stdout.write);
-    vi.spyOn(process.stderr, 'write').mockImplementation((() => true) as typeof process.stderr.write);
+    }));
+    vi.spyOn(process.stderr, 'write').mockImplementation((() => true));
     expect(process.stdout.isTTY).not.toBe(true);
 
     const run = Watch.run(['--state-dir', dir, '--runtime-endpoint', 'unix:///tmp/x.sock', '--no-color'], root);
@@ -56,7 +56,7 @@ describe('podctl watch (command)', () => {
   });
 
   it('rejects an unknown output format as a usage error', async () => {
-    vi.spyOn(process.stderr, 'write').mockImplementation((() => true) as typeof process.stderr.write);
+    vi.spyOn(process.stderr, 'write').mockImplementation((() => true));
     await expect(Watch.run(['-o', 'yaml'], root)).rejects.toMatchObject({ oclif: { exit: 2 } });
     process.exitCode = undefined;
   });

@@ -120,7 +120,8 @@ describe('deploy/ manifests', () => {
           ok = false; // failurePolicy Fail: an error denies
         }
         if (ok !== true) {
-          const message = validation.messageExpression ? String(run(validation.messageExpression, { ...activation, variables } as never)) : validation.message;
+          const text: unknown = validation.messageExpression ? run(validation.messageExpression, { ...activation, variables } as never) : validation.message;
+          const message = typeof text === 'string' ? text : JSON.stringify(text);
           return { matched: true, allowed: false, message };
         }
       }

@@ -86,7 +86,7 @@ describeContainerd(import.meta.url, 'sync-known safety against containerd', () =
     const desired = join(stateDir, '..', `${app}.json`);
     // every other pod on this shared node is desired too: only `orphan` is missing from the list
     const others = (await node.cri.listPodSandbox()).filter((s) => s.state === 0).map((s) => s.metadata?.uid ?? '');
-    const items = (await Promise.all([wanted])).map((p) => p.pod);
+    const items = [wanted].map((p) => p.pod);
     const keepOthers = others
       .filter((uid) => ![staticPod.uid, wanted.uid, orphan.uid].includes(uid))
       .map((uid) => ({ metadata: { uid, name: `other-${uid.slice(0, 8)}`, namespace: 'default' }, spec: { containers: [] } }));

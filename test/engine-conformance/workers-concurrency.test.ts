@@ -60,7 +60,7 @@ describe('robustness', () => {
       calls++;
       if (calls === 1) throw new Error('boom');
       return Promise.resolve(false);
-    }) as typeof h.syncer.syncPod;
+    });
     const pod = newNamedPod('1', 'ns', 'p', false);
     h.workers.updatePod({ pod, updateType: 'create' });
     await h.drain();

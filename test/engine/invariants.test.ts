@@ -5,7 +5,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { mergeLastUpdate } from '../../src/engine/merge.js';
 import { newUpdate, PodSyncRecord } from '../../src/engine/status.js';
-import type { PodWorkerEvent } from '../../src/engine/types.js';
 import {
   SECOND,
   blockUntilAborted,
@@ -403,7 +402,7 @@ describe('6. worker loop', () => {
     const pod = newNamedPod('n', 'ns', 'n', false);
     const failed = nextEvent(h.workers, (e) => e.type === 'sync-failed');
     h.workers.updatePod({ updateType: 'create', pod });
-    const f = (await failed) as Extract<PodWorkerEvent, { type: 'sync-failed' }>;
+    const f = (await failed);
     await h.workers.whenIdle();
     expect(f.error).toContain('network is not ready');
     expect(f.retryInMs).toBeGreaterThanOrEqual(1_000);

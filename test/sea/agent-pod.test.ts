@@ -14,7 +14,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { NamespaceModeCode as NamespaceMode } from '../../src/cri/codes.js';
 import { describeContainerd, requireNodeDir } from '../e2e/support/env.js';
 import { PrivateNode } from '../e2e/support/node.js';
@@ -99,7 +99,7 @@ describeContainerd(import.meta.url, 'podctl agent as a pod from the image', () =
       ],
       linux: { securityContext: { namespaceOptions, readonlyRootfs: true, runAsUser: { value: 0 } } },
     };
-    const id = await node.cri.createContainer(sandboxId, containerConfig as never, sandboxConfig as never, { timeoutMs: 60_000 });
+    const id = await node.cri.createContainer(sandboxId, containerConfig, sandboxConfig, { timeoutMs: 60_000 });
     await node.cri.startContainer(id, { timeoutMs: 60_000 });
     logFile = join(logDirectory, 'agent', '0.log');
   }, 180_000);
@@ -167,7 +167,7 @@ async function runAgentPod(cri: CriClient, nodeDir: string, socket: string, args
     mounts: [{ containerPath: '/run/podctl-cri', hostPath: socketDir }, ...shared.map((dir) => ({ containerPath: dir, hostPath: dir }))],
     linux: { securityContext: { namespaceOptions, readonlyRootfs: true, runAsUser: { value: 0 } } },
   };
-  const id = await cri.createContainer(sandboxId, containerConfig as never, sandboxConfig as never, { timeoutMs: 60_000 });
+  const id = await cri.createContainer(sandboxId, containerConfig, sandboxConfig, { timeoutMs: 60_000 });
   await cri.startContainer(id, { timeoutMs: 60_000 });
   return { sandboxId, logFile: join(logDirectory, 'agent', '0.log') };
 }

@@ -38,7 +38,7 @@ async function node(pods: SimPodSpec[], faults: FaultRule[] = []): Promise<NodeS
 
 function captureReporter(): { reporter: Reporter; lines: string[] } {
   const lines: string[] = [];
-  const reporter = new Reporter('info', { write: (chunk: string) => (lines.push(...chunk.split('\n').filter(Boolean)), true), isTTY: false } as never);
+  const reporter = new Reporter('info', { write: (chunk: string) => (lines.push(...chunk.split('\n').filter(Boolean)), true), isTTY: false });
   return { reporter, lines };
 }
 

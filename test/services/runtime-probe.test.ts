@@ -22,7 +22,7 @@ describe('RuntimeProbe', () => {
               throw new Error('4 DEADLINE_EXCEEDED: Deadline exceeded after 1.500s');
             }
             if (mode === 'refused') throw new Error('14 UNAVAILABLE: No connection established. Last error: connect ECONNREFUSED');
-            return { version: '0.1.0', runtimeName: 'x', runtimeVersion: '1', runtimeApiVersion: 'v1' } as never;
+            return { version: '0.1.0', runtimeName: 'x', runtimeVersion: '1', runtimeApiVersion: 'v1' };
           },
           close: () => undefined,
         };

@@ -33,7 +33,7 @@ function mutate(value: unknown, path: (string | number)[], replacement: unknown)
   let at: Json = copy;
   for (const key of path.slice(0, -1)) at = (at as Record<string | number, unknown>)[key] as Json;
   const last = path.at(-1)!;
-  if (replacement === undefined && !Array.isArray(at)) delete (at as Record<string, unknown>)[last as string];
+  if (replacement === undefined && !Array.isArray(at)) delete (at)[last as string];
   else (at as Record<string | number, unknown>)[last] = replacement;
   return copy;
 }

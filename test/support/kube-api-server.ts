@@ -25,7 +25,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
+ 
 type Obj = Record<string, any>;
 
 export interface Fault {

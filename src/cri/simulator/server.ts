@@ -193,7 +193,7 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
       (r) => `timeout=${r.timeout} cmd=${JSON.stringify(r.cmd)}`,
     ),
   };
-  if (options.events !== false) impl.getContainerEvents = getContainerEvents as RuntimeServiceServer['getContainerEvents'];
+  if (options.events !== false) impl.getContainerEvents = getContainerEvents;
 
   await fs.mkdir(path.dirname(socketPath), { recursive: true });
   const existing = await checkSocket(socketPath, 300);

@@ -48,7 +48,7 @@ export function runDriver(args: string[]): DriverRun {
   const lines: Record<string, unknown>[] = [];
   const stderr: string[] = [];
   let buffer = '';
-  child.stdout!.on('data', (d: Buffer) => {
+  child.stdout.on('data', (d: Buffer) => {
     buffer += d.toString();
     let nl: number;
     while ((nl = buffer.indexOf('\n')) >= 0) {
@@ -61,7 +61,7 @@ export function runDriver(args: string[]): DriverRun {
       }
     }
   });
-  child.stderr!.on('data', (d: Buffer) => stderr.push(d.toString()));
+  child.stderr.on('data', (d: Buffer) => stderr.push(d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, lines, stderr, exited };
 }
