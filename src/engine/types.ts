@@ -177,7 +177,8 @@ export type PodWorkerEvent =
   | { type: 'state-changed'; uid: string; fullname: string; at: number; from: PodWorkerState | 'new'; to: PodWorkerState }
   | { type: 'finished'; uid: string; fullname: string; at: number }
   | { type: 'forgotten'; uid: string; fullname: string; at: number }
-  | { type: 'requeued'; uid: string; fullname: string; at: number; delayMs: number; reason: 'phase-change' | 'resync' | 'network-not-ready' | 'backoff' | 'replay' };
+  /** `write-ahead`: `beforeWorkerWakes` answered false (the pod's intent is not durable): the update waits. */
+  | { type: 'requeued'; uid: string; fullname: string; at: number; delayMs: number; reason: 'phase-change' | 'resync' | 'network-not-ready' | 'backoff' | 'replay' | 'write-ahead' };
 
 export type PodWorkerEventType = PodWorkerEvent['type'];
 
@@ -193,8 +194,13 @@ export interface PodWorkersOptions {
   /** Default 10_000. */
   backOffPeriodMs?: number;
   recorder?: EventRecorder;
-  /** Test seam: awaited each time a pod's worker wakes for new work, before it consumes the update. */
-  beforeWorkerWakes?: (uid: string) => Promise<void> | void;
+  /**
+   * Awaited each time a pod's worker wakes for new work, before it consumes the update (the
+   * session's write-ahead). Answering `false` holds the update: the worker does not act, the pod is
+   * not working, and the update is tried again after the back-off period (`requeued`,
+   * `write-ahead`). A throw is ignored (the worker goes on).
+   */
+  beforeWorkerWakes?: (uid: string) => Promise<void | boolean> | void | boolean;
   /** Receives every transition event (same as `subscribe`). */
   onEvent?: (event: PodWorkerEvent) => void;
 }

@@ -120,7 +120,7 @@ export class PodWorkerEngine implements PodWorkers {
   readonly #resyncIntervalMs: number;
   readonly #backOffPeriodMs: number;
   readonly #recorder: EventRecorder | undefined;
-  readonly #beforeWorkerWakes: ((uid: string) => Promise<void> | void) | undefined;
+  readonly #beforeWorkerWakes: ((uid: string) => Promise<void | boolean> | void | boolean) | undefined;
   readonly #events = new EventFanout();
 
   /** Every tracked pod by UID (the kubelet's podSyncStatuses). */
@@ -365,12 +365,17 @@ export class PodWorkerEngine implements PodWorkers {
     try {
       while (handle.signalled && !this.#closed && this.#workers.get(uid) === handle) {
         if (this.#beforeWorkerWakes !== undefined) {
+          let ready: void | boolean = true;
           try {
-            await this.#beforeWorkerWakes(uid);
+            ready = await this.#beforeWorkerWakes(uid);
           } catch {
-            // a failing test seam does not stop the worker
+            // a failing seam does not stop the worker
           }
           if (this.#closed || this.#workers.get(uid) !== handle) return;
+          if (ready === false) {
+            this.#holdForWriteAhead(uid);
+            return;
+          }
         }
         handle.signalled = false;
         const work = this.#startPodSync(uid, handle);
@@ -642,7 +647,7 @@ export class PodWorkerEngine implements PodWorkers {
     else this.#setWorking(uid, record, false);
   }
 
-  #enqueue(uid: string, fullname: string, delayMs: number, reason: 'phase-change' | 'resync' | 'network-not-ready' | 'backoff'): void {
+  #enqueue(uid: string, fullname: string, delayMs: number, reason: 'phase-change' | 'resync' | 'network-not-ready' | 'backoff' | 'write-ahead'): void {
     if (this.#closed) return;
     this.#queue.enqueue(uid, delayMs);
     if (this.#events.active) this.#emit({ type: 'requeued', uid, fullname, at: this.#clock.now(), delayMs, reason });
@@ -658,6 +663,18 @@ export class PodWorkerEngine implements PodWorkers {
   }
 
   /** The default queue's due callback: re-sync the pod as the kubelet's sync loop would. */
+  /**
+   * The write-ahead of the pod's intent failed: its pending update stays pending (nothing is done
+   * that is not durable), the pod is not working (as a static pod waiting for its turn), and the
+   * update is tried again after the back-off period.
+   */
+  #holdForWriteAhead(uid: string): void {
+    const record = this.#statuses.get(uid);
+    if (record === undefined || record.pendingUpdate === undefined) return;
+    this.#setWorking(uid, record, false);
+    this.#enqueue(uid, record.fullname, jitter(this.#backOffPeriodMs, BACKOFF_JITTER_FACTOR), 'write-ahead');
+  }
+
   #resyncFromQueue(uid: string): void {
     if (this.#closed) return;
     const record = this.#statuses.get(uid);
