@@ -44,7 +44,7 @@ import {
   type RunningPod,
   type V1Pod,
 } from '../engine/types.js';
-import { openStore, leaseInfoOf, type FileOps, type FolderWatch, type InboxRequest, type LeaseView, type PodCheckpoint, type Store } from '../store/index.js';
+import { openStore, leaseInfoOf, StoreError, type FileOps, type FolderWatch, type InboxRequest, type LeaseView, type PodCheckpoint, type Store } from '../store/index.js';
 import { watchFolder } from '../store/watch.js';
 import { boundHistory } from '../store/format.js';
 import { lastErrorAfter, sessionTransition, transitionOf } from '../store/timeline.js';
@@ -208,6 +208,12 @@ class Session implements NodeSession {
    */
   readonly #intent = new Map<string, number>();
   #intentSeq = 0;
+  /** Per pod, why its last checkpoint write failed (its own file's error), until one succeeds. */
+  readonly #storageErrors = new Map<string, Error>();
+  /** Pods with a durable record: restored from a checkpoint, or written with their intent here. */
+  readonly #durable = new Set<string>();
+  /** Pods whose first intent could not be made durable (disk full): withdrawn, never acted on here. */
+  readonly #withdrawn = new Set<string>();
   readonly #forgotten = new Set<string>();
   #flushTimer: NodeJS.Timeout | undefined;
   /** The batch write in flight, if any. */
@@ -382,18 +388,41 @@ class Session implements NodeSession {
    * checkpoint reflecting that intent is made durable, so the runtime never sees an action the
    * store does not know about — a crash can lose an intent that was never acted on, never one that
    * was. This holds also when the intent is in a batch already being written (no longer dirty): the
-   * intent stays marked until its batch is on disk. A failing write (disk full) is reported by the
-   * flush and does not stop the worker.
+   * intent stays marked until its batch is on disk. When the write fails (disk full) for a pod with
+   * no durable record, the answer is false and the engine holds the update: nothing reaches the
+   * runtime that the store does not know about. A pod with a durable record goes on (its new intent
+   * only shortens what is on disk; losing it to a crash cannot lengthen a grace).
    */
-  async #writeAhead(uid: string): Promise<void> {
-    if (this.#intent.has(uid) && this.#store.leases.holds(uid)) await this.#flush().catch(() => {});
+  async #writeAhead(uid: string): Promise<boolean> {
+    if (this.#withdrawn.has(uid)) return false;
+    if (!(this.#intent.has(uid) && this.#store.leases.holds(uid))) return true;
+    await this.#flush().catch(() => undefined);
+    return !this.#notDurable(uid);
+  }
+
+  /** The pod's intent is not on disk because its own write failed, and it has no durable record. */
+  #notDurable(uid: string): boolean {
+    return this.#intent.has(uid) && this.#storageErrors.has(uid) && !this.#durable.has(uid);
+  }
+
+  /**
+   * A kill whose first intent could not be written is withdrawn: never acted on by this session,
+   * not persisted later, its lease released (or, when even that cannot be written, left to a
+   * process that outlives this one). The pod is as it was; the kill can be asked again.
+   */
+  async #withdraw(uid: string): Promise<void> {
+    this.#withdrawn.add(uid);
+    this.#intent.delete(uid);
+    this.#dirty.delete(uid);
+    await this.#store.leases.release(uid).catch((error: unknown) => this.#log('debug', `lease of pod ${uid} not released: ${(error as Error).message}`));
   }
 
   #scheduleFlush(delayMs = this.#seams.flushDelayMs ?? DEFAULT_FLUSH_DELAY_MS): void {
     if (this.#flushTimer || this.#closed) return;
     this.#flushTimer = setTimeout(() => {
       this.#flushTimer = undefined;
-      void this.#flush();
+      // a failure is reported (and retried) by the batch itself: never an unhandled rejection
+      this.#flush().catch(() => undefined);
     }, delayMs);
     this.#flushTimer.unref();
   }
@@ -454,6 +483,7 @@ class Session implements NodeSession {
           written.set(uid, intent);
         } catch (error) {
           this.#dirty.add(uid);
+          this.#storageErrors.set(uid, error as Error);
           failed.push(error);
         }
       }),
@@ -462,10 +492,17 @@ class Session implements NodeSession {
       try {
         await this.#store.checkpoints.syncFolder();
       } catch (error) {
-        for (const uid of written.keys()) this.#dirty.add(uid);
+        for (const uid of written.keys()) {
+          this.#dirty.add(uid);
+          this.#storageErrors.set(uid, error as Error);
+        }
         written.clear();
         failed.push(error);
       }
+    }
+    for (const uid of written.keys()) {
+      this.#storageErrors.delete(uid);
+      if (durable) this.#durable.add(uid);
     }
     for (const [uid, intent] of written) {
       if (intent !== undefined && this.#intent.get(uid) === intent) this.#intent.delete(uid);
@@ -481,7 +518,7 @@ class Session implements NodeSession {
 
   async #persist(uid: string, view: PodSyncStatusView | undefined, durable: boolean): Promise<void> {
     const { checkpoints, leases } = this.#store;
-    if (!leases.holds(uid)) return;
+    if (!leases.holds(uid) || this.#withdrawn.has(uid)) return;
     if (this.#forgotten.has(uid) && view === undefined) {
       this.#forgotten.delete(uid);
       this.#owned.delete(uid);
@@ -543,6 +580,8 @@ class Session implements NodeSession {
     const result = await this.#store.leases.tryAcquire(uid);
     if (!result.acquired) return false;
     const checkpoint = await this.#store.checkpoints.read(uid);
+    if (checkpoint) this.#durable.add(uid);
+    this.#withdrawn.delete(uid);
     const now = this.#now();
     const owned: OwnedPod = checkpoint
       ? {
@@ -775,6 +814,9 @@ class Session implements NodeSession {
     if (owner && !lease!.released) info.owner = owner;
     const lastError = owned ? owned.lastError : checkpoint?.lastError;
     if (lastError) info.lastError = lastError;
+    // a pod whose intent is held because its checkpoint cannot be written says so (its own file)
+    const storage = this.#notDurable(uid) ? this.#storageErrors.get(uid) : undefined;
+    if (storage) info.lastError = { message: `held, nothing done: ${storage.message}`, at: this.#now() };
     return info;
   }
 
@@ -816,7 +858,15 @@ class Session implements NodeSession {
     for (let attempt = 0; attempt < 3; attempt += 1) {
       if (await this.#adopt(uid, 'kill')) {
         await this.#applyKill(uid, request, { pid: this.#pid, inbox: false }, runtimePod);
-        await this.#flush();
+        await this.#flush().catch(() => undefined);
+        // write-ahead: a kill whose intent is not on disk was not done (the engine held it)
+        if (this.#notDurable(uid)) {
+          const cause = this.#storageErrors.get(uid);
+          await this.#withdraw(uid);
+          const code = cause instanceof StoreError ? cause.code : 'EIO';
+          const where = cause instanceof StoreError ? cause.path : this.#store.checkpoints.pathOf(uid);
+          throw new StoreError(code, where, `${cause?.message ?? `checkpoint ${where} not written`}; nothing was done to the pod`, { cause });
+        }
         return { uid, handledBy: 'local', ownerPid: this.#pid };
       }
       const owner = await this.#store.leases.inspect(uid);

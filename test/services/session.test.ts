@@ -347,7 +347,7 @@ describe('session: persistence failures', () => {
   });
 
 
-  it('disk full while persisting: the kill reports it in one line, old checkpoints stay intact, the write is retried', async () => {
+  it('disk full while persisting: the kill reports it in one line, old checkpoints stay intact, nothing is done to the pod; with space back the kill works', async () => {
     runtime.add({ uid: 'd1', stopDelayMs: 60_000 });
     runtime.add({ uid: 'd2', stopDelayMs: 60_000 });
     const ok = await open();
@@ -384,9 +384,17 @@ describe('session: persistence failures', () => {
     expect(warnings.filter((w) => w.startsWith('no space left'))).toHaveLength(1);
     expect(await readFile(store.checkpoints.pathOf('d1'))).toEqual(before);
     expect(await store.checkpoints.read('d2')).toBeUndefined();
+    expect((error as Error).message).toMatch(/nothing was done to the pod$/);
     expect((await readdir(store.layout.pods)).filter((n) => n.startsWith('.'))).toEqual([]);
-    // Space comes back: the pending state is written by the retry, nothing was lost.
+    // write-ahead: the kill that could not be written was not done, and is not done later
+    expect(runtime.attempts.filter((a) => a.uid === 'd2')).toEqual([]);
     full = false;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await store.checkpoints.read('d2')).toBeUndefined();
+    expect(runtime.pods.get('d2')!.running).toBe(true);
+    // Space comes back: the kill asked again is written and done.
+    const handle = await s.requestKill({ uid: 'd2' });
+    expect(handle.handledBy).toBe('local');
     await until(async () => (await store.checkpoints.read('d2'))?.status.terminatingAt !== undefined);
   });
 });
