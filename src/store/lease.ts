@@ -6,8 +6,8 @@
  *   is the one with the highest generation. Each file holds the holder's identity: PID, kernel
  *   start time (so a reused PID is not mistaken for the holder) and a random per-manager token (so
  *   two sessions inside one process are told apart). The heartbeat is the file's mtime.
- * - To acquire: read the current generation N. If its holder is alive (same PID *and* start time,
- *   not a zombie) and it is not a release tombstone, the pod is owned by someone else: stop. Else
+ * - To acquire: read the current generation N. If its holder is alive (same PID *and* start time
+ *   in the same PID namespace, not a zombie: proc.ts's take-over rule) and it is not a release tombstone, the pod is owned by someone else: stop. Else
  *   create generation N+1 with `link(tmp, name)`, which is atomic and fails if the name exists
  *   (files.ts `createExclusive`): of all processes racing from the same N, exactly one wins, and its
  *   file is complete the instant it is visible. The winner then lists the generations again and
@@ -69,8 +69,8 @@ export interface LeaseManagerOptions {
   report?: StoreReporter;
   ops?: FileOps;
   clock?: () => number;
-  /** Test seam: decides whether a recorded holder is alive (default: /proc check). */
-  isAlive?: (record: LeaseRecord) => boolean;
+  /** Test seam: decides whether a recorded holder is alive (default: /proc check, proc.ts's rule). */
+  isAlive?: (record: LeaseRecord, heartbeatAt: number) => boolean;
   /** Test seam: the identity written into new leases (default: this process). */
   identity?: ProcessIdentity;
 }
@@ -95,7 +95,7 @@ export class LeaseManager {
   readonly #report: StoreReporter;
   readonly #ops: FileOps;
   readonly #now: () => number;
-  readonly #isAlive: (record: LeaseRecord) => boolean;
+  readonly #isAlive: (record: LeaseRecord, heartbeatAt: number) => boolean;
   readonly #identity: ProcessIdentity;
   readonly #token = randomBytes(8).toString('hex');
   /** uid → generation we hold. */
@@ -112,7 +112,7 @@ export class LeaseManager {
     this.#report = options.report ?? (() => {});
     this.#ops = options.ops ?? nodeFileOps;
     this.#now = options.clock ?? Date.now;
-    this.#isAlive = options.isAlive ?? ((r) => isIdentityAlive(r));
+    this.#isAlive = options.isAlive ?? ((r, heartbeatAt) => isIdentityAlive(r, { heartbeatAt, now: this.#now() }));
     this.#identity = options.identity ?? processIdentity();
   }
 
@@ -226,7 +226,7 @@ export class LeaseManager {
       this.#report(`lease ${path} is unreadable (${outcome.kind === 'ok' ? 'invalid content' : outcome.kind}); treating it as stale`);
     }
     const released = record?.released ?? false;
-    const alive = record !== undefined && !released && this.#isAlive(record);
+    const alive = record !== undefined && !released && this.#isAlive(record, heartbeatAt);
     return { uid, generation, record, heartbeatAt: Math.round(heartbeatAt), alive, released };
   }
 
@@ -277,6 +277,7 @@ export class LeaseManager {
       pid: this.#identity.pid,
       startTicks: this.#identity.startTicks,
       startedAt: this.#identity.startedAt,
+      ...(this.#identity.pidNs !== undefined ? { pidNs: this.#identity.pidNs } : {}),
       token: this.#token,
       acquiredAt: this.#now(),
       released,

@@ -5,8 +5,22 @@
  * start time as the kernel reports it (field 22 of /proc/<pid>/stat, clock ticks since boot). The
  * owner is alive only if a process with that PID exists, is not a zombie, and started at that same
  * tick. Where /proc is unavailable the check falls back to signal 0 (PID only).
+ *
+ * PID namespaces: a PID means something only in its namespace (the agent's container may have its
+ * own), so a lease also records the owner's PID namespace (the inode of /proc/<pid>/ns/pid). An
+ * owner in another namespace is looked up through the host's view: the process whose namespace is
+ * that inode and whose innermost PID (NSpid in /proc/<pid>/status) is the recorded one, with the
+ * same start tick (start ticks count from boot, whatever the namespace). The take-over rule:
+ * - same namespace (or none recorded, as in leases of older podctl versions): PID + start tick;
+ * - another namespace that this process can see (some process of it is in our /proc): alive only
+ *   if that process is found with that start tick — otherwise it is gone;
+ * - another namespace this process cannot see (we run in a child namespace, the owner outside): the
+ *   owner cannot be checked, so its heartbeat decides: alive while the lease file's mtime is within
+ *   UNVERIFIABLE_STALE_MS;
+ * - a start tick of 0 (an owner that could not read /proc) proves nothing about a PID: the heartbeat
+ *   decides too (and the PID must exist where we can look).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { errnoOf } from './errors.js';
 
 /** Linux USER_HZ; 100 on every mainstream architecture. Only used to show a wall-clock start. */
@@ -18,6 +32,54 @@ export interface ProcessIdentity {
   startTicks: number;
   /** Start time as epoch ms (approximate to a tick; for display). */
   startedAt: number;
+  /** The PID namespace the PID belongs to (inode of /proc/<pid>/ns/pid; absent when unknown). */
+  pidNs?: string;
+}
+
+/** A lease owner's heartbeat older than this cannot keep an owner alive that cannot be checked. */
+export const UNVERIFIABLE_STALE_MS = 15_000;
+
+/** The PID namespace of a process as /proc shows it ("pid:[4026531836]" → "4026531836"). */
+export function pidNamespaceOf(pid: number | 'self' = 'self'): string | undefined {
+  try {
+    const link = readlinkSync(`/proc/${pid}/ns/pid`);
+    return /^pid:\[(\d+)\]$/.exec(link)?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/** The innermost PID of a process (last field of NSpid in /proc/<pid>/status). */
+function innermostPid(hostPid: string): number | undefined {
+  try {
+    const line = readFileSync(`/proc/${hostPid}/status`, 'utf8').split('\n').find((l) => l.startsWith('NSpid:'));
+    const last = line?.trim().split(/\s+/).at(-1);
+    return last === undefined ? undefined : Number(last);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The processes of PID namespace `ns` that this process can see, by their innermost PID (each with
+ * its host-view PID). Undefined when no process of that namespace is visible here.
+ */
+export function processesInNamespace(ns: string): Map<number, string> | undefined {
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  let found: Map<number, string> | undefined;
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    if (pidNamespaceOf(Number(name)) !== ns) continue;
+    const inner = innermostPid(name);
+    if (inner === undefined) continue;
+    (found ??= new Map()).set(inner, name);
+  }
+  return found;
 }
 
 interface ProcStat {
@@ -92,10 +154,12 @@ export function processIdentity(pid: number = process.pid): ProcessIdentity {
   if (stat === undefined || stat === 'no-proc') {
     return { pid, startTicks: 0, startedAt: pid === process.pid ? Math.round(Date.now() - process.uptime() * 1000) : 0 };
   }
+  const pidNs = pidNamespaceOf(pid === process.pid ? 'self' : pid);
   return {
     pid,
     startTicks: stat.startTicks,
     startedAt: bootTime() + Math.round((stat.startTicks * 1000) / CLOCK_TICKS_PER_SECOND),
+    ...(pidNs !== undefined ? { pidNs } : {}),
   };
 }
 
@@ -108,12 +172,41 @@ export function isProcessAlive(pid: number): boolean {
   return stat.state !== 'Z' && stat.state !== 'X';
 }
 
-/** The process that recorded `identity` is still running (a reused PID does not count). */
-export function isIdentityAlive(identity: { pid: number; startTicks: number }): boolean {
-  if (!Number.isInteger(identity.pid) || identity.pid <= 0) return false;
-  const stat = readProcStat(identity.pid);
-  if (stat === 'no-proc') return signalZeroAlive(identity.pid);
+export interface LivenessContext {
+  /** The owner's last heartbeat (the lease file's mtime, epoch ms). */
+  heartbeatAt?: number;
+  now?: number;
+}
+
+function heartbeatFresh(context: LivenessContext | undefined): boolean {
+  if (context?.heartbeatAt === undefined) return false;
+  return (context.now ?? Date.now()) - context.heartbeatAt <= UNVERIFIABLE_STALE_MS;
+}
+
+function aliveAt(stat: ProcStat | undefined, startTicks: number, context: LivenessContext | undefined): boolean {
   if (stat === undefined) return false;
   if (stat.state === 'Z' || stat.state === 'X') return false;
-  return identity.startTicks === 0 || stat.startTicks === identity.startTicks;
+  // a start tick of 0 proves nothing about a PID that may have been reused: the heartbeat decides
+  if (startTicks === 0) return heartbeatFresh(context);
+  return stat.startTicks === startTicks;
+}
+
+/**
+ * The process that recorded `identity` is still running (a reused PID does not count, nor does a
+ * PID of another namespace); see the module comment for the take-over rule.
+ */
+export function isIdentityAlive(identity: { pid: number; startTicks: number; pidNs?: string }, context?: LivenessContext): boolean {
+  if (!Number.isInteger(identity.pid) || identity.pid <= 0) return false;
+  const ours = pidNamespaceOf('self');
+  if (identity.pidNs !== undefined && ours !== undefined && identity.pidNs !== ours) {
+    const visible = processesInNamespace(identity.pidNs);
+    if (visible === undefined) return heartbeatFresh(context);
+    const hostPid = visible.get(identity.pid);
+    if (hostPid === undefined) return false;
+    const stat = readProcStat(Number(hostPid));
+    return stat !== 'no-proc' && aliveAt(stat, identity.startTicks, context);
+  }
+  const stat = readProcStat(identity.pid);
+  if (stat === 'no-proc') return identity.startTicks === 0 ? signalZeroAlive(identity.pid) && heartbeatFresh(context) : signalZeroAlive(identity.pid);
+  return aliveAt(stat, identity.startTicks, context);
 }

@@ -93,6 +93,7 @@ function build(z: Zod) {
     pid: z.number().int(),
     startTicks: z.number().nonnegative(),
     startedAt: z.number(),
+    pidNs: z.string().regex(/^\d+$/).optional(),
     token: z.string(),
     acquiredAt: z.number(),
     released: z.boolean(),

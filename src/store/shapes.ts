@@ -124,6 +124,7 @@ export function isLeaseRecordShape(v: unknown): v is LeaseRecord {
     isNumber(v.startTicks) &&
     (v.startTicks) >= 0 &&
     isNumber(v.startedAt) &&
+    optional(v, 'pidNs', (x) => isString(x) && /^\d+$/.test(x)) &&
     isString(v.token) &&
     isNumber(v.acquiredAt) &&
     isBoolean(v.released)
