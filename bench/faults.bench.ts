@@ -1,7 +1,8 @@
 /**
- * Fault figures for a full disk under the state dir (issue goals: write-ahead holds — no pod is
+ * Fault figures (issue 16): a full disk under the state dir (write-ahead holds — no pod is
  * signalled whose kill is not on disk; podctl never dies of it; the next run, with space back,
- * finishes everything). Root only: the state dir is a 1 MiB tmpfs.
+ * finishes everything; root only: the state dir is a 1 MiB tmpfs) and a flaky runtime (10 % and
+ * 30 % of all CRI calls failing: sync-known and drain make progress, every unfinished pod says why).
  *
  * Setup: the embedded simulator in this process (its journal says which containers got a signal),
  * the built CLI (bin/run.js) as separate processes, as on a node.
@@ -12,7 +13,13 @@
  *   fills. Counted: podctl processes that died (a signal, or an unhandled rejection on stderr), pods
  *   terminated in the result; then space back, `podctl sync-known`: pods left terminating.
  *
- *   npm run build && npm run bench:faults [-- --trials 5 --pods 6]
+ * - flaky runtime: a 24-pod demo simulator with `--fault CODE=RATE` (UNKNOWN: the engine retries;
+ *   UNAVAILABLE: the client retries within the deadline), `--runs` times each: `podctl sync-known`
+ *   with an empty desired list (every pod but the static ones is an orphan) — runs that exit 0 — and
+ *   `podctl drain --grace-period 6 --critical-grace-period 2` — pods terminated, unfinished pods
+ *   without an `error`.
+ *
+ *   npm run build && npm run bench:faults [-- --trials 5 --pods 6 --runs 3 --only disk|cri]
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -22,14 +29,17 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startSimulator, type RunningSimulator } from '../src/cri/simulator/index.js';
 
-const { values } = parseArgs({ options: { trials: { type: 'string', default: '5' }, pods: { type: 'string', default: '6' } } });
+const { values } = parseArgs({ options: { trials: { type: 'string', default: '5' }, pods: { type: 'string', default: '6' }, runs: { type: 'string', default: '3' }, only: { type: 'string' } } });
+const RUNS = Number(values.runs);
+const DISK = values.only !== 'cri';
+const CRI = values.only !== 'disk';
 const TRIALS = Number(values.trials);
 const PODS = Number(values.pods);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = join(root, 'bin', 'run.js');
 
-if (process.getuid?.() !== 0) {
-  console.error('bench:faults needs root (it mounts a tmpfs for the state dir)');
+if (DISK && process.getuid?.() !== 0) {
+  console.error('bench:faults needs root for the full-disk figures (it mounts a tmpfs); --only cri runs without');
   process.exit(2);
 }
 
@@ -102,7 +112,7 @@ interface KillJson {
 const fullBefore = { trials: 0, exit1: 0, failedOwnFile: 0, podsSignalled: 0, crashed: 0, terminatedAfter: 0 };
 const midFill = { trials: 0, crashed: 0, terminatedInResult: 0, leftTerminating: 0, exitCodes: new Map<string, number>() };
 
-for (let t = 0; t < TRIALS; t += 1) {
+for (let t = 0; DISK && t < TRIALS; t += 1) {
   // full before the kill
   {
     const disk = tmpfs();
@@ -155,6 +165,7 @@ for (let t = 0; t < TRIALS; t += 1) {
 }
 
 const total = TRIALS * PODS;
+if (DISK) {
 console.log(`\nfull disk under the state dir — ${TRIALS} trials × ${PODS} pods (1 MiB tmpfs, simulator)\n`);
 console.log('| scenario | figure | value |');
 console.log('| --- | --- | ---: |');
@@ -167,3 +178,65 @@ console.log(`| filling mid-kill (300 ms in) | podctl processes that died | ${mid
 console.log(`| | exit codes | ${[...midFill.exitCodes].map(([k, n]) => `${k}: ${n}`).join(', ')} |`);
 console.log(`| | pods terminated in the kill's result | ${midFill.terminatedInResult}/${total} |`);
 console.log(`| | pods left terminating after sync-known with space back | ${midFill.leftTerminating}/${total} |`);
+}
+
+// ------------------------------------------------------------------------------- flaky runtime
+
+interface FlakyFigures {
+  syncKnownOk: number;
+  drained: number;
+  planned: number;
+  unexplained: number;
+}
+
+async function flakyRun(code: string, rate: number): Promise<FlakyFigures> {
+  const figures: FlakyFigures = { syncKnownOk: 0, drained: 0, planned: 0, unexplained: 0 };
+  const dir = mkdtempSync(join(tmpdir(), 'podctl-bench-flaky-'));
+  const empty = join(dir, 'empty.json');
+  await import('node:fs/promises').then((fs) => fs.writeFile(empty, '[]'));
+  const drivers: number[] = [];
+  const rule = { method: '*' as const, code: code === 'UNAVAILABLE' ? 14 : 2, details: `injected ${code}`, probability: rate };
+  try {
+    for (let r = 0; r < RUNS; r += 1) {
+      for (const what of ['sync-known', 'drain'] as const) {
+        const sim = await startSimulator({ socketPath: join(dir, `sim-${r}-${what}.sock`), pods: 24, timeScale: 0.05, faults: [rule] });
+        const common = ['--runtime-endpoint', sim.endpoint, '--state-dir', join(dir, `state-${r}-${what}`)];
+        try {
+          const run = what === 'sync-known' ? await podctl(['sync-known', '--desired', empty, '--yes', '--json', ...common]) : await podctl(['drain', '--grace-period', '6', '--critical-grace-period', '2', '--json', ...common]);
+          const result = JSON.parse(run.stdout || '{}') as { handedOffTo?: { pid: number } | null; groups?: { pods: { outcome: string; error?: string }[] }[] };
+          if (result.handedOffTo?.pid) drivers.push(result.handedOffTo.pid);
+          if (what === 'sync-known') {
+            if (run.code === 0) figures.syncKnownOk += 1;
+          } else {
+            const pods = (result.groups ?? []).flatMap((g) => g.pods);
+            figures.planned += pods.length;
+            figures.drained += pods.filter((p) => p.outcome === 'terminated' || p.outcome === 'gone').length;
+            figures.unexplained += pods.filter((p) => p.outcome !== 'terminated' && p.outcome !== 'gone' && !p.error).length;
+          }
+        } finally {
+          for (const pid of drivers.splice(0)) {
+            try {
+              process.kill(pid, 'SIGKILL');
+            } catch {
+              // gone
+            }
+          }
+          await sim.close();
+        }
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return figures;
+}
+
+if (CRI) {
+  console.log(`\nflaky runtime — 24-pod demo simulator, ${RUNS} runs per row (--fault CODE=RATE on every CRI method)\n`);
+  console.log('| --fault | sync-known runs that succeed | drain: pods terminated | unfinished pods without an error |');
+  console.log('| --- | ---: | ---: | ---: |');
+  for (const [code, rate] of [['UNKNOWN', 0.1], ['UNKNOWN', 0.3], ['UNAVAILABLE', 0.1], ['UNAVAILABLE', 0.3]] as const) {
+    const f = await flakyRun(code, rate);
+    console.log(`| ${code}=${rate} | ${f.syncKnownOk}/${RUNS} | ${f.drained}/${f.planned} | ${f.unexplained} |`);
+  }
+}

@@ -16,13 +16,15 @@
  * - Every wait is bounded (relists are RPCs with deadlines) and abortable by the waiter's signal;
  *   one waiter's abort never cancels a relist others wait on.
  * - A failed relist rejects its waiters with the CriError and leaves the last good state in place.
+ *   Only the listing calls can fail a relist: a failed ContainerStatus (an exited container's exit
+ *   code) leaves that container's details unknown until a later relist asks again.
  * - `close()` ends the event stream and polling; later waits reject.
  */
 import { setMaxListeners } from 'node:events';
 import type { Clock, PodStatus, PodStatusCache } from '../engine/types.js';
 import type { CriClient } from './client.js';
 import { ContainerStateCode } from './codes.js';
-import { isNotFound, isUnimplemented } from './errors.js';
+import { isNotFound, isTransient, isUnimplemented } from './errors.js';
 import { LABEL_POD_UID } from './kubelet-labels.js';
 import type { Container } from './generated/runtime_v1.js';
 import { emptyPodStatus, groupRuntimePods, nanosToMs, toPodStatus, type ContainerDetails, type RuntimePod } from './pods.js';
@@ -108,6 +110,25 @@ function sleep(ms: number, signal?: AbortSignal, unref = false): Promise<void> {
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
+/** Pauses before a relist's listing call is tried again after a transient failure. */
+const LISTING_RETRY_MS: readonly number[] = [100, 300];
+
+/**
+ * One listing call of a relist, tried again (twice) after a transient failure: a read is safe to
+ * repeat, and one flaky answer must not fail a whole listing of the node.
+ */
+async function listingWithRetries<T>(list: () => Promise<T>, signal: AbortSignal): Promise<T> {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return await list();
+    } catch (error) {
+      const pauseMs = LISTING_RETRY_MS[attempt];
+      if (pauseMs === undefined || !isTransient(error) || signal.aborted) throw error;
+      await sleep(pauseMs, signal);
+    }
+  }
+}
+
 async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -147,6 +168,8 @@ export class RuntimePodCache implements PodStatusCache {
   #closed = false;
   #eventsSupported: boolean | undefined;
   #relistCount = 0;
+  /** ContainerStatus calls that failed during relists (their containers' details stay unknown). */
+  #detailsUnknown = 0;
 
   constructor(options: RuntimePodCacheOptions) {
     // Every in-flight status call of a relist listens on this one signal (up to statusConcurrency
@@ -189,6 +212,11 @@ export class RuntimePodCache implements PodStatusCache {
   /** Time stamp of the newest completed relist (epoch ms), or undefined before the first. */
   get observedAt(): number | undefined {
     return Number.isFinite(this.#observedAt) ? this.#observedAt : undefined;
+  }
+
+  /** ContainerStatus calls of relists that failed (those containers' exit details are asked again). */
+  get detailsUnknownCount(): number {
+    return this.#detailsUnknown;
   }
 
   /** How many relists completed (for tests and metrics). */
@@ -282,7 +310,10 @@ export class RuntimePodCache implements PodStatusCache {
     };
     let sandboxes, containers;
     try {
-      [sandboxes, containers] = await Promise.all([this.#client.listPodSandbox(undefined, call), this.#client.listContainers(undefined, call)]);
+      [sandboxes, containers] = await Promise.all([
+        listingWithRetries(() => this.#client.listPodSandbox(undefined, call), call.signal),
+        listingWithRetries(() => this.#client.listContainers(undefined, call), call.signal),
+      ]);
       await this.#fetchExitDetails(containers, call);
     } catch (err) {
       this.#emit({ kind: 'error', at: this.#clock.now(), message: err instanceof Error ? err.message : String(err) });
@@ -333,7 +364,10 @@ export class RuntimePodCache implements PodStatusCache {
         if (s.reason) details.reason = s.reason;
         this.#details.set(c.id, details);
       } catch (err) {
-        if (!isNotFound(err)) throw err; // removed since the listing: nothing to report
+        // removed since the listing: nothing to report. Any other failure leaves this container's
+        // exit details unknown for now (asked again in the next relist): one container's status
+        // never fails the listing of the node.
+        if (!isNotFound(err)) this.#detailsUnknown += 1;
       }
     });
   }

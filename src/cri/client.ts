@@ -47,6 +47,24 @@ export type {
 
 export const DEFAULT_RPC_TIMEOUT_MS = 10_000;
 
+/** Pauses before the retries of a call that ended UNAVAILABLE (see #unary). */
+const UNAVAILABLE_RETRY_MS: readonly number[] = [50, 200];
+
+function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 /** One finished CRI call, for metrics: the CRI method name, its duration and whether it failed. */
 export interface RuntimeOperation {
   method: string;
@@ -182,8 +200,13 @@ class GrpcCriClient implements CriClient {
     this.#proto = proto;
   }
 
-  /** One unary RPC with a deadline, an abort hook and CriError mapping. */
-  #unary<Req, Res>(
+  /**
+   * One unary RPC with a deadline, an abort hook and CriError mapping. UNAVAILABLE (the call did not
+   * reach the runtime: a dropped connection, a restarting runtime) is retried twice within the same
+   * deadline, after 50 and 200 ms, as gRPC's own retry policy would: a flaky socket costs a pod a
+   * few hundred milliseconds, not the engine's 10 s back-off. Other errors are the engine's to retry.
+   */
+  async #unary<Req, Res>(
     method: string,
     invoker: UnaryInvoker<Req, Res>,
     request: Req,
@@ -191,11 +214,25 @@ class GrpcCriClient implements CriClient {
     extraMs = 0,
   ): Promise<Res> {
     const signal = options?.signal;
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    if (this.#closed) return Promise.reject(new CriError(method, GrpcStatus.CANCELLED, 'client closed'));
-    const started = Date.now();
+    if (signal?.aborted) throw signal.reason;
+    if (this.#closed) throw new CriError(method, GrpcStatus.CANCELLED, 'client closed');
     // a wait as long as a grace period may pass what gRPC accepts as a deadline: clamped (timers.ts)
-    const deadline = new Date(started + clampTimerMs((options?.timeoutMs ?? this.timeoutMs) + extraMs));
+    const deadline = new Date(Date.now() + clampTimerMs((options?.timeoutMs ?? this.timeoutMs) + extraMs));
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await this.#attempt(method, invoker, request, signal, deadline);
+      } catch (error) {
+        const pauseMs = UNAVAILABLE_RETRY_MS[attempt];
+        const retry = pauseMs !== undefined && error instanceof CriError && error.code === GrpcStatus.UNAVAILABLE && !this.#closed && Date.now() + pauseMs < deadline.getTime();
+        if (!retry) throw error;
+        await abortableSleep(pauseMs, signal);
+      }
+    }
+  }
+
+  #attempt<Req, Res>(method: string, invoker: UnaryInvoker<Req, Res>, request: Req, signal: AbortSignal | undefined, deadline: Date): Promise<Res> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const started = Date.now();
     return new Promise<Res>((resolve, reject) => {
       let settled = false;
       let call: ClientUnaryCall | undefined;

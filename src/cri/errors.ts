@@ -87,6 +87,16 @@ export function isUnavailable(err: unknown): boolean {
   return hasCode(err, GrpcStatus.UNAVAILABLE);
 }
 
+/**
+ * A failure that may pass on a second try of a read: the runtime erred, was busy, slow or away
+ * (UNKNOWN, INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED).
+ */
+export function isTransient(err: unknown): boolean {
+  if (!(err instanceof CriError)) return false;
+  const transient: readonly number[] = [GrpcStatus.UNKNOWN, GrpcStatus.INTERNAL, GrpcStatus.UNAVAILABLE, GrpcStatus.DEADLINE_EXCEEDED, GrpcStatus.RESOURCE_EXHAUSTED, GrpcStatus.ABORTED];
+  return transient.includes(err.code);
+}
+
 /** The container or sandbox does not exist (already removed): idempotent callers treat it as done. */
 export function isNotFound(err: unknown): boolean {
   return hasCode(err, GrpcStatus.NOT_FOUND);

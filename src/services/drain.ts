@@ -233,6 +233,14 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
     reporter.warn(`  ✗ ${pod.namespace}/${pod.name}: ${pod.error}`);
   }
 
+  // every pod that did not finish says why (the runtime's last error, or what holds it)
+  const unfinished = [...byUid.values()].filter((p) => (p.outcome === 'timeout' || p.outcome === 'interrupted') && p.error === undefined);
+  const { reasonsForUnfinished } = await import('./unfinished.js');
+  for (const [uid, reason] of await reasonsForUnfinished(options.session, unfinished.map((p) => p.uid), now)) {
+    const pod = byUid.get(uid);
+    if (pod) pod.error = reason;
+  }
+
   for (const group of groups) if (group.pods.some((p) => p.outcome === 'not-started')) cutShort = true;
   const summary = summarize(groups, plan.skipped);
   const allDone = summary.terminated === summary.planned;

@@ -295,9 +295,16 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     entry.error = `reported terminated, but ${running} container(s) still run in the runtime`;
     reporter.warn(`${entry.namespace}/${entry.name}: ${entry.error}`);
   }
+  // every pod that did not finish says why (the runtime's last error, or what holds it)
+  const unfinished = [...results.values()].filter((p) => (p.outcome === 'timeout' || p.outcome === 'interrupted') && p.error === undefined);
+  const { reasonsForUnfinished } = await import('./unfinished.js');
+  for (const [uid, reason] of await reasonsForUnfinished(session, unfinished.map((p) => p.uid), now)) {
+    const entry = results.get(uid);
+    if (entry) entry.error = reason;
+  }
   const pods = [...results.values()];
   for (const p of pods) {
-    if (p.outcome === 'timeout') reporter.warn(`${p.namespace}/${p.name} still terminating after ${formatDuration(timeoutMs)}`);
+    if (p.outcome === 'timeout') reporter.warn(`${p.namespace}/${p.name} still terminating after ${formatDuration(timeoutMs)}${p.error ? ` (${p.error})` : ''}`);
   }
   const timeoutSeconds = Number.isFinite(timeoutMs) ? timeoutMs / 1000 : null;
   return { ...base, pods, waited: true, timeoutSeconds, timeoutSource: timeoutSeconds === null ? null : timeoutSource, status: summarizeStatus(pods, missing, true) };

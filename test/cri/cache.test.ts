@@ -70,6 +70,27 @@ describe('RuntimePodCache', () => {
     cache.close();
   });
 
+  it('a failed ContainerStatus leaves that container unknown instead of failing the relist, and is asked again', async () => {
+    const { sim, client } = await simulator({
+      pods: [
+        { name: 'a', uid: 'ua', containers: [{ name: 'c', state: 'exited', exitCode: 3 }] },
+        { name: 'b', uid: 'ub', containers: [{ name: 'c' }] },
+      ],
+      faults: [{ method: 'ContainerStatus', code: GrpcStatus.UNKNOWN, details: 'shim busy', count: 1 }],
+    });
+    const cache = new RuntimePodCache({ client });
+    await cache.refresh();
+    // the node is listed: both pods, b running; a's exit code not known yet
+    expect(cache.get('ub')?.containerStatuses[0]?.state).toBe('running');
+    expect(cache.get('ua')?.containerStatuses[0]?.state).toBe('exited');
+    expect(cache.get('ua')?.containerStatuses[0]?.exitCode).toBeUndefined();
+    expect(cache.detailsUnknownCount).toBe(1);
+    await cache.refresh();
+    expect(cache.get('ua')?.containerStatuses[0]?.exitCode).toBe(3);
+    expect(sim.state.journal().filter((r) => r.kind === 'rpc' && r.method === 'ContainerStatus')).toHaveLength(2);
+    cache.close();
+  });
+
   it('a waiter that aborts rejects with its reason; others are unaffected', async () => {
     const { client } = await simulator({ pods: 1, faults: [{ method: 'ListPodSandbox', delayMs: 300, count: 1 }] });
     const cache = new RuntimePodCache({ client });

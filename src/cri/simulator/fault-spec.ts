@@ -8,6 +8,8 @@
  *   METHOD=delay:SECONDS      every call of METHOD does its work, then answers SECONDS late
  *   container:NAME=stuck      containers named NAME sit in uninterruptible sleep (no signal ends them)
  *   container:NAME=vanished   containers named NAME are gone while the runtime reports them running
+ *   CODE=RATE                 a share RATE (0–1) of all calls, of any method, fails with CODE
+ *   delay:SECONDS[s]=RATE     a share RATE of all calls answers SECONDS late (after doing its work)
  *
  * Invariants: parsing is pure and total: a bad specification is an Error with one line saying what
  * is wrong; nothing here touches the simulator.
@@ -48,7 +50,16 @@ export const FAULT_KINDS: readonly { syntax: string; effect: string; example: st
   { syntax: 'METHOD=delay:SECONDS', effect: 'every call of METHOD does its work, then answers SECONDS late', example: 'StopPodSandbox=delay:3' },
   { syntax: 'container:NAME=stuck', effect: 'containers named NAME are in uninterruptible sleep (state D): SIGTERM and SIGKILL do nothing', example: 'container:postgres=stuck' },
   { syntax: 'container:NAME=vanished', effect: 'containers named NAME are gone while the runtime reports them running (a stale shim)', example: 'container:worker=vanished' },
+  { syntax: 'CODE=RATE', effect: 'a share RATE (0–1) of all calls, whatever the method, fails with gRPC status CODE (a flaky runtime)', example: 'UNAVAILABLE=0.1' },
+  { syntax: 'delay:SECONDS=RATE', effect: 'a share RATE (0–1) of all calls answers SECONDS late, after doing its work', example: 'delay:3s=0.05' },
 ];
+
+/** A share of calls, 0 < RATE ≤ 1. */
+function rateOf(text: string, spec: string): number {
+  const rate = Number(text.trim());
+  if (!Number.isFinite(rate) || rate <= 0 || rate > 1) throw new Error(`fault "${spec}": rate "${text}" is not a share of calls in (0, 1]`);
+  return rate;
+}
 
 function codeOf(text: string): number {
   const name = text.trim().toUpperCase().replace(/-/g, '_');
@@ -75,6 +86,14 @@ export function parseFault(spec: string): ParsedFault {
     return { kind: 'process', container, mode };
   }
   const method = FAULT_METHODS.find((m) => m.toLowerCase() === key.toLowerCase());
+  if (!method && key.startsWith('delay:')) {
+    const seconds = Number(key.slice('delay:'.length).replace(/s$/, ''));
+    if (!Number.isFinite(seconds) || seconds < 0) throw new Error(`"${key}" is not delay:SECONDS`);
+    return { kind: 'rule', rule: { method: '*', delayMs: Math.round(seconds * 1000), proceed: true, probability: rateOf(value, spec) } };
+  }
+  if (!method && /^[A-Za-z_-]+$/.test(key) && key.toUpperCase().replace(/-/g, '_') in GrpcStatus) {
+    return { kind: 'rule', rule: { method: '*', code: codeOf(key), details: `injected ${key.toUpperCase()} (--fault ${spec})`, probability: rateOf(value, spec) } };
+  }
   if (!method) throw new Error(`"${key}" is not a CRI method the simulator serves (one of ${FAULT_METHODS.join(', ')})`);
   if (value.trim() === 'hang') return { kind: 'rule', rule: { method, delayMs: HANG_MS } };
   if (value.startsWith('delay:')) {
