@@ -14,7 +14,8 @@
  * and errors to `<state-dir>/hand-off-<pid>.log`; spawning never blocks the caller.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, openSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 
 export interface HandOffOptions {
@@ -56,11 +57,44 @@ export function handOffArgs(options: HandOffOptions): string[] {
   ];
 }
 
+const HAND_OFF_LOG = /^hand-off-\d+(-[0-9a-f]+)?\.log$/;
+
+/**
+ * Housekeeping: deletes the hand-off logs in the state dir not written for `olderThanMs` (a driver
+ * that still drives writes to its log when something happens; an idle log of a long-finished driver
+ * only accumulates). Never follows a symlink. Returns how many were deleted.
+ */
+export async function sweepHandOffLogs(stateDir: string, olderThanMs: number, now = Date.now()): Promise<number> {
+  const { lstat, readdir, unlink } = await import('node:fs/promises');
+  let swept = 0;
+  let names: string[];
+  try {
+    names = await readdir(stateDir);
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    if (!HAND_OFF_LOG.test(name)) continue;
+    const file = path.join(stateDir, name);
+    try {
+      const stat = await lstat(file);
+      if (!stat.isFile() || now - stat.mtimeMs < olderThanMs) continue;
+      await unlink(file);
+      swept += 1;
+    } catch {
+      // gone already
+    }
+  }
+  return swept;
+}
+
 export function handOff(options: HandOffOptions): HandOff | undefined {
   if (options.uids.length === 0) return undefined;
   mkdirSync(options.stateDir, { recursive: true, mode: 0o700 });
-  const log = path.join(options.stateDir, `hand-off-${process.pid}.log`);
-  const fd = openSync(log, 'a', 0o600);
+  // a new file, never through a symlink planted at its name (the state dir is root's, but a
+  // --state-dir may be anywhere): O_EXCL | O_NOFOLLOW, with a random part so no name is predictable
+  const log = path.join(options.stateDir, `hand-off-${process.pid}-${randomBytes(4).toString('hex')}.log`);
+  const fd = openSync(log, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | constants.O_APPEND, 0o600);
   try {
     const child = spawn(process.execPath, [...(options.bin ? [options.bin] : []), ...handOffArgs(options)], {
       detached: true,

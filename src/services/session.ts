@@ -101,6 +101,8 @@ const FLUSH_RETRY_MS = 1_000;
 const RECENT_LISTING_MS = 1_000;
 /** Released leases of forgotten pods are deleted by sync-known after this long. */
 const RELEASED_LEASE_RETENTION_MS = 60 * 60 * 1000;
+/** Hand-off logs not written for this long are deleted by housekeeping. */
+const HAND_OFF_LOG_RETENTION_MS = 24 * 60 * 60 * 1000;
 /** How long a static pod found in the runtime may take to start in the engine before its kill. */
 const STATIC_START_WAIT_MS = 2_000;
 
@@ -1076,13 +1078,23 @@ class Session implements NodeSession {
     return { workers, orphanedRuntimePods, resumed, forgotten: [...forgotten] };
   }
 
-  /** Deletes the released leases of pods long gone (no checkpoint), so leases/ does not grow forever. */
+  /**
+   * Housekeeping, so the state dir does not grow forever: the leases of pods long gone (no
+   * checkpoint; released, or their owner dead for an hour), inbox files no owner will take (not
+   * requests, or requests for pods that no longer exist, an hour old), hand-off logs idle for a day.
+   */
   async #sweepOldLeases(): Promise<void> {
     try {
       const withCheckpoint = new Set(await this.#store.checkpoints.uids());
       await this.#store.leases.sweepReleased(RELEASED_LEASE_RETENTION_MS, (uid) => withCheckpoint.has(uid));
+      const withLease = await this.#store.leases.uids();
+      const inRuntime = await this.#runtimeIndex(RECENT_LISTING_MS).catch(() => undefined);
+      // without a runtime listing no request is judged orphaned
+      if (inRuntime) await this.#store.inbox.sweepUnknown(RELEASED_LEASE_RETENTION_MS, (uid) => withCheckpoint.has(uid) || withLease.has(uid) || inRuntime.has(uid));
+      const { sweepHandOffLogs } = await import('./hand-off.js');
+      await sweepHandOffLogs(this.#store.layout.root, HAND_OFF_LOG_RETENTION_MS, this.#now());
     } catch (error) {
-      this.#log('debug', `lease sweep: ${(error as Error).message}`);
+      this.#log('debug', `state dir housekeeping: ${(error as Error).message}`);
     }
   }
 
@@ -1210,6 +1222,7 @@ export async function openSession(options: SessionOptions, seams: SessionSeams =
       report: (message) => log('warn', message),
       ...(seams.storeOps ? { ops: seams.storeOps } : {}),
       ...(options.clock ? { clock: () => options.clock!.now() } : {}),
+      ...(options.readOnly ? { readOnly: true } : {}),
     }),
     seams.runtime ??
       connectDefaultRuntime(

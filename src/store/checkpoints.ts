@@ -16,7 +16,7 @@ import * as fsp from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
 import { decodeCheckpoint, encodeCheckpoint, type PodCheckpoint } from './format.js';
-import { identityOf, listNames, nodeFileOps, readFileNoFollow, sameIdentity, syncFolder, writeFileAtomic, type FileIdentity, type FileOps } from './files.js';
+import { identityOf, listNames, MAX_RECORD_BYTES, nodeFileOps, readFileNoFollow, sameIdentity, syncFolder, writeFileAtomic, type FileIdentity, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 import { mapLimit } from '../lib/map-limit.js';
@@ -34,6 +34,8 @@ export interface CheckpointStoreOptions {
   clock?: () => number;
   /** Test seam: awaited between judging a file bad and moving it aside (to inject a racing writer). */
   beforeQuarantine?: (path: string) => Promise<void>;
+  /** A reader's store (status, watch, --dry-run): bad files are reported, not moved. */
+  readOnly?: boolean;
 }
 
 /** What a reader found bad: a regular file (by inode), or a symlink / non-file at the name. */
@@ -56,6 +58,9 @@ export class CheckpointStore {
   readonly #ops: FileOps;
   readonly #now: () => number;
   readonly #beforeQuarantine: ((path: string) => Promise<void>) | undefined;
+  /** Read-only: bad files are reported (once each), never moved. */
+  readonly #readOnly: boolean;
+  readonly #reportedInPlace = new Set<string>();
   /**
    * Checkpoints as last decoded, with the identity of the file they came from: a reader that looks
    * again (watch, on every change of any pod) re-reads only the files that changed since.
@@ -64,6 +69,7 @@ export class CheckpointStore {
 
   constructor(options: CheckpointStoreOptions) {
     this.#beforeQuarantine = options.beforeQuarantine;
+    this.#readOnly = options.readOnly === true;
     this.#layout = options.layout;
     this.#report = options.report ?? (() => {});
     this.#ops = options.ops ?? nodeFileOps;
@@ -104,9 +110,12 @@ export class CheckpointStore {
       if (identity && sameIdentity(identity, cached.identity)) return structuredClone(cached.checkpoint);
       this.#decoded.delete(uid);
     }
-    const outcome = await readFileNoFollow(path);
+    const outcome = await readFileNoFollow(path, MAX_RECORD_BYTES);
     switch (outcome.kind) {
       case 'missing':
+        return undefined;
+      case 'too-large':
+        await this.#quarantine(path, { kind: 'file', ino: outcome.ino }, `is ${outcome.size} bytes, over the ${MAX_RECORD_BYTES}-byte cap for a checkpoint`);
         return undefined;
       case 'symlink':
         await this.#quarantine(path, { kind: 'symlink' }, 'is a symlink');
@@ -176,6 +185,12 @@ export class CheckpointStore {
 
   /** Moves a bad file aside; `judged` identifies what was found bad (see the module invariants). */
   async #quarantine(path: string, judged: JudgedEntry, reason: string): Promise<void> {
+    if (this.#readOnly) {
+      // a reader reports; the next podctl that writes moves the file aside
+      if (!this.#reportedInPlace.has(path)) this.#report(`checkpoint ${path} ${reason}; left in place (read-only: the next podctl that writes moves it to quarantine)`);
+      this.#reportedInPlace.add(path);
+      return;
+    }
     const name = path.slice(path.lastIndexOf('/') + 1);
     const target = join(this.#layout.quarantine, `${name}.${this.#now()}-${process.pid}`);
     await this.#beforeQuarantine?.(path);

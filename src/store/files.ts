@@ -207,10 +207,21 @@ export type ReadOutcome =
   | { kind: 'ok'; data: Buffer; ino: number; identity: FileIdentity }
   | { kind: 'missing' }
   | { kind: 'symlink' }
-  | { kind: 'not-a-file' };
+  | { kind: 'not-a-file' }
+  /** Larger than the cap the reader gave: not read (a forged or runaway file must not cost memory). */
+  | { kind: 'too-large'; size: number; ino: number };
 
-/** Reads a plain file without following symlinks. */
-export async function readFileNoFollow(path: string): Promise<ReadOutcome> {
+/**
+ * The most a checkpoint or an inbox request may weigh: the API server's object limit (1.5 MiB)
+ * for the pod spec they may carry, plus room for status and timeline. Larger files are quarantined
+ * unread.
+ */
+export const MAX_RECORD_BYTES = 2 * 1024 * 1024;
+/** The most a lease file may weigh (a few hundred bytes in practice). */
+export const MAX_LEASE_BYTES = 64 * 1024;
+
+/** Reads a plain file without following symlinks, refusing one over `maxBytes` unread. */
+export async function readFileNoFollow(path: string, maxBytes = Number.POSITIVE_INFINITY): Promise<ReadOutcome> {
   let handle: FileHandle;
   try {
     handle = await fsp.open(path, READ_FLAGS);
@@ -224,6 +235,7 @@ export async function readFileNoFollow(path: string): Promise<ReadOutcome> {
   try {
     const stat = await handle.stat();
     if (!stat.isFile()) return { kind: 'not-a-file' };
+    if (stat.size > maxBytes) return { kind: 'too-large', size: stat.size, ino: stat.ino };
     const data = await handle.readFile();
     return { kind: 'ok', data, ino: stat.ino, identity: { ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs } };
   } finally {

@@ -14,7 +14,7 @@
 import * as fsp from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { listNames, nodeFileOps, readFileNoFollow, writeFileAtomic, type FileOps } from './files.js';
+import { listNames, MAX_RECORD_BYTES, nodeFileOps, readFileNoFollow, writeFileAtomic, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import type { InboxRequest, StoreReporter } from './records.js';
 import { isInboxRequestShape } from './shapes.js';
@@ -31,6 +31,8 @@ export interface InboxOptions {
   report?: StoreReporter;
   ops?: FileOps;
   clock?: () => number;
+  /** A reader's store: bad requests are reported, not moved. */
+  readOnly?: boolean;
 }
 
 export class Inbox {
@@ -44,7 +46,11 @@ export class Inbox {
     this.#report = options.report ?? (() => {});
     this.#ops = options.ops ?? nodeFileOps;
     this.#now = options.clock ?? Date.now;
+    this.#readOnly = options.readOnly === true;
   }
+
+  readonly #readOnly: boolean;
+  readonly #reportedInPlace = new Set<string>();
 
   get folder(): string {
     return this.#layout.inbox;
@@ -87,9 +93,13 @@ export class Inbox {
     const out: InboxRequest[] = [];
     for (const name of names) {
       const path = join(this.#layout.inbox, name);
-      const outcome = await readFileNoFollow(path);
+      const outcome = await readFileNoFollow(path, MAX_RECORD_BYTES);
       if (outcome.kind === 'missing') continue;
       const request = outcome.kind === 'ok' ? parseRequest(outcome.data) : undefined;
+      if (outcome.kind === 'too-large') {
+        await this.#quarantine(path, name, `is ${outcome.size} bytes, over the ${MAX_RECORD_BYTES}-byte cap for a request`);
+        continue;
+      }
       if (request && request.uid === uid && `${prefix}${request.id}${REQUEST_SUFFIX}` === name) {
         out.push(request);
         continue;
@@ -97,6 +107,33 @@ export class Inbox {
       await this.#quarantine(path, name, outcome.kind === 'ok' ? 'is not a valid request' : `is a ${outcome.kind}`);
     }
     return out;
+  }
+
+  /**
+   * Housekeeping: deletes inbox files older than `olderThanMs` that no owner will ever take: names
+   * that are not requests (not `<uid>@<id>.req`, not a temporary of a write in flight) and
+   * requests for pods `known` does not know (no lease, no checkpoint, not in the runtime). Returns
+   * how many were deleted.
+   */
+  async sweepUnknown(olderThanMs: number, known: (uid: string) => boolean): Promise<number> {
+    const cutoff = this.#now() - olderThanMs;
+    let swept = 0;
+    for (const name of await listNames(this.#layout.inbox)) {
+      if (name.startsWith('.')) continue; // temporaries: sweepTemporaries' (a write may be in flight)
+      const uid = this.uidOfName(name);
+      if (uid !== undefined && known(uid)) continue;
+      const path = join(this.#layout.inbox, name);
+      try {
+        const stat = await fsp.lstat(path);
+        if (stat.mtimeMs > cutoff) continue;
+        await this.#ops.unlink(path);
+        swept += 1;
+        this.#report(`inbox ${path}: ${uid === undefined ? 'not a request' : `a request for pod ${uid}, which no longer exists`}; removed`);
+      } catch {
+        // gone already
+      }
+    }
+    return swept;
   }
 
   /** Deletes an applied request. */
@@ -110,6 +147,11 @@ export class Inbox {
   }
 
   async #quarantine(path: string, name: string, reason: string): Promise<void> {
+    if (this.#readOnly) {
+      if (!this.#reportedInPlace.has(path)) this.#report(`request ${path} ${reason}; left in place (read-only: the next podctl that writes moves it to quarantine)`);
+      this.#reportedInPlace.add(path);
+      return;
+    }
     const target = join(this.#layout.quarantine, `${name}.${this.#now()}-${process.pid}`);
     try {
       await fsp.rename(path, target);

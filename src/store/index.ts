@@ -18,6 +18,8 @@ export interface OpenStoreOptions {
   clock?: () => number;
   /** Test seams for leases. */
   leases?: Pick<LeaseManagerOptions, 'isAlive' | 'identity'>;
+  /** A reader's store (status, watch, --dry-run): bad files are reported, not moved; nothing is swept. */
+  readOnly?: boolean;
 }
 
 export interface Store {
@@ -30,9 +32,9 @@ export interface Store {
 /** Opens the state dir; throws a one-line StoreError when it is unsafe or cannot be created. */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const layout = await openStateDir(options.stateDir);
-  const shared = { layout, report: options.report, ops: options.ops ?? nodeFileOps, clock: options.clock };
+  const shared = { layout, report: options.report, ops: options.ops ?? nodeFileOps, clock: options.clock, ...(options.readOnly ? { readOnly: true } : {}) };
   const checkpoints = new CheckpointStore(shared);
-  await Promise.all([layout.pods, layout.leases, layout.inbox].map((folder) => sweepTemporaries(folder)));
+  if (!options.readOnly) await Promise.all([layout.pods, layout.leases, layout.inbox].map((folder) => sweepTemporaries(folder)));
   return {
     layout,
     checkpoints,

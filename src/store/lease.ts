@@ -19,8 +19,9 @@
  *   generation" cannot be true of two processes at once.
  * - To release: create a tombstone generation N+1 marked `released` (close, forget). A crash
  *   releases nothing; the next process that touches the pod sees the dead holder and takes over.
- * - Housekeeping (`sweepReleased`, run by sync-known) deletes the files of pods whose tombstone is
- *   over an hour old and that have no checkpoint: the only deletion of a highest generation, safe
+ * - Housekeeping (`sweepReleased`, run by sync-known and the agent) deletes the files of pods that
+ *   have no checkpoint and whose tombstone is over an hour old, or whose dead owner (a crash, no
+ *   tombstone) last touched the lease over an hour ago: the only deletion of a highest generation, safe
  *   because no acquirer races from a generation it read an hour ago.
  *
  * Liveness is a property of the holder process, not of heartbeat age: a live but busy process keeps
@@ -36,7 +37,7 @@ import * as fsp from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { LeaseInfo } from '../services/session-api.js';
-import { createExclusive, listNames, nodeFileOps, readFileNoFollow, type FileOps } from './files.js';
+import { createExclusive, listNames, MAX_LEASE_BYTES, nodeFileOps, readFileNoFollow, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 import { isIdentityAlive, processIdentity, type ProcessIdentity } from './proc.js';
@@ -178,6 +179,11 @@ export class LeaseManager {
   }
 
   /** Generations present for every UID (one readdir). */
+  /** The UIDs that have lease files (one folder listing, no reads). */
+  async uids(): Promise<Set<string>> {
+    return new Set((await this.#generationsByUid()).keys());
+  }
+
   async #generationsByUid(): Promise<Map<string, number[]>> {
     const out = new Map<string, number[]>();
     for (const name of await this.#listFolder()) {
@@ -207,7 +213,7 @@ export class LeaseManager {
 
   async #readView(uid: string, generation: number): Promise<LeaseView | 'vanished'> {
     const path = this.#pathOf(uid, generation);
-    const outcome = await readFileNoFollow(path);
+    const outcome = await readFileNoFollow(path, MAX_LEASE_BYTES);
     if (outcome.kind === 'missing') return 'vanished';
     let record: LeaseRecord | undefined;
     let heartbeatAt = 0;
@@ -386,7 +392,11 @@ export class LeaseManager {
       if (keep(uid) || this.#held.has(uid)) continue;
       const highest = Math.max(...generations);
       const view = await this.#readView(uid, highest);
-      if (view === 'vanished' || !view.released || !view.record || view.record.acquiredAt > cutoff) continue;
+      if (view === 'vanished' || view.alive) continue;
+      // a tombstone an hour old, or a dead owner's lease (no release written: a crash) not touched
+      // for an hour — or a lease file nobody can read that old — of a pod that has no checkpoint
+      const old = view.released ? view.record !== undefined && view.record.acquiredAt <= cutoff : view.heartbeatAt <= cutoff;
+      if (!old) continue;
       for (const generation of generations.sort((a, b) => a - b)) await this.#unlinkQuietly(this.#pathOf(uid, generation));
       swept += 1;
     }

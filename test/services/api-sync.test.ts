@@ -30,7 +30,8 @@ beforeAll(async () => {
       { name: 'b', namespace: 'web', uid: 'uid-b', containers: [{ name: 'c', onSigterm: 'exit' }] },
       { name: 'wedged', namespace: 'web', uid: 'uid-wedged', containers: [{ name: 'c', onSigterm: 'exit' }] },
     ],
-    faults: [{ method: 'StopContainer', code: 14, details: 'runtime hiccup', count: 1 }],
+    // UNKNOWN: a failure the engine retries (UNAVAILABLE would be retried by the client within the call)
+    faults: [{ method: 'StopContainer', code: 2, details: 'runtime hiccup', count: 1 }],
   });
 });
 afterAll(async () => {
