@@ -15,6 +15,7 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, constants, mkdirSync, openSync } from 'node:fs';
+import { lstat, readdir, unlink } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 
@@ -65,7 +66,6 @@ const HAND_OFF_LOG = /^hand-off-\d+(-[0-9a-f]+)?\.log$/;
  * only accumulates). Never follows a symlink. Returns how many were deleted.
  */
 export async function sweepHandOffLogs(stateDir: string, olderThanMs: number, now = Date.now()): Promise<number> {
-  const { lstat, readdir, unlink } = await import('node:fs/promises');
   let swept = 0;
   let names: string[];
   try {

@@ -16,6 +16,7 @@ import * as fsp from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
 import { decodeCheckpoint, encodeCheckpoint, type PodCheckpoint } from './format.js';
+import { salvageTerminating } from './salvage.js';
 import { identityOf, listNames, MAX_RECORD_BYTES, nodeFileOps, readFileNoFollow, sameIdentity, syncFolder, writeFileAtomic, type FileIdentity, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
@@ -129,8 +130,17 @@ export class CheckpointStore {
           this.#decoded.set(uid, { identity: outcome.identity, checkpoint: structuredClone(decoded.checkpoint) });
           return decoded.checkpoint;
         }
-        await this.#quarantine(path, { kind: 'file', ino: outcome.ino }, decoded.reason);
-        return undefined;
+        // a pod on its way out stays on its way out (salvage.ts): never resurrected by a bad file
+        const salvaged = salvageTerminating(outcome.data, uid, this.#now(), process.pid, decoded.reason);
+        if (salvaged === undefined) {
+          await this.#quarantine(path, { kind: 'file', ino: outcome.ino }, decoded.reason);
+          return undefined;
+        }
+        const kept = `kept terminating with grace ${salvaged.status.gracePeriod}s from what could be read`;
+        const moved = await this.#quarantine(path, { kind: 'file', ino: outcome.ino }, `${decoded.reason}; ${kept}`);
+        // a reader only reports; a writer that moved the bad file puts the salvaged state in its place
+        if (moved) await this.write(salvaged).catch((error: unknown) => this.#report(`checkpoint ${path}: the salvaged state could not be written: ${(error as Error).message}`));
+        return salvaged;
       }
     }
   }
@@ -184,12 +194,13 @@ export class CheckpointStore {
   }
 
   /** Moves a bad file aside; `judged` identifies what was found bad (see the module invariants). */
-  async #quarantine(path: string, judged: JudgedEntry, reason: string): Promise<void> {
+  /** Resolves true when this call moved the bad file aside (false: read-only, or someone else did or replaced it). */
+  async #quarantine(path: string, judged: JudgedEntry, reason: string): Promise<boolean> {
     if (this.#readOnly) {
       // a reader reports; the next podctl that writes moves the file aside
       if (!this.#reportedInPlace.has(path)) this.#report(`checkpoint ${path} ${reason}; left in place (read-only: the next podctl that writes moves it to quarantine)`);
       this.#reportedInPlace.add(path);
-      return;
+      return false;
     }
     const name = path.slice(path.lastIndexOf('/') + 1);
     const target = join(this.#layout.quarantine, `${name}.${this.#now()}-${process.pid}`);
@@ -197,9 +208,9 @@ export class CheckpointStore {
     try {
       await fsp.rename(path, target);
     } catch (error) {
-      if (errnoOf(error) === 'ENOENT') return; // another reader moved it already
+      if (errnoOf(error) === 'ENOENT') return false; // another reader moved it already
       this.#report(`checkpoint ${path} ${reason}; could not move it to quarantine: ${(error as Error).message}`);
-      return;
+      return false;
     }
     {
       const moved = await fsp.lstat(target);
@@ -212,9 +223,10 @@ export class CheckpointStore {
           // A newer checkpoint took its place; ours is superseded.
         }
         await fsp.unlink(target).catch(() => {});
-        return;
+        return false;
       }
     }
     this.#report(`checkpoint ${path} ${reason}; moved to ${target}`);
+    return true;
   }
 }

@@ -4,7 +4,7 @@
  * 3 s into the grace; `podctl sync-known` resumes the pod, and SIGTERM → SIGKILL (the container's
  * first SIGTERM to its exit) stays within grace + 2 s — not 3 s + a whole new grace.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
@@ -47,5 +47,35 @@ describeContainerd(import.meta.url, 'resume after a crash mid-grace (containerd)
     const termToKill = exit.finishedAt! - sigterm.time;
     expect(termToKill).toBeGreaterThanOrEqual(grace * 1000 - 500);
     expect(termToKill).toBeLessThanOrEqual((grace + 2) * 1000);
+  }, 90_000);
+
+  it('a damaged checkpoint (one flipped bit) of a pod mid-grace: sync-known keeps it terminating and finishes it, not resurrects it', async () => {
+    const grace = 8;
+    const pod = await node.pods.create({ name: 'damaged', terminationGracePeriodSeconds: grace, containers: [{ name: 'stubborn', mode: 'ignore' }] });
+    const endpoint = `unix://${node.socket}`;
+    const kill = spawnPodctl(['kill', `${pod.namespace}/${pod.name}`], { endpoint, stateDir });
+    const killed = collect(kill, 30_000);
+    const sigterm = await waitForValue('the first SIGTERM', async () => firstSigterm(pod.containers[0]!), 15_000, 50);
+    await new Promise((r) => setTimeout(r, 1_000));
+    kill.kill('SIGKILL');
+    expect((await killed).signal).toBe('SIGKILL');
+    // one flipped bit in the payload: the checksum no longer matches
+    const file = join(stateDir, 'pods', (await readdir(join(stateDir, 'pods'))).find((n) => n.startsWith(pod.uid))!);
+    const bytes = await readFile(file);
+    bytes[bytes.length - 3] = bytes[bytes.length - 3]! ^ 0x01;
+    await writeFile(file, bytes);
+    // the runtime is the desired source: a resurrected (untracked) pod would be kept running
+    const resume = await runPodctl(['sync-known', '--desired-from', 'runtime', '--json'], { endpoint, stateDir, timeoutMs: 60_000 });
+    expect(resume.code, resume.stderr).toBe(0);
+    // its fate: SIGKILLed at the end of its grace, not left running as a desired pod
+    const exit = await waitForValue('the container exited', async () => {
+      const info = await exitInfo(node.cri, pod.containers[0]!.id);
+      return info.state === 'exited' ? info : undefined;
+    }, 30_000, 100);
+    expect(resume.stderr).toMatch(/checksum mismatch; kept terminating with grace \d+s/);
+    expect(exit.exitCode).toBe(137);
+    // and no longer than the grace it had: the stored deadline (or a shorter one) held
+    expect(exit.finishedAt! - sigterm.time).toBeLessThanOrEqual((grace + 2) * 1000);
+    expect((await readdir(join(stateDir, 'quarantine'))).some((n) => n.startsWith(pod.uid))).toBe(true);
   }, 90_000);
 });

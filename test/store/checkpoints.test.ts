@@ -94,15 +94,52 @@ describe('checkpoint store', () => {
     expect(await readdir(store.layout.quarantine)).toHaveLength(1);
   });
 
-  it('quarantines a bit-flipped checkpoint (checksum mismatch)', async () => {
+  it('quarantines a bit-flipped checkpoint (checksum mismatch); a pod on its way out stays terminating', async () => {
     await writeThree();
     const path = store.checkpoints.pathOf('a-1');
     const bytes = await readFile(path);
     bytes[bytes.length - 10] = bytes[bytes.length - 10]! ^ 0x04;
     await writeFile(path, bytes);
-    expect(await store.checkpoints.read('a-1')).toBeUndefined();
+    const salvaged = await store.checkpoints.read('a-1');
     expect(reports[0]).toContain('checksum mismatch');
+    expect(reports[0]).toContain('kept terminating with grace 12s');
+    expect(salvaged?.status.terminatingAt).toBe(checkpointFor('a-1').status.terminatingAt);
+    expect(salvaged?.status.gracePeriod).toBe(12);
+    // the bad file is in quarantine, the salvaged state in its place
+    expect((await readdir(store.layout.quarantine)).some((n) => n.startsWith('a-1'))).toBe(true);
+    expect((await store.checkpoints.read('a-1'))?.history.at(-1)?.type).toBe('salvaged');
     expect(await store.checkpoints.read('c-3')).toEqual(checkpointFor('c-3'));
+  });
+
+  it('a forged grace (a year and a day) or a time in year 3000 keeps the pod terminating at its lower bound, never a longer grace', async () => {
+    const path = store.checkpoints.pathOf('f-1');
+    const forged = checkpointFor('f-1', { graceDeadline: 32_503_680_000_000 });
+    forged.status.gracePeriod = 31_622_400;
+    forged.status.activeUpdate!.killPodOptions = { gracePeriodSecondsOverride: 31_622_400 };
+    // written past the guards, as a forger would (valid checksum, out-of-range values)
+    const header = JSON.stringify({ format: 'podctl/pod-checkpoint', version: 1, length: 0, sha256: '' });
+    const payload = Buffer.from(JSON.stringify({ ...forged, status: { ...forged.status, uid: 'f-1' } }), 'utf8');
+    const { createHash } = await import('node:crypto');
+    const realHeader = JSON.stringify({ ...JSON.parse(header), length: payload.length, sha256: createHash('sha256').update(payload).digest('hex') });
+    await writeFile(path, Buffer.concat([Buffer.from(`${realHeader}\n`), payload]), { mode: 0o600 });
+    const salvaged = await store.checkpoints.read('f-1');
+    expect(salvaged?.status.gracePeriod).toBe(2);
+    expect(salvaged?.status.activeUpdate?.killPodOptions?.gracePeriodSecondsOverride).toBe(2);
+    expect(salvaged?.status.terminatingAt).toBe(forged.status.terminatingAt);
+    // the deadline is the salvaged start + the salvaged grace, not year 3000
+    expect(salvaged?.graceDeadline).toBe(forged.status.terminatingAt! + 2_000);
+    expect(reports.join('\n')).toMatch(/f-1.*kept terminating with grace 2s/);
+  });
+
+  it('a bad checkpoint of a pod not on its way out is only quarantined (nothing to keep)', async () => {
+    const path = store.checkpoints.pathOf('s-1');
+    const running = checkpointFor('s-1');
+    delete running.status.terminatingAt;
+    running.status.startedTerminating = false;
+    const bytes = encodeCheckpoint(running);
+    bytes[bytes.length - 5] = bytes[bytes.length - 5]! ^ 0x02;
+    await writeFile(path, bytes, { mode: 0o600 });
+    expect(await store.checkpoints.read('s-1')).toBeUndefined();
   });
 
   it('quarantines an unknown-version checkpoint', async () => {
