@@ -56,7 +56,8 @@ export function salvageTerminating(data: Uint8Array, uid: string, now: number, p
   const terminatingAt = isEpoch(old.terminatingAt) && old.terminatingAt <= now ? old.terminatingAt : now;
   const status: Obj = { ...old, uid, gracePeriod: grace, terminatingAt, working: false };
   for (const key of ['syncedAt', 'startedAt', 'terminatedAt'] as const) {
-    if (status[key] !== undefined && !(isEpoch(status[key]) && (status[key] as number) <= now)) delete status[key];
+    const value = status[key];
+    if (value !== undefined && !(isEpoch(value) && value <= now)) delete status[key];
   }
   status.activeUpdate = saneUpdate(status.activeUpdate, grace);
   status.pendingUpdate = saneUpdate(status.pendingUpdate, grace);
@@ -65,7 +66,7 @@ export function salvageTerminating(data: Uint8Array, uid: string, now: number, p
   // the deadline: never later than the salvaged grace allows from the salvaged start
   const latest = terminatingAt + grace * 1000;
   const graceDeadline = isEpoch(body.graceDeadline) ? Math.min(body.graceDeadline, latest) : latest;
-  const history = Array.isArray(body.history) ? body.history.filter((h) => isObject(h) && isEpoch(h.at) && h.at <= now) : [];
+  const history: unknown[] = Array.isArray(body.history) ? (body.history as unknown[]).filter((h) => isObject(h) && isEpoch(h.at) && h.at <= now) : [];
   const candidate = {
     ...body,
     status,
