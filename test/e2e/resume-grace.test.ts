@@ -45,6 +45,7 @@ describeContainerd(import.meta.url, 'resume after a crash mid-grace (containerd)
     }, 30_000, 100);
     expect(exit.exitCode).toBe(137);
     const termToKill = exit.finishedAt! - sigterm.time;
+    console.info(`[figure] crash mid-grace: SIGTERM → SIGKILL ${termToKill} ms for a ${grace} s grace (podctl SIGKILLed 3 s in, resumed by sync-known)`);
     expect(termToKill).toBeGreaterThanOrEqual(grace * 1000 - 500);
     expect(termToKill).toBeLessThanOrEqual((grace + 2) * 1000);
   }, 90_000);
