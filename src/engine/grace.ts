@@ -8,6 +8,9 @@
  * - Once decided (non-zero), the grace period never grows.
  * - The result is never below 1 second, nor above MAX_GRACE_SECONDS (a spec or deletion grace
  *   beyond it is treated as the maximum).
+ *
+ * These functions are the one definition of the rule: the engine decides with them, and the
+ * planners (`--dry-run`, drain plans, the kubelet guard) predict with `killGracePeriod` below.
  */
 import type { KillPodOptions, V1Pod } from './types.js';
 
@@ -17,6 +20,9 @@ import type { KillPodOptions, V1Pod } from './types.js';
  * clamped to it. Timers for waits this long go through timers.ts.
  */
 export const MAX_GRACE_SECONDS = 31_536_000;
+
+/** The shortest grace period the kubelet acts on (seconds): zero, negative or missing become it. */
+export const MIN_GRACE_SECONDS = 1;
 
 /** A grace period (seconds) podctl can act on: a finite number within [0, MAX_GRACE_SECONDS]. */
 export function isGraceInRange(seconds: number): boolean {
@@ -63,7 +69,7 @@ export function calculateEffectiveGracePeriod(
   if (!overridden && gracePeriod === 0 && specGrace !== undefined && specGrace !== null) {
     gracePeriod = specGrace;
   }
-  if (!(gracePeriod >= 1)) gracePeriod = 1;
+  if (!(gracePeriod >= MIN_GRACE_SECONDS)) gracePeriod = MIN_GRACE_SECONDS;
   if (gracePeriod > MAX_GRACE_SECONDS) gracePeriod = MAX_GRACE_SECONDS;
   return { gracePeriod, shortened: status.gracePeriod !== 0 && status.gracePeriod !== gracePeriod };
 }
@@ -90,4 +96,17 @@ export const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30;
 export function operatorGraceOverride(pod: V1Pod | undefined, override: number): number {
   const requested = Math.max(1, Math.floor(override));
   return pod ? Math.min(requested, podOwnGracePeriod(pod)) : requested;
+}
+
+/**
+ * The grace period (seconds) a kill request for `pod` runs with: the operator's override (if any)
+ * through operatorGraceOverride, then the engine's calculateEffectiveGracePeriod on top of the grace
+ * already in force (`inForce`, 0 when none was decided). A pod known only from the runtime (no pod
+ * object) is stopped with the minimum, as the kubelet's SyncTerminatingRuntimePod does. This is
+ * exactly what a kill through the session makes the engine decide, so a plan shows what will happen.
+ */
+export function killGracePeriod(pod: V1Pod | undefined, options: { inForce?: number; override?: number } = {}): number {
+  if (pod === undefined) return MIN_GRACE_SECONDS;
+  const kill = options.override === undefined ? undefined : { gracePeriodSecondsOverride: operatorGraceOverride(pod, options.override) };
+  return calculateEffectiveGracePeriod({ gracePeriod: options.inForce ?? 0 }, pod, kill).gracePeriod;
 }

@@ -3,7 +3,8 @@
  *
  * Invariants:
  * - The timeout is armed with the global `setTimeout` when the kill is issued, for
- *   max(10 s, 1.5 × grace) where grace is the override if given, else the pod spec's grace.
+ *   max(10 s, 1.5 × grace) where grace is the override if given, else the pod spec's grace
+ *   (killTimeoutMs: the one definition of the bound, which the planners and the session use too).
  * - The returned promise settles exactly once: it resolves when the kill's `onComplete` fires (the
  *   pod is terminated, or already was), or rejects on timeout — recording a Warning event
  *   `ExceededGracePeriod` — or when the caller's signal aborts (the kill itself goes on).
@@ -14,9 +15,14 @@ import type { EventRecorder, PodWorkers, V1Pod, V1PodStatus } from './types.js';
 export const MIN_KILL_TIMEOUT_SECONDS = 10;
 export const EXCEEDED_GRACE_PERIOD_REASON = 'ExceededGracePeriod';
 
-/** How long killPodNow waits for a kill with this grace period (ms). */
+/**
+ * How long killPodNow waits for a kill with this grace period (ms): the kubelet's
+ * `timeout := gracePeriod + (gracePeriod / 2)` in whole seconds (Go integer division, so 1.5 × grace
+ * rounded down: 7 s → 10 s, 11 s → 16 s), never below 10 s.
+ */
 export function killTimeoutMs(gracePeriodSeconds: number): number {
-  return Math.max(MIN_KILL_TIMEOUT_SECONDS, gracePeriodSeconds * 1.5) * 1000;
+  const grace = Math.trunc(gracePeriodSeconds);
+  return Math.max(MIN_KILL_TIMEOUT_SECONDS, grace + Math.trunc(grace / 2)) * 1000;
 }
 
 export type KillPodFunc = (

@@ -17,8 +17,8 @@
 import type { PodInfo } from './session-api.js';
 import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { UsageError } from '../lib/errors.js';
-import { MINIMUM_GRACE_SECONDS, killPodNowBoundMs, podGraceSeconds } from '../lib/grace.js';
 import { comparePods } from '../lib/refs.js';
+import { killPodNowBoundMs, plannedGraceSeconds } from './grace-plan.js';
 
 /** scheduling.SystemCriticalPriority */
 export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
@@ -45,7 +45,7 @@ export interface PlannedPod {
   criticalReason?: CriticalReason;
   /** The pod's own grace period (seconds). */
   podGraceSeconds: number;
-  /** The grace the drain kills it with: min(group budget, pod grace), at least 1. */
+  /** The grace the drain kills it with: the group budget as an override (it only shortens), at least 1. */
   gracePeriodSeconds: number;
 }
 
@@ -171,14 +171,14 @@ export function planDrain(input: PlanInput): DrainPlan {
     const groupingPriority = reason ? Math.max(priority, SYSTEM_CRITICAL_PRIORITY) : priority;
     const group = planned[groupIndexFor(sortedGroups, groupingPriority)];
     if (!group) continue;
-    const own = podGraceSeconds(pod);
+    const own = plannedGraceSeconds(pod);
     group.pods.push({
       ...identity,
       priority,
       critical: reason !== undefined,
       ...(reason ? { criticalReason: reason } : {}),
       podGraceSeconds: own,
-      gracePeriodSeconds: Math.max(MINIMUM_GRACE_SECONDS, Math.min(group.budgetSeconds, own)),
+      gracePeriodSeconds: plannedGraceSeconds(pod, group.budgetSeconds),
     });
   }
   const groups = planned.filter((g) => g.pods.length > 0);

@@ -15,10 +15,10 @@
  */
 import { formatDuration } from '../lib/duration.js';
 import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
-import { killPodNowBoundMs } from '../lib/grace.js';
 import { resolveSelection, type PodSelection } from '../lib/refs.js';
 import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
+import { killPodNowBoundMs } from './grace-plan.js';
 import { planDrain, type DrainPlan, type PlannedPod, type PriorityGroup, type SkippedPod } from './drain-plan.js';
 import type { NodeSession, PodInfo } from './session-api.js';
 import { mapLimit } from '../lib/map-limit.js';

@@ -20,11 +20,11 @@ import { desiredInApi, isMirrorPod } from '../kube/desired.js';
 import { desiredPodPolicy, type DesiredPodAction, type KubeletStatus } from '../kube/kubelet.js';
 import { UsageError } from '../lib/errors.js';
 import { formatDuration } from '../lib/duration.js';
-import { effectiveGraceSeconds, killPodNowBoundMs } from '../lib/grace.js';
 import { resolveSelection, type PodSelection } from '../lib/refs.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { sleep } from '../kube/retry.js';
 import type { ApiNode } from './api-node.js';
+import { killPodNowBoundMs, plannedGraceSeconds } from './grace-plan.js';
 import type { NodeSession, PodInfo } from './session-api.js';
 import type { TerminatedPod } from './terminate.js';
 
@@ -140,7 +140,7 @@ export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
     desiredPods
       .filter((p) => throughApi.has(p.uid))
       .map(async (pod) => {
-        const grace = effectiveGraceSeconds(pod, input.gracePeriodSeconds);
+        const grace = plannedGraceSeconds(pod, input.gracePeriodSeconds);
         if (input.dryRun) {
           viaApi.push({ uid: pod.uid, namespace: pod.namespace, name: pod.name, gracePeriodSeconds: grace, outcome: 'planned', handledBy: 'api' });
           return;

@@ -32,7 +32,7 @@ import { lstat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { PodNotFoundError } from '../lib/errors.js';
-import { createPodWorkers, operatorGraceOverride, remainingGraceSeconds } from '../engine/index.js';
+import { createPodWorkers, killTimeoutMs, operatorGraceOverride, remainingGraceSeconds } from '../engine/index.js';
 import {
   workerStateOf,
   type PodStatus,
@@ -108,7 +108,7 @@ const STATIC_START_WAIT_MS = 2_000;
 
 /** The kubelet's killPodNow bound for a grace period (seconds): max(10 s, 1.5 × grace). */
 export function killBoundMs(gracePeriodSeconds: number): number {
-  return Math.max(10_000, 1_500 * gracePeriodSeconds);
+  return killTimeoutMs(gracePeriodSeconds);
 }
 
 /** What the session remembers about a pod it owns, beside the engine's own status. */

@@ -19,9 +19,9 @@
 import type { KubeClient as FullKubeClient } from '../kube/index.js';
 import { PodNotFoundError, UsageError } from '../lib/errors.js';
 import { criticalReason, type CriticalReason } from './drain-plan.js';
+import { killPodNowBoundMs, plannedGraceSeconds } from './grace-plan.js';
 import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
 import { formatDuration } from '../lib/duration.js';
-import { effectiveGraceSeconds, killPodNowBoundMs } from '../lib/grace.js';
 import { describeSelection, resolveSelection, type PodSelection } from '../lib/refs.js';
 import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
@@ -172,7 +172,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
       uid: pod.uid,
       namespace: pod.namespace,
       name: pod.name,
-      gracePeriodSeconds: effectiveGraceSeconds(pod, options.gracePeriodSeconds),
+      gracePeriodSeconds: plannedGraceSeconds(pod, options.gracePeriodSeconds),
       outcome: 'requested',
     };
     results.set(pod.uid, entry);

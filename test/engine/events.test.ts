@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { PodWorkerEvent } from '../../src/engine/types.js';
-import { SECOND, createHarness, newNamedPod, runningPod } from './helpers.js';
+import { SECOND, createHarness, newNamedPod, runningPod } from './harness.js';
 
 const kinds = (events: PodWorkerEvent[]): string[] =>
   events.map((e) => {

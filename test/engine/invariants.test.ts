@@ -7,7 +7,7 @@ import { mergeLastUpdate } from '../../src/engine/merge.js';
 import { newUpdate, PodSyncRecord } from '../../src/engine/status.js';
 import {
   SECOND,
-  blockUntilAborted,
+  untilAborted,
   createHarness,
   deferred,
   emptyStatus,
@@ -16,7 +16,7 @@ import {
   nextEvent,
   runningPod,
   withDeletionTimestamp,
-} from './helpers.js';
+} from './harness.js';
 
 const steps = (h: ReturnType<typeof createHarness>, uid: string): string[] =>
   (h.syncer.processed.get(uid) ?? []).map((r) =>
@@ -67,7 +67,7 @@ describe('1. updatePod admission rules', () => {
   it('a create on a terminating UID only sets restartRequested', async () => {
     const h = createHarness();
     const gate = deferred();
-    h.syncer.onSyncTerminatingPod = () => gate.promise;
+    h.syncer.onTerminating = () => gate.promise;
     const pod = newNamedPod('u', 'ns', 'p', false);
     h.workers.updatePod({ updateType: 'create', pod });
     await h.workers.whenIdle();
@@ -172,7 +172,7 @@ describe('2. transitions to terminating', () => {
   it('a kill followed by a non-evicting kill keeps the pod evicted', async () => {
     const h = createHarness();
     const gate = deferred();
-    h.syncer.onSyncTerminatingPod = () => gate.promise;
+    h.syncer.onTerminating = () => gate.promise;
     const pod = newNamedPod('e', 'ns', 'e', false);
     h.workers.updatePod({ updateType: 'kill', pod, killPodOptions: { evict: true } });
     h.workers.updatePod({ updateType: 'kill', pod });
@@ -186,7 +186,7 @@ describe('3. grace periods', () => {
   it('deletionGracePeriodSeconds is bedrock, an override only shortens, the spec is the default', async () => {
     const h = createHarness();
     const gate = deferred();
-    h.syncer.onSyncTerminatingPod = () => gate.promise;
+    h.syncer.onTerminating = () => gate.promise;
     const pod = withDeletionTimestamp(newNamedPod('g', 'ns', 'g', false), SECOND, 20);
     h.workers.updatePod({ updateType: 'update', pod, killPodOptions: { gracePeriodSecondsOverride: 25 } });
     expect(h.workers.statusOf('g')!.gracePeriod).toBe(20);
@@ -204,10 +204,10 @@ describe('3. grace periods', () => {
   it('a shorter grace aborts the in-flight terminating sync, which reruns at once with it', async () => {
     const h = createHarness();
     const calls: number[] = [];
-    h.syncer.onSyncTerminatingPod = (signal) => {
+    h.syncer.onTerminating = (_uid, signal) => {
       const grace = h.syncer.processed.get('g')!.at(-1)!.gracePeriod!;
       calls.push(grace);
-      return grace > 5 ? blockUntilAborted(signal) : undefined;
+      return grace > 5 ? untilAborted(signal) : undefined;
     };
     const pod = newNamedPod('g', 'ns', 'g', false);
     const started = nextEvent(h.workers, (e) => e.type === 'sync-started' && e.phase === 'terminating');
@@ -227,7 +227,7 @@ describe('3. grace periods', () => {
     const h = createHarness();
     const gate = deferred();
     let aborted = false;
-    h.syncer.onSyncTerminatingPod = (signal) => {
+    h.syncer.onTerminating = (_uid, signal) => {
       signal.addEventListener('abort', () => (aborted = true));
       return gate.promise;
     };
@@ -245,7 +245,7 @@ describe('3. grace periods', () => {
 
   it('a new termination aborts an in-flight syncPod, then terminates', async () => {
     const h = createHarness();
-    h.syncer.onSyncPod = (signal) => blockUntilAborted(signal);
+    h.syncer.onSyncPod = (_uid, signal) => untilAborted(signal);
     const pod = newNamedPod('s', 'ns', 's', false);
     const started = nextEvent(h.workers, (e) => e.type === 'sync-started');
     h.workers.updatePod({ updateType: 'create', pod });
@@ -350,7 +350,7 @@ describe('5. static pods', () => {
   it('reports a started static pod as terminating by full name until it is terminated', async () => {
     const h = createHarness();
     const gate = deferred();
-    h.syncer.onSyncTerminatingPod = () => gate.promise;
+    h.syncer.onTerminating = () => gate.promise;
     const pod = newNamedPod('s', 'kube-system', 'api', true);
     h.workers.updatePod({ updateType: 'create', pod });
     await h.workers.whenIdle();
@@ -372,7 +372,7 @@ describe('6. worker loop', () => {
     h.clock.tick(5 * SECOND);
     h.workers.updatePod({ updateType: 'update', pod });
     await h.workers.whenIdle();
-    expect(h.cache.calls).toEqual([
+    expect(h.cache.newerThanCalls).toEqual([
       { uid: 'c', minTime: 0 },
       { uid: 'c', minTime: 1 * SECOND },
     ]);
@@ -428,7 +428,7 @@ describe('6. worker loop', () => {
       clock: h.clock,
       recorder: { event: (_pod, type, reason, message) => recorded.push(`${type} ${reason} ${message}`) },
     });
-    h.cache.getNewerThanError = new Error('cache timed out');
+    h.cache.failNewerThan = new Error('cache timed out');
     workers.updatePod({ updateType: 'create', pod: newNamedPod('e', 'ns', 'e', false) });
     await workers.whenIdle();
     expect(recorded).toEqual(['Warning FailedSync error determining status: cache timed out']);
@@ -439,7 +439,7 @@ describe('6. worker loop', () => {
   it('retries a failing terminating step until it succeeds, keeping the grace', async () => {
     const h = createHarness();
     let failures = 2;
-    h.syncer.onSyncTerminatingPod = () => {
+    h.syncer.onTerminating = () => {
       if (failures-- > 0) throw new Error('kill failed');
     };
     const pod = newNamedPod('r', 'ns', 'r', false);
@@ -459,7 +459,7 @@ describe('7. syncKnownPods drives unfinished orphans by replaying their last upd
   it('an orphan whose terminating step failed is retried by the next syncKnownPods (force-deleted pod fix)', async () => {
     const h = createHarness();
     let failures = 1;
-    h.syncer.onSyncTerminatingPod = () => {
+    h.syncer.onTerminating = () => {
       if (failures-- > 0) throw new Error('rpc error: unavailable');
     };
     const pod = withDeletionTimestamp(newNamedPod('o', 'ns', 'o', false), SECOND, 0);
@@ -504,7 +504,7 @@ describe('8. onComplete exactly once', () => {
   it('calls every kill callback once when the pod terminates, and at once afterwards', async () => {
     const h = createHarness();
     const gate = deferred();
-    h.syncer.onSyncTerminatingPod = () => gate.promise;
+    h.syncer.onTerminating = () => gate.promise;
     const pod = newNamedPod('o', 'ns', 'o', false);
     const counts = [0, 0, 0, 0];
     h.workers.updatePod({ updateType: 'kill', pod, killPodOptions: { onComplete: () => counts[0]!++ } });
@@ -572,9 +572,9 @@ describe('lifecycle', () => {
   it('close aborts running syncs, resolves idle waiters and refuses further updates', async () => {
     const h = createHarness();
     let aborted = false;
-    h.syncer.onSyncPod = async (signal) => {
+    h.syncer.onSyncPod = async (_uid, signal) => {
       try {
-        await blockUntilAborted(signal);
+        await untilAborted(signal);
       } finally {
         aborted = signal.aborted;
       }

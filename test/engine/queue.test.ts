@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createPodWorkers } from '../../src/engine/index.js';
 import { TimerWorkQueue } from '../../src/engine/queue.js';
-import { FakeCache, RecordingSyncer, newNamedPod } from './helpers.js';
+import { FakeCache, RecordingSyncer, newNamedPod } from './harness.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -80,7 +80,7 @@ describe('the engine with its default queue', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     const syncer = new RecordingSyncer();
     let failures = 2;
-    syncer.onSyncTerminatingPod = () => {
+    syncer.onTerminating = () => {
       if (failures-- > 0) throw new Error('runtime unavailable');
     };
     const workers = createPodWorkers({ syncer, cache: new FakeCache(), backOffPeriodMs: 1_000 });

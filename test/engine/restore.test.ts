@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { PodSyncStatusView } from '../../src/engine/types.js';
-import { SECOND, blockUntilAborted, createHarness, expectedView, newNamedPod, runningPod } from './helpers.js';
+import { SECOND, untilAborted, createHarness, expectedView, newNamedPod, runningPod } from './harness.js';
 
 const steps = (h: ReturnType<typeof createHarness>, uid: string): string[] =>
   (h.syncer.processed.get(uid) ?? []).map((r) =>
@@ -84,9 +84,9 @@ describe('restore', () => {
 
   it('a later, longer kill cannot stretch a restored grace; a shorter one aborts and reruns', async () => {
     const h = createHarness();
-    h.syncer.onSyncTerminatingPod = (signal) => {
+    h.syncer.onTerminating = (_uid, signal) => {
       const grace = h.syncer.processed.get('g')!.at(-1)!.gracePeriod!;
-      return grace > 2 ? blockUntilAborted(signal) : undefined;
+      return grace > 2 ? untilAborted(signal) : undefined;
     };
     h.workers.restore([
       view('g', { startedAt: SECOND, terminatingAt: 2 * SECOND, gracePeriod: 7, activeUpdate: { updateType: 'sync', pod: pod('g') } }),
@@ -161,7 +161,7 @@ describe('restore', () => {
 
   it('round-trips a snapshot taken mid-termination into a fresh engine that finishes the job', async () => {
     const first = createHarness();
-    first.syncer.onSyncTerminatingPod = (signal) => blockUntilAborted(signal); // the first process dies mid-kill
+    first.syncer.onTerminating = (_uid, signal) => untilAborted(signal); // the first process dies mid-kill
     first.workers.updatePod({ updateType: 'create', pod: pod('x') });
     await first.workers.whenIdle();
     first.workers.updatePod({ updateType: 'kill', pod: pod('x'), killPodOptions: { evict: true, gracePeriodSecondsOverride: 12 } });

@@ -11,7 +11,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { PodWorkerState } from '../../src/engine/types.js';
-import { createHarness, newNamedPod, withDeletionTimestamp } from './helpers.js';
+import { createHarness, newNamedPod, withDeletionTimestamp } from './harness.js';
 import { seededRandom } from '../support/random.js';
 
 const rng = seededRandom;
@@ -31,7 +31,7 @@ describe('randomised interleavings keep the invariants', () => {
       const uids = ['a', 'b', 'c', 'd', 'e'];
       const inFlight = new Map<string, number>();
       let maxInFlight = 0;
-      const behave = async (signal: AbortSignal, uid: string): Promise<void> => {
+      const behave = async (uid: string, signal: AbortSignal): Promise<void> => {
         const n = (inFlight.get(uid) ?? 0) + 1;
         inFlight.set(uid, n);
         maxInFlight = Math.max(maxInFlight, n);
@@ -48,8 +48,8 @@ describe('randomised interleavings keep the invariants', () => {
         }
       };
       h.syncer.onSyncPod = behave;
-      h.syncer.onSyncTerminatingPod = behave;
-      h.syncer.onSyncTerminatedPod = behave;
+      h.syncer.onTerminating = behave;
+      h.syncer.onTerminated = behave;
 
       // lifecycle monotonicity and grace from the event stream
       const state = new Map<string, PodWorkerState | 'new'>();

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PodWorkerEvent } from '../../src/engine/types.js';
 import { PodWorkerEngine } from '../../src/engine/workers.js';
-import { FakeCache, RecordingSyncer, newNamedPod } from './helpers.js';
+import { FakeCache, RecordingSyncer, newNamedPod } from './harness.js';
 
 describe('write-ahead hold', () => {
   it('acts on nothing until the intent is durable, then runs the held update', async () => {

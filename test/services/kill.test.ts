@@ -46,7 +46,8 @@ describe('kill service', () => {
     // frontend's own grace is 10 s: --grace 15 must not lengthen it
     expect(session.kills.map((k) => k.gracePeriodSeconds)).toEqual([10, 15]);
     expect(result.pods.map((p) => p.gracePeriodSeconds)).toEqual([10, 15]);
-    expect(result.timeoutSeconds).toBe(22.5);
+    // the kubelet's killPodNow bound in whole seconds: 15 + 15/2 (integer division) = 22 s
+    expect(result.timeoutSeconds).toBe(22);
   });
 
   it('a stuck pod times out: status timed-out, exit 3, the others terminated', async () => {

@@ -1,5 +1,5 @@
 /**
- * Conformance: the kubelet's TestKillPodNowFunc and Test_calculateEffectiveGracePeriod, plus the
+ * The kubelet's TestKillPodNowFunc and Test_calculateEffectiveGracePeriod, plus the
  * termination rules of UpdatePod they rely on (CompletedCh → onComplete, PodStatusFunc, grace periods
  * only shrink, cancellation of a running sync when termination begins or the grace period shrinks,
  * startedTerminating only once the worker observes the termination). Fake timers only for
@@ -7,8 +7,8 @@
  */
 import type { V1PodStatus } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { calculateEffectiveGracePeriod, killPodNow } from '../../src/engine/index.js';
-import { FakeRecorder, createHarness, newNamedPod, until, untilAborted } from './harness.js';
+import { calculateEffectiveGracePeriod, killPodNow, KillPodTimeoutError } from '../../../src/engine/index.js';
+import { FakeRecorder, createHarness, deferred, newNamedPod, until, untilAborted } from '../harness.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -36,12 +36,17 @@ describe('Test_calculateEffectiveGracePeriod', () => {
     const pod = newNamedPod('1', 'ns', 'p', false);
     delete pod.spec!.terminationGracePeriodSeconds;
     expect(calculateEffectiveGracePeriod({ gracePeriod: 0 }, pod)).toEqual({ gracePeriod: 1, shortened: false });
+    // nor any spec at all
+    expect(calculateEffectiveGracePeriod({ gracePeriod: 0 }, { metadata: {} }).gracePeriod).toBe(1);
   });
 
   it('the grace period only shrinks, and reports when it was shortened', () => {
     const pod = newNamedPod('1', 'ns', 'p', false);
     expect(calculateEffectiveGracePeriod({ gracePeriod: 30 }, pod, { gracePeriodSecondsOverride: 10 })).toEqual({ gracePeriod: 10, shortened: true });
     expect(calculateEffectiveGracePeriod({ gracePeriod: 10 }, pod, { gracePeriodSecondsOverride: 20 })).toEqual({ gracePeriod: 10, shortened: false });
+    expect(calculateEffectiveGracePeriod({ gracePeriod: 10 }, pod)).toEqual({ gracePeriod: 10, shortened: false });
+    expect(calculateEffectiveGracePeriod({ gracePeriod: 10 }, pod, { gracePeriodSecondsOverride: 3 })).toEqual({ gracePeriod: 3, shortened: true });
+    pod.metadata!.deletionGracePeriodSeconds = 60;
     expect(calculateEffectiveGracePeriod({ gracePeriod: 10 }, pod)).toEqual({ gracePeriod: 10, shortened: false });
     pod.metadata!.deletionGracePeriodSeconds = 3;
     expect(calculateEffectiveGracePeriod({ gracePeriod: 10 }, pod)).toEqual({ gracePeriod: 3, shortened: true });
@@ -56,11 +61,12 @@ describe('TestKillPodNowFunc', () => {
     const recorder = new FakeRecorder();
     const kill = killPodNow(h.workers, recorder);
     const pod = newNamedPod('test', 'ns', 'test', false);
-    await kill(pod, false, 0, (status: V1PodStatus) => {
+    const statusFn = (status: V1PodStatus): void => {
       status.phase = 'Failed';
       status.reason = 'reason';
       status.message = 'message';
-    });
+    };
+    await kill(pod, false, 0, statusFn);
     await h.drain();
     expect(h.syncer.processed.size).toBe(1);
     const records = h.syncer.records('test')!;
@@ -68,10 +74,9 @@ describe('TestKillPodNowFunc', () => {
     expect(records[0]!.updateType).toBe('kill');
     expect(records[0]!.gracePeriod).toBe(1); // override 0 → at least 1
     expect(records[1]!.terminated).toBe(true);
-    const fn = h.syncer.statusFns[0];
-    expect(fn).toBeDefined();
+    expect(h.syncer.statusFns).toEqual([statusFn]);
     const s: V1PodStatus = {};
-    fn!(s);
+    statusFn(s);
     expect(s).toEqual({ phase: 'Failed', reason: 'reason', message: 'message' });
     expect(h.workers.snapshot().get('test')!.evicted).toBe(false);
     expect(recorder.events).toEqual([]);
@@ -89,10 +94,12 @@ describe('TestKillPodNowFunc', () => {
     await h.workers.close();
   });
 
-  const timeouts: { desc: string; override?: number; timeoutMs: number }[] = [
-    { desc: 'spec grace 30 s → 45 s', timeoutMs: 45_000 },
-    { desc: 'override 20 s → 30 s', override: 20, timeoutMs: 30_000 },
-    { desc: 'override 2 s → the 10 s minimum', override: 2, timeoutMs: 10_000 },
+  const timeouts: { desc: string; override?: number; specGrace?: number; timeoutMs: number }[] = [
+    { desc: 'spec grace 30 s → 45 s', specGrace: 30, timeoutMs: 45_000 },
+    { desc: 'override 20 s → 30 s', specGrace: 30, override: 20, timeoutMs: 30_000 },
+    { desc: 'override 4 s → the 10 s minimum', specGrace: 30, override: 4, timeoutMs: 10_000 },
+    { desc: 'override 2 s → the 10 s minimum', specGrace: 30, override: 2, timeoutMs: 10_000 },
+    { desc: 'no grace at all → 10 s', timeoutMs: 10_000 },
   ];
   for (const tc of timeouts) {
     it(`rejects after max(10 s, 1.5 × grace) and records ExceededGracePeriod (${tc.desc})`, async () => {
@@ -102,16 +109,17 @@ describe('TestKillPodNowFunc', () => {
       const recorder = new FakeRecorder();
       const kill = killPodNow(h.workers, recorder);
       const pod = newNamedPod('slow', 'ns', 'slow', false);
+      pod.spec!.terminationGracePeriodSeconds = tc.specGrace;
       let outcome: 'pending' | 'resolved' | Error = 'pending';
       kill(pod, false, tc.override).then(() => (outcome = 'resolved'), (e: Error) => (outcome = e));
       await vi.advanceTimersByTimeAsync(tc.timeoutMs - 1);
       expect(outcome).toBe('pending');
       expect(h.syncer.records('slow')?.[0]?.updateType).toBe('kill');
       await vi.advanceTimersByTimeAsync(1);
-      expect(outcome).toBeInstanceOf(Error);
-      expect(recorder.events).toHaveLength(1);
-      expect(recorder.events[0]!.type).toBe('Warning');
-      expect(recorder.events[0]!.reason).toBe('ExceededGracePeriod');
+      expect(outcome).toBeInstanceOf(KillPodTimeoutError);
+      expect(recorder.events).toEqual([
+        { pod, type: 'Warning', reason: 'ExceededGracePeriod', message: 'Container runtime did not kill the pod within specified grace period.' },
+      ]);
       expect(recorder.events[0]!.pod).toBe(pod);
       await h.workers.close();
     });
@@ -123,6 +131,7 @@ describe('TestKillPodNowFunc', () => {
     h.workers.updatePod({ pod, updateType: 'kill' });
     await h.drain();
     expect(h.workers.snapshot().get('done')!.finished).toBe(true);
+    const calls = h.syncer.records('done')!.length;
     vi.useFakeTimers();
     const recorder = new FakeRecorder();
     let outcome: 'pending' | 'resolved' | Error = 'pending';
@@ -130,6 +139,8 @@ describe('TestKillPodNowFunc', () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(outcome).toBe('resolved');
     expect(recorder.events).toEqual([]);
+    // nothing more reached the syncer
+    expect(h.syncer.records('done')!.length).toBe(calls);
     vi.useRealTimers();
     await h.workers.close();
   });
@@ -387,15 +398,39 @@ describe('onComplete on the less common termination paths (ENGINE-API: called ex
 });
 
 describe('killPodNow leaves no timer behind', () => {
-  it('once the kill completes its timeout timer is cleared (a CLI process can exit at once)', async () => {
+  it('once the kill completes its timeout timer is cleared (a CLI process can exit at once; no late event)', async () => {
     vi.useFakeTimers();
     const h = createHarness();
+    const recorder = new FakeRecorder();
     let outcome: 'pending' | 'resolved' | Error = 'pending';
-    killPodNow(h.workers, new FakeRecorder())(newNamedPod('1', 'ns', 'p', false), false).then(() => (outcome = 'resolved'), (e: Error) => (outcome = e));
+    killPodNow(h.workers, recorder)(newNamedPod('1', 'ns', 'p', false), false).then(() => (outcome = 'resolved'), (e: Error) => (outcome = e));
     for (let i = 0; i < 100 && outcome === 'pending'; i++) await vi.advanceTimersByTimeAsync(0);
     expect(outcome).toBe('resolved');
     for (let i = 0; i < 100 && !h.workers.snapshot().get('1')!.finished; i++) await vi.advanceTimersByTimeAsync(0);
     expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(recorder.events).toEqual([]);
+    await h.workers.close();
+  });
+});
+
+describe('killPodNow and its caller', () => {
+  it('rejects with the reason when the caller aborts, while the kill goes on', async () => {
+    const h = createHarness();
+    const finish = deferred();
+    const started = deferred();
+    h.syncer.onTerminating = () => {
+      started.resolve();
+      return finish.promise;
+    };
+    const controller = new AbortController();
+    const pending = killPodNow(h.workers)(newNamedPod('a', 'ns', 'a', false), false, 5, undefined, controller.signal);
+    await started.promise;
+    controller.abort(new Error('user gave up'));
+    await expect(pending).rejects.toThrow('user gave up');
+    finish.resolve();
+    await h.drain();
+    expect(h.workers.statusOf('a')!.finished).toBe(true);
     await h.workers.close();
   });
 });

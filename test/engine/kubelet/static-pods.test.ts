@@ -1,14 +1,18 @@
 /**
- * Conformance: the kubelet's TestStaticPodExclusion and Test_allowPodStart, through the public
- * surface. The Go test reads startedStaticPodsByFullname / waitingToStartStaticPodsByFullname; here
- * "started" is observed as a pod whose worker ran syncPod (startedAt set, activeUpdate present) and
- * "waiting" as a pod that keeps its update as pendingUpdate with no startedAt and no sync calls; who
- * starts next proves the waiting order. isPodForMirrorPodTerminatingByFullName exposes the started
- * map for terminating static pods.
+ * The kubelet's TestStaticPodExclusion and Test_allowPodStart. The Go tests read
+ * startedStaticPodsByFullname / waitingToStartStaticPodsByFullname: TestStaticPodExclusion injects
+ * the engine's StaticPodStarts and checks both maps, and also observes the same through the surface
+ * ("started": the worker ran syncPod, startedAt set, activeUpdate present; "waiting": the update kept
+ * as pendingUpdate with no startedAt and no sync calls; isPodForMirrorPodTerminatingByFullName for a
+ * terminating static pod). Test_allowPodStart runs twice: as the Go table (internals injected,
+ * allowPodStart called directly) and through start order.
  */
 import { describe, expect, it } from 'vitest';
-import type { PodWorkerSync } from '../../src/engine/index.js';
-import { createHarness, newNamedPod, newStaticPod, until, type Harness } from './harness.js';
+import type { PodWorkerSync } from '../../../src/engine/index.js';
+import { PodSyncRecord } from '../../../src/engine/status.js';
+import { StaticPodStarts } from '../../../src/engine/static-pods.js';
+import type { V1Pod } from '../../../src/engine/types.js';
+import { createHarness, newNamedPod, newStaticPod, until, type Harness } from '../harness.js';
 
 const FULLNAME = 'pod1_test1';
 const sp = (uid: string) => newNamedPod(uid, 'test1', 'pod1', true);
@@ -28,11 +32,17 @@ function terminationRequested(h: Harness, uid: string): boolean {
   return h.workers.snapshot().get(uid)?.terminatingAt !== undefined;
 }
 const asObject = (m: Map<string, PodWorkerSync>) => Object.fromEntries(m);
+const obj = <V>(m: Map<string, V>): Record<string, V> => Object.fromEntries(m);
 
 describe('TestStaticPodExclusion', () => {
   it('static pods with one fullname start one at a time, in the order they were received', async () => {
-    const h = createHarness();
+    const staticPods = new StaticPodStarts();
+    const h = createHarness({ internals: { staticPods } });
     const { workers, syncer, queue } = h;
+    const maps = (started: Record<string, string>, waiting: Record<string, string[]>): void => {
+      expect(obj(staticPods.started)).toEqual(started);
+      expect(obj(staticPods.waiting)).toEqual(waiting);
+    };
 
     // start two pods with the same name, one static, one apiserver
     workers.updatePod({ pod: newNamedPod('1-normal', 'test1', 'pod1', false), updateType: 'update' });
@@ -43,6 +53,7 @@ describe('TestStaticPodExclusion', () => {
     expect(syncer.processed.size).toBe(2);
     expect(syncer.records('2-static')).toEqual([{ name: 'pod1', updateType: 'update' }]);
     expect(started(h, '2-static')).toBe(true);
+    maps({ [FULLNAME]: '2-static' }, {});
 
     // a second and third static pod do not start
     workers.updatePod({ pod: sp('3-static'), updateType: 'update' });
@@ -56,6 +67,7 @@ describe('TestStaticPodExclusion', () => {
     expect(started(h, '2-static')).toBe(true);
     expect(waiting(h, '3-static')).toBe(true);
     expect(waiting(h, '4-static')).toBe(true);
+    maps({ [FULLNAME]: '2-static' }, { [FULLNAME]: ['3-static', '4-static'] });
     // a waiting static pod keeps its update pending but is not "working"
     expect(workers.snapshot().get('3-static')!.pendingUpdate!.updateType).toBe('update');
     expect(workers.snapshot().get('3-static')!.working).toBe(false);
@@ -69,6 +81,7 @@ describe('TestStaticPodExclusion', () => {
     expect(started(h, '2-static')).toBe(true);
     expect(waiting(h, '3-static')).toBe(true);
     expect(waiting(h, '4-static')).toBe(true);
+    maps({ [FULLNAME]: '2-static' }, { [FULLNAME]: ['3-static', '4-static'] });
     expect(new Set(queue.getWork())).toEqual(new Set(['3-static']));
 
     // mark 3-static as deleted while 2-static is still running
@@ -80,6 +93,7 @@ describe('TestStaticPodExclusion', () => {
     expect(new Set(queue.getWork())).toEqual(new Set());
     expect(started(h, '2-static')).toBe(true);
     expect(waiting(h, '4-static')).toBe(true);
+    maps({ [FULLNAME]: '2-static' }, { [FULLNAME]: ['3-static', '4-static'] });
 
     // terminate 2-static: while it terminates it is the mirror pod's terminating static pod
     let mirrorTerminatingDuringKill: boolean | undefined;
@@ -93,6 +107,7 @@ describe('TestStaticPodExclusion', () => {
     expect(terminated(h, '2-static')).toBe(true);
     expect(workers.isPodForMirrorPodTerminatingByFullName(FULLNAME)).toBe(false);
     expect(waiting(h, '4-static')).toBe(true);
+    maps({}, { [FULLNAME]: ['3-static', '4-static'] });
 
     // a periodic event for 4-static: starts, because 3-static has already terminated
     workers.updatePod({ pod: sp('4-static'), updateType: 'update' });
@@ -101,6 +116,7 @@ describe('TestStaticPodExclusion', () => {
     expect(started(h, '4-static')).toBe(true);
     expect(syncer.records('4-static')).toEqual([{ name: 'pod1', updateType: 'update' }]);
     expect(workers.snapshot().get('4-static')!.pendingUpdate).toBeUndefined();
+    maps({ [FULLNAME]: '4-static' }, {});
 
     // a sync with all pods remaining
     let state = workers.syncKnownPods([
@@ -142,6 +158,7 @@ describe('TestStaticPodExclusion', () => {
     expect(started(h, '4-static')).toBe(true);
     expect(started(h, '5-static')).toBe(false);
     expect(waiting(h, '6-static')).toBe(true);
+    maps({ [FULLNAME]: '4-static' }, { [FULLNAME]: ['5-static', '6-static'] });
 
     // terminate 4-static and wake 6-static
     workers.updatePod({ pod: sp('4-static'), updateType: 'kill' });
@@ -153,6 +170,7 @@ describe('TestStaticPodExclusion', () => {
     expect(terminated(h, '5-static')).toBe(false);
     expect(started(h, '6-static')).toBe(true);
     expect(syncer.records('6-static')).toEqual([{ name: 'pod1', updateType: 'update' }]);
+    maps({ [FULLNAME]: '6-static' }, {});
 
     // 5 exits when its event is finally delivered, without ever running
     h.release('5-static');
@@ -180,6 +198,7 @@ describe('TestStaticPodExclusion', () => {
       expect(waiting(h, uid)).toBe(true);
     }
     expect(workers.isPodForMirrorPodTerminatingByFullName(FULLNAME)).toBe(false);
+    maps({}, { [FULLNAME]: ['7-static', '8-static', '9-static'] });
 
     // terminate 7-static and wake 8-static
     workers.updatePod({ pod: sp('7-static'), updateType: 'kill' });
@@ -201,6 +220,7 @@ describe('TestStaticPodExclusion', () => {
     // records the pod's own 30 s
     expect(workers.snapshot().get('1-normal')!.gracePeriod).toBe(30);
     expect(workers.snapshot().get('1-normal')!.deleted).toBe(true);
+    expect(workers.snapshot().get('1-normal')!.finished).toBe(true);
     expect(syncer.records('1-normal')!.slice(-2)).toEqual([
       { name: 'pod1', updateType: 'kill', gracePeriod: undefined },
       { name: 'pod1', terminated: true },
@@ -426,4 +446,165 @@ describe('which pods are static', () => {
       { state: 'sync', orphan: false, hasConfig: true, static: true });
     await h.workers.close();
   });
+});
+
+interface AllowCase {
+  desc: string;
+  pod: V1Pod;
+  statuses: Record<string, { fullname: string; terminatingAt?: number; terminatedAt?: number }>;
+  started?: Record<string, string>;
+  waiting?: Record<string, string[]>;
+  expectedStarted?: Record<string, string>;
+  expectedWaiting?: Record<string, string[]>;
+  allowed: boolean;
+  allowedEver: boolean;
+}
+
+describe('Test_allowPodStart', () => {
+  const now = Date.now();
+  const cases: AllowCase[] = [
+    {
+      desc: 'non-static pod',
+      pod: newNamedPod('uid-0', 'ns', 'test', false),
+      statuses: { 'uid-0': { fullname: 'test_' }, 'uid-1': { fullname: 'test_' } },
+      allowed: true,
+      allowedEver: true,
+    },
+    {
+      desc: 'non-static pod when there is a started static pod with the same full name',
+      pod: newNamedPod('uid-0', 'ns', 'test', false),
+      statuses: { 'uid-0': { fullname: 'test_' }, 'uid-1': { fullname: 'test_' } },
+      started: { test_: 'uid-1' },
+      expectedStarted: { test_: 'uid-1' },
+      allowed: true,
+      allowedEver: true,
+    },
+    {
+      desc: 'static pod when there is a started non-static pod with the same full name',
+      pod: newNamedPod('uid-0', 'ns', 'test', false),
+      statuses: { 'uid-0': { fullname: 'test_' }, 'uid-1': { fullname: 'test_' } },
+      allowed: true,
+      allowedEver: true,
+    },
+    {
+      desc: 'static pod when there are no started static pods with the same full name',
+      pod: newStaticPod('uid-0', 'foo'),
+      statuses: { 'uid-0': { fullname: 'foo_' }, 'uid-1': { fullname: 'bar_' } },
+      started: { bar_: 'uid-1' },
+      expectedStarted: { foo_: 'uid-0', bar_: 'uid-1' },
+      allowed: true,
+      allowedEver: true,
+    },
+    {
+      desc: 'static pod when there is a started static pod with the same full name',
+      pod: newStaticPod('uid-0', 'foo'),
+      statuses: { 'uid-0': { fullname: 'foo_' }, 'uid-1': { fullname: 'foo_' } },
+      started: { foo_: 'uid-1' },
+      expectedStarted: { foo_: 'uid-1' },
+      allowed: false,
+      allowedEver: true,
+    },
+    {
+      desc: 'static pod if the static pod has already started',
+      pod: newStaticPod('uid-0', 'foo'),
+      statuses: { 'uid-0': { fullname: 'foo_' } },
+      started: { foo_: 'uid-0' },
+      expectedStarted: { foo_: 'uid-0' },
+      allowed: true,
+      allowedEver: true,
+    },
+    {
+      desc: 'static pod if the static pod is the first pod waiting to start',
+      pod: newStaticPod('uid-0', 'foo'),
+      statuses: { 'uid-0': { fullname: 'foo_' } },
+      waiting: { foo_: ['uid-0'] },
+      expectedStarted: { foo_: 'uid-0' },
+      expectedWaiting: {},
+      allowed: true,
+      allowedEver: true,
+    },
+    {
+      desc: 'static pod if the static pod is not the first pod waiting to start',
+      pod: newStaticPod('uid-0', 'foo'),
+      statuses: { 'uid-0': { fullname: 'foo_' }, 'uid-1': { fullname: 'foo_' } },
+      waiting: { foo_: ['uid-1', 'uid-0'] },
+      expectedStarted: {},
+      expectedWaiting: { foo_: ['uid-1', 'uid-0'] },
+      allowed: false,
+      allowedEver: true,
+    },
+    {
+      desc: 'static pod if the static pod is the first valid pod waiting to start / clean up until picking the first valid pod',
+      pod: newStaticPod('uid-0', 'foo'),
+      statuses: { 'uid-0': { fullname: 'foo_' }, 'uid-1': { fullname: 'foo_' } },
+      waiting: { foo_: ['uid-2', 'uid-2', 'uid-3', 'uid-0', 'uid-1'] },
+      expectedStarted: { foo_: 'uid-0' },
+      expectedWaiting: { foo_: ['uid-1'] },
+      allowed: true,
+      allowedEver: true,
+    },
+    {
+      desc: 'static pod if the static pod is the first pod that is not termination requested and waiting to start',
+      pod: newStaticPod('uid-0', 'foo'),
+      statuses: {
+        'uid-0': { fullname: 'foo_' },
+        'uid-1': { fullname: 'foo_' },
+        'uid-2': { fullname: 'foo_', terminatingAt: now },
+        'uid-3': { fullname: 'foo_', terminatedAt: now },
+      },
+      waiting: { foo_: ['uid-2', 'uid-3', 'uid-0', 'uid-1'] },
+      expectedStarted: { foo_: 'uid-0' },
+      expectedWaiting: { foo_: ['uid-1'] },
+      allowed: true,
+      allowedEver: true,
+    },
+    {
+      desc: 'static pod if there is no sync status for the pod should be denied',
+      pod: newStaticPod('uid-0', 'foo'),
+      statuses: {
+        'uid-1': { fullname: 'foo_' },
+        'uid-2': { fullname: 'foo_', terminatingAt: now },
+        'uid-3': { fullname: 'foo_', terminatedAt: now },
+      },
+      waiting: { foo_: ['uid-1'] },
+      expectedStarted: {},
+      expectedWaiting: { foo_: ['uid-1'] },
+      allowed: false,
+      allowedEver: false,
+    },
+    {
+      desc: 'static pod if the static pod is terminated should not be allowed',
+      pod: newStaticPod('uid-0', 'foo'),
+      statuses: { 'uid-0': { fullname: 'foo_', terminatingAt: now } },
+      waiting: { foo_: ['uid-2', 'uid-3', 'uid-0', 'uid-1'] },
+      expectedStarted: {},
+      expectedWaiting: { foo_: ['uid-2', 'uid-3', 'uid-0', 'uid-1'] },
+      allowed: false,
+      allowedEver: false,
+    },
+  ];
+
+  for (const tc of cases) {
+    it(tc.desc, () => {
+      const statuses = new Map<string, PodSyncRecord>();
+      for (const [uid, s] of Object.entries(tc.statuses)) {
+        const record = new PodSyncRecord(s.fullname, now);
+        record.terminatingAt = s.terminatingAt;
+        record.terminatedAt = s.terminatedAt;
+        statuses.set(uid, record);
+      }
+      const staticPods = new StaticPodStarts();
+      for (const [name, uid] of Object.entries(tc.started ?? {})) staticPods.started.set(name, uid);
+      for (const [name, uids] of Object.entries(tc.waiting ?? {})) staticPods.waiting.set(name, [...uids]);
+      const { workers, queue } = createHarness({ internals: { statuses, staticPods } });
+
+      const { canStart, canEverStart } = workers.allowPodStart(tc.pod);
+      expect(canStart).toBe(tc.allowed);
+      expect(canEverStart).toBe(tc.allowedEver);
+      expect(obj(staticPods.started)).toEqual(tc.expectedStarted ?? {});
+      expect(obj(staticPods.waiting)).toEqual(tc.expectedWaiting ?? {});
+      // a pod that may start later is retried with back-off
+      expect(queue.items.length).toBe(tc.allowedEver && !tc.allowed ? 1 : 0);
+    });
+  }
 });

@@ -5,7 +5,7 @@
  * handed down), evictions, the beforeWorkerWakes seam (once per wake-up) and close().
  */
 import { describe, expect, it } from 'vitest';
-import { createHarness, newNamedPod, newPodWithPhase, runningPod, until, untilAborted } from './harness.js';
+import { createHarness, deferred, newNamedPod, newPodWithPhase, runningPod, until, untilAborted } from '../harness.js';
 
 describe('runtime-pod kills for a pod the worker knows with a spec', () => {
   it('after the pod started, a runtime kill terminates it through syncTerminatingPod with its spec', async () => {
@@ -274,15 +274,14 @@ describe('more reference details', () => {
 
 describe('end-of-life details', () => {
   it('a runtime-only pod: housekeeping kills that arrive while it terminates do not resurrect it', async () => {
-    const { gate } = await import('./harness.js');
     const h = createHarness();
-    const g = gate();
+    const g = deferred();
     h.syncer.onTerminatingRuntime = () => g.promise;
     h.workers.updatePod({ updateType: 'kill', runningPod: runningPod('r', 'r', 'ns') });
     await until(() => h.syncer.records('r')?.length === 1, 'runtime kill running');
     h.workers.updatePod({ updateType: 'kill', runningPod: runningPod('r', 'r', 'ns') });
     expect(h.workers.snapshot().get('r')!.working).toBe(true);
-    g.open();
+    g.resolve();
     await h.drain();
     expect(h.syncer.records('r')).toHaveLength(1);
     expect(h.workers.snapshot().has('r')).toBe(false);
@@ -303,15 +302,14 @@ describe('end-of-life details', () => {
   });
 
   it('an update arriving during the terminated step is never run: the worker finishes', async () => {
-    const { gate } = await import('./harness.js');
     const h = createHarness();
     const pod = newNamedPod('1', 'ns', 'p', false);
-    const g = gate();
+    const g = deferred();
     h.syncer.onTerminated = () => g.promise;
     h.workers.updatePod({ pod, updateType: 'kill' });
     await until(() => h.syncer.records('1')?.some((r) => r.terminated) === true, 'terminated step running');
     h.workers.updatePod({ pod, updateType: 'update' });
-    g.open();
+    g.resolve();
     await h.drain();
     const s = h.workers.snapshot().get('1')!;
     expect(s.finished).toBe(true);

@@ -4,12 +4,12 @@
  * retried like rejected ones, and a status-cache wait does not outlive a termination request.
  */
 import { describe, expect, it } from 'vitest';
-import { createHarness, gate, newNamedPod, until } from './harness.js';
+import { createHarness, deferred, newNamedPod, until, untilAborted } from '../harness.js';
 
 describe('one serial worker per pod', () => {
   it('a pod blocked in syncPod does not hold back another pod', async () => {
     const h = createHarness();
-    const g = gate();
+    const g = deferred();
     h.syncer.onSyncPod = (uid) => (uid === 'slow' ? g.promise : undefined);
     h.workers.updatePod({ pod: newNamedPod('slow', 'ns', 'slow', false), updateType: 'create' });
     h.workers.updatePod({ pod: newNamedPod('fast', 'ns', 'fast', false), updateType: 'create' });
@@ -17,7 +17,7 @@ describe('one serial worker per pod', () => {
     expect(h.syncer.records('fast')).toEqual([{ name: 'fast', updateType: 'create' }]);
     expect(h.workers.snapshot().get('fast')!.working).toBe(false);
     expect(h.workers.snapshot().get('slow')!.working).toBe(true);
-    g.open();
+    g.resolve();
     await h.drain();
     await h.workers.close();
   });
@@ -26,7 +26,7 @@ describe('one serial worker per pod', () => {
     const h = createHarness();
     let inFlight = 0;
     let maxInFlight = 0;
-    const g = gate();
+    const g = deferred();
     let first = true;
     h.syncer.onSyncPod = async () => {
       inFlight++;
@@ -43,7 +43,7 @@ describe('one serial worker per pod', () => {
     h.workers.updatePod({ pod: pod('b'), updateType: 'update' });
     h.workers.updatePod({ pod: pod('c'), updateType: 'update' });
     expect(h.workers.snapshot().get('1')!.pendingUpdate!.pod!.metadata!.name).toBe('c');
-    g.open();
+    g.resolve();
     await h.drain();
     expect(maxInFlight).toBe(1);
     // the intermediate update was superseded: only the latest pending one ran
@@ -96,16 +96,16 @@ describe('robustness', () => {
 
 describe('ordering details of the reference', () => {
   it('killPodNow resolves when containers are stopped, before the terminated (cleanup) step finishes', async () => {
-    const { killPodNow } = await import('../../src/engine/index.js');
+    const { killPodNow } = await import('../../../src/engine/index.js');
     const h = createHarness();
-    const cleanup = gate();
+    const cleanup = deferred();
     h.syncer.onTerminated = () => cleanup.promise;
     const pod = newNamedPod('1', 'ns', 'p', false);
     await killPodNow(h.workers)(pod, false, 5);
     // resolved while syncTerminatedPod is still blocked
     expect(h.workers.snapshot().get('1')!.terminatedAt).toBeDefined();
     expect(h.workers.snapshot().get('1')!.finished).toBe(false);
-    cleanup.open();
+    cleanup.resolve();
     await h.drain();
     expect(h.workers.snapshot().get('1')!.finished).toBe(true);
     await h.workers.close();
@@ -145,7 +145,7 @@ describe('ordering details of the reference', () => {
 describe('cancellation signals', () => {
   it('an ordinary update does not cancel a running syncPod', async () => {
     const h = createHarness();
-    const g = gate();
+    const g = deferred();
     let aborted = false;
     h.syncer.onSyncPod = async (_uid, signal) => {
       if (h.syncer.records('1')!.length > 1) return;
@@ -157,7 +157,7 @@ describe('cancellation signals', () => {
     await until(() => h.syncer.records('1')?.length === 1, 'first sync running');
     h.workers.updatePod({ pod, updateType: 'update' });
     h.workers.updatePod({ pod, updateType: 'sync', killPodOptions: { gracePeriodSecondsOverride: 1 } });
-    g.open();
+    g.resolve();
     await h.drain();
     expect(aborted).toBe(false);
     expect(h.syncer.records('1')!.map((r) => r.updateType)).toEqual(['create', 'sync']);
@@ -165,7 +165,6 @@ describe('cancellation signals', () => {
   });
 
   it('after a cancellation the next sync gets a fresh, un-aborted signal', async () => {
-    const { untilAborted } = await import('./harness.js');
     const h = createHarness();
     h.syncer.onSyncPod = (_uid, signal) => untilAborted(signal);
     let terminatingSignalAborted: boolean | undefined;

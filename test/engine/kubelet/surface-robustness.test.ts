@@ -6,8 +6,8 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { calculateEffectiveGracePeriod, createPodWorkers, killPodNow, type PodStatus, type RunningPod } from '../../src/engine/index.js';
-import { FakeCache, FakeQueue, RecordingSyncer, newPodWithPhase } from './harness.js';
+import { calculateEffectiveGracePeriod, createPodWorkers, killPodNow, type PodStatus, type RunningPod } from '../../../src/engine/index.js';
+import { FakeCache, FakeQueue, RecordingSyncer, newPodWithPhase } from '../harness.js';
 
 describe('surface robustness', () => {
   it('a cache whose get() throws (the Go NotFound error) counts as "no cached terminal state"', async () => {

@@ -13,9 +13,9 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import type { UpdatePodOptions } from '../../src/engine/index.js';
-import { createHarness, newNamedPod, runningPod } from './harness.js';
-import { seededRandom } from '../support/random.js';
+import type { UpdatePodOptions } from '../../../src/engine/index.js';
+import { createHarness, newNamedPod, runningPod } from '../harness.js';
+import { seededRandom } from '../../support/random.js';
 
 const mulberry32 = seededRandom;
 

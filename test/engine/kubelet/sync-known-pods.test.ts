@@ -1,11 +1,15 @@
 /**
- * Conformance: the kubelet's TestSyncKnownPods and Test_removeTerminatedWorker, plus the
- * restartRequested and orphan-replay paths of SyncKnownPods, through the public surface.
- * Go's len(podUpdates) / len(podSyncStatuses) become the set of tracked (snapshot) and working pods;
- * Test_removeTerminatedWorker's hand-made statuses are reached by driving the engine into them.
+ * The kubelet's TestSyncKnownPods and Test_removeTerminatedWorker, plus the restartRequested and
+ * orphan-replay paths of SyncKnownPods. Go's len(podUpdates) / len(podSyncStatuses) are workerCount
+ * and the set of tracked (snapshot) pods. Test_removeTerminatedWorker runs twice: as the Go table
+ * (hand-made statuses injected, removeTerminatedWorker called directly) and through SyncKnownPods
+ * (the engine driven into each state).
  */
 import { describe, expect, it } from 'vitest';
-import { createHarness, newNamedPod, until, type Harness } from './harness.js';
+import { newUpdate, PodSyncRecord } from '../../../src/engine/status.js';
+import { StaticPodStarts } from '../../../src/engine/static-pods.js';
+import type { UpdateView, V1Pod } from '../../../src/engine/types.js';
+import { SECOND, createHarness, newNamedPod, until, type Harness } from '../harness.js';
 
 const pod = (uid: string, name = 'name') => newNamedPod(uid, 'ns', name, false);
 
@@ -17,6 +21,7 @@ describe('TestSyncKnownPods', () => {
     for (let i = 0; i < numPods; i++) workers.updatePod({ pod: pod(String(i)), updateType: 'update' });
     await h.drain();
     expect(workers.snapshot().size).toBe(numPods);
+    expect(workers.workerCount).toBe(numPods);
 
     const desired = new Set(['2', '14']);
     const desiredPodList = [pod('2'), pod('14')];
@@ -53,6 +58,7 @@ describe('TestSyncKnownPods', () => {
     expect(workers.isPodKnownTerminated('abc')).toBe(false);
 
     workers.syncKnownPods(desiredPodList);
+    expect(workers.workerCount).toBe(2);
     expect(new Set(workers.snapshot().keys())).toEqual(new Set(['2', '14']));
     expect(workers.isPodTerminationRequested('2')).toBe(false);
 
@@ -69,6 +75,7 @@ describe('TestSyncKnownPods', () => {
     // driven to completion
     workers.syncKnownPods([]);
     await h.drain();
+    expect(workers.workerCount).toBe(0);
     expect(new Set(workers.snapshot().keys())).toEqual(new Set(['2', '14']));
     for (const uid of desired) {
       const s = workers.snapshot().get(uid)!;
@@ -83,6 +90,7 @@ describe('TestSyncKnownPods', () => {
 
     // once those pods terminate (via some other flow) the workers are cleared
     workers.syncKnownPods([]);
+    expect(workers.workerCount).toBe(0);
     expect(workers.snapshot().size).toBe(0);
     await workers.close();
   });
@@ -349,4 +357,146 @@ describe('Test_removeTerminatedWorker (through SyncKnownPods)', () => {
     expect(h.workers.snapshot().has(uid)).toBe(false);
     await h.workers.close();
   });
+});
+
+interface RemoveCase {
+  desc: string;
+  orphan?: boolean;
+  record: () => PodSyncRecord;
+  started?: Record<string, string>;
+  waiting?: Record<string, string[]>;
+  removed: boolean;
+  expectGracePeriod?: number;
+  expectPending?: UpdateView;
+}
+
+const podUID = 'pod-uid';
+const podNamed = (name: string): V1Pod => ({ metadata: { uid: podUID, name } });
+
+function record(init: Partial<PodSyncRecord> & { active?: string; pending?: string }): PodSyncRecord {
+  const r = new PodSyncRecord(init.fullname ?? '', 0);
+  if (init.startedAt !== undefined) r.startedAt = init.startedAt;
+  if (init.terminatingAt !== undefined) r.terminatingAt = init.terminatingAt;
+  if (init.terminatedAt !== undefined) r.terminatedAt = init.terminatedAt;
+  r.finished = init.finished ?? false;
+  r.working = init.working ?? false;
+  if (init.active !== undefined) r.activeUpdate = newUpdate('sync', podNamed(init.active), undefined, undefined, undefined, undefined);
+  if (init.pending !== undefined) r.pendingUpdate = newUpdate('sync', podNamed(init.pending), undefined, undefined, undefined, undefined);
+  return r;
+}
+
+describe('Test_removeTerminatedWorker', () => {
+  const cases: RemoveCase[] = [
+    { desc: 'finished worker', record: () => record({ finished: true }), removed: true },
+    {
+      desc: 'waiting to start worker because of another started pod with the same fullname',
+      record: () => record({ fullname: 'fake-fullname' }),
+      started: { 'fake-fullname': 'another-pod-uid' },
+      waiting: { 'fake-fullname': [podUID] },
+      removed: false,
+    },
+    {
+      desc: 'not yet started worker',
+      record: () => record({ fullname: 'fake-fullname' }),
+      waiting: { 'fake-fullname': [podUID] },
+      removed: false,
+    },
+    { desc: 'orphaned not started worker', record: () => record({ fullname: 'fake-fullname' }), orphan: true, removed: true },
+    {
+      desc: 'orphaned started worker',
+      record: () => record({ fullname: 'fake-fullname', startedAt: 1 * SECOND }),
+      orphan: true,
+      removed: false,
+      expectGracePeriod: 1,
+    },
+    {
+      desc: 'orphaned terminating worker with no activeUpdate',
+      record: () => record({ fullname: 'fake-fullname', startedAt: 1 * SECOND, terminatingAt: 2 * SECOND }),
+      orphan: true,
+      removed: false,
+    },
+    {
+      desc: 'orphaned terminating worker',
+      record: () => record({ fullname: 'fake-fullname', startedAt: 1 * SECOND, terminatingAt: 2 * SECOND, active: '1' }),
+      orphan: true,
+      removed: false,
+      expectPending: { updateType: 'sync', pod: podNamed('1') },
+    },
+    {
+      desc: 'orphaned terminating worker with pendingUpdate',
+      record: () =>
+        record({ fullname: 'fake-fullname', startedAt: 1 * SECOND, terminatingAt: 2 * SECOND, working: true, pending: '2', active: '1' }),
+      orphan: true,
+      removed: false,
+      expectPending: { updateType: 'sync', pod: podNamed('2') },
+    },
+    {
+      desc: 'orphaned terminated worker with no activeUpdate',
+      record: () => record({ fullname: 'fake-fullname', startedAt: 1 * SECOND, terminatingAt: 2 * SECOND, terminatedAt: 3 * SECOND }),
+      orphan: true,
+      removed: false,
+    },
+    {
+      desc: 'orphaned terminated worker',
+      record: () =>
+        record({ fullname: 'fake-fullname', startedAt: 1 * SECOND, terminatingAt: 2 * SECOND, terminatedAt: 3 * SECOND, active: '1' }),
+      orphan: true,
+      removed: false,
+      expectPending: { updateType: 'sync', pod: podNamed('1') },
+    },
+    {
+      desc: 'orphaned terminated worker with pendingUpdate',
+      record: () =>
+        record({
+          fullname: 'fake-fullname',
+          startedAt: 1 * SECOND,
+          terminatingAt: 2 * SECOND,
+          terminatedAt: 3 * SECOND,
+          working: true,
+          pending: '2',
+          active: '1',
+        }),
+      orphan: true,
+      removed: false,
+      expectPending: { updateType: 'sync', pod: podNamed('2') },
+    },
+  ];
+
+  for (const tc of cases) {
+    it(tc.desc, async () => {
+      const statuses = new Map<string, PodSyncRecord>();
+      const r = tc.record();
+      statuses.set(podUID, r);
+      const hadPending = r.pendingUpdate !== undefined;
+      const staticPods = new StaticPodStarts();
+      for (const [name, uid] of Object.entries(tc.started ?? {})) staticPods.started.set(name, uid);
+      for (const [name, uids] of Object.entries(tc.waiting ?? {})) staticPods.waiting.set(name, [...uids]);
+      const h = createHarness({ internals: { statuses, staticPods } });
+      const wakes: string[] = [];
+      h.workers.subscribe((e) => {
+        if (e.type === 'sync-started') wakes.push(e.uid);
+      });
+
+      h.workers.removeTerminatedWorker(podUID, r, tc.orphan ?? false);
+      const status = h.workers.statusOf(podUID);
+      if (tc.removed) {
+        expect(status).toBeUndefined();
+        await h.workers.close();
+        return;
+      }
+      expect(status).toBeDefined();
+      if (tc.expectGracePeriod !== undefined) expect(status!.gracePeriod).toBe(tc.expectGracePeriod);
+      expect(status!.pendingUpdate).toEqual(tc.expectPending);
+      if (tc.expectPending !== undefined) {
+        expect(status!.working).toBe(true);
+        if (!hadPending) {
+          // the worker was notified: it wakes and acts on the replayed update
+          await h.workers.whenIdle();
+          expect(wakes.length).toBeGreaterThan(0);
+          expect(new Set(wakes)).toEqual(new Set([podUID]));
+        }
+      }
+      await h.workers.close();
+    });
+  }
 });

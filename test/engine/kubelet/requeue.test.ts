@@ -6,8 +6,8 @@
  * FailedSync when the cache cannot answer, and getNewerThan's minTime following the last sync.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { createPodWorkers } from '../../src/engine/index.js';
-import { FakeCache, createHarness, newNamedPod, runningPod } from './harness.js';
+import { createPodWorkers } from '../../../src/engine/index.js';
+import { FakeCache, createHarness, newNamedPod, runningPod } from '../harness.js';
 
 const inRange = (v: number, lo: number, hi: number) => {
   expect(v).toBeGreaterThanOrEqual(lo);

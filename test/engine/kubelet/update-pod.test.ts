@@ -1,12 +1,12 @@
 /**
- * The kubelet's pod_workers_test.go scenarios around updatePod, run through the engine's surface:
- * TestUpdatePod (every table case), TestUpdatePodParallel, TestUpdatePodForRuntimePod,
- * TestUpdatePodForTerminatedRuntimePod, TestUpdatePodDoesNotForgetSyncPodKill,
- * TestTerminalPhaseTransition and TestFakePodWorkers.
+ * The kubelet's pod_workers_test.go scenarios around updatePod: the TestUpdatePod table (every case),
+ * TestUpdatePodForRuntimePod, TestUpdatePodForTerminatedRuntimePod, TestUpdatePodDoesNotForgetSyncPodKill,
+ * TestUpdatePodParallel, TestTerminalPhaseTransition and TestFakePodWorkers. Go's reads of
+ * podSyncStatuses[uid] are statusOf(uid) / snapshot().get(uid); times are epoch ms.
  */
 import { describe, expect, it } from 'vitest';
-import type { PodSyncStatusView, UpdatePodOptions } from '../../src/engine/types.js';
-import { PodSyncRecord } from '../../src/engine/status.js';
+import type { PodSyncStatusView, UpdatePodOptions } from '../../../src/engine/types.js';
+import { PodSyncRecord } from '../../../src/engine/status.js';
 import {
   SECOND,
   createHarness,
@@ -15,11 +15,13 @@ import {
   newNamedPod,
   newPodWithPhase,
   runningPod,
+  unix,
+  until,
   updateAndDrain,
   withDeletionTimestamp,
   withLabel,
   type Harness,
-} from './helpers.js';
+} from '../harness.js';
 
 interface UpdatePodCase {
   name: string;
@@ -32,8 +34,6 @@ interface UpdatePodCase {
   expectKnownTerminated?: boolean;
 }
 
-const s = (n: number): number => n * SECOND;
-
 describe('TestUpdatePod', () => {
   const cases: UpdatePodCase[] = [
     {
@@ -41,8 +41,8 @@ describe('TestUpdatePod', () => {
       update: { updateType: 'create', pod: newNamedPod('1', 'ns', 'running-pod', false) },
       expect: expectedView({
         fullname: 'running-pod_ns',
-        syncedAt: s(1),
-        startedAt: s(3),
+        syncedAt: unix(1),
+        startedAt: unix(3),
         activeUpdate: { updateType: 'sync', pod: newNamedPod('1', 'ns', 'running-pod', false) },
       }),
     },
@@ -57,10 +57,10 @@ describe('TestUpdatePod', () => {
       },
       expect: expectedView({
         fullname: 'running-pod_ns',
-        syncedAt: s(1),
-        startedAt: s(3),
-        terminatingAt: s(3),
-        terminatedAt: s(6),
+        syncedAt: unix(1),
+        startedAt: unix(3),
+        terminatingAt: unix(3),
+        terminatedAt: unix(6),
         gracePeriod: 30,
         startedTerminating: true,
         restartRequested: true, // a create arrived during termination
@@ -82,31 +82,31 @@ describe('TestUpdatePod', () => {
       },
       expect: expectedView({
         fullname: 'running-pod_ns',
-        syncedAt: s(1),
-        startedAt: s(3),
+        syncedAt: unix(1),
+        startedAt: unix(3),
         activeUpdate: { updateType: 'sync', pod: newNamedPod('1', 'ns', 'running-pod', false) },
       }),
     },
     {
       name: 'a running pod is terminated when an update contains a deletionTimestamp',
-      update: { updateType: 'update', pod: withDeletionTimestamp(newNamedPod('1', 'ns', 'running-pod', false), s(1), 15) },
+      update: { updateType: 'update', pod: withDeletionTimestamp(newNamedPod('1', 'ns', 'running-pod', false), unix(1), 15) },
       prepare: async (h) => {
         await updateAndDrain(h, { updateType: 'create', pod: newNamedPod('1', 'ns', 'running-pod', false) });
         return undefined;
       },
       expect: expectedView({
         fullname: 'running-pod_ns',
-        syncedAt: s(1),
-        startedAt: s(3),
-        terminatingAt: s(3),
-        terminatedAt: s(5),
+        syncedAt: unix(1),
+        startedAt: unix(3),
+        terminatingAt: unix(3),
+        terminatedAt: unix(5),
         gracePeriod: 15,
         startedTerminating: true,
         finished: true,
         deleted: true,
         activeUpdate: {
           updateType: 'sync',
-          pod: withDeletionTimestamp(newNamedPod('1', 'ns', 'running-pod', false), s(1), 15),
+          pod: withDeletionTimestamp(newNamedPod('1', 'ns', 'running-pod', false), unix(1), 15),
           killPodOptions: { gracePeriodSecondsOverride: 15 },
         },
       }),
@@ -121,10 +121,10 @@ describe('TestUpdatePod', () => {
       },
       expect: expectedView({
         fullname: 'running-pod_ns',
-        syncedAt: s(1),
-        startedAt: s(3),
-        terminatingAt: s(3),
-        terminatedAt: s(5),
+        syncedAt: unix(1),
+        startedAt: unix(3),
+        terminatingAt: unix(3),
+        terminatedAt: unix(5),
         gracePeriod: 30,
         startedTerminating: true,
         finished: true,
@@ -142,10 +142,10 @@ describe('TestUpdatePod', () => {
       update: { updateType: 'create', pod: newPodWithPhase('1', 'done-pod', 'Succeeded') },
       expect: expectedView({
         fullname: 'done-pod_ns',
-        syncedAt: s(1),
-        terminatingAt: s(1),
-        startedAt: s(3),
-        terminatedAt: s(3),
+        syncedAt: unix(1),
+        terminatingAt: unix(1),
+        startedAt: unix(3),
+        terminatedAt: unix(3),
         activeUpdate: {
           updateType: 'sync',
           pod: newPodWithPhase('1', 'done-pod', 'Succeeded'),
@@ -163,9 +163,9 @@ describe('TestUpdatePod', () => {
       runtimeStatus: emptyStatus('1'),
       expectBeforeWorker: expectedView({
         fullname: 'done-pod_ns',
-        syncedAt: s(1),
-        terminatingAt: s(1),
-        terminatedAt: s(1),
+        syncedAt: unix(1),
+        terminatingAt: unix(1),
+        terminatedAt: unix(1),
         pendingUpdate: { updateType: 'create', pod: newPodWithPhase('1', 'done-pod', 'Succeeded') },
         finished: false, // not finished yet, so that the terminated step still runs
         startedTerminating: true,
@@ -173,10 +173,10 @@ describe('TestUpdatePod', () => {
       }),
       expect: expectedView({
         fullname: 'done-pod_ns',
-        syncedAt: s(1),
-        terminatingAt: s(1),
-        terminatedAt: s(1),
-        startedAt: s(3),
+        syncedAt: unix(1),
+        terminatingAt: unix(1),
+        terminatedAt: unix(1),
+        startedAt: unix(3),
         startedTerminating: true,
         finished: true,
         activeUpdate: { updateType: 'sync', pod: newPodWithPhase('1', 'done-pod', 'Succeeded') },
@@ -190,8 +190,8 @@ describe('TestUpdatePod', () => {
       update: { updateType: 'kill', runningPod: runningPod('1', 'orphaned-pod', 'ns') },
       expectBeforeWorker: expectedView({
         fullname: 'orphaned-pod_ns',
-        syncedAt: s(1),
-        terminatingAt: s(1),
+        syncedAt: unix(1),
+        terminatingAt: unix(1),
         pendingUpdate: {
           updateType: 'kill',
           runningPod: runningPod('1', 'orphaned-pod', 'ns'),
@@ -216,7 +216,7 @@ describe('TestUpdatePod', () => {
   for (const tc of cases) {
     it(tc.name, async () => {
       const uid = tc.update.pod?.metadata?.uid ?? tc.update.runningPod!.id;
-      const h = createHarness({ tickOnWake: true });
+      const h = createHarness({ timeIncrementing: true });
       const fns: (() => void)[] = [];
       let before: PodSyncStatusView | undefined | 'unchecked' = 'unchecked';
       if (tc.expectBeforeWorker !== undefined) fns.push(() => (before = h.workers.statusOf(uid)));
@@ -233,50 +233,74 @@ describe('TestUpdatePod', () => {
       if (tc.expectBeforeWorker !== undefined) expect(before).toEqual(tc.expectBeforeWorker);
       expect(h.workers.isPodKnownTerminated(uid)).toBe(tc.expectKnownTerminated ?? false);
       expect(h.workers.statusOf(uid)).toEqual(tc.expect);
+      await h.workers.close();
     });
   }
 });
 
-describe('TestUpdatePodParallel', () => {
-  it('processes the last update of every pod, each at most as often as it was updated', async () => {
-    const h = createHarness();
-    const numPods = 20;
-    for (let i = 0; i < numPods; i++) {
-      for (let j = i; j < numPods; j++) {
-        h.workers.updatePod({ pod: newNamedPod(String(j), 'ns', String(i), false), updateType: 'create' });
-      }
-    }
-    await h.workers.whenIdle();
-    expect(h.syncer.processed.size).toBe(numPods);
-    for (let i = 0; i < numPods; i++) {
-      const events = h.syncer.processed.get(String(i))!;
-      expect(events.length).toBeGreaterThanOrEqual(1);
-      expect(events.length).toBeLessThanOrEqual(i + 1);
-      // the worker guarantees the last update is processed
-      expect(events[events.length - 1]!.name).toBe(String(i));
-    }
-  });
-});
-
 describe('TestUpdatePodForRuntimePod', () => {
-  it('ignores a runtime pod with a non-kill update and terminates one with a kill', async () => {
+  it('ignores a running pod of the wrong sync type, then kills it through syncTerminatingRuntimePod', async () => {
     const h = createHarness();
     h.workers.updatePod({ updateType: 'create', runningPod: runningPod('1', '1', 'test') });
-    await h.workers.whenIdle();
+    await h.drain();
     expect(h.syncer.processed.size).toBe(0);
 
     h.workers.updatePod({ updateType: 'kill', runningPod: runningPod('1', '1', 'test') });
-    await h.workers.whenIdle();
+    await h.drain();
     expect(h.syncer.processed.size).toBe(1);
-    const updates = h.syncer.processed.get('1')!;
+    const updates = h.syncer.records('1')!;
     expect(updates).toHaveLength(1);
     expect(updates[0]!.runningPod).toBeDefined();
     expect(updates[0]!.updateType).toBe('kill');
     expect(updates[0]!.name).toBe('1');
+    // a runtime pod is forgotten once terminated
+    expect(h.workers.snapshot().has('1')).toBe(false);
+    await h.workers.close();
   });
 });
 
 describe('TestUpdatePodForTerminatedRuntimePod', () => {
+  it('a runtime-pod kill for a pod that is terminated (not yet finished) is ignored', async () => {
+    // Go seeds a terminated-but-not-finished status; through the surface: run a pod to terminated and
+    // hold its worker before the terminated step.
+    const h = createHarness();
+    const pod = newNamedPod('1', 'test', '1', false);
+    h.workers.updatePod({ updateType: 'create', pod });
+    await h.drain();
+    h.syncer.onTerminating = () => {
+      h.hold('1'); // the wake-up after terminating (the terminated step) will wait
+    };
+    h.workers.updatePod({ updateType: 'kill', pod });
+    await until(() => h.wakes.get('1') === 3, 'the terminated wake-up is held');
+    const s = h.workers.snapshot().get('1')!;
+    expect(s.terminatedAt).toBeDefined();
+    expect(s.finished).toBe(false);
+    expect(h.workers.isPodKnownTerminated('1')).toBe(true);
+
+    h.syncer.processed.clear();
+    h.workers.updatePod({ updateType: 'kill', runningPod: runningPod('1', '1', 'test') });
+    h.release('1');
+    await h.drain();
+    const runtimeKills = (h.syncer.records('1') ?? []).filter((r) => r.runningPod !== undefined);
+    expect(runtimeKills).toEqual([]);
+    // only the held terminated step ran
+    expect(h.syncer.records('1')).toEqual([{ name: '1', terminated: true }]);
+    await h.workers.close();
+  });
+
+  it('a runtime-pod kill for a finished pod does nothing', async () => {
+    const h = createHarness();
+    const pod = newNamedPod('1', 'test', '1', false);
+    h.workers.updatePod({ updateType: 'kill', pod });
+    await h.drain();
+    expect(h.workers.snapshot().get('1')!.finished).toBe(true);
+    h.syncer.processed.clear();
+    h.workers.updatePod({ updateType: 'kill', runningPod: runningPod('1', '1', 'test') });
+    await h.drain();
+    expect(h.syncer.processed.size).toBe(0);
+    await h.workers.close();
+  });
+
   it('ignores a runtime-only kill for a pod that is already terminated', async () => {
     const statuses = new Map<string, PodSyncRecord>();
     const now = Date.now();
@@ -292,11 +316,12 @@ describe('TestUpdatePodForTerminatedRuntimePod', () => {
     await h.workers.whenIdle();
     expect(h.syncer.processed.size).toBe(0);
     expect(h.syncer.processed.get('1')).toBeUndefined();
+    await h.workers.close();
   });
 });
 
 describe('TestUpdatePodDoesNotForgetSyncPodKill', () => {
-  it('never loses a kill squeezed between a create and an update', async () => {
+  it('create, kill, update in a burst always end in kill(30) then terminated', async () => {
     const h = createHarness();
     const numPods = 20;
     for (let i = 0; i < numPods; i++) {
@@ -305,43 +330,72 @@ describe('TestUpdatePodDoesNotForgetSyncPodKill', () => {
       h.workers.updatePod({ pod, updateType: 'kill' });
       h.workers.updatePod({ pod, updateType: 'update' });
     }
-    await h.workers.whenIdle();
+    await h.drain();
     expect(h.syncer.processed.size).toBe(numPods);
     for (let i = 0; i < numPods; i++) {
       const uid = String(i);
-      // kill + terminated, or create + kill + terminated (the create and kill may be compressed)
       const possible = [
         [{ name: uid, updateType: 'kill', gracePeriod: 30 }, { name: uid, terminated: true }],
         [{ name: uid, updateType: 'create' }, { name: uid, updateType: 'kill', gracePeriod: 30 }, { name: uid, terminated: true }],
       ];
-      const history = h.syncer.processed.get(uid);
-      expect(possible.some((p) => JSON.stringify(p) === JSON.stringify(history))).toBe(true);
+      const history = h.syncer.records(uid);
+      expect(possible.some((p) => JSON.stringify(p) === JSON.stringify(history)), `pod ${uid}: ${JSON.stringify(history)}`).toBe(true);
     }
+    await h.workers.close();
+  });
+});
+
+describe('TestUpdatePodParallel', () => {
+  it('the last update of every pod is processed, in order', async () => {
+    const h = createHarness();
+    const numPods = 20;
+    for (let i = 0; i < numPods; i++) {
+      for (let j = i; j < numPods; j++) {
+        h.workers.updatePod({ pod: newNamedPod(String(j), 'ns', String(i), false), updateType: 'create' });
+      }
+    }
+    await h.drain();
+    expect(h.syncer.processed.size).toBe(numPods);
+    for (let i = 0; i < numPods; i++) {
+      const events = h.syncer.records(String(i))!;
+      expect(events.length).toBeGreaterThanOrEqual(1);
+      expect(events.length).toBeLessThanOrEqual(i + 1);
+      expect(events[events.length - 1]!.name).toBe(String(i));
+    }
+    await h.workers.close();
   });
 });
 
 describe('TestTerminalPhaseTransition', () => {
-  it('moves a pod whose syncPod reports it terminal through terminating to terminated', async () => {
+  it('a sync reporting terminal moves the pod to terminating and on to terminated', async () => {
     const h = createHarness();
-    h.workers.updatePod({ pod: newNamedPod('1', 'test1', 'pod1', false), updateType: 'update' });
-    await h.workers.whenIdle();
-    expect(h.workers.statusOf('1')!.terminatedAt).toBeUndefined();
+    const pod = () => newNamedPod('1', 'test1', 'pod1', false);
+    h.workers.updatePod({ pod: pod(), updateType: 'update' });
+    await h.drain();
+    expect(h.workers.snapshot().get('1')!.terminatedAt).toBeUndefined();
 
-    h.workers.updatePod({ pod: newNamedPod('1', 'test1', 'pod1', false), updateType: 'update' });
-    await h.workers.whenIdle();
-    expect(h.workers.statusOf('1')!.terminatedAt).toBeUndefined();
+    h.workers.updatePod({ pod: pod(), updateType: 'update' });
+    await h.drain();
+    expect(h.workers.snapshot().get('1')!.terminatedAt).toBeUndefined();
 
-    // the next sync reports the pod terminal
     h.syncer.terminal.add('1');
-    h.workers.updatePod({ pod: newNamedPod('1', 'test1', 'pod1', false), updateType: 'update' });
-    await h.workers.whenIdle();
+    h.workers.updatePod({ pod: pod(), updateType: 'update' });
+    await h.drain();
+    const s = h.workers.snapshot().get('1')!;
+    expect(s.terminatingAt).toBeDefined();
+    expect(s.terminatedAt).toBeDefined();
     expect(h.workers.isPodTerminationRequested('1')).toBe(true);
     expect(h.workers.isPodKnownTerminated('1')).toBe(true);
+    // the natural completion runs the termination steps without another updatePod
+    expect(h.syncer.records('1')!.map((r) => r.terminated ? 'terminated' : r.updateType)).toEqual(
+      ['update', 'update', 'update', 'kill', 'terminated']);
+    await h.workers.close();
   });
 });
 
 describe('TestFakePodWorkers', () => {
   // The kubelet checks that its serial fake (syncPod with the update's pod, mirror pod and the
+  // cache's status) sees what the real workers pass: the same holds here, one syncPod per update.
   // cache's status) sees what the real workers pass: the same holds here.
   const tests = [
     { pod: { metadata: {} }, mirrorPod: { metadata: {} } },
@@ -361,10 +415,24 @@ describe('TestFakePodWorkers', () => {
       const status = { ...emptyStatus(uid), name: 'cached' };
       h.cache.statuses.set(uid, status);
       h.workers.updatePod({ pod: tt.pod, mirrorPod: tt.mirrorPod, updateType: 'update' });
-      await h.workers.whenIdle();
+      await h.drain();
+      expect(h.syncer.syncPodArgs).toHaveLength(1);
       expect(h.syncer.lastSyncPod?.pod).toBe(tt.pod);
       expect(h.syncer.lastSyncPod?.mirrorPod).toBe(tt.mirrorPod);
-      expect(h.syncer.lastSyncPod?.status).toEqual(h.cache.get(uid));
+      expect(h.syncer.lastSyncPod?.status).toEqual(status);
+      await h.workers.close();
     });
   }
+
+  it('the mirror pod of an earlier update is remembered when a later update omits it', async () => {
+    const h = createHarness();
+    const pod = newNamedPod('1', 'ns', 'foo', false);
+    const mirror = newNamedPod('1', 'ns', 'fooMirror', false);
+    h.workers.updatePod({ pod, mirrorPod: mirror, updateType: 'update' });
+    await h.drain();
+    h.workers.updatePod({ pod, updateType: 'update' });
+    await h.drain();
+    expect(h.workers.snapshot().get('1')!.activeUpdate!.mirrorPod).toEqual(mirror);
+    await h.workers.close();
+  });
 });

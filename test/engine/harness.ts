@@ -1,38 +1,43 @@
 /**
- * Conformance harness: the fakes the kubelet's pod_workers_test.go builds (fake clock, recording
- * syncer, fake cache, fake work queue, fake recorder, held/ticking worker channels), rebuilt using
- * only the engine's public surface (ENGINE-API.md). Nothing here reaches into engine internals:
- * state is observed through snapshot(), the isPod…/shouldPod… predicates and the syncer's recorded calls.
+ * The one set of engine test doubles: the fakes the kubelet's pod_workers_test.go builds (fake clock,
+ * recording syncer, fake cache, fake work queue, fake recorder, held/ticking worker wake-ups), pod
+ * builders, and waits that never sleep. Used by the kubelet port (test/engine/kubelet/) and by the
+ * engine's own tests (events, invariants, queue, restore, stress).
+ *
+ * State is observed through snapshot(), statusOf(), the isPod…/shouldPod… predicates, the syncer's
+ * recorded calls and the engine's events. Only the kubelet's internal-transition tables
+ * (Test_allowPodStart, Test_removeTerminatedWorker) inject `internals`, as the Go tests do.
  *
  * Time: the fake clock starts at 1 s (the Go tests' time.Unix(1, 0)) and is advanced by hand.
- * Waiting: drains use whenIdle() when nothing is held; with held workers they poll snapshot() by
- * yielding to the event loop (setImmediate), bounded, never sleeping.
  */
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import {
-  createPodWorkers,
-  type Clock,
-  type EventRecorder,
-  type PodStatus,
-  type PodStatusCache,
-  type PodSyncer,
-  type PodWorkers,
-  type RunningPod,
-  type SyncPodType,
-  type WorkQueue,
-} from '../../src/engine/index.js';
+import { PodWorkerEngine, type EngineInternals } from '../../src/engine/workers.js';
+import type {
+  Clock,
+  EventRecorder,
+  PodStatus,
+  PodStatusCache,
+  PodSyncer,
+  PodSyncStatusView,
+  PodWorkerEvent,
+  RunningPod,
+  SyncPodType,
+  UpdatePodOptions,
+  WorkQueue,
+} from '../../src/engine/types.js';
 
+export const SECOND = 1000;
 export const CONFIG_SOURCE = 'kubernetes.io/config.source';
 
 /** Seconds since the epoch → the engine's epoch milliseconds (Go's time.Unix(s, 0)). */
-export const unix = (s: number): number => s * 1000;
+export const unix = (s: number): number => s * SECOND;
 
 export class FakeClock implements Clock {
-  t = unix(1);
+  constructor(public t: number = unix(1)) {}
   now(): number {
     return this.t;
   }
-  tick(ms = 1000): void {
+  tick(ms = SECOND): void {
     this.t += ms;
   }
 }
@@ -65,27 +70,29 @@ export class FakeQueue implements WorkQueue {
   }
 }
 
+export function emptyStatus(uid: string): PodStatus {
+  return { id: uid, name: '', namespace: '', containerStatuses: [], sandboxStatuses: [] };
+}
+
 /**
- * The Go FakeCache over FakeRuntime: `get` answers what the runtime currently says (undefined when
- * the runtime errors, e.g. NotFound); `getNewerThan` answers an empty status for the pod, or rejects
- * when told to fail. Every getNewerThan call is recorded with its minTime.
+ * The Go FakeCache over FakeRuntime. `get` answers the pod's entry in `statuses`, else
+ * `runtimeStatus` (undefined models the runtime's NotFound error). `getNewerThan` answers the pod's
+ * entry in `statuses`, else an empty status, or rejects with `failNewerThan`; every call is recorded
+ * with its minTime.
  */
 export class FakeCache implements PodStatusCache {
-  /** What `get` returns; undefined models the runtime's NotFound error. */
+  statuses = new Map<string, PodStatus>();
+  /** What `get` returns for a pod without an entry in `statuses`. */
   runtimeStatus: PodStatus | undefined = undefined;
   failNewerThan: Error | undefined = undefined;
   newerThanCalls: { uid: string; minTime: number }[] = [];
-  statusFor(uid: string): PodStatus {
-    return { id: uid, name: '', namespace: '', containerStatuses: [], sandboxStatuses: [] };
-  }
   get(uid: string): PodStatus | undefined {
-    void uid;
-    return this.runtimeStatus;
+    return this.statuses.get(uid) ?? this.runtimeStatus;
   }
   async getNewerThan(uid: string, minTime: number): Promise<PodStatus> {
     this.newerThanCalls.push({ uid, minTime });
     if (this.failNewerThan) throw this.failNewerThan;
-    return this.statusFor(uid);
+    return this.statuses.get(uid) ?? emptyStatus(uid);
   }
 }
 
@@ -114,14 +121,14 @@ export interface SyncPodRecord {
 type Hook = (uid: string, signal: AbortSignal) => Promise<void> | void;
 
 /**
- * The Go createPodWorkers syncer: records each call per UID. Extra knobs (used by the ported
- * terminalPhaseSync and by error/blocking scenarios): `terminal` UIDs make syncPod report terminal;
- * `fail*` make an operation throw; `block*` hooks run before recording completes.
+ * The Go createPodWorkers syncer: records each call per UID. Knobs: `terminal` UIDs make syncPod
+ * report terminal; `fail*` make an operation throw; `on*` hooks run before the call completes (to
+ * block, fail or end it).
  */
 export class RecordingSyncer implements PodSyncer {
   processed = new Map<string, SyncPodRecord[]>();
   terminal = new Set<string>();
-  syncPodArgs: { uid: string; mirrorPod: V1Pod | undefined; podStatus: PodStatus | undefined }[] = [];
+  syncPodArgs: { uid: string; pod: V1Pod; mirrorPod: V1Pod | undefined; podStatus: PodStatus | undefined }[] = [];
   statusFns: (((s: V1PodStatus) => void) | undefined)[] = [];
   failSyncPod: ((uid: string) => Error | undefined) | undefined;
   failTerminating: ((uid: string) => Error | undefined) | undefined;
@@ -139,12 +146,17 @@ export class RecordingSyncer implements PodSyncer {
   records(uid: string): SyncPodRecord[] | undefined {
     return this.processed.get(uid);
   }
+  /** The arguments of the latest syncPod call. */
+  get lastSyncPod(): { pod: V1Pod; mirrorPod: V1Pod | undefined; status: PodStatus | undefined } | undefined {
+    const last = this.syncPodArgs.at(-1);
+    return last && { pod: last.pod, mirrorPod: last.mirrorPod, status: last.podStatus };
+  }
 
   async syncPod(signal: AbortSignal, updateType: SyncPodType, pod: V1Pod, mirrorPod: V1Pod | undefined,
     podStatus: PodStatus | undefined): Promise<boolean> {
     const uid = pod.metadata?.uid ?? '';
     this.#record(uid, { name: pod.metadata?.name ?? '', updateType });
-    this.syncPodArgs.push({ uid, mirrorPod, podStatus });
+    this.syncPodArgs.push({ uid, pod, mirrorPod, podStatus });
     if (this.onSyncPod) await this.onSyncPod(uid, signal);
     const err = this.failSyncPod?.(uid);
     if (err) throw err;
@@ -182,20 +194,32 @@ export function untilAborted(signal: AbortSignal): Promise<void> {
   });
 }
 
-/** A promise and its resolver. */
-export function gate(): { promise: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const promise = new Promise<void>((r) => (open = r));
-  return { promise, open };
+export interface Deferred<T = void> {
+  promise: Promise<T>;
+  resolve: (value: T) => void;
+  reject: (error: unknown) => void;
+}
+
+/** A promise with its resolver and rejecter. */
+export function deferred<T = void>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
 }
 
 export interface Harness {
-  workers: PodWorkers;
+  workers: PodWorkerEngine;
   clock: FakeClock;
   queue: FakeQueue;
   cache: FakeCache;
   syncer: RecordingSyncer;
   recorder: FakeRecorder;
+  /** Every event the engine emitted, in order. */
+  events: PodWorkerEvent[];
   /** Worker wake-ups seen per UID (beforeWorkerWakes calls). */
   wakes: Map<string, number>;
   /** Go PauseWorkers / WorkChannel.Hold: the UID's next wake-ups wait until released. */
@@ -203,78 +227,76 @@ export interface Harness {
   /** Go ReleaseWorkers / WorkChannel.Release. */
   release(...uids: string[]): void;
   held(): Set<string>;
-  /** Go drainAllWorkers / drainWorkersExcept / drainUnpausedWorkers. */
+  /** Go drainAllWorkers / drainWorkersExcept / drainUnpausedWorkers: every worker not held (nor excepted) is idle. */
   drain(except?: Iterable<string>): Promise<void>;
 }
 
-/**
- * Go createPodWorkers (resync 1 s, backoff 1 ms, fake clock at 1 s, fake queue). With
- * `timeIncrementing` the harness behaves like createTimeIncrementingPodWorkers: every worker wake-up
- * advances the clock by one second (after any hold is released).
- */
-export function createHarness(opts: { timeIncrementing?: boolean; resyncIntervalMs?: number; backOffPeriodMs?: number } = {}): Harness {
+export interface HarnessOptions {
+  /** createTimeIncrementingPodWorkers: every worker wake-up advances the clock by one second (after any hold is released). */
+  timeIncrementing?: boolean;
+  resyncIntervalMs?: number;
+  backOffPeriodMs?: number;
+  /** The kubelet's internal tables inject the worker's status map and static-pod bookkeeping. */
+  internals?: Partial<EngineInternals>;
+}
+
+/** Go createPodWorkers: resync 1 s, backoff 1 ms, fake clock at 1 s, fake queue, fake recorder. */
+export function createHarness(opts: HarnessOptions = {}): Harness {
   const clock = new FakeClock();
   const queue = new FakeQueue();
   const cache = new FakeCache();
   const syncer = new RecordingSyncer();
   const recorder = new FakeRecorder();
-  const holds = new Map<string, { promise: Promise<void>; open: () => void }>();
+  const events: PodWorkerEvent[] = [];
+  const holds = new Map<string, Deferred>();
   const wakes = new Map<string, number>();
-  const workers = createPodWorkers({
-    syncer,
-    cache,
-    workQueue: queue,
-    clock,
-    recorder,
-    resyncIntervalMs: opts.resyncIntervalMs ?? 1000,
-    backOffPeriodMs: opts.backOffPeriodMs ?? 1,
-    beforeWorkerWakes: async (uid: string) => {
-      wakes.set(uid, (wakes.get(uid) ?? 0) + 1);
-      const h = holds.get(uid);
-      if (h) await h.promise;
-      if (opts.timeIncrementing) clock.tick();
+  const workers = new PodWorkerEngine(
+    {
+      syncer,
+      cache,
+      workQueue: queue,
+      clock,
+      recorder,
+      resyncIntervalMs: opts.resyncIntervalMs ?? SECOND,
+      backOffPeriodMs: opts.backOffPeriodMs ?? 1,
+      onEvent: (e) => events.push(e),
+      beforeWorkerWakes: async (uid: string) => {
+        wakes.set(uid, (wakes.get(uid) ?? 0) + 1);
+        const h = holds.get(uid);
+        if (h) await h.promise;
+        if (opts.timeIncrementing) clock.tick();
+      },
     },
-  });
-  const harness: Harness = {
-    workers, clock, queue, cache, syncer, recorder, wakes,
+    opts.internals,
+  );
+  return {
+    workers, clock, queue, cache, syncer, recorder, events, wakes,
     hold(...uids) {
-      for (const uid of uids) if (!holds.has(uid)) holds.set(uid, gate());
+      for (const uid of uids) if (!holds.has(uid)) holds.set(uid, deferred());
     },
     release(...uids) {
       for (const uid of uids) {
-        holds.get(uid)?.open();
+        holds.get(uid)?.resolve();
         holds.delete(uid);
       }
     },
     held() {
       return new Set(holds.keys());
     },
-    async drain(except) {
-      const skip = new Set([...(except ?? []), ...holds.keys()]);
-      if (skip.size === 0) {
-        await workers.whenIdle();
-        return;
-      }
-      for (let i = 0; i < 20_000; i++) {
-        const busy = [...workers.snapshot().entries()].some(([uid, s]) => s.working && !skip.has(uid));
-        if (!busy) return;
-        await new Promise<void>((r) => setImmediate(r));
-      }
-      throw new Error('drain: workers still busy after 20000 event-loop turns');
+    drain(except) {
+      return workers.whenIdle({ except: [...(except ?? []), ...holds.keys()] });
     },
   };
-  return harness;
 }
 
 /**
- * Go timeIncrementingWorkers.UpdatePod: update, advance the clock one second, run `afterFns`
+ * Go timeIncrementingWorkers.UpdatePod: update, advance the clock one second, run `after`
  * (before any worker can wake), then drain every worker that is not held.
  */
-export async function tiUpdatePod(h: Harness, options: Parameters<PodWorkers['updatePod']>[0],
-  ...afterFns: (() => void)[]): Promise<void> {
+export async function updateAndDrain(h: Harness, options: UpdatePodOptions, ...after: (() => void)[]): Promise<void> {
   h.workers.updatePod(options);
   h.clock.tick();
-  for (const fn of afterFns) fn();
+  for (const fn of after) fn();
   await h.drain();
 }
 
@@ -316,8 +338,12 @@ export function runningPod(id: string, name: string, namespace: string): Running
   return { id, name, namespace, containers: [], sandboxes: [] };
 }
 
-/** The reference's podSyncStatus, in view form, with Go zero values as defaults. */
-export function expectedStatus(fields: Record<string, unknown>): Record<string, unknown> {
+/**
+ * The reference's podSyncStatus in view form, with the kubelet's zero values for everything not
+ * given. Pass `uid` when the view is an input (restore); leave it out for expectations (the engine
+ * keeps it non-enumerable).
+ */
+export function expectedView(partial: Partial<PodSyncStatusView> & { fullname: string }): PodSyncStatusView {
   return {
     working: false,
     gracePeriod: 0,
@@ -327,14 +353,8 @@ export function expectedStatus(fields: Record<string, unknown>): Record<string, 
     finished: false,
     restartRequested: false,
     observedRuntime: false,
-    syncedAt: undefined,
-    startedAt: undefined,
-    terminatingAt: undefined,
-    terminatedAt: undefined,
-    pendingUpdate: undefined,
-    activeUpdate: undefined,
-    ...fields,
-  };
+    ...partial,
+  } as PodSyncStatusView;
 }
 
 const STATUS_FIELDS = ['fullname', 'working', 'syncedAt', 'startedAt', 'terminatingAt', 'terminatedAt', 'gracePeriod',
@@ -342,11 +362,11 @@ const STATUS_FIELDS = ['fullname', 'working', 'syncedAt', 'startedAt', 'terminat
   'activeUpdate'] as const;
 
 /** The podSyncStatus fields of a snapshot entry (drops any extra fields the view may carry). */
-export function statusFields(workers: PodWorkers, uid: string): Record<string, unknown> | undefined {
+export function statusFields(workers: { snapshot(): Map<string, PodSyncStatusView> }, uid: string): Record<string, unknown> | undefined {
   const v = workers.snapshot().get(uid) as unknown as Record<string, unknown> | undefined;
   if (!v) return undefined;
   const out: Record<string, unknown> = {};
-  for (const k of STATUS_FIELDS) out[k] = v[k];
+  for (const k of STATUS_FIELDS) if (v[k] !== undefined) out[k] = v[k];
   return out;
 }
 
@@ -357,4 +377,20 @@ export async function until(pred: () => boolean, what = 'condition'): Promise<vo
     await new Promise<void>((r) => setImmediate(r));
   }
   throw new Error(`until: ${what} not reached after 20000 event-loop turns`);
+}
+
+type Subscribable = { subscribe(l: (e: PodWorkerEvent) => void): () => void };
+
+/** Resolves at the first event matching `predicate` (tests wait on events, never on time). */
+export function nextEvent<E extends PodWorkerEvent>(workers: Subscribable, predicate: (e: PodWorkerEvent) => e is E): Promise<E>;
+export function nextEvent(workers: Subscribable, predicate: (e: PodWorkerEvent) => boolean): Promise<PodWorkerEvent>;
+export function nextEvent(workers: Subscribable, predicate: (e: PodWorkerEvent) => boolean): Promise<PodWorkerEvent> {
+  return new Promise((resolve) => {
+    const off = workers.subscribe((e) => {
+      if (predicate(e)) {
+        off();
+        resolve(e);
+      }
+    });
+  });
 }
