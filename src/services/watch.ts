@@ -144,6 +144,15 @@ async function startMetrics(session: NodeSession, feed: WatchFeed): Promise<{ me
   };
 }
 
+/**
+ * React and Ink choose their build when first loaded, from NODE_ENV: the screen runs the production
+ * builds unless the environment names another mode (tests run under NODE_ENV=test). The single
+ * executable has the production builds compiled in (scripts/sea.mjs).
+ */
+export function useProductionReact(env: NodeJS.ProcessEnv = process.env): void {
+  if (env.NODE_ENV === undefined || env.NODE_ENV === '') env.NODE_ENV = 'production';
+}
+
 /** Resolves when the signal aborts (at once if it already has). */
 function aborted(signal: AbortSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();
@@ -200,6 +209,7 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
         counts.transitions += c.transitions.length;
       });
       try {
+        useProductionReact();
         const { renderWatch } = await import('../tui/index.js');
         const how = await renderWatch({
           source: feed,

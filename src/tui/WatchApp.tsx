@@ -6,17 +6,18 @@
  *
  * Invariants:
  * - Keys are read only when stdin supports raw mode; otherwise the screen is read-only (no crash).
- * - Redraws happen on a new snapshot, a key, a resize, and on a tick: once a second only while a pod
+ * - Redraws happen on a new snapshot (at most one per `frameIntervalMs`, see frame-gate.ts), a key, a resize, and on a tick: once a second only while a pod
  *   is terminating (countdowns), else once a minute (time in state is shown in minutes past the first).
  * - Every line fits the terminal width, and the frame is one line shorter than the terminal.
  */
-import { useMemo, useRef, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { Box, useApp, useInput, useStdin } from 'ink';
 import type { KillHandle, KillRequest } from '../services/session-api.js';
 import type { FeedEntry } from '../services/watch-feed.js';
 import { countWorkingPods } from '../metrics/working-pods.js';
 import { initialUiState, promptText, reduceKey, selectedIndex, splitKeys, type Effect, type UiState } from './controller.js';
 import { EventsPane } from './EventsPane.js';
+import { DEFAULT_FRAME_INTERVAL_MS, FrameGate } from './frame-gate.js';
 import { Header } from './Header.js';
 import { HelpLine } from './HelpLine.js';
 import { HelpOverlay } from './HelpOverlay.js';
@@ -46,11 +47,17 @@ export interface WatchAppProps {
   /** Redraw period otherwise, for the time-in-state column (ms); default 60 000. */
   idleTickMs?: number;
   onQuit?: () => void;
+  /** Minimum time between two redraws for feed changes (ms); default 100 (≤ 10 frames a second). */
+  frameIntervalMs?: number;
 }
 
 export function WatchApp(props: WatchAppProps) {
   const now = props.now ?? Date.now;
-  const snapshot = useSnapshot(props.source);
+  // Feed changes reach the screen through the frame gate: ≤ 10 frames a second, the latest state each.
+  const frameIntervalMs = props.frameIntervalMs ?? DEFAULT_FRAME_INTERVAL_MS;
+  const gate = useMemo(() => new FrameGate(props.source, { intervalMs: frameIntervalMs }), [props.source, frameIntervalMs]);
+  useEffect(() => () => gate.close(), [gate]);
+  const snapshot = useSnapshot(gate);
   const { columns, rows } = useTerminalSize(props.size);
   const { isRawModeSupported } = useStdin();
   const interactive = isRawModeSupported === true;
@@ -71,7 +78,8 @@ export function WatchApp(props: WatchAppProps) {
   const counts = useMemo(() => countWorkingPods(snapshot.pods), [snapshot.pods]);
   const visible = useMemo(() => sortPods(filterPods(snapshot.pods, ui.filter), ui.sort, at), [snapshot.pods, ui.filter, ui.sort, at]);
   const screen = screenLayout(rows);
-  const layout = tableLayout(columns);
+  // One layout object per terminal width: rows compare it by identity (PodRow's memo).
+  const layout = useMemo(() => tableLayout(columns), [columns]);
   const sel = selectedIndex(ui, visible);
   const window = tableWindow(visible.length, sel, screen.tableRows, topRef.current);
   topRef.current = window.top;
