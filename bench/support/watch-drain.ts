@@ -20,6 +20,8 @@ import { join } from 'node:path';
 
 export interface DrainRun {
   drainMs: number;
+  /** The drain ended at its bound (exit code 3) rather than with every pod terminated. */
+  timedOut: boolean;
   /** The watch process's figures (undefined for `alone`). */
   watch?: { idleCpu: number; drainCpu: number; rssBeforeMb: number; rssPeakMb: number; rssAfterMb: number; transitions?: number; screenOk?: boolean };
 }
@@ -103,7 +105,8 @@ export async function drainRun(root: string, pods: number, mode: DrainMode, idle
     const drain = spawn(process.execPath, [join(root, 'bin/run.js'), 'drain', '--grace-period', '3', '--critical-grace-period', '2', '-o', 'json', ...common], { stdio: ['ignore', 'ignore', 'ignore'] });
     const code = await new Promise<number | null>((r) => drain.once('exit', r));
     const drainMs = performance.now() - t0;
-    if (code !== 0) throw new Error(`bench: drain exited with ${code}`);
+    if (code !== 0 && code !== 3) throw new Error(`bench: drain exited with ${code}`);
+    const timedOut = code === 3;
     if (watchPid !== undefined && watch) {
       watch.drainCpu = ((cpuMs(watchPid) - c0) / drainMs) * 100;
       // Let the screen settle on the drained node, then read the memory the history left behind.
@@ -119,7 +122,7 @@ export async function drainRun(root: string, pods: number, mode: DrainMode, idle
       watch.rssAfterMb = rssMb(watchPid);
       if (mode === 'json') watch.transitions = readFileSync(jsonFile, 'utf8').split('\n').filter((l) => l.includes('"type":"transition"')).length;
     }
-    return watch ? { drainMs, watch } : { drainMs };
+    return watch ? { drainMs, timedOut, watch } : { drainMs, timedOut };
   } finally {
     if (mode === 'tui') {
       try {
@@ -128,10 +131,18 @@ export async function drainRun(root: string, pods: number, mode: DrainMode, idle
         // gone already
       }
     }
-    jsonChild?.kill('SIGTERM');
+    const exited = (c: ChildProcess) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r)));
+    if (jsonChild) {
+      jsonChild.kill('SIGTERM');
+      await exited(jsonChild);
+    }
+    if (mode === 'tui' && watchPid !== undefined) {
+      const pid = watchPid;
+      await until(() => !existsSync(`/proc/${pid}`), 'the watch to exit', 10_000).catch(() => undefined);
+    }
     sim.kill('SIGTERM');
-    await new Promise((r) => (sim.exitCode !== null ? r(null) : sim.once('exit', r)));
-    await rm(dir, { recursive: true, force: true });
+    await exited(sim);
+    await rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   }
 }
 
@@ -147,24 +158,26 @@ export interface DrainFigures {
   tui: DrainRun[];
   json: DrainRun[];
   aloneRuns: number[];
+  aloneTimedOut: number;
 }
 
 /** Runs the variants interleaved (alone, tui, json for each build in turn), `runs` times. */
 export async function drainFigures(builds: { label: string; root: string }[], podCounts: number[], runs: number, idleMs: number): Promise<DrainFigures[]> {
   const out: DrainFigures[] = [];
   for (const pods of podCounts) {
-    const per = new Map(builds.map((b) => [b.label, { alone: [] as number[], tui: [] as DrainRun[], json: [] as DrainRun[] }]));
+    const per = new Map(builds.map((b) => [b.label, { alone: [] as DrainRun[], tui: [] as DrainRun[], json: [] as DrainRun[] }]));
     for (let i = 0; i < runs; i += 1) {
       for (const b of builds) {
         const acc = per.get(b.label)!;
-        acc.alone.push((await drainRun(b.root, pods, 'alone', idleMs)).drainMs);
+        acc.alone.push(await drainRun(b.root, pods, 'alone', idleMs));
         if (hasTmux) acc.tui.push(await drainRun(b.root, pods, 'tui', idleMs));
         acc.json.push(await drainRun(b.root, pods, 'json', idleMs));
       }
     }
     for (const b of builds) {
       const acc = per.get(b.label)!;
-      out.push({ build: b.label, pods, alone: median(acc.alone), aloneRuns: acc.alone, tui: acc.tui, json: acc.json });
+      const alone = acc.alone.map((r) => r.drainMs);
+      out.push({ build: b.label, pods, alone: median(alone), aloneRuns: alone, aloneTimedOut: acc.alone.filter((r) => r.timedOut).length, tui: acc.tui, json: acc.json });
     }
   }
   return out;
@@ -183,6 +196,7 @@ export function drainTable(figures: DrainFigures[]): string {
     ['  watch CPU over the drain, % of a core', (f) => mm(w(f.tui, (x) => x.drainCpu), f1)],
     ['  watch RSS before / peak / after, MB', (f) => (f.tui.length ? `${f1(median(w(f.tui, (x) => x.rssBeforeMb)))} / ${f1(median(w(f.tui, (x) => x.rssPeakMb)))} / ${f1(median(w(f.tui, (x) => x.rssAfterMb)))}` : '—')],
     ['  watch idle CPU before the drain, %', (f) => mm(w(f.tui, (x) => x.idleCpu), (x) => x.toFixed(2))],
+    ['drains that hit their bound (alone / watch / json)', (f) => `${f.aloneTimedOut} / ${f.tui.filter((r) => r.timedOut).length} / ${f.json.filter((r) => r.timedOut).length}`],
     ['  screen shows the drained node', (f) => (f.tui.length ? (f.tui.every((r) => r.watch!.screenOk) ? 'yes' : 'NO') : '—')],
     ['drain with watch -o json', (f) => mm(f.json.map((r) => r.drainMs), s)],
     ['  ratio to alone', (f) => mm(f.json.map((r) => r.drainMs / f.alone), (x) => `${x.toFixed(2)}×`)],
