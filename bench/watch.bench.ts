@@ -21,7 +21,8 @@
  * `--baseline DIR` adds another build's columns (DIR holds its bin/, dist/, node_modules).
  *
  *   npm run bench:watch [-- --pods 200 --window 10 --samples 10 --only latency|drain
- *                          --drain-pods 500,2000 --runs 1 --idle-window 5 --baseline DIR]
+ *                          --drain-pods 500,2000 --runs 1 --idle-window 5 --baseline DIR
+ *                          --modes alone,tui,json]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
@@ -45,6 +46,7 @@ const { values } = parseArgs({
     'idle-window': { type: 'string', default: '5' },
     baseline: { type: 'string' },
     'baseline-only': { type: 'boolean', default: false },
+    modes: { type: 'string', default: 'alone,tui,json' },
   },
 });
 const POD_COUNT = Number(values.pods);
@@ -246,7 +248,7 @@ if (values.only !== 'latency') {
   if (!hasTmux) console.log('\n(tmux is not installed: the drain with the screen open is not measured)');
   const builds = [...(values.baseline ? [{ label: 'baseline', root: values.baseline }] : []), ...(values['baseline-only'] ? [] : [{ label: 'this tree', root }])];
   const podCounts = values['drain-pods'].split(',').map(Number);
-  const figures = await drainFigures(builds, podCounts, Number(values.runs), Number(values['idle-window']) * 1000);
+  const figures = await drainFigures(builds, podCounts, Number(values.runs), Number(values['idle-window']) * 1000, values.modes.split(',') as ('alone' | 'tui' | 'json')[]);
   console.log(`\ndrain --grace-period 3 --critical-grace-period 2 of podctl simulator --pods N (median of ${values.runs} run(s), range in brackets)`);
   console.log(drainTable(figures));
 }

@@ -162,16 +162,16 @@ export interface DrainFigures {
 }
 
 /** Runs the variants interleaved (alone, tui, json for each build in turn), `runs` times. */
-export async function drainFigures(builds: { label: string; root: string }[], podCounts: number[], runs: number, idleMs: number): Promise<DrainFigures[]> {
+export async function drainFigures(builds: { label: string; root: string }[], podCounts: number[], runs: number, idleMs: number, modes: readonly DrainMode[] = ['alone', 'tui', 'json']): Promise<DrainFigures[]> {
   const out: DrainFigures[] = [];
   for (const pods of podCounts) {
     const per = new Map(builds.map((b) => [b.label, { alone: [] as DrainRun[], tui: [] as DrainRun[], json: [] as DrainRun[] }]));
     for (let i = 0; i < runs; i += 1) {
       for (const b of builds) {
         const acc = per.get(b.label)!;
-        acc.alone.push(await drainRun(b.root, pods, 'alone', idleMs));
-        if (hasTmux) acc.tui.push(await drainRun(b.root, pods, 'tui', idleMs));
-        acc.json.push(await drainRun(b.root, pods, 'json', idleMs));
+        if (modes.includes('alone')) acc.alone.push(await drainRun(b.root, pods, 'alone', idleMs));
+        if (hasTmux && modes.includes('tui')) acc.tui.push(await drainRun(b.root, pods, 'tui', idleMs));
+        if (modes.includes('json')) acc.json.push(await drainRun(b.root, pods, 'json', idleMs));
       }
     }
     for (const b of builds) {
