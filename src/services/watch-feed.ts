@@ -96,9 +96,10 @@ export interface WatchFeedOptions {
   maxEntries?: number;
   /**
    * Runtime listing age a re-read accepts (ms; default 1000). Runtime changes arrive as events after
-   * the runtime cache saw them, so a re-read need not relist the runtime each time.
+   * the runtime cache saw them, so a re-read need not relist the runtime each time. A function gets
+   * the number of pods listed (a relist costs in proportion).
    */
-  runtimeMaxAgeMs?: number;
+  runtimeMaxAgeMs?: number | ((pods: number) => number);
   now?: () => number;
 }
 
@@ -229,7 +230,7 @@ export class WatchFeed {
   readonly #session: NodeSession;
   readonly #coalesceMs: number;
   readonly #maxEntries: number;
-  readonly #runtimeMaxAgeMs: number;
+  readonly #runtimeMaxAgeMs: number | ((pods: number) => number);
   readonly #now: () => number;
   #pods: PodInfo[] = [];
   #byUid = new Map<string, PodInfo>();
@@ -434,7 +435,7 @@ export class WatchFeed {
       if (scope !== undefined && scope.size === 0) return;
       try {
         const pods = await this.#session.listPods({
-          runtimeMaxAgeMs: this.#runtimeMaxAgeMs,
+          runtimeMaxAgeMs: typeof this.#runtimeMaxAgeMs === 'number' ? this.#runtimeMaxAgeMs : this.#runtimeMaxAgeMs(this.#pods.length),
           signal: this.#stop.signal,
           ...(scope !== undefined ? { uids: [...scope] } : {}),
         });

@@ -197,10 +197,14 @@ async function streamJson(feed: WatchFeed, options: WatchOptions, stop: AbortCon
 export const WATCH_COALESCE_MS = 500;
 
 /**
- * Runtime listing age a re-read accepts (ms): a relist of a 500-pod node costs ~0.1 s of CPU, so the
- * watch relists at most every 2 s while pods change (never while nothing does).
+ * Runtime listing age a re-read accepts (ms), by the number of pods: a relist costs in proportion to
+ * the pods (~0.1 s of CPU for 500, with its garbage), so the watch relists at most every 2 s per 500
+ * pods while pods change (2 s for 500, 8 s for 2,000; at most 10 s), and never while nothing does.
+ * Runtime changes found by other relists (this process's engine) still arrive as events.
  */
-export const WATCH_RUNTIME_MAX_AGE_MS = 2_000;
+export function watchRuntimeMaxAgeMs(pods: number): number {
+  return Math.min(10_000, 2_000 * Math.max(1, Math.ceil(pods / 500)));
+}
 
 /** Follows the session until quit, a signal or EPIPE; see the module comment. */
 export async function runWatch(session: NodeSession, options: WatchOptions): Promise<WatchResult> {
@@ -208,7 +212,7 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
   const onAbort = () => stop.abort();
   options.signal.addEventListener('abort', onAbort, { once: true });
   if (options.signal.aborted) stop.abort();
-  const feed = new WatchFeed(session, { coalesceMs: options.coalesceMs ?? WATCH_COALESCE_MS, runtimeMaxAgeMs: WATCH_RUNTIME_MAX_AGE_MS });
+  const feed = new WatchFeed(session, { coalesceMs: options.coalesceMs ?? WATCH_COALESCE_MS, runtimeMaxAgeMs: watchRuntimeMaxAgeMs });
   options.onFeed?.(feed);
   const counts = { transitions: 0 };
   let metrics: { metrics: Metrics; stop: () => void } | undefined;

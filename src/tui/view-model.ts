@@ -88,11 +88,24 @@ export function podRef(pod: Pick<PodInfo, 'namespace' | 'name'>): string {
 export function filterPods(pods: readonly PodInfo[], filter: string): PodInfo[] {
   const f = filter.trim().toLowerCase();
   if (f === '') return [...pods];
-  return pods.filter((p) => podRef(p).toLowerCase().includes(f) || p.state.includes(f));
+  return pods.filter((p) => cachedRef(p).toLowerCase().includes(f) || p.state.includes(f));
+}
+
+/** One collator for every comparison (`localeCompare` sets one up per call). */
+const collator = new Intl.Collator();
+/** `namespace/name` of each pod object, built once (a sort compares each pod ~log n times). */
+const refCache = new WeakMap<PodInfo, string>();
+function cachedRef(pod: PodInfo): string {
+  let ref = refCache.get(pod);
+  if (ref === undefined) {
+    ref = podRef(pod);
+    refCache.set(pod, ref);
+  }
+  return ref;
 }
 
 export function sortPods(pods: readonly PodInfo[], key: SortKey, now: number): PodInfo[] {
-  const byName = (a: PodInfo, b: PodInfo) => podRef(a).localeCompare(podRef(b)) || a.uid.localeCompare(b.uid);
+  const byName = (a: PodInfo, b: PodInfo) => collator.compare(cachedRef(a), cachedRef(b)) || collator.compare(a.uid, b.uid);
   const sorted = [...pods];
   switch (key) {
     case 'name':

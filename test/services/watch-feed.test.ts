@@ -269,6 +269,20 @@ describe('watch feed', () => {
     expect(feed.snapshot().pods[0]?.state).toBe('terminated');
   });
 
+  it('bounds runtime relists by the size of the node', async () => {
+    const { watchRuntimeMaxAgeMs } = await import('../../src/services/watch.js');
+    expect([100, 500, 501, 2_000, 50_000].map(watchRuntimeMaxAgeMs)).toEqual([2_000, 2_000, 4_000, 8_000, 10_000]);
+    const pods = Array.from({ length: 1_200 }, (_, i) => pod(`default/p${i}`));
+    const session = new FakeSession(pods);
+    const feed = new WatchFeed(session, { coalesceMs: 1, runtimeMaxAgeMs: watchRuntimeMaxAgeMs });
+    feeds.push(feed);
+    await feed.start();
+    session.emit({ source: 'store', uid: pods[0]!.uid, at: 1, kind: 'checkpoint-changed' });
+    await feed.whenSettled();
+    // The first listing knows no pods yet; the next one accepts a runtime listing 6 s old (1,200 pods).
+    expect(session.runtimeAges).toEqual([2_000, 6_000]);
+  });
+
   it('keeps the names of a failed re-read for the next one', async () => {
     const a = pod('default/a');
     const b = pod('default/b');

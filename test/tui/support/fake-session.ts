@@ -43,10 +43,13 @@ export class FakeSession implements NodeSession {
 
   /** The `uids` of each listing (undefined: the whole listing). */
   readonly listedUids: (string[] | undefined)[] = [];
+  /** The `runtimeMaxAgeMs` of each listing. */
+  readonly runtimeAges: (number | undefined)[] = [];
 
   async listPods(options?: ListPodsOptions): Promise<PodInfo[]> {
     this.listCalls += 1;
     this.listedUids.push(options?.uids !== undefined ? [...options.uids].sort() : undefined);
+    this.runtimeAges.push(options?.runtimeMaxAgeMs);
     if (this.failNextList !== undefined) {
       const m = this.failNextList;
       this.failNextList = undefined;
