@@ -189,12 +189,13 @@ async function streamJson(feed: WatchFeed, options: WatchOptions, stop: AbortCon
 }
 
 /**
- * Minimum time between two re-reads of the watch (ms). A pod in a drain changes several times a
- * second (checkpoint, lease, runtime); reading the pods named in a quarter of a second at once reads
- * each of them once instead of once per change, and the screen draws at most 10 frames a second
- * anyway. Steps in between are not lost: they are read from the pod's timeline.
+ * Minimum time between two re-reads of the watch (ms): one frame of the screen (which draws at most
+ * 10 frames a second). A pod in a drain changes several times in that time (checkpoint, lease,
+ * runtime) and is read once for all of them; a change after a quiet period is read at once, so a
+ * transition still reaches the screen within ~100 ms. Steps in between are not lost: they are read
+ * from the pod's timeline.
  */
-export const WATCH_COALESCE_MS = 500;
+export const WATCH_COALESCE_MS = 100;
 
 /**
  * Runtime listing age a re-read accepts (ms), by the number of pods: a relist costs in proportion to
