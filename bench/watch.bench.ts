@@ -16,7 +16,13 @@
  *   and the session's own cost), with the number of listings and frames in that window.
  * - countdown CPU: the same with pods terminating under long grace periods (1 s countdown tick).
  *
- *   npm run bench:watch [-- --pods 200 --window 10 --samples 10]
+ * Then the drain table (bench/support/watch-drain.ts): a drain of 500 and 2,000 simulated pods
+ * alone, with `podctl watch` open in a 160×45 tmux terminal, and with `watch -o json`, side by side;
+ * `--baseline DIR` adds another build's columns (DIR holds its bin/, dist/, node_modules).
+ *
+ *   npm run bench:watch [-- --pods 200 --window 10 --samples 10 --only latency|drain
+ *                          --drain-pods 500,2000 --runs 1 --idle-window 5 --baseline DIR
+ *                          --modes alone,tui,json]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
@@ -34,6 +40,13 @@ const { values } = parseArgs({
     pods: { type: 'string', default: '200' },
     window: { type: 'string', default: '10' },
     samples: { type: 'string', default: '10' },
+    only: { type: 'string' },
+    'drain-pods': { type: 'string', default: '500,2000' },
+    runs: { type: 'string', default: '1' },
+    'idle-window': { type: 'string', default: '5' },
+    baseline: { type: 'string' },
+    'baseline-only': { type: 'boolean', default: false },
+    modes: { type: 'string', default: 'alone,tui,json' },
   },
 });
 const POD_COUNT = Number(values.pods);
@@ -229,4 +242,13 @@ async function main(): Promise<void> {
   for (const [k, v] of rows) console.log(`${k.padEnd(w)}  ${v}`);
 }
 
-await main();
+if (values.only !== 'drain') await main();
+if (values.only !== 'latency') {
+  const { drainFigures, drainTable, hasTmux } = await import('./support/watch-drain.js');
+  if (!hasTmux) console.log('\n(tmux is not installed: the drain with the screen open is not measured)');
+  const builds = [...(values.baseline ? [{ label: 'baseline', root: values.baseline }] : []), ...(values['baseline-only'] ? [] : [{ label: 'this tree', root }])];
+  const podCounts = values['drain-pods'].split(',').map(Number);
+  const figures = await drainFigures(builds, podCounts, Number(values.runs), Number(values['idle-window']) * 1000, values.modes.split(',') as ('alone' | 'tui' | 'json')[]);
+  console.log(`\ndrain --grace-period 3 --critical-grace-period 2 of podctl simulator --pods N (median of ${values.runs} run(s), range in brackets)`);
+  console.log(drainTable(figures));
+}

@@ -138,6 +138,9 @@ const result = await build({
   plugins: [lazyOclifDependencies, embeddedJsonInOclif, bundledZod, noDevtools, builtinsRequired],
   define: {
     'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"',
+    // React, react-reconciler and Ink are bundled here: their production builds only (the development
+    // builds cost the watch screen several times the CPU, and keep a user-timing mark per render).
+    'process.env.NODE_ENV': '"production"',
     __PODCTL_SEA_PACKAGE_JSON__: JSON.stringify(JSON.stringify(packageJson)),
     __PODCTL_SEA_MANIFEST__: JSON.stringify(JSON.stringify(JSON.parse(manifest))),
   },

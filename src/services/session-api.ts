@@ -127,6 +127,11 @@ export interface ListPodsOptions {
    * sync-known forgets them.
    */
   scope?: 'all' | 'runtime';
+  /**
+   * Only these pods (by UID): the store is read for them alone, and pods not known any more are
+   * absent from the result. For readers that follow changes by name (watch); overrides `scope`.
+   */
+  uids?: readonly string[];
   /** Stops waiting for the listing: the call rejects with the signal's reason. */
   signal?: AbortSignal;
 }

@@ -828,10 +828,13 @@ class Session implements NodeSession {
     signal?.throwIfAborted();
     // A read-only session follows no runtime events: a listing of its own from the last second (the
     // one started while it opened) is as recent as what it could learn otherwise.
+    if (options?.uids?.length === 0) return [];
     const maxAgeMs = options?.runtimeMaxAgeMs ?? (this.#options.readOnly ? RECENT_LISTING_MS : 0);
     let runtime: Map<string, RuntimePodRecord> | Promise<Map<string, RuntimePodRecord>> | undefined = maxAgeMs ? this.#runtimeIndex(maxAgeMs, signal) : undefined;
     let only: string[] | undefined;
-    if (options?.scope === 'runtime') {
+    if (options?.uids !== undefined) {
+      only = [...new Set(options.uids)];
+    } else if (options?.scope === 'runtime') {
       runtime = await (runtime ?? this.#runtimeIndex(0, signal));
       only = [...new Set([...runtime.keys(), ...this.#owned.keys()])];
     }

@@ -3,10 +3,12 @@
  * the latest notable events) and into a stream of lifecycle transitions.
  *
  * It listens to the session's three sources (this process's engine, other processes through the
- * checkpoint store, runtime relists); every event marks the listing dirty, and the listing is re-read
- * with `listPods()` at most once per `coalesceMs`. A transition is found by comparing a pod's state
- * between two listings, so transitions made by any process are seen the same way; the source of the
- * events that preceded the re-read says who made it.
+ * checkpoint store, runtime relists); every event names the pods it concerns and marks them dirty, and
+ * the dirty pods are re-read with `listPods({ uids })` at most once per `coalesceMs` — only those:
+ * a pod no event named is not read again, so a drain of 500 pods costs the watch a read per change,
+ * not a read of the whole store per change. The whole listing is read at start and on `refresh()`.
+ * A transition is found by comparing a pod's state between two readings, so transitions made by any
+ * process are seen the same way; the source of the events that preceded the re-read says who made it.
  *
  * This process's engine events also patch the listing at once (state, grace, last error), so a
  * transition made here shows without waiting for the next listing; the listing stays the authority
@@ -15,8 +17,12 @@
  * Invariants:
  * - A pod's state in the snapshot only moves forward (runtime → sync → terminating → terminated →
  *   finished) except when a listing that started after the last patch says otherwise.
- * - No timer runs while nothing changes: a re-read is scheduled only by an event (or `refresh()`);
- *   a runtime relist that changed no pod is not an event (a listing itself triggers a relist).
+ * - No timer runs while nothing changes: a re-read is scheduled only by an event naming a pod (or
+ *   `refresh()`); a runtime relist that changed no pod is not an event (a listing itself triggers a
+ *   relist), and the session's own warnings only add a line.
+ * - A re-read reads exactly the pods named since the previous one started (or all of them, at start
+ *   and on `refresh()`); a pod the re-read does not return is gone. A failed re-read keeps its names
+ *   for the next one.
  * - The first event after a quiet period is re-read at once (leading edge); events during the next
  *   `coalesceMs`, or during a re-read in flight, produce exactly one more re-read (trailing edge).
  * - At most one `listPods()` is in flight; the feed never re-enters itself.
@@ -90,9 +96,10 @@ export interface WatchFeedOptions {
   maxEntries?: number;
   /**
    * Runtime listing age a re-read accepts (ms; default 1000). Runtime changes arrive as events after
-   * the runtime cache saw them, so a re-read need not relist the runtime each time.
+   * the runtime cache saw them, so a re-read need not relist the runtime each time. A function gets
+   * the number of pods listed (a relist costs in proportion).
    */
-  runtimeMaxAgeMs?: number;
+  runtimeMaxAgeMs?: number | ((pods: number) => number);
   now?: () => number;
 }
 
@@ -226,7 +233,7 @@ export class WatchFeed {
   readonly #session: NodeSession;
   readonly #coalesceMs: number;
   readonly #maxEntries: number;
-  readonly #runtimeMaxAgeMs: number;
+  readonly #runtimeMaxAgeMs: number | ((pods: number) => number);
   readonly #now: () => number;
   #pods: PodInfo[] = [];
   #byUid = new Map<string, PodInfo>();
@@ -242,6 +249,10 @@ export class WatchFeed {
   #timer: NodeJS.Timeout | undefined;
   #inFlight: Promise<void> | undefined;
   #dirty = false;
+  /** Pods named by events since the last re-read started. */
+  #dirtyUids = new Set<string>();
+  /** The next re-read reads the whole listing (start, `refresh()`). */
+  #fullRead = true;
   #lastReadStartedAt = Number.NEGATIVE_INFINITY;
   #started = false;
   #closed = false;
@@ -317,6 +328,7 @@ export class WatchFeed {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
+    this.#fullRead = true;
     if (this.#inFlight !== undefined) {
       this.#dirty = true;
       await this.#inFlight;
@@ -366,9 +378,29 @@ export class WatchFeed {
         this.#pushEntry(entry);
         this.#pendingEntries.push(entry);
       }
-      this.#schedule();
+      const named = this.#namedUids(event);
+      if (named.length > 0) {
+        for (const uid of named) this.#dirtyUids.add(uid);
+        this.#schedule();
+      } else if (entry !== undefined) {
+        this.#publish();
+      }
     } catch {
       // Never throw into the session's emitter.
+    }
+  }
+
+  /** The pods an event concerns (to re-read). */
+  #namedUids(event: SessionEvent): readonly string[] {
+    switch (event.source) {
+      case 'engine':
+        return [event.event.uid];
+      case 'store':
+        return [event.uid];
+      case 'runtime':
+        return event.uids;
+      case 'session':
+        return [];
     }
   }
 
@@ -410,14 +442,26 @@ export class WatchFeed {
     const localErrors = this.#localErrors;
     this.#sources = new Map();
     this.#localErrors = new Set();
+    // Which pods: all of them (start, refresh) or only those named since the last re-read.
+    const scope = this.#fullRead ? undefined : this.#dirtyUids;
+    this.#fullRead = false;
+    this.#dirtyUids = new Set();
     const run = (async () => {
+      if (scope !== undefined && scope.size === 0) return;
       try {
-        const pods = await this.#session.listPods({ runtimeMaxAgeMs: this.#runtimeMaxAgeMs, signal: this.#stop.signal });
+        const pods = await this.#session.listPods({
+          runtimeMaxAgeMs: typeof this.#runtimeMaxAgeMs === 'number' ? this.#runtimeMaxAgeMs : this.#runtimeMaxAgeMs(this.#pods.length),
+          signal: this.#stop.signal,
+          ...(scope !== undefined ? { uids: [...scope] } : {}),
+        });
         if (this.#closed) return;
         this.#listError = undefined;
-        this.#apply(pods, sources, localErrors, startedAt);
+        this.#apply(pods, scope, sources, localErrors, startedAt);
       } catch (err) {
         if (this.#closed) return;
+        // The pods this re-read was for are read again with the next one.
+        if (scope === undefined) this.#fullRead = true;
+        else for (const uid of scope) this.#dirtyUids.add(uid);
         const message = err instanceof Error ? err.message : String(err);
         if (message !== this.#listError) {
           const entry: FeedEntry = { at: this.#now(), source: 'watch', level: 'error', kind: 'list-failed', detail: message };
@@ -436,14 +480,18 @@ export class WatchFeed {
     return run;
   }
 
-  #apply(listed: PodInfo[], sources: Map<string, 'engine' | 'store' | 'runtime'>, localErrors: Set<string>, startedAt: number): void {
+  /**
+   * Applies a reading: the whole listing (`scope` undefined), or the pods of `scope` that are still
+   * known (the others of `scope` are gone; pods outside it are kept as they were).
+   */
+  #apply(listed: PodInfo[], scope: ReadonlySet<string> | undefined, sources: Map<string, 'engine' | 'store' | 'runtime'>, localErrors: Set<string>, startedAt: number): void {
     const at = this.#now();
     const first = this.#listedAt === 0;
     const transitions: PodTransition[] = this.#takePatchTransitions();
     const remoteErrors: PodInfo[] = [];
     const next = new Map<string, PodInfo>();
-    const pods = listed.map((pod) => this.#keepNewerPatch(pod, startedAt));
-    for (const pod of pods) {
+    const read = listed.map((pod) => this.#keepNewerPatch(pod, startedAt));
+    for (const pod of read) {
       next.set(pod.uid, pod);
       const prev = this.#byUid.get(pod.uid);
       if (first) continue;
@@ -461,8 +509,26 @@ export class WatchFeed {
     }
     if (!first) {
       for (const prev of this.#pods) {
+        if (scope !== undefined && !scope.has(prev.uid)) continue;
         if (!next.has(prev.uid)) transitions.push(this.#transition(prev, prev, 'gone', sources.get(prev.uid) ?? 'runtime', at));
       }
+    }
+    let pods = read;
+    if (scope !== undefined) {
+      // Merge: pods outside the scope as they were, in their places; the scope's as read (or gone).
+      pods = [];
+      for (const prev of this.#pods) {
+        if (!scope.has(prev.uid)) pods.push(prev);
+        else {
+          const now = next.get(prev.uid);
+          if (now !== undefined) pods.push(now);
+        }
+      }
+      for (const pod of read) if (!this.#byUid.has(pod.uid)) pods.push(pod);
+      for (const uid of scope) if (!next.has(uid)) this.#byUid.delete(uid);
+      for (const [uid, pod] of next) this.#byUid.set(uid, pod);
+    } else {
+      this.#byUid = next;
     }
     for (const t of transitions) {
       if (t.source === 'engine') continue; // the engine's own state-changed event is already listed
@@ -477,7 +543,6 @@ export class WatchFeed {
       this.#pendingEntries.push(entry);
     }
     this.#pods = pods;
-    this.#byUid = next;
     this.#listedAt = at;
     this.#publish(transitions, remoteErrors);
   }

@@ -44,7 +44,7 @@ export interface WatchOptions {
   color: boolean;
   /** Write the Prometheus text exposition here when the watch ends. */
   metricsFile?: string;
-  /** Minimum time between two listings (ms); default 50. */
+  /** Minimum time between two re-reads (ms); default `WATCH_COALESCE_MS`. */
   coalesceMs?: number;
   /** Receives the feed once it exists (e.g. to show the session's log lines in the events pane). */
   onFeed?: (feed: WatchFeed) => void;
@@ -157,6 +157,15 @@ async function startMetrics(session: NodeSession, feed: WatchFeed, facts: WatchF
   };
 }
 
+/**
+ * React and Ink choose their build when first loaded, from NODE_ENV: the screen runs the production
+ * builds unless the environment names another mode (tests run under NODE_ENV=test). The single
+ * executable has the production builds compiled in (scripts/sea.mjs).
+ */
+export function useProductionReact(env: NodeJS.ProcessEnv = process.env): void {
+  if (env.NODE_ENV === undefined || env.NODE_ENV === '') env.NODE_ENV = 'production';
+}
+
 /** Resolves when the signal aborts (at once if it already has). */
 function aborted(signal: AbortSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();
@@ -202,13 +211,32 @@ async function streamJson(feed: FeedView, facts: WatchFacts, options: WatchOptio
   return endedBy;
 }
 
+/**
+ * Minimum time between two re-reads of the watch (ms): one frame of the screen (which draws at most
+ * 10 frames a second). A pod in a drain changes several times in that time (checkpoint, lease,
+ * runtime) and is read once for all of them; a change after a quiet period is read at once, so a
+ * transition still reaches the screen within ~100 ms. Steps in between are not lost: they are read
+ * from the pod's timeline.
+ */
+export const WATCH_COALESCE_MS = 100;
+
+/**
+ * Runtime listing age a re-read accepts (ms), by the number of pods: a relist costs in proportion to
+ * the pods (~0.1 s of CPU for 500, with its garbage), so the watch relists at most every 2 s per 500
+ * pods while pods change (2 s for 500, 8 s for 2,000; at most 10 s), and never while nothing does.
+ * Runtime changes found by other relists (this process's engine) still arrive as events.
+ */
+export function watchRuntimeMaxAgeMs(pods: number): number {
+  return Math.min(10_000, 2_000 * Math.max(1, Math.ceil(pods / 500)));
+}
+
 /** Follows the session until quit, a signal or EPIPE; see the module comment. */
 export async function runWatch(session: NodeSession, options: WatchOptions): Promise<WatchResult> {
   const stop = new AbortController();
   const onAbort = () => stop.abort();
   options.signal.addEventListener('abort', onAbort, { once: true });
   if (options.signal.aborted) stop.abort();
-  const feed = new WatchFeed(session, options.coalesceMs !== undefined ? { coalesceMs: options.coalesceMs } : {});
+  const feed = new WatchFeed(session, { coalesceMs: options.coalesceMs ?? WATCH_COALESCE_MS, runtimeMaxAgeMs: watchRuntimeMaxAgeMs });
   options.onFeed?.(feed);
   const view: FeedView = isWholeNode(options.scope) ? feed : new ScopedFeed(feed, options.scope!);
   const facts = new WatchFacts(session, {
@@ -248,6 +276,7 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
         }
       });
       try {
+        useProductionReact();
         const { renderWatch } = await import('../tui/index.js');
         const how = await renderWatch({
           source: view,

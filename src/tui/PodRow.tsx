@@ -2,7 +2,12 @@
  * One pod of the table: its cells fitted to the layout, the state in its colour, the countdown bar of
  * a terminating pod, and the selection shown inverted with a marker (visible without colour too).
  * The row's trailing blanks are dropped: less text for Ink to lay out on every frame.
+ *
+ * Rows are memoised: a row whose text, selection and colour are those of its last frame is not
+ * re-rendered, so Ink neither rebuilds nor re-measures it. A row's segments are computed once per
+ * (pod object, layout, clock) and kept beside the pod object (a WeakMap: gone with the pod).
  */
+import { memo } from 'react';
 import { Text } from 'ink';
 import type { PodInfo } from '../services/session-api.js';
 import type { NodeFacts } from '../services/status.js';
@@ -39,8 +44,27 @@ export function rowSegments(pod: PodInfo, layout: TableLayout, now: number, fact
   return segments.filter((s) => s.text !== '');
 }
 
-export function PodRow({ pod, layout, now, selected, color, facts }: PodRowProps) {
+const segmentCache = new WeakMap<PodInfo, { layout: TableLayout; now: number; facts: NodeFacts | undefined; segments: Segment[]; text: string }>();
+
+/** The row's segments and their text, cached per pod object for one layout, clock reading and set of node facts. */
+export function cachedRow(pod: PodInfo, layout: TableLayout, now: number, facts?: NodeFacts): { segments: Segment[]; text: string } {
+  const hit = segmentCache.get(pod);
+  if (hit !== undefined && hit.layout === layout && hit.now === now && hit.facts === facts) return hit;
   const segments = rowSegments(pod, layout, now, facts);
+  const entry = { layout, now, facts, segments, text: segments.map((s) => `${s.color ?? ''}\u0000${s.text}`).join('\u0001') };
+  segmentCache.set(pod, entry);
+  return entry;
+}
+
+/** Whether two renders of a row would draw the same thing. */
+export function sameRow(a: PodRowProps, b: PodRowProps): boolean {
+  if (a.selected !== b.selected || a.color !== b.color) return false;
+  if (a.pod === b.pod && a.layout === b.layout && a.now === b.now && a.facts === b.facts) return true;
+  return cachedRow(a.pod, a.layout, a.now, a.facts).text === cachedRow(b.pod, b.layout, b.now, b.facts).text;
+}
+
+export const PodRow = memo(function PodRow({ pod, layout, now, selected, color, facts }: PodRowProps) {
+  const { segments } = cachedRow(pod, layout, now, facts);
   return (
     <Text wrap="truncate" inverse={selected && color}>
       {selected ? '▶ ' : '  '}
@@ -55,4 +79,4 @@ export function PodRow({ pod, layout, now, selected, color, facts }: PodRowProps
       )}
     </Text>
   );
-}
+}, sameRow);

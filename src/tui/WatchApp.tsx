@@ -6,11 +6,11 @@
  *
  * Invariants:
  * - Keys are read only when stdin supports raw mode; otherwise the screen is read-only (no crash).
- * - Redraws happen on a new snapshot, a key, a resize, and on a tick: once a second only while a pod
+ * - Redraws happen on a new snapshot (at most one per `frameIntervalMs`, see frame-gate.ts), a key, a resize, and on a tick: once a second only while a pod
  *   is terminating (countdowns), else once a minute (time in state is shown in minutes past the first).
  * - Every line fits the terminal width, and the frame is one line shorter than the terminal.
  */
-import { useMemo, useRef, useState, useSyncExternalStore } from 'react';
+import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
 import { Box, useApp, useInput, useStdin } from 'ink';
 import type { KillHandle, KillRequest } from '../services/session-api.js';
 import type { FeedEntry } from '../services/watch-feed.js';
@@ -20,6 +20,7 @@ import { countWorkingPods } from '../metrics/working-pods.js';
 import { initialUiState, promptText, reduceKey, selectedIndex, splitKeys, type Effect, type UiState } from './controller.js';
 import { EventsPane } from './EventsPane.js';
 import { ExplainView } from './ExplainView.js';
+import { DEFAULT_FRAME_INTERVAL_MS, FrameGate } from './frame-gate.js';
 import { Header } from './Header.js';
 import { HelpLine } from './HelpLine.js';
 import { HelpOverlay } from './HelpOverlay.js';
@@ -27,7 +28,7 @@ import { PodTable } from './PodTable.js';
 import { useSnapshot, type SnapshotSource } from './use-snapshot.js';
 import { useTerminalSize, type TerminalSize } from './use-terminal-size.js';
 import { useTicker } from './use-ticker.js';
-import { filterPods, formatDuration, screenLayout, sortPods, tableLayout, tableWindow } from './view-model.js';
+import { filterPods, formatDuration, nameNeed, screenLayout, sortPods, tableLayout, tableWindow } from './view-model.js';
 
 export interface WatchSource extends SnapshotSource {
   /** Adds a line to the events pane. */
@@ -70,11 +71,17 @@ export interface WatchAppProps {
   /** Redraw period otherwise, for the time-in-state column (ms); default 60 000. */
   idleTickMs?: number;
   onQuit?: () => void;
+  /** Minimum time between two redraws for feed changes (ms); default 100 (≤ 10 frames a second). */
+  frameIntervalMs?: number;
 }
 
 export function WatchApp(props: WatchAppProps) {
   const now = props.now ?? Date.now;
-  const snapshot = useSnapshot(props.source);
+  // Feed changes reach the screen through the frame gate: ≤ 10 frames a second, the latest state each.
+  const frameIntervalMs = props.frameIntervalMs ?? DEFAULT_FRAME_INTERVAL_MS;
+  const gate = useMemo(() => new FrameGate(props.source, { intervalMs: frameIntervalMs }), [props.source, frameIntervalMs]);
+  useEffect(() => () => gate.close(), [gate]);
+  const snapshot = useSnapshot(gate);
   const factsSource = props.facts ?? NO_FACTS_SOURCE;
   const facts = useSyncExternalStore(
     (onChange) => factsSource.subscribe(onChange),
@@ -105,7 +112,9 @@ export function WatchApp(props: WatchAppProps) {
   const counts = useMemo(() => countWorkingPods(snapshot.pods), [snapshot.pods]);
   const visible = useMemo(() => sortPods(filterPods(snapshot.pods, ui.filter), ui.sort, at), [snapshot.pods, ui.filter, ui.sort, at]);
   const screen = screenLayout(rows);
-  const layout = useMemo(() => tableLayout(columns, snapshot.pods), [columns, snapshot.pods]);
+  // One layout object per terminal width and name room: rows compare it by identity (PodRow's memo).
+  const need = useMemo(() => nameNeed(snapshot.pods), [snapshot.pods]);
+  const layout = useMemo(() => tableLayout(columns, need), [columns, need]);
   const sel = selectedIndex(ui, visible);
   const window = tableWindow(visible.length, sel, screen.tableRows, topRef.current);
   topRef.current = window.top;

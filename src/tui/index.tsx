@@ -49,7 +49,8 @@ export async function renderWatch(options: RenderWatchOptions): Promise<'quit' |
       ...(options.stderr !== undefined ? { stderr: options.stderr } : {}),
       exitOnCtrlC: true,
       patchConsole: true,
-      maxFps: 30,
+      // Ink's own output throttle matches the frame gate's 10 frames a second.
+      maxFps: 10,
     },
   );
   const onAbort = () => {

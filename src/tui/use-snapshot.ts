@@ -2,7 +2,7 @@
  * Reads the watch feed's current snapshot and re-renders when it changes. The feed hands out the
  * same immutable object until something changes, which is what useSyncExternalStore requires.
  */
-import { useSyncExternalStore } from 'react';
+import { useCallback, useSyncExternalStore } from 'react';
 import type { WatchSnapshot } from '../services/watch-feed.js';
 
 /** The read-only side of the feed the screen needs. */
@@ -12,8 +12,8 @@ export interface SnapshotSource {
 }
 
 export function useSnapshot(source: SnapshotSource): WatchSnapshot {
-  return useSyncExternalStore(
-    (onChange) => source.subscribe(onChange),
-    () => source.snapshot(),
-  );
+  // Stable callbacks: a new subscribe function would make React unsubscribe and subscribe on every render.
+  const subscribe = useCallback((onChange: () => void) => source.subscribe(onChange), [source]);
+  const read = useCallback(() => source.snapshot(), [source]);
+  return useSyncExternalStore(subscribe, read);
 }

@@ -88,11 +88,24 @@ export function podRef(pod: Pick<PodInfo, 'namespace' | 'name'>): string {
 export function filterPods(pods: readonly PodInfo[], filter: string): PodInfo[] {
   const f = filter.trim().toLowerCase();
   if (f === '') return [...pods];
-  return pods.filter((p) => podRef(p).toLowerCase().includes(f) || p.state.includes(f));
+  return pods.filter((p) => cachedRef(p).toLowerCase().includes(f) || p.state.includes(f));
+}
+
+/** One collator for every comparison (`localeCompare` sets one up per call). */
+const collator = new Intl.Collator();
+/** `namespace/name` of each pod object, built once (a sort compares each pod ~log n times). */
+const refCache = new WeakMap<PodInfo, string>();
+function cachedRef(pod: PodInfo): string {
+  let ref = refCache.get(pod);
+  if (ref === undefined) {
+    ref = podRef(pod);
+    refCache.set(pod, ref);
+  }
+  return ref;
 }
 
 export function sortPods(pods: readonly PodInfo[], key: SortKey, now: number): PodInfo[] {
-  const byName = (a: PodInfo, b: PodInfo) => podRef(a).localeCompare(podRef(b)) || a.uid.localeCompare(b.uid);
+  const byName = (a: PodInfo, b: PodInfo) => collator.compare(cachedRef(a), cachedRef(b)) || collator.compare(a.uid, b.uid);
   const sorted = [...pods];
   switch (key) {
     case 'name':
@@ -176,11 +189,11 @@ export function nameNeed(pods: readonly Pick<PodInfo, 'namespace' | 'name'>[]): 
 
 /**
  * Chooses columns for a terminal `width` columns wide, for these pods (their names decide the
- * name column's room): see LAYOUTS. The name and state columns always show.
+ * name column's room; or that room itself, from `nameNeed`): see LAYOUTS. The name and state columns always show.
  */
-export function tableLayout(width: number, pods: readonly Pick<PodInfo, 'namespace' | 'name'>[] = []): TableLayout {
+export function tableLayout(width: number, pods: readonly Pick<PodInfo, 'namespace' | 'name'>[] | number = []): TableLayout {
   const avail = Math.max(0, width - MARKER);
-  const need = nameNeed(pods);
+  const need = typeof pods === 'number' ? pods : nameNeed(pods);
   // the richest layout in which every name fits whole
   for (const { columns, bar } of LAYOUTS) {
     const { layout, rest } = layoutOf(avail, columns, bar);

@@ -115,7 +115,8 @@ export class FakeSession implements NodeSession {
   async listPods(options?: ListPodsOptions): Promise<PodInfo[]> {
     this.listings += 1;
     this.listingOptions.push(options);
-    return [...this.#pods.values()].map((t) => structuredClone(t.info));
+    const only = options?.uids !== undefined ? new Set(options.uids) : undefined;
+    return [...this.#pods.values()].filter((t) => only === undefined || only.has(t.info.uid)).map((t) => structuredClone(t.info));
   }
 
   async getPod(uid: string): Promise<PodInfo | undefined> {

@@ -230,6 +230,108 @@ describe('watch feed', () => {
     expect(changes.flatMap((c) => c.remoteErrors).map((p) => p.name)).toEqual(['a']);
   });
 
+  it('re-reads only the pods the events named, never the whole listing, and merges them in place', async () => {
+    const pods = Array.from({ length: 50 }, (_, i) => pod(`default/p${String(i).padStart(2, '0')}`));
+    const session = new FakeSession(pods);
+    const { feed, changes } = feedOf(session, 1);
+    await feed.start();
+    expect(session.listedUids).toEqual([undefined]);
+    const untouched = feed.snapshot().pods[1];
+    const [a, b, c] = [pods[3]!, pods[17]!, pods[40]!];
+    session.set({ ...a, state: 'terminating', since: 2_000, gracePeriod: 5 });
+    session.set({ ...b, state: 'terminated', since: 2_000 });
+    // c is gone from the node; an unrelated pod changed too, but no event named it.
+    session.pods.delete(c.uid);
+    session.set({ ...pods[0]!, state: 'terminated', since: 2_000 });
+    session.emit({ source: 'store', uid: a.uid, at: 2_000, kind: 'checkpoint-changed' });
+    session.emit({ source: 'runtime', at: 2_000, kind: 'relisted', uids: [b.uid, c.uid] });
+    session.emit({ source: 'store', uid: a.uid, at: 2_001, kind: 'lease-changed' });
+    await feed.whenSettled();
+    // Every listing after the first asked for named pods only, and together exactly those three.
+    const later = session.listedUids.slice(1);
+    expect(later.length).toBeGreaterThanOrEqual(1);
+    expect(later.every((u) => u !== undefined)).toBe(true);
+    expect([...new Set(later.flat())].sort()).toEqual([a.uid, b.uid, c.uid].sort());
+    const snap = feed.snapshot();
+    expect(snap.pods).toHaveLength(49);
+    // Places kept; the unnamed pod still shows what was last read for it.
+    expect(snap.pods[0]).toMatchObject({ uid: pods[0]!.uid, state: 'sync' });
+    expect(snap.pods[3]).toMatchObject({ uid: a.uid, state: 'terminating', gracePeriod: 5 });
+    expect(snap.pods.find((p) => p.uid === b.uid)?.state).toBe('terminated');
+    expect(snap.pods.some((p) => p.uid === c.uid)).toBe(false);
+    // Pods that no event named are the same objects as before (nothing was rebuilt for them).
+    expect(snap.pods[1]).toBe(untouched);
+    const transitions = changes.flatMap((x) => x.transitions).map((t) => `${t.name}:${t.from}→${t.to}`).sort();
+    expect(transitions).toEqual(['p03:sync→terminating', 'p17:sync→terminated', 'p40:sync→gone']);
+    // refresh() reads the whole listing again, and then sees the unnamed change.
+    await feed.refresh();
+    expect(session.listedUids.at(-1)).toBeUndefined();
+    expect(feed.snapshot().pods[0]?.state).toBe('terminated');
+  });
+
+  it('bounds runtime relists by the size of the node', async () => {
+    const { watchRuntimeMaxAgeMs } = await import('../../src/services/watch.js');
+    expect([100, 500, 501, 2_000, 50_000].map(watchRuntimeMaxAgeMs)).toEqual([2_000, 2_000, 4_000, 8_000, 10_000]);
+    const pods = Array.from({ length: 1_200 }, (_, i) => pod(`default/p${i}`));
+    const session = new FakeSession(pods);
+    const feed = new WatchFeed(session, { coalesceMs: 1, runtimeMaxAgeMs: watchRuntimeMaxAgeMs });
+    feeds.push(feed);
+    await feed.start();
+    session.emit({ source: 'store', uid: pods[0]!.uid, at: 1, kind: 'checkpoint-changed' });
+    await feed.whenSettled();
+    // The first listing knows no pods yet; the next one accepts a runtime listing 6 s old (1,200 pods).
+    expect(session.runtimeAges).toEqual([2_000, 6_000]);
+  });
+
+  it('keeps the names of a failed re-read for the next one', async () => {
+    const a = pod('default/a');
+    const b = pod('default/b');
+    const session = new FakeSession([a, b]);
+    const { feed } = feedOf(session, 1);
+    await feed.start();
+    session.set({ ...a, state: 'terminating', since: 2_000 });
+    session.failNextList = 'store unreadable';
+    session.emit({ source: 'store', uid: a.uid, at: 2_000, kind: 'checkpoint-changed' });
+    await feed.whenSettled();
+    expect(feed.snapshot().listError).toBe('store unreadable');
+    session.emit({ source: 'store', uid: b.uid, at: 2_001, kind: 'lease-changed' });
+    await feed.whenSettled();
+    expect(session.listedUids.at(-1)).toEqual([a.uid, b.uid].sort());
+    expect(feed.snapshot().pods.find((p) => p.uid === a.uid)?.state).toBe('terminating');
+  });
+
+  it('does not list anything for a session warning (only a line in the events pane)', async () => {
+    const session = new FakeSession([pod('default/a')]);
+    const { feed } = feedOf(session, 1);
+    await feed.start();
+    const changed = nextChange(feed);
+    session.emit({ source: 'session', at: 5, kind: 'warning', message: 'lease heartbeat slow' });
+    await changed;
+    await feed.whenSettled();
+    expect(session.listCalls).toBe(1);
+    expect(feed.snapshot().entries.at(-1)).toMatchObject({ kind: 'warning', detail: 'lease heartbeat slow' });
+  });
+
+  it('keeps the event list bounded through a long drain (memory does not grow with history)', async () => {
+    const pods = Array.from({ length: 200 }, (_, i) => pod(`default/p${i}`));
+    const session = new FakeSession(pods);
+    const feed = new WatchFeed(session, { coalesceMs: 0, maxEntries: 50 });
+    feeds.push(feed);
+    await feed.start();
+    for (const [i, p] of pods.entries()) {
+      for (const [from, to] of [['sync', 'terminating'], ['terminating', 'terminated']] as const) {
+        session.set({ ...session.pods.get(p.uid)!, state: to, since: 2_000 + i });
+        session.emitEngine({ type: 'state-changed', uid: p.uid, fullname: `${p.name}_default`, at: 2_000 + i, from, to });
+      }
+      session.pods.delete(p.uid);
+      session.emit({ source: 'runtime', at: 3_000 + i, kind: 'relisted', uids: [p.uid] });
+      if (i % 20 === 0) await feed.whenSettled();
+    }
+    await feed.whenSettled();
+    expect(feed.snapshot().pods).toHaveLength(0);
+    expect(feed.snapshot().entries.length).toBe(50);
+  });
+
   it('keeps a bounded event list and stops listening on close', async () => {
     const session = new FakeSession([pod('default/a')]);
     const feed = new WatchFeed(session, { coalesceMs: 1, maxEntries: 5 });

@@ -107,3 +107,18 @@ describe('watch JSON stream', () => {
     await rm(dir, { recursive: true, force: true });
   });
 });
+
+describe('the screen\'s React build', () => {
+  it('is the production one unless the environment names another mode', async () => {
+    const { useProductionReact } = await import('../../src/services/watch.js');
+    const unset: NodeJS.ProcessEnv = {};
+    useProductionReact(unset);
+    expect(unset.NODE_ENV).toBe('production');
+    const empty: NodeJS.ProcessEnv = { NODE_ENV: '' };
+    useProductionReact(empty);
+    expect(empty.NODE_ENV).toBe('production');
+    const testing: NodeJS.ProcessEnv = { NODE_ENV: 'test' };
+    useProductionReact(testing);
+    expect(testing.NODE_ENV).toBe('test');
+  });
+});

@@ -268,3 +268,49 @@ describe('watch screen', () => {
     expect(app.frames.length).toBe(frames);
   });
 });
+
+describe('watch screen at the frame cap', () => {
+  it('coalesces a burst of transitions into few frames, each row never older than the frame before, the last one final', async () => {
+    const pods = Array.from({ length: 30 }, (_, i) => pod(`default/p${String(i).padStart(2, '0')}`, { since: NOW - 1_000 }));
+    const session = new FakeSession(pods, () => NOW);
+    const feed = new WatchFeed(session, { coalesceMs: 0, now: () => NOW });
+    feeds.push(feed);
+    await feed.start();
+    const app = render(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} color={false} now={() => NOW} size={{ columns: 120, rows: 45 }} frameIntervalMs={100} />);
+    await until(app.lastFrame, (f) => f.includes('30/30 pods'), 'the table');
+    const framesBefore = app.frames.length;
+    const order = { sync: 0, terminating: 1, terminated: 2, finished: 3 } as const;
+    // Every pod goes sync → terminating → terminated → finished, one feed change per step, within ~60 ms.
+    const published = { n: 0 };
+    const startedAt = performance.now();
+    const off = feed.subscribe(() => (published.n += 1));
+    for (const to of ['terminating', 'terminated', 'finished'] as const) {
+      for (const p of pods) {
+        session.set({ ...session.pods.get(p.uid)!, state: to, since: NOW });
+        session.emit({ source: 'store', uid: p.uid, at: NOW, kind: 'checkpoint-changed' });
+        await feed.whenSettled();
+      }
+    }
+    const elapsed = performance.now() - startedAt;
+    await feed.whenSettled();
+    const last = await until(app.lastFrame, (f) => (f.match(/ finished /g) ?? []).length === 30, 'every pod finished');
+    off();
+    expect(last).toContain('30/30 pods');
+    const frames = app.frames.slice(framesBefore).map(plain);
+    // Many feed changes, far fewer frames (≤ 10 a second plus the leading one).
+    expect(published.n).toBeGreaterThanOrEqual(90);
+    expect(frames.length).toBeLessThan(published.n / 2);
+    expect(frames.length).toBeLessThanOrEqual(Math.ceil(elapsed / 100) + 3);
+    // A pod's row only moves forward from one frame to the next.
+    const seen = new Map<string, number>();
+    for (const frame of frames) {
+      for (const m of frame.matchAll(/default\/(p\d\d)\s+(sync|terminating|terminated|finished)\b/g)) {
+        const rank = order[m[2] as keyof typeof order];
+        expect(rank).toBeGreaterThanOrEqual(seen.get(m[1]!) ?? 0);
+        seen.set(m[1]!, rank);
+      }
+    }
+    expect(seen.size).toBe(30);
+    expect([...seen.values()].every((r) => r === order.finished)).toBe(true);
+  });
+});

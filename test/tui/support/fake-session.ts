@@ -4,7 +4,7 @@
  * (grace only shrinks), emitting the engine's events.
  */
 import type { PodWorkerEvent } from '../../../src/engine/types.js';
-import type { KillHandle, KillRequest, NodeSession, PodInfo, SessionEvent, SyncKnownResult, WaitOutcome } from '../../../src/services/session-api.js';
+import type { KillHandle, KillRequest, ListPodsOptions, NodeSession, PodInfo, SessionEvent, SyncKnownResult, WaitOutcome } from '../../../src/services/session-api.js';
 
 export function pod(name: string, overrides: Partial<PodInfo> = {}): PodInfo {
   const [namespace, podName] = name.includes('/') ? name.split('/') as [string, string] : ['default', name];
@@ -41,14 +41,22 @@ export class FakeSession implements NodeSession {
     this.now = now;
   }
 
-  async listPods(): Promise<PodInfo[]> {
+  /** The `uids` of each listing (undefined: the whole listing). */
+  readonly listedUids: (string[] | undefined)[] = [];
+  /** The `runtimeMaxAgeMs` of each listing. */
+  readonly runtimeAges: (number | undefined)[] = [];
+
+  async listPods(options?: ListPodsOptions): Promise<PodInfo[]> {
     this.listCalls += 1;
+    this.listedUids.push(options?.uids !== undefined ? [...options.uids].sort() : undefined);
+    this.runtimeAges.push(options?.runtimeMaxAgeMs);
     if (this.failNextList !== undefined) {
       const m = this.failNextList;
       this.failNextList = undefined;
       throw new Error(m);
     }
-    return [...this.pods.values()].map((p) => ({ ...p }));
+    const only = options?.uids !== undefined ? new Set(options.uids) : undefined;
+    return [...this.pods.values()].filter((p) => only === undefined || only.has(p.uid)).map((p) => ({ ...p }));
   }
 
   async getPod(uid: string): Promise<PodInfo | undefined> {

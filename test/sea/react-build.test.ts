@@ -1,0 +1,31 @@
+/**
+ * The single executable carries React's and Ink's production builds (scripts/sea.mjs defines
+ * NODE_ENV=production): the watch screen's development builds cost several times the CPU and keep a
+ * user-timing mark per render. Checked on the bundle the executable embeds, dist/sea/podctl.mjs.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT, seaSkipReason, warnIfSeaSkipped } from './support.js';
+
+warnIfSeaSkipped('test/sea/react-build.test.ts');
+
+const BUNDLE = join(REPO_ROOT, 'dist', 'sea', 'podctl.mjs');
+/** Warnings only the development build of the reconciler has. */
+const DEVELOPMENT_ONLY = ['while rendering a different component', 'Each child in a list should have a unique'];
+
+describe.skipIf(seaSkipReason !== undefined)('the executable\'s React build', () => {
+  it('is the production one', () => {
+    expect(existsSync(BUNDLE)).toBe(true);
+    const bundle = readFileSync(BUNDLE, 'utf8');
+    const development = readFileSync(join(REPO_ROOT, 'node_modules', 'react-reconciler', 'cjs', 'react-reconciler.development.js'), 'utf8');
+    for (const marker of DEVELOPMENT_ONLY) {
+      // The marker does tell the builds apart…
+      expect(development).toContain(marker);
+      // …and the executable has none of the development build.
+      expect(bundle).not.toContain(marker);
+    }
+    // The production reconciler is there (its errors point to the decoder page).
+    expect(bundle).toContain('Minified React error');
+  });
+});

@@ -1,0 +1,84 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { FrameGate } from '../../src/tui/frame-gate.js';
+import type { WatchSnapshot } from '../../src/services/watch-feed.js';
+
+/** A feed stand-in: publishes a new snapshot object (version n) on `bump()`. */
+class Source {
+  #version = 0;
+  #snap = this.#make();
+  #listeners = new Set<() => void>();
+  #make(): WatchSnapshot {
+    return Object.freeze({ version: this.#version, listedAt: 1, pods: [], entries: [], endpoint: 'sim', stateDir: '/s', simulated: true });
+  }
+  snapshot(): WatchSnapshot {
+    return this.#snap;
+  }
+  subscribe(l: () => void): () => void {
+    this.#listeners.add(l);
+    return () => this.#listeners.delete(l);
+  }
+  bump(): void {
+    this.#version += 1;
+    this.#snap = this.#make();
+    for (const l of this.#listeners) l();
+  }
+  get listeners(): number {
+    return this.#listeners.size;
+  }
+}
+
+describe('frame gate', () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  it('passes a burst of changes as one frame at once and one at the end of the interval, the latest each time', async () => {
+    const source = new Source();
+    const gate = new FrameGate(source, { intervalMs: 100 });
+    const frames: number[] = [];
+    gate.subscribe(() => frames.push(gate.snapshot().version));
+    // 40 changes within 40 ms (a drain's transitions): the first at once, the rest coalesced.
+    for (let i = 0; i < 40; i += 1) {
+      source.bump();
+      await vi.advanceTimersByTimeAsync(1);
+    }
+    expect(frames).toEqual([1]);
+    await vi.advanceTimersByTimeAsync(60);
+    expect(frames).toEqual([1, 40]);
+    // Nothing pending, nothing running.
+    expect(vi.getTimerCount()).toBe(0);
+    gate.close();
+    expect(source.listeners).toBe(0);
+  });
+
+  it('never passes more than one frame per interval over a long stream of changes', async () => {
+    const source = new Source();
+    const gate = new FrameGate(source, { intervalMs: 100 });
+    const at: number[] = [];
+    gate.subscribe(() => at.push(Date.now()));
+    for (let i = 0; i < 3_000; i += 1) {
+      source.bump();
+      await vi.advanceTimersByTimeAsync(1);
+    }
+    await vi.advanceTimersByTimeAsync(200);
+    // 3 s of changes every millisecond: at most 10 frames a second (+ the leading one).
+    expect(at.length).toBeLessThanOrEqual(31);
+    expect(at.length).toBeGreaterThanOrEqual(29);
+    for (let i = 1; i < at.length; i += 1) expect(at[i]! - at[i - 1]!).toBeGreaterThanOrEqual(100);
+    // The last frame shows the last change.
+    expect(gate.snapshot().version).toBe(3_000);
+    gate.close();
+  });
+
+  it('shows a change published before the screen subscribed, and a single change at once', async () => {
+    const source = new Source();
+    const gate = new FrameGate(source, { intervalMs: 100 });
+    source.bump();
+    const frames: number[] = [];
+    gate.subscribe(() => frames.push(gate.snapshot().version));
+    expect(gate.snapshot().version).toBe(1);
+    await vi.advanceTimersByTimeAsync(500);
+    source.bump();
+    expect(frames.at(-1)).toBe(2);
+    gate.close();
+  });
+});
