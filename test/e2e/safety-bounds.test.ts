@@ -54,28 +54,37 @@ describeContainerd(import.meta.url, 'bounded grace and safe paths against contai
     expect(await running(pod)).toBe(true);
   });
 
-  it('a checkpoint whose grace is out of range is quarantined with one warning; status, drain --dry-run and sync-known go on', async () => {
+  it('a checkpoint whose grace is out of range: readers report it and move nothing; the next writer quarantines it and the pod stays terminating at the lower bound', async () => {
     const pod = await node.pods.create({ name: 'poisoned', terminationGracePeriodSeconds: 1 });
     // a checkpoint of a dead writer that says this pod is terminating with a grace of 1e20 s
     const status = statusFor(pod.uid, { gracePeriod: 1e20 });
     const checkpoint = checkpointFor(pod.uid, { namespace: pod.namespace, name: pod.name, status, writerPid: 999_999, graceDeadline: Date.now() + 60_000 });
     await mkdir(join(stateDir, 'pods'), { recursive: true });
-    await writeFile(join(stateDir, 'pods', `${pod.uid}.ckpt`), encodeCheckpoint(checkpoint));
+    const file = join(stateDir, 'pods', `${pod.uid}.ckpt`);
+    await writeFile(file, encodeCheckpoint(checkpoint));
 
     const statusRun = await podctl(['status', '-o', 'json']);
     expect(statusRun.code, statusRun.stderr).toBe(0);
-    expect(statusRun.stderr).toMatch(/quarantin/);
+    expect(statusRun.stderr).toMatch(/kept terminating with grace 2s.*left in place \(read-only/);
     expect(statusRun.stderr).not.toMatch(/\n\s+at |Deadline is too far/);
-    expect(existsSync(join(stateDir, 'pods', `${pod.uid}.ckpt`))).toBe(false);
-    expect(readdirSync(join(stateDir, 'quarantine')).length).toBe(1);
-    const row = (JSON.parse(statusRun.stdout) as { pods: { uid: string; state: string }[] }).pods.find((p) => p.uid === pod.uid);
-    expect(row?.state).toBe('runtime'); // as if it had no checkpoint
+    // a reader moves nothing
+    expect(existsSync(file)).toBe(true);
+    expect(existsSync(join(stateDir, 'quarantine')) ? readdirSync(join(stateDir, 'quarantine')) : []).toEqual([]);
+    const row = (JSON.parse(statusRun.stdout) as { pods: { uid: string; state: string; gracePeriodSeconds: number | null }[] }).pods.find((p) => p.uid === pod.uid);
+    // not resurrected as a plain runtime pod: still on its way out, with the lower bound of its grace
+    expect(row?.state).toBe('terminating');
+    expect(row?.gracePeriodSeconds).toBe(2);
 
     const drain = await podctl(['drain', '--dry-run', '--json']);
     expect(drain.code, drain.stderr).toBe(0);
+    expect(existsSync(file)).toBe(true);
+    // the runtime as the desired source would keep a resurrected pod running; this one is finished
     const sync = await podctl(['sync-known', '--desired-from', 'runtime', '--json']);
     expect(sync.code, sync.stderr).toBe(0);
-    expect(await running(pod)).toBe(true);
+    expect(readdirSync(join(stateDir, 'quarantine')).length).toBe(1);
+    const deadline = Date.now() + 20_000;
+    while ((await running(pod)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    expect(await running(pod)).toBe(false);
   });
 
   it('--grace 100 on a pod whose own grace is 2 s uses 2 s and shows it', async () => {
