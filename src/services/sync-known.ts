@@ -41,6 +41,8 @@ export interface KnownWorker {
   orphan: boolean;
   hasConfig: boolean;
   static: boolean;
+  /** Why a worker still on its way out is not finished (after a waiting sync). */
+  error?: string;
 }
 
 export interface PodName {
@@ -68,6 +70,8 @@ export interface SyncKnownResult {
   kubelet?: { state: KubeletState; detail: string };
   /** Candidate orphans kept beside a running kubelet (orphan-wait.ts): not terminated this time. */
   waitingForKubelet: WaitingOrphan[];
+  /** Pods this sync drove that are still terminating when it returns, each with why (empty for a dry run or without waiting). */
+  unfinished: (PodName & { error: string })[];
   /** Pods never made targets: the caller's own (`self`). */
   skipped: (PodName & { reason: 'self' })[];
 }
@@ -238,7 +242,7 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
   const nameOf = (uid: string): PodName => names.get(uid) ?? { uid, namespace: '', name: '' };
   const common = { source: options.source.kind, desiredPods: desired.length, desiredStatic: desired.filter((p) => isStaticPod(p)).length, keptStatic: keptStatic.map((p) => nameOf(p.uid)).sort(comparePods), waitingForKubelet: orphans.kept, skipped: self.map((p) => ({ ...nameOf(p.uid), reason: 'self' as const })), ...(options.kubelet ? { kubelet: options.kubelet } : {}) };
 
-  if (options.dryRun) return { dryRun: true, ...common, ...predictSync(before, new Set(desired.map((p) => p.metadata?.uid ?? '')), nameOf) };
+  if (options.dryRun) return { dryRun: true, unfinished: [], ...common, ...predictSync(before, new Set(desired.map((p) => p.metadata?.uid ?? '')), nameOf) };
 
   const apiRun = apiSync && apiPlan && options.api ? await apiSync.startApiSync({ session: options.session, api: options.api, before, reporter, leaveToKubelet: options.kubelet !== undefined && options.kubelet.state !== 'down', ...(options.kubeletRoot ? { kubeletRoot: options.kubeletRoot } : {}), ...(signal ? { signal } : {}) }, apiPlan) : undefined;
 
@@ -253,8 +257,27 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
   const workers: KnownWorker[] = [...outcome.workers.entries()]
     .map(([uid, w]) => ({ ...nameOf(uid), state: w.state, orphan: w.orphan, hasConfig: w.hasConfig, static: w.static }))
     .sort(comparePods);
+  // every pod this sync drove that is still on its way out says why (the runtime's last error, or
+  // what holds it): the workers still terminating, and the runtime orphans and resumed pods not done
+  const unfinished: (PodName & { error: string })[] = [];
+  if (options.wait !== false) {
+    const driven = new Set([...workers.filter((w) => w.state === 'terminating').map((w) => w.uid), ...outcome.orphanedRuntimePods, ...outcome.resumed]);
+    if (driven.size > 0) {
+      const { unfinishedReason } = await import('./unfinished.js');
+      const pods = await options.session.listPods({ runtimeMaxAgeMs: 1_000, signal: AbortSignal.timeout(5_000) }).catch(() => [] as PodInfo[]);
+      const now = Date.now();
+      for (const pod of pods) {
+        if (!driven.has(pod.uid) || pod.state !== 'terminating') continue;
+        const error = unfinishedReason(pod, now);
+        unfinished.push({ ...nameOf(pod.uid), error });
+        const w = workers.find((x) => x.uid === pod.uid);
+        if (w) w.error = error;
+      }
+    }
+  }
   return {
     dryRun: false,
+    unfinished: unfinished.sort(comparePods),
     ...common,
     workers,
     orphanedRuntimePods: outcome.orphanedRuntimePods.map(nameOf).sort(comparePods),
@@ -328,6 +351,7 @@ export function syncKnownSummary(result: SyncKnownResult): string {
     `  ${would}resumed from a dead owner: ${result.resumed.length}${names(result.resumed)}`,
     `  finished workers ${would}forgotten: ${result.forgotten.length}${names(result.forgotten)}`,
     `  static pods kept (never orphans without --include-static): ${result.keptStatic.length}${names(result.keptStatic)}`,
+    ...(result.unfinished.length > 0 ? [`  still terminating: ${result.unfinished.length}: ${result.unfinished.map((p) => `${p.namespace}/${p.name} (${p.error})`).join(', ')}`] : []),
     ...(result.waitingForKubelet.length > 0 ? [`  kept for the kubelet (${result.kubelet?.state ?? 'running'}): ${result.waitingForKubelet.length}: ${result.waitingForKubelet.map((o) => `${o.namespace}/${o.name} (${o.reason})`).join(', ')}`] : []),
     ...(result.api ? apiSummaryLines(result.api, names) : []),
   ].join('\n');

@@ -103,4 +103,27 @@ describe('a flaky runtime', { timeout: 120_000 }, () => {
     const pods = (JSON.parse(run.stdout) as DrainJson).groups.flatMap((g) => g.pods);
     expect(pods.filter((p) => p.outcome === 'terminated')).toHaveLength(24);
   });
+
+  it('10 % of calls UNKNOWN: sync-known succeeds, and every worker still terminating says why', async () => {
+    const common = await flakyNode('UNKNOWN=0.1', 23);
+    const dir = mkdtempSync(path.join(tmpdir(), 'podctl-flaky-desired-'));
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(path.join(dir, 'none.json'), '[]');
+    const run = await podctl(['sync-known', '--desired', path.join(dir, 'none.json'), '--yes', '--json', ...common]);
+    expect(run.code, run.stderr).toBe(0);
+    const result = JSON.parse(run.stdout) as {
+      handedOffTo?: { pid: number; uids: string[] } | null;
+      orphanedRuntimePods: { uid: string }[];
+      unfinished: { uid: string; name: string; error: string }[];
+      workers: { name: string; state: string; error?: string }[];
+    };
+    if (result.handedOffTo?.pid) drivers.push(result.handedOffTo.pid);
+    // the orphans were driven (all but the static pods), most of them to the end
+    expect(result.orphanedRuntimePods.length).toBeGreaterThanOrEqual(20);
+    expect(result.unfinished.length).toBeLessThan(result.orphanedRuntimePods.length / 2);
+    for (const p of result.unfinished) expect(p.error, p.name).toMatch(/\S/);
+    for (const w of result.workers.filter((x) => x.state === 'terminating')) expect(w.error, w.name).toMatch(/\S/);
+    // every pod handed on to a background driver is one of those it explains
+    for (const uid of result.handedOffTo?.uids ?? []) expect(result.unfinished.map((p) => p.uid)).toContain(uid);
+  });
 });
