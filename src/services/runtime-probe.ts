@@ -1,5 +1,5 @@
 /**
- * Whether the container runtime answers, for `watch`: one CRI Version call every second with a
+ * Whether the container runtime answers, for `watch`: one CRI Version call every 0.8 s with a
  * short deadline, on a connection of its own (a relist stuck behind a hung runtime cannot hide it).
  * The screen shows a banner while the runtime does not answer, and the events pane (and the JSON
  * stream) says when it stopped and when it came back.
@@ -12,8 +12,8 @@
  */
 import type { CriClient } from '../cri/client.js';
 
-export const PROBE_INTERVAL_MS = 1_000;
-export const PROBE_DEADLINE_MS = 1_500;
+export const PROBE_INTERVAL_MS = 800;
+export const PROBE_DEADLINE_MS = 1_200;
 
 export interface RuntimeHealth {
   answering: boolean;
