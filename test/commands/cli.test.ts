@@ -54,6 +54,18 @@ describe('--help teaches', { timeout: 60_000 }, () => {
   });
 });
 
+describe('-h is --help (kubectl and crictl habit)', { timeout: 60_000 }, () => {
+  it('podctl -h and podctl kill -h print the same help as --help, exit 0', async () => {
+    const [short, long] = await Promise.all([podctl(['kill', '-h']), podctl(['kill', '--help'])]);
+    expect(short.code).toBe(0);
+    expect(short.stdout).toBe(long.stdout);
+    expect(short.stdout).toContain('USAGE');
+    const top = await podctl(['-h']);
+    expect(top.code).toBe(0);
+    expect(top.stdout).toContain('COMMANDS');
+  });
+});
+
 describe('exit codes and streams', { timeout: 60_000 }, () => {
   it('usage error: exit 2, one line on stderr, nothing on stdout', async () => {
     const run = await podctl(['kill']);
