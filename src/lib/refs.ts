@@ -49,6 +49,13 @@ export function refToString(ref: PodRef): string {
 /** Parses one REF; `namespace` is the `-n` value (undefined when not given). */
 export function parseRef(text: string, namespace: string | undefined): PodRef {
   const ref = text.trim();
+  // kubectl's TYPE/NAME: `pod/web-1` (also pods/, po/) is the pod web-1 in -n's namespace; a
+  // namespace named "pod" is written with -n
+  const typed = /^(pod|pods|po)\/([^/]+)$/.exec(ref);
+  if (typed) {
+    checkName(typed[2]!, text);
+    return { kind: 'name', namespace: namespace ?? DEFAULT_NAMESPACE, name: typed[2]! };
+  }
   const parts = ref.split('/');
   if (parts.length > 2 || parts.some((p) => p === '')) {
     throw new UsageError(`REF "${text}" is not ns/name or name`, 'write the pod as ns/name, as name with -n ns, or use --uid');
@@ -73,6 +80,9 @@ function checkName(part: string, text: string): void {
 }
 
 export function parseSelection(input: SelectionInput): PodSelection {
+  if (input.namespace !== undefined && input.namespace.trim() === '') {
+    throw new UsageError('-n/--namespace: empty namespace', 'name one (-n kube-system), or leave -n out for "default"');
+  }
   if (input.allNamespaces && input.namespace !== undefined) {
     throw new UsageError('-n/--namespace and -A/--all-namespaces are mutually exclusive', 'pass one of them');
   }

@@ -21,6 +21,18 @@ describe('parseRef', () => {
     expect(parseRef('web/api-1', 'web')).toEqual({ kind: 'name', namespace: 'web', name: 'api-1' });
   });
 
+  it('reads kubectl\'s pod/NAME (also pods/, po/) as the pod NAME in -n\'s namespace', () => {
+    expect(parseRef('pod/api-1', undefined)).toEqual({ kind: 'name', namespace: 'default', name: 'api-1' });
+    expect(parseRef('pods/api-1', 'web')).toEqual({ kind: 'name', namespace: 'web', name: 'api-1' });
+    expect(parseRef('po/api-1', 'web')).toEqual({ kind: 'name', namespace: 'web', name: 'api-1' });
+    expect(() => parseRef('pod/API', undefined)).toThrow(/valid Kubernetes name/);
+  });
+
+  it('an empty -n is a usage error, not a search of namespace ""', () => {
+    expect(() => parseSelection({ args: ['foo'], namespace: '' })).toThrow(/-n\/--namespace: empty namespace/);
+    expect(() => parseSelection({ args: ['foo'], namespace: '  ' })).toThrow(UsageError);
+  });
+
   it.each([
     ['a/b/c', undefined, /not ns\/name/],
     ['/x', undefined, /not ns\/name/],
