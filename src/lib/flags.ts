@@ -76,7 +76,7 @@ export const selectionFlags = {
     default: false,
   }),
   uid: Flags.string({
-    summary: 'Pod UID (repeatable); for pods whose name is ambiguous or unknown.',
+    summary: 'Pod UID or a unique prefix of it (repeatable; the 8 characters status prints will do); for pods whose name is ambiguous or unknown.',
     multiple: true,
   }),
   selector: Flags.string({

@@ -125,13 +125,31 @@ export function comparePods(a: Pick<PodInfo, 'namespace' | 'name' | 'uid'>, b: P
  * Resolves a selection against the node's pods. A name matching several pods (a pod recreated with a
  * new UID) resolves to all of them, the live ones first being the operator's usual intent.
  */
+/** Shortest UID prefix `--uid` accepts (status prints the first 8 characters). */
+export const MIN_UID_PREFIX = 4;
+
+/**
+ * The pod with this UID, or — as crictl accepts ID prefixes — the one pod whose UID starts with it
+ * (at least MIN_UID_PREFIX characters); a prefix that fits several pods is a usage error listing them.
+ */
+function podsByUid(pods: PodInfo[], uid: string): PodInfo[] {
+  const exact = pods.filter((p) => p.uid === uid);
+  if (exact.length > 0 || uid.length < MIN_UID_PREFIX) return exact;
+  const prefixed = pods.filter((p) => p.uid.startsWith(uid));
+  if (prefixed.length > 1) {
+    const list = prefixed.slice(0, 5).map((p) => `${p.namespace}/${p.name} (${p.uid})`).join(', ');
+    throw new UsageError(`--uid ${uid} is the start of ${prefixed.length} pods' UIDs: ${list}${prefixed.length > 5 ? ', …' : ''}`, 'give more characters of the UID');
+  }
+  return prefixed;
+}
+
 export function resolveSelection(pods: PodInfo[], selection: PodSelection): Resolution {
   const chosen = new Map<string, PodInfo>();
   const missing: string[] = [];
   const inScope = (p: PodInfo): boolean => selection.namespace === undefined || p.namespace === selection.namespace;
   if (selection.refs.length > 0) {
     for (const ref of selection.refs) {
-      const hits = pods.filter((p) => (ref.kind === 'uid' ? p.uid === ref.uid : p.namespace === ref.namespace && p.name === ref.name));
+      const hits = ref.kind === 'uid' ? podsByUid(pods, ref.uid) : pods.filter((p) => p.namespace === ref.namespace && p.name === ref.name);
       if (hits.length === 0) missing.push(refToString(ref));
       for (const p of hits) chosen.set(p.uid, p);
     }

@@ -81,6 +81,19 @@ describe('resolveSelection', () => {
     expect(r.missing).toEqual(['uid not-a-pod']);
   });
 
+  it('accepts a unique UID prefix, as crictl accepts ID prefixes; an ambiguous one names the pods it fits', () => {
+    const uid = session.uidOf('web', 'api-1');
+    const prefix = uid.slice(0, 8);
+    expect(pods.filter((p) => p.uid.startsWith(prefix))).toHaveLength(1);
+    expect(names(resolveSelection(pods, parseSelection({ args: [], uids: [prefix] })).targets)).toEqual(['web/api-1']);
+    // the start all the fake UIDs share
+    const shared = 'uid-00';
+    expect(() => resolveSelection(pods, parseSelection({ args: [], uids: [shared] }))).toThrow(UsageError);
+    expect(() => resolveSelection(pods, parseSelection({ args: [], uids: [shared] }))).toThrow(/--uid uid-00 is the start of 5 pods' UIDs: .*web\/api-1/);
+    // too short to be taken as a prefix: simply not found
+    expect(resolveSelection(pods, parseSelection({ args: [], uids: ['uid'] })).missing).toEqual(['uid uid']);
+  });
+
   it('applies -l within the namespace scope', () => {
     expect(names(resolveSelection(pods, parseSelection({ args: [], selector: 'app=frontend' })).targets)).toEqual(['default/frontend-1']);
     expect(names(resolveSelection(pods, parseSelection({ args: [], selector: 'app=frontend', allNamespaces: true })).targets)).toEqual([
