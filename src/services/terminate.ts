@@ -142,6 +142,25 @@ export function summarizeStatus(pods: TerminatedPod[], missing: string[], waited
   return waited ? 'done' : 'requested';
 }
 
+/**
+ * The hint when nothing matched in the selection's namespace: the namespaces where the same names
+ * or selector do match (`-n web`, or `-A` when there are several), else how to list the node.
+ */
+async function elsewhereHint(session: NodeSession, selection: PodSelection): Promise<string | undefined> {
+  if (selection.namespace === undefined) return undefined;
+  const everywhere = { ...selection, namespace: undefined } as PodSelection;
+  const widened = selection.refs.length > 0 ? { ...everywhere, refs: selection.refs.map((r) => (r.kind === 'name' ? { ...r, namespace: '' } : r)) } : everywhere;
+  const pods = await session.listPods({ runtimeMaxAgeMs: SELECTION_LISTING_MAX_AGE_MS }).catch(() => []);
+  const hits =
+    selection.refs.length > 0
+      ? pods.filter((p) => selection.refs.some((r) => r.kind === 'name' && r.name === p.name))
+      : resolveSelection(pods, widened).targets;
+  const namespaces = [...new Set(hits.map((p) => p.namespace))].sort();
+  if (namespaces.length === 0) return undefined;
+  const count = `${hits.length} match${hits.length === 1 ? 'es' : ''} in ${namespaces.length === 1 ? `namespace ${namespaces[0]}` : `namespaces ${namespaces.join(', ')}`}`;
+  return namespaces.length === 1 ? `${count}: add -n ${namespaces[0]}` : `${count}: add -A (or -n NAMESPACE)`;
+}
+
 export async function terminatePods(options: TerminateOptions): Promise<TerminateResult> {
   const reporter = options.reporter ?? silentReporter();
   const now = options.now ?? Date.now;
@@ -156,7 +175,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   let { targets, missing } = resolveSelection(await session.listPods({ ...listing, scope: 'runtime' }), options.selection);
   if (missing.length > 0) ({ targets, missing } = resolveSelection(await session.listPods(listing), options.selection));
   if (targets.length === 0) {
-    throw new PodNotFoundError(missing.length > 0 ? missing : [`no pod matches ${describeSelection(options.selection)}`]);
+    throw new PodNotFoundError(missing.length > 0 ? missing : [`no pod matches ${describeSelection(options.selection)}`], await elsewhereHint(session, options.selection));
   }
   for (const ref of missing) reporter.warn(`pod not found: ${ref}`);
   await passSafetyGate(options, targets.filter((p) => !isFinal(p)), action);

@@ -81,6 +81,24 @@ describe('kill service', () => {
     expect(session.kills).toEqual([]);
   });
 
+  it('nothing matched in the namespace: the hint names where it does match (-n NS, or -A for several)', async () => {
+    const session = new FakeSession([
+      { namespace: 'web', name: 'api-1', labels: { app: 'api' } },
+      { namespace: 'shop', name: 'api-2', labels: { app: 'api' } },
+      { namespace: 'web', name: 'cache', labels: { app: 'cache' } },
+    ]);
+    const one = await killPods({ session, selection: parseSelection({ args: [], selector: 'app=cache' }), wait: true }).catch((e: unknown) => e);
+    expect(one).toBeInstanceOf(PodNotFoundError);
+    expect((one as PodNotFoundError).hint).toBe('1 matches in namespace web: add -n web');
+    const two = await killPods({ session, selection: parseSelection({ args: [], selector: 'app=api' }), wait: true }).catch((e: unknown) => e);
+    expect((two as PodNotFoundError).hint).toBe('2 match in namespaces shop, web: add -A (or -n NAMESPACE)');
+    const byName = await killPods({ session, selection: parseSelection({ args: ['cache'] }), wait: true }).catch((e: unknown) => e);
+    expect((byName as PodNotFoundError).hint).toBe('1 matches in namespace web: add -n web');
+    const none = await killPods({ session, selection: parseSelection({ args: [], selector: 'app=zzz' }), wait: true }).catch((e: unknown) => e);
+    expect((none as PodNotFoundError).hint).toMatch(/podctl status -A/);
+    expect(session.kills).toEqual([]);
+  });
+
   it('a runtime error on one pod is reported on that pod (exit 1); the others proceed', async () => {
     const session = node();
     const result = await killPods({ session, selection: parseSelection({ args: ['broken', 'worker'] }), wait: true, now: session.now });
