@@ -136,6 +136,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       throw error;
     });
     const apiServer = follower ? await follower.stop() : undefined;
+    // an --exclude that matched no pod is almost always a typo: said, not silently accepted
+    for (const value of isExcluded?.unmatched() ?? []) this.reporter.warn(`--exclude ${value} matches no pod on this node`);
     const unfinishedViaApi = beside.viaApi.some((p) => !['terminated', 'gone', 'planned'].includes(p.outcome));
     const result: DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport; kubelet: KubeletReport; cordoned: { node: string; uncordon: string } | null; viaApi: TerminatedPod[] } = {
       ...drained,

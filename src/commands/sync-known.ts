@@ -76,8 +76,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else {
+        // the result, on stdout (kubectl habit): the table of known workers, then the summary
         if (result.workers.length > 0) this.log(await renderTable(syncKnownTable(result, this.styler), this.styler));
-        this.logToStderr(syncKnownSummary(result));
+        this.log(syncKnownSummary(result));
       }
     }
     return result;

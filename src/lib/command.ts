@@ -64,6 +64,12 @@ export abstract class PodctlCommand extends Command {
   /** Applies the global flags: log level, colour, signal handling. Call right after `parse`. */
   protected configure(flags: GlobalFlags): void {
     this.globals = flags;
+    // --json and an -o asking for another format contradict each other: refused, not one silently preferred
+    const output = (flags as GlobalFlags & { output?: string }).output;
+    const explicitOutput = this.argv.some((a) => a === '--output' || a.startsWith('--output=') || (a.startsWith('-o') && !a.startsWith('--')));
+    if (this.jsonEnabled() && output !== undefined && output !== 'json' && explicitOutput) {
+      throw new UsageError(`--json and -o ${output} ask for two formats`, 'use one of them: --json is -o json');
+    }
     this.reporter = new Reporter(flags['log-level']);
     this.styler = createStyler(colorEnabled(flags['no-color'], process.stdout));
     // a relative --state-dir (or PODCTL_STATE_DIR) was resolved by the flag's parser: say to what

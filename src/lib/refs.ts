@@ -87,6 +87,9 @@ export function parseSelection(input: SelectionInput): PodSelection {
     throw new UsageError('-n/--namespace and -A/--all-namespaces are mutually exclusive', 'pass one of them');
   }
   const refs = input.args.map((a) => parseRef(a, input.namespace));
+  if (input.allNamespaces && refs.length > 0) {
+    throw new UsageError('-A/--all-namespaces applies to -l and --all, not to pod names', 'name pods as ns/name, or use -l/--all with -A');
+  }
   for (const uid of input.uids ?? []) {
     if (!/^[A-Za-z0-9-]{1,64}$/.test(uid)) throw new UsageError(`--uid "${uid}" is not a pod UID`, 'copy the UID from `podctl status -o wide`');
     refs.push({ kind: 'uid', uid });

@@ -187,18 +187,42 @@ export function planDrain(input: PlanInput): DrainPlan {
   return { groups, skipped, defaultTimeoutSeconds: budgets + longest };
 }
 
-/** `--exclude` values: `ns/name`, `ns/*` (a whole namespace) or a pod UID. */
-export function parseExcludes(values: string[]): (pod: PodInfo) => boolean {
+/** A `--exclude` matcher that remembers which values matched a pod (to warn of those that never did). */
+export type ExcludeMatcher = ((pod: PodInfo) => boolean) & { unmatched(): string[] };
+
+/** A shell-style glob (`*`, `?`) as an anchored regular expression. */
+function globOf(text: string): RegExp {
+  const escaped = text.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  return new RegExp(`^${escaped}$`);
+}
+
+/**
+ * `--exclude` values: `ns/name`, where either side may be a glob (`ns/*` a whole namespace,
+ * `web/api-*` a family of pods), or a pod UID.
+ */
+export function parseExcludes(values: string[]): ExcludeMatcher {
+  const hits = new Set<string>();
   const rules = values.map((value) => {
     const v = value.trim();
-    if (v === '') throw new UsageError('--exclude: empty value', 'use ns/name, ns/* or a pod UID');
+    if (v === '') throw new UsageError('--exclude: empty value', 'use ns/name, ns/* (globs allowed) or a pod UID');
     const slash = v.split('/');
     if (slash.length === 2 && slash[0] && slash[1]) {
-      const [ns, name] = slash;
-      return (p: PodInfo) => p.namespace === ns && (name === '*' || p.name === name);
+      const ns = globOf(slash[0]);
+      const name = globOf(slash[1]);
+      return { value, match: (p: PodInfo) => ns.test(p.namespace) && name.test(p.name) };
     }
-    if (slash.length === 1) return (p: PodInfo) => p.uid === v;
-    throw new UsageError(`--exclude "${value}" is not ns/name, ns/* or a UID`, 'e.g. --exclude kube-system/* --exclude default/db-0');
+    if (slash.length === 1 && !/[*?]/.test(v)) return { value, match: (p: PodInfo) => p.uid === v };
+    throw new UsageError(`--exclude "${value}" is not ns/name, ns/* or a UID`, 'e.g. --exclude kube-system/* --exclude default/db-0 --exclude web/api-*');
   });
-  return (pod) => rules.some((rule) => rule(pod));
+  const matcher = (pod: PodInfo): boolean => {
+    let excluded = false;
+    for (const rule of rules) {
+      if (rule.match(pod)) {
+        hits.add(rule.value);
+        excluded = true;
+      }
+    }
+    return excluded;
+  };
+  return Object.assign(matcher, { unmatched: () => values.filter((v) => !hits.has(v)) });
 }

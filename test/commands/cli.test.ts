@@ -66,6 +66,20 @@ describe('-h is --help (kubectl and crictl habit)', { timeout: 60_000 }, () => {
   });
 });
 
+describe('contradictions are usage errors, not silently resolved', { timeout: 60_000 }, () => {
+  it('-o yaml with --json, and -A with pod names: exit 2, one line', async () => {
+    for (const args of [['status', '-o', 'yaml', '--json'], ['status', '-oyaml', '--json'], ['kill', 'web/api', '-A', '--dry-run']]) {
+      const run = await podctl(args);
+      expect(run.code, args.join(' ')).toBe(2);
+    }
+    const both = await podctl(['status', '-o', 'yaml', '--json']);
+    expect(both.stdout).toContain('--json and -o yaml ask for two formats');
+    const all = await podctl(['kill', 'web/api', '-A', '--dry-run']);
+    expect(all.stderr.trim().split('\n')).toHaveLength(1);
+    expect(all.stderr).toContain('-A/--all-namespaces applies to -l and --all, not to pod names');
+  });
+});
+
 describe('exit codes and streams', { timeout: 60_000 }, () => {
   it('usage error: exit 2, one line on stderr, nothing on stdout', async () => {
     const run = await podctl(['kill']);

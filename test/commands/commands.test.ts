@@ -238,6 +238,8 @@ describe('sync-known', () => {
     expect(run.exitCode).toBe(0);
     expect(session.syncCalls).toHaveLength(1);
     expect(run.stdout.split('\n')[0]).toMatch(/^NAMESPACE\/NAME\s+UID\s+STATE\s+ORPHAN\s+HAS CONFIG\s+STATIC$/);
-    expect(run.stderr).toContain('finished workers forgotten: 0');
+    // the summary is part of the result: stdout, after the table (kubectl habit)
+    expect(run.stdout).toContain('finished workers forgotten: 0');
+    expect(run.stderr).not.toContain('finished workers forgotten');
   });
 });

@@ -210,7 +210,20 @@ describe('parseExcludes', () => {
     expect((await session.listPods()).filter(excluded).map((p) => p.uid)).toEqual(['u1', 'u3', 'u4']);
   });
 
-  it.each(['', 'a/b/c', '/x'])('rejects %j', (value) => {
+  it('takes globs on either side, and says which values matched no pod', async () => {
+    const session = new FakeSession([
+      { namespace: 'web', name: 'api-1', uid: 'u1' },
+      { namespace: 'web', name: 'api-2', uid: 'u2' },
+      { namespace: 'web', name: 'cache', uid: 'u3' },
+      { namespace: 'kube-system', name: 'etcd', uid: 'u4' },
+    ]);
+    const excluded = parseExcludes(['web/api-*', 'kube-*/etc?', 'web/nomatch', 'web/a.i-1']);
+    expect((await session.listPods()).filter(excluded).map((p) => p.uid)).toEqual(['u1', 'u2', 'u4']);
+    // a dot is a dot, not any character; nomatch matched nothing
+    expect(excluded.unmatched()).toEqual(['web/nomatch', 'web/a.i-1']);
+  });
+
+  it.each(['', 'a/b/c', '/x', 'api-*'])('rejects %j', (value) => {
     expect(() => parseExcludes([value])).toThrow(/--exclude/);
   });
 });
