@@ -52,7 +52,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     }),
     selector: Flags.string({
       char: 'l',
-      summary: 'Only the pods whose labels match: key=value, key!=value, key, !key, comma-separated.',
+      summary: 'Only the pods whose labels match: key=value, key!=value, key in (a,b), key notin (a,b), key, !key; comma-separated.',
       helpValue: 'SELECTOR',
     }),
     ...kubeletFlags,

@@ -16,7 +16,8 @@ export const DEFAULT_STATE_DIR = '/var/lib/podctl';
 
 export const globalFlags = {
   'runtime-endpoint': Flags.string({
-    summary: 'CRI socket of the container runtime (unix:///path or a path).',
+    char: 'r',
+    summary: 'CRI socket of the container runtime (unix:///path or a path); -r as in crictl.',
     description:
       'Default: $CONTAINER_RUNTIME_ENDPOINT, else the first of the containerd, CRI-O and cri-dockerd default sockets that exists.',
     env: 'CONTAINER_RUNTIME_ENDPOINT',
@@ -81,7 +82,7 @@ export const selectionFlags = {
   }),
   selector: Flags.string({
     char: 'l',
-    summary: 'Label selector: key=value, key!=value, key, !key, comma-separated.',
+    summary: 'Label selector: key=value, key!=value, key in (a,b), key notin (a,b), key, !key; comma-separated.',
   }),
   all: Flags.boolean({
     summary: 'Every pod in the namespace (every pod on the node with -A).',

@@ -1,6 +1,7 @@
 /**
- * Label selectors (`-l`), the equality-based subset kubectl accepts: `k=v`, `k==v`, `k!=v`, `k`
- * (exists), `!k` (does not exist), comma-separated (all must hold).
+ * Label selectors (`-l`) as kubectl accepts them: equality-based `k=v`, `k==v`, `k!=v`, `k`
+ * (exists), `!k` (does not exist), and set-based `k in (a,b)`, `k notin (a,b)`; comma-separated
+ * outside the parentheses (all must hold).
  *
  * Invariant: parsing is strict — an unparseable selector is a UsageError naming `-l`.
  */
@@ -8,14 +9,34 @@ import { UsageError } from './errors.js';
 
 export type LabelRequirement =
   | { key: string; op: 'eq' | 'ne'; value: string }
+  | { key: string; op: 'in' | 'notin'; values: string[] }
   | { key: string; op: 'exists' | 'not-exists' };
+
+/** Splits on the commas outside parentheses: `app in (a,b),tier` → ["app in (a,b)", "tier"]. */
+function splitTerms(text: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let current = '';
+  for (const ch of text) {
+    if (ch === '(') depth += 1;
+    if (ch === ')') depth -= 1;
+    if (ch === ',' && depth === 0) {
+      out.push(current);
+      current = '';
+      continue;
+    }
+    current += ch;
+  }
+  out.push(current);
+  return out;
+}
 
 const KEY = /^([a-z0-9A-Z]([-a-z0-9A-Z_.]*[a-z0-9A-Z])?\/)?[a-z0-9A-Z]([-a-z0-9A-Z_.]*[a-z0-9A-Z])?$/;
 const VALUE = /^([a-z0-9A-Z]([-a-z0-9A-Z_.]*[a-z0-9A-Z])?)?$/;
 
 export function parseSelector(text: string, flag = 'selector'): LabelRequirement[] {
   const requirements: LabelRequirement[] = [];
-  for (const raw of text.split(',')) {
+  for (const raw of splitTerms(text)) {
     const term = raw.trim();
     if (term === '') throw new UsageError(`--${flag}: empty term in "${text}"`, 'use e.g. -l app=web,tier!=db');
     requirements.push(parseTerm(term, text, flag));
@@ -25,8 +46,15 @@ export function parseSelector(text: string, flag = 'selector'): LabelRequirement
 
 function parseTerm(term: string, whole: string, flag: string): LabelRequirement {
   const bad = (): never => {
-    throw new UsageError(`--${flag}: cannot parse "${term}" in "${whole}"`, 'use key=value, key!=value, key or !key');
+    throw new UsageError(`--${flag}: cannot parse "${term}" in "${whole}"`, 'use key=value, key!=value, key in (a,b), key notin (a,b), key or !key');
   };
+  const set = /^(\S+)\s+(in|notin)\s*\(([^()]*)\)$/.exec(term);
+  if (set) {
+    const [, key = '', op, list = ''] = set;
+    const values = list.split(',').map((v) => v.trim());
+    if (!KEY.test(key) || values.some((v) => !VALUE.test(v)) || values.every((v) => v === '')) bad();
+    return { key, op: op === 'in' ? 'in' : 'notin', values };
+  }
   if (term.startsWith('!')) {
     const key = term.slice(1).trim();
     if (!KEY.test(key)) bad();
@@ -55,12 +83,30 @@ export function matchesSelector(labels: Record<string, string> | undefined, requ
         return has && set[r.key] === r.value;
       case 'ne':
         return !has || set[r.key] !== r.value;
+      case 'in':
+        return has && r.values.includes(set[r.key]!);
+      case 'notin':
+        return !has || !r.values.includes(set[r.key]!);
     }
   });
 }
 
 export function formatSelector(requirements: LabelRequirement[]): string {
   return requirements
-    .map((r) => (r.op === 'eq' ? `${r.key}=${r.value}` : r.op === 'ne' ? `${r.key}!=${r.value}` : r.op === 'exists' ? r.key : `!${r.key}`))
+    .map((r) => {
+      switch (r.op) {
+        case 'eq':
+          return `${r.key}=${r.value}`;
+        case 'ne':
+          return `${r.key}!=${r.value}`;
+        case 'in':
+        case 'notin':
+          return `${r.key} ${r.op} (${r.values.join(',')})`;
+        case 'exists':
+          return r.key;
+        case 'not-exists':
+          return `!${r.key}`;
+      }
+    })
     .join(',');
 }

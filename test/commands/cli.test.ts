@@ -66,6 +66,14 @@ describe('-h is --help (kubectl and crictl habit)', { timeout: 60_000 }, () => {
   });
 });
 
+describe('crictl habits', { timeout: 60_000 }, () => {
+  it('-r is --runtime-endpoint', async () => {
+    const run = await podctl(['status', '-r', 'unix:///tmp/podctl-no-such-runtime.sock']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('runtime endpoint /tmp/podctl-no-such-runtime.sock (--runtime-endpoint): no such socket');
+  });
+});
+
 describe('contradictions are usage errors, not silently resolved', { timeout: 60_000 }, () => {
   it('-o yaml with --json, and -A with pod names: exit 2, one line', async () => {
     for (const args of [['status', '-o', 'yaml', '--json'], ['status', '-oyaml', '--json'], ['kill', 'web/api', '-A', '--dry-run']]) {

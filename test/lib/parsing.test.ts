@@ -64,7 +64,23 @@ describe('label selectors', () => {
     expect(matchesSelector(undefined, parseSelector('app'))).toBe(false);
   });
 
-  it.each(['', 'app=web,', '=web', 'a b=c', 'app=we b', 'app in (a,b)'])('rejects %j naming -l', (text) => {
+  it('parses and matches the set-based operators (in, notin), commas inside the parentheses', () => {
+    expect(parseSelector('app in (web,api),tier notin (db),!legacy')).toEqual([
+      { key: 'app', op: 'in', values: ['web', 'api'] },
+      { key: 'tier', op: 'notin', values: ['db'] },
+      { key: 'legacy', op: 'not-exists' },
+    ]);
+    expect(matchesSelector(labels, parseSelector('app in (api,web)'))).toBe(true);
+    expect(matchesSelector(labels, parseSelector('app in (api)'))).toBe(false);
+    expect(matchesSelector(labels, parseSelector('tier notin (back,db)'))).toBe(true);
+    expect(matchesSelector(labels, parseSelector('tier notin (front)'))).toBe(false);
+    // notin holds for a pod without the label, in does not (as in Kubernetes)
+    expect(matchesSelector(labels, parseSelector('zone notin (a)'))).toBe(true);
+    expect(matchesSelector(labels, parseSelector('zone in (a)'))).toBe(false);
+    expect(formatSelector(parseSelector('app in (a, b),x notin(c)'))).toBe('app in (a,b),x notin (c)');
+  });
+
+  it.each(['', 'app=web,', '=web', 'a b=c', 'app=we b', 'app in ()', 'app in (a b)', 'app in a,b', 'Bad Key in (a)'])('rejects %j naming -l', (text) => {
     expect(() => parseSelector(text)).toThrow(/--selector/);
   });
 
