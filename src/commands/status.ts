@@ -38,7 +38,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     'all-namespaces': Flags.boolean({ char: 'A', summary: 'Every namespace (the default without -n).', default: false }),
     uid: selectionFlags.uid,
     selector: selectionFlags.selector,
-    output: Flags.option({ char: 'o', summary: 'Result format on stdout.', options: ['table', 'wide', 'json', 'yaml'] as const, default: 'table' as const })(),
+    output: Flags.option({ char: 'o', summary: 'Result format on stdout (name: one ns/name per line, as REFs are written).', options: ['table', 'wide', 'name', 'json', 'yaml'] as const, default: 'table' as const })(),
+    'no-headers': Flags.boolean({ summary: 'Tables without their header line (for scripts, as kubectl).', default: false }),
     explain: Flags.boolean({ summary: 'For the named pods: predicates, what the worker waits for, last error, timeline.', default: false }),
     ...kubeletFlags,
   };
@@ -78,7 +79,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else if (flags.explain) this.log((result.explain ?? []).map((e) => explainText(e, this.styler, Date.now())).join('\n\n'));
       else if (result.pods.length === 0) this.logToStderr('no pods');
-      else this.log(await renderTable(statusTable(result, flags.output === 'wide', this.styler), this.styler));
+      else if (flags.output === 'name') this.log(result.pods.map((p) => `${p.namespace}/${p.name}`).join('\n'));
+      else this.log(await renderTable(statusTable(result, flags.output === 'wide', this.styler), this.styler, { noHeaders: flags['no-headers'] }));
     }
     this.setExitCode(statusExitCode(result));
     return result;

@@ -74,8 +74,9 @@ const PRINTABLE_ASCII = /^[\u0020-\u007e]*$/;
  * Cost: linear in the cells. string-width (whose start-up builds an ICU segmenter, ~10 ms) is loaded
  * only when a cell holds more than printable ASCII; pod names, UIDs and states never do.
  */
-export async function renderTable(spec: TableSpec, styler: Styler): Promise<string> {
-  const rows = [spec.head.map((h) => styler.bold(h)), ...spec.rows];
+export async function renderTable(spec: TableSpec, styler: Styler, options: { noHeaders?: boolean } = {}): Promise<string> {
+  const rows = options.noHeaders ? [...spec.rows] : [spec.head.map((h) => styler.bold(h)), ...spec.rows];
+  if (rows.length === 0) return '';
   const columns = Math.max(...rows.map((r) => r.length));
   const lines = rows.map((row) => Array.from({ length: columns }, (_, i) => (row[i] ?? '').split('\n')));
   const plain = lines.every((row) => row.every((cell) => cell.every((text) => PRINTABLE_ASCII.test(stripVTControlCharacters(text)))));

@@ -221,6 +221,19 @@ describe('status', () => {
     expect(JSON.parse(a.stdout).pods).toHaveLength(3);
   });
 
+  it('-o name prints one ns/name per line (REFs as podctl takes them); --no-headers drops the header line', async () => {
+    const names = await runCommand(Status, ['-o', 'name'], node());
+    expect(names.exitCode).toBe(0);
+    const lines = names.stdout.trim().split('\n');
+    const json = JSON.parse((await runCommand(Status, ['-o', 'json'], node())).stdout) as { pods: { namespace: string; name: string }[] };
+    expect(lines).toEqual(json.pods.map((p) => `${p.namespace}/${p.name}`));
+    const table = await runCommand(Status, [], node());
+    const bare = await runCommand(Status, ['--no-headers'], node());
+    expect(table.stdout.split('\n')[0]).toMatch(/^NAMESPACE\/NAME/);
+    expect(bare.stdout).not.toMatch(/NAMESPACE\/NAME/);
+    expect(bare.stdout.trim().split('\n')).toHaveLength(table.stdout.trim().split('\n').length - 1);
+  });
+
   it('--explain prints the predicates and what the worker waits for', async () => {
     const run = await runCommand(Status, ['web/frontend', '--explain'], node());
     expect(run.stdout).toContain('engine predicates:');
