@@ -4,11 +4,13 @@
  * Order (first match wins):
  *   1. the `--runtime-endpoint` value (the caller passes it as `flag`);
  *   2. the CONTAINER_RUNTIME_ENDPOINT environment variable;
- *   3. the well-known sockets, in turn: containerd, CRI-O, cri-dockerd;
- *   4. the embedded simulator's socket `<stateDir>/simulator.sock`, if a simulator is serving it.
+ *   3. crictl's configuration file (`runtime-endpoint:` in /etc/crictl.yaml, or the file
+ *      $PODCTL_CRICTL_CONFIG names), as crictl reads it — an operator's crictl setup is podctl's;
+ *   4. the well-known sockets, in turn: containerd, CRI-O, cri-dockerd;
+ *   5. the embedded simulator's socket `<stateDir>/simulator.sock`, if a simulator is serving it.
  *
  * Invariants:
- * - An endpoint that was asked for explicitly (1 or 2) is never silently replaced by another: if it
+ * - An endpoint that was asked for explicitly (1, 2 or 3) is never silently replaced by another: if it
  *   is missing or not accessible, resolution fails with one clear line naming the path and the flag.
  * - A well-known socket that exists but cannot be opened (permission) is reported, not skipped: a
  *   node that has containerd but a user without access must not end up on the simulator.
@@ -25,6 +27,26 @@ export const WELL_KNOWN_SOCKETS: readonly string[] = [CONTAINERD_SOCKET, CRIO_SO
 export const SIMULATOR_SOCKET_NAME = 'simulator.sock';
 export const ENDPOINT_ENV = 'CONTAINER_RUNTIME_ENDPOINT';
 export const ENDPOINT_FLAG = '--runtime-endpoint';
+export const CRICTL_CONFIG = '/etc/crictl.yaml';
+export const CRICTL_CONFIG_ENV = 'PODCTL_CRICTL_CONFIG';
+
+/**
+ * The `runtime-endpoint` of a crictl configuration file (crictl's YAML is flat `key: value` lines;
+ * read without a YAML parser to keep this module cheap), or undefined when there is none.
+ */
+export async function crictlEndpoint(file: string): Promise<string | undefined> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+  for (const line of text.split('\n')) {
+    const m = /^runtime-endpoint\s*:\s*["']?([^"'#\s]+)["']?\s*(#.*)?$/.exec(line.trim());
+    if (m?.[1]) return m[1];
+  }
+  return undefined;
+}
 
 export interface ResolvedEndpoint {
   /** gRPC target, `unix:///abs/path`. */
@@ -144,12 +166,16 @@ export async function resolveEndpoint(options: ResolveEndpointOptions = {}): Pro
   const probeMs = options.probeTimeoutMs ?? 500;
   const simulatorPath = options.stateDir ? path.join(options.stateDir, SIMULATOR_SOCKET_NAME) : undefined;
 
+  const crictlFile = env[CRICTL_CONFIG_ENV] || CRICTL_CONFIG;
+  const fromCrictl = options.flag || env[ENDPOINT_ENV] ? undefined : await crictlEndpoint(crictlFile);
   const explicit =
     options.flag !== undefined && options.flag !== ''
       ? { value: options.flag, source: ENDPOINT_FLAG }
       : env[ENDPOINT_ENV]
         ? { value: env[ENDPOINT_ENV], source: ENDPOINT_ENV }
-        : undefined;
+        : fromCrictl !== undefined
+          ? { value: fromCrictl, source: `runtime-endpoint in ${crictlFile}` }
+          : undefined;
   if (explicit) {
     const parsed = parseEndpoint(explicit.value);
     const check = await checkSocket(parsed.path, probeMs, options.signal);

@@ -65,6 +65,27 @@ describe('parseEndpoint', () => {
 describe('resolveEndpoint', () => {
   const dir = useTempDir();
 
+  it('reads crictl\'s runtime-endpoint when no flag or environment names one; the flag and the environment win', async () => {
+    const crictlSock = path.join(dir(), 'crictl.sock');
+    const flagSock = path.join(dir(), 'flag2.sock');
+    await serve(crictlSock);
+    await serve(flagSock);
+    const config = path.join(dir(), 'crictl.yaml');
+    writeFileSync(config, `# crictl's file\nruntime-endpoint: "unix://${crictlSock}"\nimage-endpoint: unix:///x\ntimeout: 2\n`);
+    const env = { PODCTL_CRICTL_CONFIG: config };
+    expect((await resolveEndpoint({ env, wellKnown: [] })).path).toBe(crictlSock);
+    expect((await resolveEndpoint({ env: { ...env, CONTAINER_RUNTIME_ENDPOINT: `unix://${flagSock}` }, wellKnown: [] })).path).toBe(flagSock);
+    expect((await resolveEndpoint({ flag: flagSock, env, wellKnown: [] })).path).toBe(flagSock);
+    // a crictl endpoint that is not there is an error naming the file, never silently replaced
+    writeFileSync(config, 'runtime-endpoint: unix:///tmp/podctl-no-such-crictl.sock\n');
+    const missing = await resolveEndpoint({ env, wellKnown: [crictlSock] }).catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(EndpointError);
+    expect((missing as Error).message).toContain(`(runtime-endpoint in ${config})`);
+    // a file without runtime-endpoint changes nothing
+    writeFileSync(config, 'timeout: 10\n');
+    expect((await resolveEndpoint({ env, wellKnown: [crictlSock] })).path).toBe(crictlSock);
+  });
+
   it('uses the flag first, then CONTAINER_RUNTIME_ENDPOINT', async () => {
     const flagSock = path.join(dir(), 'flag.sock');
     const envSock = path.join(dir(), 'env.sock');
