@@ -40,6 +40,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     selector: selectionFlags.selector,
     output: Flags.option({ char: 'o', summary: 'Result format on stdout (name: one ns/name per line, as REFs are written).', options: ['table', 'wide', 'name', 'json', 'yaml'] as const, default: 'table' as const })(),
     'no-headers': Flags.boolean({ summary: 'Tables without their header line (for scripts, as kubectl).', default: false }),
+    'show-labels': Flags.boolean({ summary: 'A LABELS column with every label of each pod (as kubectl).', default: false }),
+    'label-columns': Flags.string({ char: 'L', summary: 'One column per label key (repeatable, or comma-separated), as kubectl\'s -L.', multiple: true, helpValue: 'KEY' }),
     explain: Flags.boolean({ summary: 'For the named pods: predicates, what the worker waits for, last error, timeline.', default: false }),
     ...kubeletFlags,
   };
@@ -80,7 +82,11 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
       else if (flags.explain) this.log((result.explain ?? []).map((e) => explainText(e, this.styler, Date.now())).join('\n\n'));
       else if (result.pods.length === 0) this.logToStderr('no pods');
       else if (flags.output === 'name') this.log(result.pods.map((p) => `${p.namespace}/${p.name}`).join('\n'));
-      else this.log(await renderTable(statusTable(result, flags.output === 'wide', this.styler), this.styler, { noHeaders: flags['no-headers'] }));
+      else {
+        const labelColumns = (flags['label-columns'] ?? []).flatMap((v) => v.split(',')).map((k) => k.trim()).filter((k) => k !== '');
+        const table = statusTable(result, flags.output === 'wide', this.styler, { showLabels: flags['show-labels'], labelColumns });
+        this.log(await renderTable(table, this.styler, { noHeaders: flags['no-headers'] }));
+      }
     }
     this.setExitCode(statusExitCode(result));
     return result;

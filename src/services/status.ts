@@ -32,6 +32,8 @@ export interface StatusRow {
   static: boolean;
   evicted: boolean;
   priority: number | null;
+  /** The pod's labels (null when its spec is not known). */
+  labels: Record<string, string> | null;
   /** Grace period in force while terminating (seconds). */
   gracePeriodSeconds: number | null;
   graceLeftSeconds: number | null;
@@ -181,6 +183,7 @@ function baseRow(pod: PodInfo, now: number): Omit<StatusRow, 'blockedBy'> {
     static: pod.static,
     evicted: pod.worker?.evicted ?? false,
     priority: pod.pod?.spec?.priority ?? null,
+    labels: pod.pod?.metadata?.labels ?? null,
     gracePeriodSeconds: pod.gracePeriod ?? null,
     graceLeftSeconds: terminating && pod.graceDeadline !== undefined ? Math.max(0, Math.round((pod.graceDeadline - now) / 1000)) : null,
     since: new Date(pod.since).toISOString(),
@@ -397,9 +400,19 @@ function ownerCell(row: StatusRow): string {
   return row.ownerAlive === false ? `${row.ownerPid} (dead)` : String(row.ownerPid);
 }
 
-export function statusTable(result: StatusResult, wide: boolean, styler: Styler): TableSpec {
+export interface StatusTableOptions {
+  /** A LABELS column (kubectl's --show-labels). */
+  showLabels?: boolean;
+  /** One column per label key (kubectl's -L key). */
+  labelColumns?: readonly string[];
+}
+
+export function statusTable(result: StatusResult, wide: boolean, styler: Styler, options: StatusTableOptions = {}): TableSpec {
   const head = ['NAMESPACE/NAME', 'UID', 'STATE', 'GRACE', 'AGE', 'CONTAINERS', 'OWNER', 'LAST ERROR'];
   if (wide) head.push('PRIORITY', 'STATIC', 'EVICTED', 'NEXT RETRY', 'BLOCKED BY');
+  const labelColumns = options.labelColumns ?? [];
+  head.push(...labelColumns.map((k) => k.toUpperCase()));
+  if (options.showLabels) head.push('LABELS');
   const rows = result.pods.map((r) => {
     const grace = r.gracePeriodSeconds === null ? '-' : r.graceLeftSeconds === null ? `-/${r.gracePeriodSeconds}s` : `${r.graceLeftSeconds}s/${r.gracePeriodSeconds}s`;
     const cells = [
@@ -413,6 +426,8 @@ export function statusTable(result: StatusResult, wide: boolean, styler: Styler)
       r.lastError === null ? '' : styler.red(truncate(r.lastError, wide ? 80 : 40)),
     ];
     if (wide) cells.push(r.priority === null ? '-' : String(r.priority), r.static ? 'yes' : 'no', r.evicted ? 'yes' : 'no', r.nextRetryAt ?? '-', r.blockedBy?.kind ?? '-');
+    for (const key of labelColumns) cells.push(r.labels?.[key] ?? '');
+    if (options.showLabels) cells.push(r.labels === null || Object.keys(r.labels).length === 0 ? '<none>' : Object.entries(r.labels).map(([k, v]) => `${k}=${v}`).join(','));
     return cells;
   });
   return { head, rows };

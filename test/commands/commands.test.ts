@@ -234,6 +234,17 @@ describe('status', () => {
     expect(bare.stdout.trim().split('\n')).toHaveLength(table.stdout.trim().split('\n').length - 1);
   });
 
+  it('--show-labels adds a LABELS column and -L KEY one column per key (kubectl)', async () => {
+    const run = await runCommand(Status, ['--show-labels', '-L', 'app,tier'], node());
+    expect(run.exitCode).toBe(0);
+    const [head, ...rows] = run.stdout.trim().split('\n');
+    expect(head).toMatch(/\bAPP\s+TIER\s+LABELS$/);
+    const frontend = rows.find((r) => r.startsWith('web/frontend'))!;
+    expect(frontend).toMatch(/\bfrontend\s+app=frontend$/);
+    const json = JSON.parse((await runCommand(Status, ['-o', 'json'], node())).stdout) as { pods: { name: string; labels: Record<string, string> | null }[] };
+    expect(json.pods.find((p) => p.name === 'frontend')?.labels).toEqual({ app: 'frontend' });
+  });
+
   it('--explain prints the predicates and what the worker waits for', async () => {
     const run = await runCommand(Status, ['web/frontend', '--explain'], node());
     expect(run.stdout).toContain('engine predicates:');
