@@ -9,7 +9,7 @@ import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { selectionFlags } from '../lib/flags.js';
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
-import { explainText, kubeletHeader, podStatus, statusExitCode, statusTable, type StatusResult } from '../services/status.js';
+import { explainText, kubeletHeader, podStatus, sortStatusRows, statusExitCode, statusTable, type StatusResult } from '../services/status.js';
 
 export default class Status extends PodctlCommand {
   static override summary = 'Show the node\'s pods as podctl\'s pod workers see them; --explain says why a pod is still here.';
@@ -40,6 +40,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     selector: selectionFlags.selector,
     output: Flags.option({ char: 'o', summary: 'Result format on stdout (name: one ns/name per line, as REFs are written).', options: ['table', 'wide', 'name', 'json', 'yaml'] as const, default: 'table' as const })(),
     'no-headers': Flags.boolean({ summary: 'Tables without their header line (for scripts, as kubectl).', default: false }),
+    'sort-by': Flags.option({ summary: 'Row order of the table and of -o name (default: namespace/name).', options: ['name', 'namespace', 'state', 'age', 'grace'] as const })(),
     'show-labels': Flags.boolean({ summary: 'A LABELS column with every label of each pod (as kubectl).', default: false }),
     'label-columns': Flags.string({ char: 'L', summary: 'One column per label key (repeatable, or comma-separated), as kubectl\'s -L.', multiple: true, helpValue: 'KEY' }),
     explain: Flags.boolean({ summary: 'For the named pods: predicates, what the worker waits for, last error, timeline.', default: false }),
@@ -77,6 +78,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     result.kubelet = await kubelet;
     if (!this.jsonEnabled() && flags.output !== 'json' && flags.output !== 'yaml') this.logToStderr(kubeletHeader(result.kubelet));
     for (const ref of result.missing) this.reporter.warn(`pod not found: ${ref}`);
+    if (flags['sort-by'] !== undefined) result.pods = sortStatusRows(result.pods, flags['sort-by']);
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
       else if (flags.explain) this.log((result.explain ?? []).map((e) => explainText(e, this.styler, Date.now())).join('\n\n'));

@@ -400,6 +400,30 @@ function ownerCell(row: StatusRow): string {
   return row.ownerAlive === false ? `${row.ownerPid} (dead)` : String(row.ownerPid);
 }
 
+const STATE_ORDER: Record<PodState, number> = { terminating: 0, terminated: 1, sync: 2, runtime: 3, finished: 4 };
+
+/**
+ * Rows in the order `--sort-by` asks: name (then namespace), namespace (then name), state (what
+ * needs attention first), age (longest in its state first), grace (least grace left first).
+ */
+export function sortStatusRows(rows: readonly StatusRow[], by: 'name' | 'namespace' | 'state' | 'age' | 'grace'): StatusRow[] {
+  const ref = (r: StatusRow) => `${r.namespace}/${r.name}`;
+  const byRef = (a: StatusRow, b: StatusRow) => ref(a).localeCompare(ref(b));
+  const sorted = [...rows];
+  switch (by) {
+    case 'name':
+      return sorted.sort((a, b) => a.name.localeCompare(b.name) || byRef(a, b));
+    case 'namespace':
+      return sorted.sort(byRef);
+    case 'state':
+      return sorted.sort((a, b) => (STATE_ORDER[a.state] ?? 9) - (STATE_ORDER[b.state] ?? 9) || byRef(a, b));
+    case 'age':
+      return sorted.sort((a, b) => b.inStateSeconds - a.inStateSeconds || byRef(a, b));
+    case 'grace':
+      return sorted.sort((a, b) => (a.graceLeftSeconds ?? Number.POSITIVE_INFINITY) - (b.graceLeftSeconds ?? Number.POSITIVE_INFINITY) || byRef(a, b));
+  }
+}
+
 export interface StatusTableOptions {
   /** A LABELS column (kubectl's --show-labels). */
   showLabels?: boolean;

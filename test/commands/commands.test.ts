@@ -245,6 +245,14 @@ describe('status', () => {
     expect(json.pods.find((p) => p.name === 'frontend')?.labels).toEqual({ app: 'frontend' });
   });
 
+  it('--sort-by orders the rows (name, namespace, state, age, grace)', async () => {
+    const order = async (by: string): Promise<string[]> => (await runCommand(Status, ['-o', 'name', '--sort-by', by], node())).stdout.trim().split('\n');
+    expect(await order('name')).toEqual(['web/api', 'kube-system/etcd', 'web/frontend']);
+    expect(await order('namespace')).toEqual(['kube-system/etcd', 'web/api', 'web/frontend']);
+    const bad = await runCommand(Status, ['--sort-by', 'colour'], node());
+    expect(bad.exitCode).toBe(2);
+  });
+
   it('--explain prints the predicates and what the worker waits for', async () => {
     const run = await runCommand(Status, ['web/frontend', '--explain'], node());
     expect(run.stdout).toContain('engine predicates:');
