@@ -3,7 +3,7 @@
  * shorten a grace); otherwise (stdout not a terminal, `--json` or `-o json`) one JSON object per line
  * for scripts. A thin door to `services/watch.ts`; Ink is loaded by the service, only for the screen.
  */
-import { Flags } from '@oclif/core';
+import { Errors, Flags } from '@oclif/core';
 import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
 import { PodctlCommand } from '../lib/command.js';
 import { UsageError } from '../lib/errors.js';
@@ -80,6 +80,19 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
         else screen.feed.note({ source: 'session', level, kind: 'log', detail: message });
       },
     };
+  }
+
+  /**
+   * The JSON stream's readers get its errors in the stream too: one `{"type":"error",…}` line on
+   * stdout (as the records before it), besides the usual one line on stderr and the exit code.
+   */
+  override async catch(error: Error & { exitCode?: number }): Promise<unknown> {
+    const streaming = this.jsonEnabled() || process.stdout.isTTY !== true || this.argv.some((a, i) => (a === '-o' || a === '--output') && this.argv[i + 1] === 'json') || this.argv.includes('-ojson') || this.argv.includes('--output=json');
+    if (streaming && !(error instanceof Errors.ExitError) && !this.jsonEnabled()) {
+      const { exitCodeOf, oneLine } = await import('../lib/errors.js');
+      process.stdout.write(`${JSON.stringify({ type: 'error', at: Date.now(), error: { name: error.name, message: oneLine(error), exitCode: exitCodeOf(error) } })}\n`);
+    }
+    return super.catch(error);
   }
 
   async run(): Promise<WatchResult | undefined> {

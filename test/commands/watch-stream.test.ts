@@ -145,4 +145,18 @@ describe.skipIf(!built)(`podctl watch as a JSON stream${built ? '' : ' (skipped:
       expect(run.stderr.trim().split('\n'), run.stderr).toHaveLength(1);
     }
   });
+
+  it('an error ends the JSON stream with an error record on stdout (and one line on stderr, exit 1)', async () => {
+    const child = spawn(process.execPath, ['bin/run.js', 'watch', '-o', 'json', '--runtime-endpoint', 'unix:///tmp/podctl-no-such-watch.sock', '--state-dir', stateDir], { cwd: root });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(code).toBe(1);
+    const records = out.trim().split('\n').map((l) => JSON.parse(l) as { type: string; error?: { name: string; message: string; exitCode: number } });
+    expect(records.at(-1)).toMatchObject({ type: 'error', error: { name: 'EndpointError', exitCode: 1 } });
+    expect(records.at(-1)?.error?.message).toContain('no such socket');
+    expect(err.trim().split('\n')).toHaveLength(1);
+  });
 });
