@@ -122,6 +122,9 @@ node -e '
       // a file that failed before running any test (an import error) counts as one failure
       for (const t of r.testResults || []) if (t.status === "failed" && !(t.assertionResults || []).length) f += 1;
       s = (r.numPendingTests || 0) + (r.numTodoTests || 0);
+      // name each failure, so that the tail of the output says which test failed
+      for (const t of r.testResults || []) for (const a of t.assertionResults || [])
+        if (a.status === "failed") console.error(`[test] FAILED ${name.replace(/\.json$/, "")}: ${path.relative(process.cwd(), t.name)} › ${a.fullName || a.title}\n         ${String((a.failureMessages || [])[0] || "").split("\n")[0].slice(0, 300)}`);
     } catch (e) { f = 1; console.error(`[test] could not read vitest results ${name}: ${e.message}`); }
     console.error(`[test] ${name.replace(/\.json$/, "")}: ${p} passed, ${f} failed, ${s} skipped`);
     passed += p; failed += f; skipped += s;

@@ -53,6 +53,7 @@ async function runUntil(
   let listen: MetricsAddress | undefined;
   let stopAt = 0;
   let checking = false;
+  let failure: unknown;
   const running = runAgent({
     ...options,
     metrics: options.metrics ?? createMetrics(),
@@ -60,19 +61,31 @@ async function runUntil(
     onListening: (a) => (listen = a),
     onStep: (step) => {
       steps.push(step);
-      if (checking) return;
+      if (checking || controller.signal.aborted) return;
       checking = true;
-      void Promise.resolve(until(steps, listen)).then((done) => {
-        checking = false;
-        if (done && !controller.signal.aborted) {
-          stopAt = Date.now();
-          controller.abort(new DOMException('test done', 'AbortError'));
-        }
-      });
+      Promise.resolve()
+        .then(() => until(steps, listen))
+        .then(
+          (done) => {
+            checking = false;
+            if (done && !controller.signal.aborted) {
+              stopAt = Date.now();
+              controller.abort(new DOMException('test done', 'AbortError'));
+            }
+          },
+          (error: unknown) => {
+            // A check that fails (say, a request made while the agent shuts down) ends the run
+            // and fails the test through `failure`, never as an unhandled rejection.
+            checking = false;
+            failure ??= error;
+            if (!controller.signal.aborted) controller.abort(new DOMException('check failed', 'AbortError'));
+          },
+        );
     },
   });
   const bound = setTimeout(() => controller.abort(new DOMException('bound', 'AbortError')), boundMs);
   const result = await running.finally(() => clearTimeout(bound));
+  if (failure !== undefined) throw failure;
   return { result, steps, stopMs: stopAt ? Date.now() - stopAt : -1 };
 }
 

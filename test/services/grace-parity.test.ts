@@ -116,7 +116,9 @@ async function engineGrace(tc: GraceCase, override: number | undefined, uid: str
 
 /** The engine's killPodNow bound for a kill with this grace (ms), measured on fake timers. */
 async function engineBoundMs(tc: GraceCase, grace: number, uid: string): Promise<number> {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  // the clock is faked whole (Date too): the bound is armed from Date.now(), and a loaded machine's
+  // real time must not move it
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
   const h = createHarness();
   h.syncer.onTerminating = (_uid, signal) => untilAborted(signal); // never finishes
   let outcome: unknown = 'pending';
