@@ -75,10 +75,10 @@ const ROUTED = Symbol.for('podctl.command-not-found');
 export function handleCommandNotFound(): void {
   const proto = Config.prototype as Config & { [ROUTED]?: true };
   if (proto[ROUTED]) return;
-  const runHook = proto.runHook;
+  const runHook = Object.getOwnPropertyDescriptor(proto, 'runHook')?.value as (this: Config, ...a: unknown[]) => Promise<unknown>;
   proto.runHook = async function (this: Config, event: string, opts: unknown, ...rest: unknown[]) {
     if (event === 'command_not_found') return commandNotFound(this, opts as NotFoundOptions);
-    return (runHook as (this: Config, ...a: unknown[]) => Promise<unknown>).call(this, event, opts, ...rest);
+    return runHook.call(this, event, opts, ...rest);
   } as Config['runHook'];
   proto[ROUTED] = true;
 }
