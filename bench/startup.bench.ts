@@ -9,6 +9,9 @@
  *
  *   npm run build && npm run bench:startup            (N=15; BENCH_RUNS=N to change)
  *   npm run sea && npm run bench:startup              (with the executable's column)
+ *   BENCH_BASELINE=DIR npm run bench:startup          (with a column for DIR/bin/run.js: another
+ *                                                     build, e.g. a copy of bin/, dist/, package.json
+ *                                                     and oclif.manifest.json made before a change)
  *
  * Prints a table; the figures go into docs/bench/startup.md.
  */
@@ -152,7 +155,10 @@ interface Runner {
 }
 const NODE_26 = path.join(ROOT, 'tools', 'node-lts', 'node_modules', 'node-lts-26', 'bin', 'node');
 const SEA = path.join(ROOT, 'dist', 'podctl-linux-x64');
+const BASELINE = process.env.BENCH_BASELINE;
+if (BASELINE !== undefined && !existsSync(path.join(BASELINE, 'bin', 'run.js'))) throw new Error(`BENCH_BASELINE=${BASELINE}: no bin/run.js there`);
 const runners: Runner[] = [
+  ...(BASELINE !== undefined ? [{ name: `baseline bin/run.js`, file: process.execPath, prefix: [path.join(BASELINE, 'bin', 'run.js')] }] : []),
   { name: `node ${process.version} bin/run.js`, file: process.execPath, prefix: [BIN] },
   ...(existsSync(NODE_26) ? [{ name: 'node-lts-26 bin/run.js', file: NODE_26, prefix: [BIN] }] : []),
   ...(existsSync(SEA) ? [{ name: 'podctl-linux-x64', file: SEA, prefix: [] }] : []),

@@ -25,7 +25,10 @@ import path from 'node:path';
 import { lazyOclifDependencies } from './esbuild-plugins.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
-const commands = readdirSync(path.join(root, 'src/commands')).filter((f) => /\.tsx?$/.test(f) && !f.endsWith('.d.ts'));
+// src/commands/<id>.ts, and src/commands/<topic>/<sub>.ts for commands with a topic (`autocomplete script`)
+const commands = readdirSync(path.join(root, 'src/commands'), { recursive: true, encoding: 'utf8' })
+  .map((f) => f.split(path.sep).join('/'))
+  .filter((f) => /\.tsx?$/.test(f) && !f.endsWith('.d.ts'));
 
 const entryPoints = {
   cli: 'src/cli.ts',
@@ -49,6 +52,9 @@ const external = [
   'react/*',
   'prom-client',
   'zod',
+  // "did you mean" at a terminal: the plugin and its prompt library (~1 MB with @inquirer's
+  // editors), loaded only when a command word is unknown and a terminal can answer
+  '@oclif/plugin-not-found',
   // CommonJS packages imported with `await import()` for their named exports: Node's own CommonJS
   // interop provides them (a bundled copy would expose only `default`)
   'yaml',
@@ -131,7 +137,7 @@ const cjs = await build({
 // (src/boot.ts) `import()` needs an experimental vm option in Node 20, so each one is routed to
 // boot's own import (`__podctlImport`, a parameter of the script's wrapper). Exactly these
 // specifiers are expected; anything else fails the build rather than a command at run time.
-const EXTERNAL_IMPORTS = ['./tui/index.js', '@kubernetes/client-node', 'yaml'];
+const EXTERNAL_IMPORTS = ['./tui/index.js', '@kubernetes/client-node', 'yaml', '@oclif/plugin-not-found'];
 const bundlePath = path.join(root, 'dist/podctl.cjs');
 const seenImports = new Set();
 // every `import(` call (not the word inside a string): podctl's own, and oclif's module loader's

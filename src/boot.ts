@@ -10,7 +10,8 @@
  * Invariants:
  * - The cache is an optimisation only: a missing, unreadable, unwritable or rejected cache means
  *   compiling from source, never a failure. It lives inside dist/ (as trusted as the code) and its
- *   name carries the bundle's content hash, so a rebuilt bundle never meets an older cache.
+ *   name carries the bundle's content hash (a rebuilt bundle never meets an older cache) and V8's
+ *   version (each Node.js running the install keeps its own).
  * - A cache is written once per command and bundle (temporary file + rename: concurrent first runs
  *   cannot leave a torn file), at process exit, only for podctl's own commands.
  * - Without a command word first (`--version`, `--help`, nothing) or without dist/podctl.cjs (an
@@ -38,7 +39,10 @@ function cacheFileOf(root: string, argv: readonly string[]): string | undefined 
   if (process.env.PODCTL_CODE_CACHE === '0') return undefined;
   const id = argv[0];
   if (id === undefined || !CACHE_KEY.test(id)) return undefined;
-  return path.join(root, 'dist', 'cache', `${id}-${__PODCTL_BUNDLE_HASH__}.v8`);
+  // V8's version too: one install run by two Node.js versions keeps a cache for each, instead of
+  // each rejecting and rewriting the other's at every run
+  const v8 = process.versions.v8.replace(/[^0-9A-Za-z.-]/g, '_');
+  return path.join(root, 'dist', 'cache', `${id}-${__PODCTL_BUNDLE_HASH__}-${v8}.v8`);
 }
 
 function readCache(file: string | undefined): Buffer | undefined {

@@ -4,8 +4,11 @@
  * so only the invoked command is loaded.
  */
 import { execute } from '@oclif/core';
+import { handleCommandNotFound } from './lib/not-found.js';
 
 /** Runs the CLI for `process.argv`; `dir` is the package root (oclif reads package.json there). */
 export async function run(dir: string): Promise<void> {
+  // "did you mean": @oclif/plugin-not-found's hook (lib/not-found.ts)
+  handleCommandNotFound();
   await execute({ dir });
 }

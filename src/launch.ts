@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Config, execute, type Command, type Interfaces } from '@oclif/core';
 import { installLastResort } from './lib/last-resort.js';
+import { handleCommandNotFound } from './lib/not-found.js';
 
 type CommandClass = Command.Class;
 type PJSON = Interfaces.PJSON;
@@ -21,8 +22,11 @@ type PJSON = Interfaces.PJSON;
 /** Every command's class, loaded on first use (each stays its own lazily initialised module). */
 export const COMMANDS: Readonly<Record<string, () => Promise<CommandClass>>> = {
   agent: async () => (await import('./commands/agent.js')).default,
+  autocomplete: async () => (await import('./commands/autocomplete/index.js')).default,
+  'autocomplete:script': async () => (await import('./commands/autocomplete/script.js')).default,
   drain: async () => (await import('./commands/drain.js')).default,
   evict: async () => (await import('./commands/evict.js')).default,
+  help: async () => (await import('./commands/help.js')).default,
   kill: async () => (await import('./commands/kill.js')).default,
   simulator: async () => (await import('./commands/simulator.js')).default,
   status: async () => (await import('./commands/status.js')).default,
@@ -57,5 +61,7 @@ export async function main(root: string, argv: string[], packageJson?: PJSON): P
       return Object.assign(command, { id, plugin, isESM: false, relativePath: loadable.relativePath });
     };
   }
+  // "did you mean": @oclif/plugin-not-found's hook, served from this script (lib/not-found.ts)
+  handleCommandNotFound();
   await execute({ args: argv, loadOptions: config });
 }

@@ -44,7 +44,7 @@ describe('start-up with a V8 code cache', { timeout: 60_000 }, () => {
     expect(first.code).not.toBe(0);
     const written = caches();
     expect(written).toHaveLength(1);
-    expect(written[0]).toMatch(/^kill-[0-9a-f]{16}\.v8$/);
+    expect(written[0]).toBe(`kill-${/^kill-([0-9a-f]{16})-/.exec(written[0]!)?.[1]}-${process.versions.v8}.v8`);
     const file = path.join(root, 'dist', 'cache', written[0]!);
     const before = statSync(file);
     expect(before.size).toBeGreaterThan(10_000);
@@ -60,7 +60,7 @@ describe('start-up with a V8 code cache', { timeout: 60_000 }, () => {
     await podctl(killArgs());
     const [name] = caches();
     const boot = readFileSync(path.join(root, 'dist', 'boot.cjs'), 'utf8');
-    const hash = /kill-([0-9a-f]{16})\.v8/.exec(name!)![1]!;
+    const hash = /kill-([0-9a-f]{16})-/.exec(name!)![1]!;
     expect(boot).toContain(hash);
   });
 

@@ -25,7 +25,9 @@ describe('the launch table', () => {
     expect(isCommand('kill')).toBe(true);
     expect(isCommand('sync-known')).toBe(true);
     expect(isCommand('toString')).toBe(false);
-    expect(isCommand('help')).toBe(false);
+    expect(isCommand('help')).toBe(true);
+    expect(isCommand('autocomplete:script')).toBe(true);
+    expect(isCommand('stauts')).toBe(false);
     expect(isCommand(undefined)).toBe(false);
   });
 });

@@ -38,6 +38,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     'all-namespaces': Flags.boolean({ char: 'A', summary: 'Every namespace (the default without -n).', default: false }),
     uid: selectionFlags.uid,
     selector: selectionFlags.selector,
+    'field-selector': selectionFlags['field-selector'],
     output: Flags.option({ char: 'o', summary: 'Result format on stdout (name: one ns/name per line, as REFs are written).', options: ['table', 'wide', 'name', 'json', 'yaml'] as const, default: 'table' as const })(),
     'no-headers': Flags.boolean({ summary: 'Tables without their header line (for scripts, as kubectl).', default: false }),
     'sort-by': Flags.option({ summary: 'Row order of the table and of -o name (default: namespace/name).', options: ['name', 'namespace', 'state', 'age', 'grace'] as const })(),

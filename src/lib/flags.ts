@@ -73,7 +73,7 @@ export const selectionFlags = {
   }),
   'all-namespaces': Flags.boolean({
     char: 'A',
-    summary: 'With -l or --all: pods in every namespace.',
+    summary: 'With -l, --field-selector or --all: pods in every namespace.',
     default: false,
   }),
   uid: Flags.string({
@@ -83,6 +83,11 @@ export const selectionFlags = {
   selector: Flags.string({
     char: 'l',
     summary: 'Label selector: key=value, key!=value, key in (a,b), key notin (a,b), key, !key; comma-separated.',
+  }),
+  'field-selector': Flags.string({
+    summary: 'Field selector: metadata.name, metadata.namespace, metadata.uid, status.phase or state, with =, == or !=; comma-separated.',
+    description: 'status.phase is the Kubernetes phase as the runtime shows it (Pending, Running, Succeeded, Failed, Unknown); state is podctl\'s (sync, terminating, terminated, finished, runtime). Combines with -l (both must hold).',
+    helpValue: 'SELECTOR',
   }),
   all: Flags.boolean({
     summary: 'Every pod in the namespace (every pod on the node with -A).',

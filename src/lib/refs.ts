@@ -11,6 +11,7 @@
  */
 import type { PodInfo } from '../services/session-api.js';
 import { UsageError } from './errors.js';
+import { formatFieldSelector, matchesFields, parseFieldSelector, type FieldRequirement } from './field-selector.js';
 import { formatSelector, matchesSelector, parseSelector, type LabelRequirement } from './selector.js';
 
 export const DEFAULT_NAMESPACE = 'default';
@@ -21,6 +22,8 @@ export interface PodSelection {
   refs: PodRef[];
   /** `-l`: every pod matching (in the namespace scope). */
   selector?: LabelRequirement[];
+  /** `--field-selector`: every pod matching (in the namespace scope, and -l when both are given). */
+  fields?: FieldRequirement[];
   /** `--all`: every pod in the namespace scope. */
   all: boolean;
   /** undefined = every namespace (`-A`). */
@@ -33,6 +36,7 @@ export interface SelectionInput {
   namespace?: string;
   allNamespaces?: boolean;
   selector?: string;
+  fieldSelector?: string;
   all?: boolean;
   /** Read-only commands (status) default to every namespace; destructive ones to `default`. */
   defaultAllNamespaces?: boolean;
@@ -88,23 +92,26 @@ export function parseSelection(input: SelectionInput): PodSelection {
   }
   const refs = input.args.map((a) => parseRef(a, input.namespace));
   if (input.allNamespaces && refs.length > 0) {
-    throw new UsageError('-A/--all-namespaces applies to -l and --all, not to pod names', 'name pods as ns/name, or use -l/--all with -A');
+    throw new UsageError('-A/--all-namespaces applies to -l, --field-selector and --all, not to pod names', 'name pods as ns/name, or use -l/--field-selector/--all with -A');
   }
   for (const uid of input.uids ?? []) {
     if (!/^[A-Za-z0-9-]{1,64}$/.test(uid)) throw new UsageError(`--uid "${uid}" is not a pod UID`, 'copy the UID from `podctl status -o wide`');
     refs.push({ kind: 'uid', uid });
   }
   const selector = input.selector === undefined ? undefined : parseSelector(input.selector, 'selector');
+  const fields = input.fieldSelector === undefined ? undefined : parseFieldSelector(input.fieldSelector);
   const all = input.all ?? false;
   if (all && refs.length > 0) throw new UsageError('--all cannot be combined with REF or --uid', 'drop --all or the pod names');
   if (all && selector) throw new UsageError('--all cannot be combined with -l/--selector', 'drop --all or -l');
+  if (all && fields) throw new UsageError('--all cannot be combined with --field-selector', 'drop --all or --field-selector');
   if (refs.length > 0 && selector) throw new UsageError('REF/--uid cannot be combined with -l/--selector', 'use either pod names or a selector');
-  if (!input.allowEmpty && refs.length === 0 && !selector && !all) {
-    throw new UsageError('no pods given', 'name pods as ns/name (or name with -n), or use --uid, -l key=value or --all');
+  if (refs.length > 0 && fields) throw new UsageError('REF/--uid cannot be combined with --field-selector', 'use either pod names or a selector');
+  if (!input.allowEmpty && refs.length === 0 && !selector && !fields && !all) {
+    throw new UsageError('no pods given', 'name pods as ns/name (or name with -n), or use --uid, -l key=value, --field-selector or --all');
   }
   const everyNamespace = input.allNamespaces === true || (input.namespace === undefined && input.defaultAllNamespaces === true);
   const namespace = everyNamespace ? undefined : (input.namespace ?? DEFAULT_NAMESPACE);
-  return { refs, ...(selector ? { selector } : {}), all, namespace };
+  return { refs, ...(selector ? { selector } : {}), ...(fields ? { fields } : {}), all, namespace };
 }
 
 export interface Resolution {
@@ -156,9 +163,9 @@ export function resolveSelection(pods: PodInfo[], selection: PodSelection): Reso
       if (hits.length === 0) missing.push(refToString(ref));
       for (const p of hits) chosen.set(p.uid, p);
     }
-  } else if (selection.selector) {
-    const selector = selection.selector;
-    for (const p of pods) if (inScope(p) && matchesSelector(p.pod?.metadata?.labels, selector)) chosen.set(p.uid, p);
+  } else if (selection.selector || selection.fields) {
+    const { selector = [], fields = [] } = selection;
+    for (const p of pods) if (inScope(p) && matchesSelector(p.pod?.metadata?.labels, selector) && matchesFields(p, fields)) chosen.set(p.uid, p);
   } else {
     for (const p of pods) if (inScope(p)) chosen.set(p.uid, p);
   }
@@ -169,7 +176,11 @@ export function resolveSelection(pods: PodInfo[], selection: PodSelection): Reso
 export function describeSelection(selection: PodSelection): string {
   const scope = selection.namespace === undefined ? 'in every namespace' : `in namespace ${selection.namespace}`;
   if (selection.refs.length > 0) return selection.refs.map(refToString).join(', ');
-  if (selection.selector) return `-l ${formatSelector(selection.selector)} ${scope}`;
+  const sets = [
+    ...(selection.selector ? [`-l ${formatSelector(selection.selector)}`] : []),
+    ...(selection.fields ? [`--field-selector ${formatFieldSelector(selection.fields)}`] : []),
+  ];
+  if (sets.length > 0) return `${sets.join(' ')} ${scope}`;
   return `all pods ${scope}`;
 }
 
@@ -179,6 +190,7 @@ export interface SelectionFlagValues {
   namespace?: string;
   'all-namespaces'?: boolean;
   selector?: string;
+  'field-selector'?: string;
   all?: boolean;
 }
 
@@ -194,6 +206,7 @@ export function selectionFromFlags(
     namespace: flags.namespace,
     allNamespaces: flags['all-namespaces'],
     selector: flags.selector,
+    fieldSelector: flags['field-selector'],
     all: flags.all,
     ...options,
   });

@@ -84,7 +84,7 @@ describe('contradictions are usage errors, not silently resolved', { timeout: 60
     expect(both.stdout).toContain('--json and -o yaml ask for two formats');
     const all = await podctl(['kill', 'web/api', '-A', '--dry-run']);
     expect(all.stderr.trim().split('\n')).toHaveLength(1);
-    expect(all.stderr).toContain('-A/--all-namespaces applies to -l and --all, not to pod names');
+    expect(all.stderr).toContain('-A/--all-namespaces applies to -l, --field-selector and --all, not to pod names');
   });
 });
 

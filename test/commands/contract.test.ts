@@ -52,9 +52,11 @@ interface FlagLike {
 async function commandClasses(): Promise<Map<string, typeof PodctlCommand>> {
   const dir = path.join(process.cwd(), 'src', 'commands');
   const classes = new Map<string, typeof PodctlCommand>();
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts')).sort()) {
+  // src/commands/<id>.ts and src/commands/<topic>/<sub>.ts (<topic>/index.ts is the topic's own command)
+  const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).sort();
+  for (const file of files) {
     const mod = (await import(path.join(dir, file))) as { default: typeof PodctlCommand };
-    classes.set(file.replace(/\.ts$/, ''), mod.default);
+    classes.set(file.replace(/\.ts$/, '').replace(/\/index$/, '').split(path.sep).join(':'), mod.default);
   }
   return classes;
 }

@@ -48,7 +48,7 @@ describe('parseRef', () => {
 describe('parseSelection', () => {
   it('needs some pods for destructive commands', () => {
     expect(() => parseSelection({ args: [] })).toThrow(UsageError);
-    expect(() => parseSelection({ args: [] })).toThrow(expect.objectContaining({ hint: expect.stringMatching(/--uid, -l key=value or --all/) }));
+    expect(() => parseSelection({ args: [] })).toThrow(expect.objectContaining({ hint: expect.stringMatching(/--uid, -l key=value, --field-selector or --all/) }));
   });
 
   it('refuses contradictions, naming the flags', () => {
