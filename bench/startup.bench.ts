@@ -103,7 +103,7 @@ const phaseScript = `
   const lap = (name) => { const now = performance.now(); out.push([name, now - last]); last = now; };
   await import(${dist('cli.js')}); lap('CLI entry + @oclif/core (bundled)');
   await import(${dist('commands/status.js')}); lap('status command + lib + services');
-  const { openSession } = await import(${dist('services/session.js')}); lap('session, store, engine modules');
+  const { openSession } = await import(${dist('session/open.js')}); lap('session, store, engine modules');
   await import(${dist('cri/grpc-modules.js')}); lap('@grpc/grpc-js + CRI proto');
   const session = await openSession({ stateDir: process.env.BENCH_STATE_DIR, runtimeEndpoint: ${JSON.stringify(sim.endpoint)}, readOnly: true }); lap('openSession (read-only: connect, Version, first relist)');
   const { podStatus, statusTable } = await import(${dist('services/status.js')});

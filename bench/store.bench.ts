@@ -19,7 +19,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { seedPods, startSimulator } from '../src/cri/simulator/index.js';
-import { openSession } from '../src/services/session.js';
+import { openSession } from '../src/session/open.js';
 import { openStore } from '../src/store/index.js';
 import type { PodCheckpoint } from '../src/store/format.js';
 

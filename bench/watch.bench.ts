@@ -31,7 +31,7 @@ import { join } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { openSession } from '../src/services/session.js';
+import { openSession } from '../src/session/open.js';
 import type { NodeSession, PodInfo } from '../src/services/session-api.js';
 import { WatchFeed } from '../src/services/watch-feed.js';
 

@@ -12,7 +12,7 @@
  * - dist/cli.js — oclif's `execute`, bundled with the commands so that bin/run.js and every command
  *   share one copy of @oclif/core.
  * - Lazily imported modules stay lazy: each `await import()` becomes its own chunk, loaded only when
- *   reached. A few of them are entries with stable paths (dist/services/session.js, …) for the
+ *   reached. A few of them are entries with stable paths (dist/session/open.js, …) for the
  *   benchmarks.
  * - Heavy or optional packages are not bundled and are still loaded lazily from node_modules, only
  *   where used: @kubernetes/client-node, ink, react, prom-client, yaml, zod (read through
@@ -34,7 +34,7 @@ const entryPoints = {
   cli: 'src/cli.ts',
   ...Object.fromEntries(commands.map((f) => [`commands/${f.replace(/\.tsx?$/, '')}`, `src/commands/${f}`])),
   // Stable paths of lazily loaded modules (also chunks of the commands), for bench/startup.bench.ts.
-  'services/session': 'src/services/session.ts',
+  'session/open': 'src/session/open.ts',
   'services/status': 'src/services/status.ts',
   'cri/grpc-modules': 'src/cri/grpc-modules.ts',
   'lib/output': 'src/lib/output.ts',

@@ -5,7 +5,7 @@
  *   store-requester.ts <stateDir> <endpoint> <grace> <uid>…
  */
 import { performance } from 'node:perf_hooks';
-import { openSession } from '../../src/services/session.js';
+import { openSession } from '../../src/session/open.js';
 
 const [stateDir, endpoint, grace, ...uids] = process.argv.slice(2);
 const wall = (): number => performance.timeOrigin + performance.now();

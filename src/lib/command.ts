@@ -30,7 +30,7 @@ export type SessionFactory = (options: SessionOptions) => Promise<NodeSession>;
 
 /** The real session (the store's `openSession`), loaded on first use. */
 export const defaultSessionFactory: SessionFactory = async (options) => {
-  const { openSession } = await import('../services/session.js');
+  const { openSession } = await import('../session/open.js');
   return openSession(options);
 };
 

@@ -264,14 +264,28 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
     const driven = new Set([...workers.filter((w) => w.state === 'terminating').map((w) => w.uid), ...outcome.orphanedRuntimePods, ...outcome.resumed]);
     if (driven.size > 0) {
       const { unfinishedReason } = await import('./unfinished.js');
-      const pods = await options.session.listPods({ runtimeMaxAgeMs: 1_000, signal: AbortSignal.timeout(5_000) }).catch(() => [] as PodInfo[]);
+      let listingError: string | undefined;
+      const pods = await options.session.listPods({ runtimeMaxAgeMs: 1_000, signal: AbortSignal.timeout(5_000) }).catch((error: unknown) => {
+        listingError = error instanceof Error ? error.message : String(error);
+        return [] as PodInfo[];
+      });
       const now = Date.now();
+      const listedNow = new Map(pods.map((p) => [p.uid, p]));
       for (const pod of pods) {
         if (!driven.has(pod.uid) || pod.state !== 'terminating') continue;
         const error = unfinishedReason(pod, now);
         unfinished.push({ ...nameOf(pod.uid), error });
         const w = workers.find((x) => x.uid === pod.uid);
         if (w) w.error = error;
+      }
+      // a worker that finished between the sync and this listing is reported as it is now; one the
+      // listing could not show still says why it is not known to be finished
+      for (const w of workers) {
+        if (w.state !== 'terminating' || w.error !== undefined) continue;
+        const current = listedNow.get(w.uid);
+        if (listingError !== undefined) w.error = `not known to be finished: the pods could not be listed (${listingError})`;
+        else if (!current || current.state === 'terminated' || current.state === 'finished') w.state = 'terminated';
+        else w.error = `not finishing: the pod is now in state ${current.state}`;
       }
     }
   }

@@ -3,7 +3,7 @@
  * syncer and status cache plus a pod listing), and the record of one runtime pod.
  *
  * Owns: these two interfaces only; no code. The CRI-backed implementation is
- * `services/session-runtime.ts` (loaded lazily); tests pass an in-memory one.
+ * `session/cri-runtime.ts` (loaded lazily); tests pass an in-memory one.
  * Invariant: this file imports only engine types, so both the session and every runtime
  * implementation depend on it and never on each other.
  */

@@ -19,7 +19,7 @@ const node = (): FakeSession =>
     { namespace: 'batch', name: 'frontend', labels: { app: 'frontend' } },
   ]);
 
-const refs = (result: StatusResult | undefined): string[] => (result?.pods ?? []).map((p) => `${p.namespace}/${p.name}`);
+const refs = (result: unknown): string[] => ((result as StatusResult | undefined)?.pods ?? []).map((p) => `${p.namespace}/${p.name}`);
 
 describe('--field-selector', () => {
   it('status: by name, namespace and state, with = == and !=', async () => {

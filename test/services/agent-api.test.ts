@@ -13,7 +13,7 @@ import { connectKube } from '../../src/kube/index.js';
 import { createMetrics } from '../../src/metrics/registry.js';
 import { runAgent, type AgentStep } from '../../src/services/agent.js';
 import { ApiNode } from '../../src/services/api-node.js';
-import { openSession } from '../../src/services/session.js';
+import { openSession } from '../../src/session/open.js';
 import { writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 

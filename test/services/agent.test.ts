@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type FaultRule, type RunningSimulator, type SimPodSpec } from '../../src/cri/simulator/index.js';
 import { createMetrics } from '../../src/metrics/registry.js';
 import { healthWindowMs, parseMetricsAddr, runAgent, selfContainerId, type AgentOptions, type AgentResult, type AgentStep, type MetricsAddress } from '../../src/services/agent.js';
-import { openSession } from '../../src/services/session.js';
+import { openSession } from '../../src/session/open.js';
 import type { NodeSession } from '../../src/services/session-api.js';
 import { Reporter } from '../../src/lib/reporter.js';
 import { tempDir } from '../store/support/fixtures.js';
@@ -85,7 +85,7 @@ async function runUntil(
   });
   const bound = setTimeout(() => controller.abort(new DOMException('bound', 'AbortError')), boundMs);
   const result = await running.finally(() => clearTimeout(bound));
-  if (failure !== undefined) throw failure;
+  if (failure !== undefined) throw failure instanceof Error ? failure : new Error('a check failed', { cause: failure });
   return { result, steps, stopMs: stopAt ? Date.now() - stopAt : -1 };
 }
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { connectKube } from '../../src/kube/index.js';
 import { ApiNode } from '../../src/services/api-node.js';
-import { openSession } from '../../src/services/session.js';
+import { openSession } from '../../src/session/open.js';
 import { syncKnown } from '../../src/services/sync-known.js';
 import { writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { demoNode, startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
-import { openSession } from '../../src/services/session.js';
+import { openSession } from '../../src/session/open.js';
 import type { NodeSession } from '../../src/services/session-api.js';
 import { drainNode } from '../../src/services/drain.js';
 import { defaultGroups } from '../../src/services/drain-plan.js';

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { GrpcStatus } from '../../src/cri/errors.js';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
-import { openSession } from '../../src/services/session.js';
-import { runtimeIsSimulator, SIMULATOR_RUNTIME_NAME } from '../../src/services/session-runtime.js';
+import { openSession } from '../../src/session/open.js';
+import { runtimeIsSimulator, SIMULATOR_RUNTIME_NAME } from '../../src/session/cri-runtime.js';
 import type { NodeSession } from '../../src/services/session-api.js';
 import { tempDir } from '../store/support/fixtures.js';
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import type { RunningSimulator, SimPodSpec } from '../../src/cri/simulator/index.js';
-import { openSession } from '../../src/services/session.js';
+import { openSession } from '../../src/session/open.js';
 import { openStore } from '../../src/store/index.js';
 import { tempDir } from './support/fixtures.js';
 import { auditCheckpoints, desiredOf, isRunning, journalCounts, runDriver, seed, startNode, type DriverRun, type SeededPod } from './support/harness.js';

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { RunningSimulator } from '../../src/cri/simulator/index.js';
-import { openSession } from '../../src/services/session.js';
+import { openSession } from '../../src/session/open.js';
 import { openStore } from '../../src/store/index.js';
 import { tempDir } from './support/fixtures.js';
 import { journalCounts, isRunning, runDriver, seed, startNode } from './support/harness.js';

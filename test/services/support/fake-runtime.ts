@@ -4,7 +4,7 @@
  * status cache that always answers with the current state. Every kill attempt is recorded.
  */
 import type { PodStatus, PodStatusCache, PodSyncer, RunningPod, V1Pod } from '../../../src/engine/types.js';
-import type { RuntimePodRecord, SessionRuntime } from '../../../src/services/session.js';
+import type { RuntimePodRecord, SessionRuntime } from '../../../src/session/open.js';
 
 export interface FakePod {
   uid: string;

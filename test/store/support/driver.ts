@@ -9,7 +9,7 @@
  *        driver.ts <stateDir> <endpoint> <waitMs> --sync-known <desired.json>
  */
 import { readFileSync } from 'node:fs';
-import { openSession } from '../../../src/services/session.js';
+import { openSession } from '../../../src/session/open.js';
 
 const [stateDir, endpoint, waitMsText, ...rest] = process.argv.slice(2);
 const say = (o: object): void => {

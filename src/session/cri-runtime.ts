@@ -15,8 +15,8 @@ import { resolveEndpoint } from '../cri/endpoint.js';
 import { toPodStatus, toRunningPod, toV1Pod, type RuntimePod } from '../cri/pods.js';
 import { RuntimeSyncer } from '../cri/syncer.js';
 import type { V1Pod } from '../engine/types.js';
-import type { SessionOptions } from './session-api.js';
-import type { RuntimePodRecord, SessionRuntime } from '../session/runtime.js';
+import type { SessionOptions } from '../services/session-api.js';
+import type { RuntimePodRecord, SessionRuntime } from './runtime.js';
 
 /** The `runtimeName` the embedded simulator answers Version with. */
 export const SIMULATOR_RUNTIME_NAME = 'podctl-simulator';

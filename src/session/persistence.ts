@@ -1,0 +1,255 @@
+/**
+ * Persistence of owned pods: the dirty set, write-ahead of intent, and batched checkpoint writes.
+ *
+ * Invariants:
+ * - Write-ahead: before a worker acts on new intent (a kill, a shorter grace, a restore), the pod's
+ *   checkpoint reflecting that intent is durable, so the runtime never sees an action the store
+ *   does not know about — a crash can lose an intent that was never acted on, never one that was.
+ *   This holds also when the intent is in a batch already being written: the intent stays marked
+ *   until its batch is on disk. When the write fails (disk full) for a pod with no durable record,
+ *   `writeAhead` answers false and the engine holds the update; a pod with a durable record goes on
+ *   (its new intent only shortens what is on disk).
+ * - At most one batch is written at a time; every flush asked for meanwhile joins one shared
+ *   follow-up batch (many workers waking at once cost two batch writes, not one write each).
+ * - A batch with intent is durable (fsync of each file, then of the folder); a batch of progress
+ *   only is atomic (rename) without fsyncs.
+ * - A failed write keeps the previous checkpoint intact and the pod dirty; it is reported once,
+ *   retried after FLUSH_RETRY_MS, and never an unhandled rejection.
+ * - Only pods whose lease this process holds are written; a withdrawn pod never is.
+ */
+import { workerStateOf, type PodSyncStatusView, type PodWorkerEvent, type PodWorkers } from '../engine/types.js';
+import type { Logger } from '../services/session-api.js';
+import { boundHistory } from '../store/format.js';
+import type { PodCheckpoint, Store } from '../store/index.js';
+import type { OwnedPod, PodMemory } from './memory.js';
+import { namesOf } from './pod-views.js';
+
+/** Engine events that carry new intent for a pod (its write-ahead must be durable before it acts). */
+const INTENT_EVENTS: ReadonlySet<PodWorkerEvent['type']> = new Set(['update-queued', 'termination-requested', 'grace-shortened', 'restart-requested']);
+/** Engine events that do not by themselves start a flush (the pod is still marked dirty). */
+const HISTORY_ONLY_EVENTS: ReadonlySet<PodWorkerEvent['type']> = new Set(['sync-started', 'sync-succeeded', 'requeued']);
+const FLUSH_RETRY_MS = 1_000;
+
+export interface PersistenceDeps {
+  store: Pick<Store, 'checkpoints' | 'leases'>;
+  engine: Pick<PodWorkers, 'snapshot'>;
+  memory: PodMemory;
+  now: () => number;
+  pid: number;
+  log: Logger;
+  warn: (message: string) => void;
+  flushDelayMs: number;
+  /** True once the session closes: no more scheduled flushes (close flushes itself). */
+  closed: () => boolean;
+}
+
+export class Persistence {
+  readonly #deps: PersistenceDeps;
+  readonly #dirty = new Set<string>();
+  /**
+   * Pods with new intent (an update queued, a restore) not yet durable, with a sequence number so a
+   * batch clears only the intent it wrote. The write-ahead waits for these only: a worker's wake-up
+   * that follows its own progress (terminating → terminated) records an outcome, which a crash may
+   * lose and the next owner re-derives (the runtime calls are idempotent).
+   */
+  readonly #intent = new Map<string, number>();
+  #intentSeq = 0;
+  /** Per pod, why its last checkpoint write failed (its own file's error), until one succeeds. */
+  readonly #storageErrors = new Map<string, Error>();
+  /** Pods with a durable record: restored from a checkpoint, or written with their intent here. */
+  readonly #durable = new Set<string>();
+  /** Pods whose first intent could not be made durable (disk full): withdrawn, never acted on here. */
+  readonly #withdrawn = new Set<string>();
+  readonly #forgotten = new Set<string>();
+  #flushTimer: NodeJS.Timeout | undefined;
+  /** The batch write in flight, if any. */
+  #flushing: Promise<void> | undefined;
+  /** The one follow-up batch shared by every flush requested while a write is in flight. */
+  #flushQueued: Promise<void> | undefined;
+  #flushFailing = false;
+
+  constructor(deps: PersistenceDeps) {
+    this.#deps = deps;
+  }
+
+  /** Marks the pod of an engine event dirty (and its intent, for events that carry one). */
+  noteEngineEvent(event: PodWorkerEvent): void {
+    if (event.type === 'forgotten') this.#forgotten.add(event.uid);
+    if (INTENT_EVENTS.has(event.type)) this.markIntent(event.uid);
+    this.#dirty.add(event.uid);
+    // What other processes show (state, grace, errors) is written within a flush delay; a sync
+    // starting or succeeding alone changes only the history, written with the pod's next write.
+    if (!HISTORY_ONLY_EVENTS.has(event.type)) this.scheduleFlush();
+  }
+
+  markIntent(uid: string): void {
+    this.#intentSeq += 1;
+    this.#intent.set(uid, this.#intentSeq);
+  }
+
+  markDirty(uid: string): void {
+    this.#dirty.add(uid);
+  }
+
+  /** A pod taken over: durable when it came with a checkpoint; no longer withdrawn either way. */
+  takenOver(uid: string, fromCheckpoint: boolean): void {
+    if (fromCheckpoint) this.#durable.add(uid);
+    this.#withdrawn.delete(uid);
+  }
+
+  /** The engine's `beforeWorkerWakes`: true when the pod's intent is durable (or it has none). */
+  async writeAhead(uid: string): Promise<boolean> {
+    if (this.#withdrawn.has(uid)) return false;
+    if (!(this.#intent.has(uid) && this.#deps.store.leases.holds(uid))) return true;
+    await this.flush().catch(() => undefined);
+    return !this.notDurable(uid);
+  }
+
+  /** The pod's intent is not on disk because its own write failed, and it has no durable record. */
+  notDurable(uid: string): boolean {
+    return this.#intent.has(uid) && this.#storageErrors.has(uid) && !this.#durable.has(uid);
+  }
+
+  /** Why the pod's last checkpoint write failed, until one succeeds. */
+  storageError(uid: string): Error | undefined {
+    return this.#storageErrors.get(uid);
+  }
+
+  /**
+   * A kill whose first intent could not be written is withdrawn: never acted on by this session,
+   * not persisted later, its lease released (or, when even that cannot be written, left to a
+   * process that outlives this one). The pod is as it was; the kill can be asked again.
+   */
+  async withdraw(uid: string): Promise<void> {
+    this.#withdrawn.add(uid);
+    this.#intent.delete(uid);
+    this.#dirty.delete(uid);
+    await this.#deps.store.leases.release(uid).catch((error: unknown) => this.#deps.log('debug', `lease of pod ${uid} not released: ${(error as Error).message}`));
+  }
+
+  scheduleFlush(delayMs = this.#deps.flushDelayMs): void {
+    if (this.#flushTimer || this.#deps.closed()) return;
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = undefined;
+      // a failure is reported (and retried) by the batch itself: never an unhandled rejection
+      this.flush().catch(() => undefined);
+    }, delayMs);
+    this.#flushTimer.unref();
+  }
+
+  /** Writes every dirty pod now; resolves when they (and earlier flushes) are on disk. */
+  flush(): Promise<void> {
+    if (this.#flushTimer) {
+      clearTimeout(this.#flushTimer);
+      this.#flushTimer = undefined;
+    }
+    if (this.#flushQueued) return this.#flushQueued;
+    const inflight = this.#flushing;
+    if (!inflight) return this.#startBatch();
+    const queued = inflight
+      .catch(() => undefined)
+      .then(() => {
+        this.#flushQueued = undefined;
+        return this.#startBatch();
+      });
+    this.#flushQueued = queued;
+    return queued;
+  }
+
+  #startBatch(): Promise<void> {
+    const batch: Promise<void> = this.#writeDirty().finally(() => {
+      if (this.#flushing === batch) this.#flushing = undefined;
+    });
+    this.#flushing = batch;
+    return batch;
+  }
+
+  async #writeDirty(): Promise<void> {
+    if (this.#dirty.size === 0) return;
+    const uids = [...this.#dirty];
+    this.#dirty.clear();
+    const snapshot = this.#deps.engine.snapshot();
+    const failed: unknown[] = [];
+    // A batch that carries intent is written durably: its files fsynced and renamed into place
+    // side by side, then one fsync of the folder; only then is a pod's intent on disk (write-ahead).
+    // A batch of progress only (a pod reached terminated or finished, its timeline grew) is renamed
+    // into place without fsyncs: atomic for every reader and safe from podctl being killed, but a
+    // power cut may undo it — as it also ends every container that progress was about, and the next
+    // session re-derives the state from the runtime. This keeps podctl's fsyncs off the disk while
+    // the runtime stops a node's worth of pods.
+    const durable = uids.some((uid) => this.#intent.has(uid));
+    const written = new Map<string, number | undefined>();
+    await Promise.all(
+      uids.map(async (uid) => {
+        const intent = this.#intent.get(uid);
+        try {
+          await this.#persist(uid, snapshot.get(uid), durable);
+          written.set(uid, intent);
+        } catch (error) {
+          this.#dirty.add(uid);
+          this.#storageErrors.set(uid, error as Error);
+          failed.push(error);
+        }
+      }),
+    );
+    if (written.size > 0 && durable) {
+      try {
+        await this.#deps.store.checkpoints.syncFolder();
+      } catch (error) {
+        for (const uid of written.keys()) {
+          this.#dirty.add(uid);
+          this.#storageErrors.set(uid, error as Error);
+        }
+        written.clear();
+        failed.push(error);
+      }
+    }
+    for (const uid of written.keys()) {
+      this.#storageErrors.delete(uid);
+      if (durable) this.#durable.add(uid);
+    }
+    for (const [uid, intent] of written) {
+      if (intent !== undefined && this.#intent.get(uid) === intent) this.#intent.delete(uid);
+    }
+    if (failed.length > 0) {
+      if (!this.#flushFailing) this.#deps.warn((failed[0] as Error).message);
+      this.#flushFailing = true;
+      this.scheduleFlush(FLUSH_RETRY_MS);
+      throw failed[0];
+    }
+    this.#flushFailing = false;
+  }
+
+  async #persist(uid: string, view: PodSyncStatusView | undefined, durable: boolean): Promise<void> {
+    const { checkpoints, leases } = this.#deps.store;
+    if (!leases.holds(uid) || this.#withdrawn.has(uid)) return;
+    if (this.#forgotten.has(uid) && view === undefined) {
+      this.#forgotten.delete(uid);
+      this.#deps.memory.forget(uid);
+      await checkpoints.remove(uid);
+      await leases.release(uid);
+      return;
+    }
+    if (!view) return;
+    const owned = this.#deps.memory.ownedPod(uid, view.fullname);
+    const names = namesOf(view);
+    owned.namespace = names.namespace;
+    owned.name = names.name;
+    await checkpoints.write(this.#checkpointOf(view, owned), { syncFolder: false, durable });
+  }
+
+  #checkpointOf(view: PodSyncStatusView, owned: OwnedPod): PodCheckpoint {
+    return {
+      uid: view.uid,
+      namespace: owned.namespace,
+      name: owned.name,
+      status: view,
+      since: owned.since,
+      history: boundHistory(owned.history),
+      ...(owned.lastError ? { lastError: owned.lastError } : {}),
+      ...(owned.graceDeadline !== undefined && workerStateOf(view) === 'terminating' ? { graceDeadline: owned.graceDeadline } : {}),
+      writtenAt: this.#deps.now(),
+      writerPid: this.#deps.pid,
+    };
+  }
+}
