@@ -26,6 +26,7 @@ import type { CriClient } from './client.js';
 import { ContainerStateCode } from './codes.js';
 import { isNotFound, isTransient, isUnimplemented } from './errors.js';
 import { LABEL_POD_UID } from './kubelet-labels.js';
+import { SingleFlight } from '../lib/single-flight.js';
 import type { Container } from './generated/runtime_v1.js';
 import { emptyPodStatus, groupRuntimePods, nanosToMs, toPodStatus, type ContainerDetails, type RuntimePod } from './pods.js';
 
@@ -61,11 +62,6 @@ export interface RuntimePodCacheOptions {
   exitDetailsFor?: (uid: string) => boolean;
   /** Upper bound of one getNewerThan wait, ms (default 60_000). */
   maxWaitMs?: number;
-}
-
-interface Relist {
-  startedAt: number;
-  promise: Promise<void>;
 }
 
 function abortError(signal: AbortSignal): unknown {
@@ -161,8 +157,7 @@ export class RuntimePodCache implements PodStatusCache {
   #details = new Map<string, ContainerDetails>();
   /** Stamp of the newest completed relist (-Infinity: none yet). */
   #observedAt = Number.NEGATIVE_INFINITY;
-  #inflight: Relist | undefined;
-  #queued: Promise<void> | undefined;
+  readonly #relists = new SingleFlight((startedAt) => this.#relist(startedAt), () => this.#clock.now());
   #listeners = new Set<(event: RuntimeCacheEvent) => void>();
   #lifecycle = new AbortController();
   #closed = false;
@@ -279,28 +274,7 @@ export class RuntimePodCache implements PodStatusCache {
 
   /** A relist stamped ≥ minStart: the running one if it qualifies, else the (shared) next one. */
   #requestRelist(minStart: number): Promise<void> {
-    const inflight = this.#inflight;
-    if (inflight && inflight.startedAt >= minStart) return inflight.promise;
-    if (!inflight) return this.#startRelist().promise;
-    this.#queued ??= inflight.promise
-      .catch(() => undefined)
-      .then(() => {
-        this.#queued = undefined;
-        return this.#startRelist().promise;
-      });
-    return this.#queued;
-  }
-
-  #startRelist(): Relist {
-    const startedAt = this.#clock.now();
-    const relist: Relist = {
-      startedAt,
-      promise: this.#relist(startedAt).finally(() => {
-        if (this.#inflight === relist) this.#inflight = undefined;
-      }),
-    };
-    this.#inflight = relist;
-    return relist;
+    return this.#relists.request(minStart);
   }
 
   async #relist(startedAt: number): Promise<void> {
