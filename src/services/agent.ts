@@ -28,7 +28,7 @@ import { isStuck, stuckForMs } from './stuck.js';
 import { BLOCKED_KINDS, blockedBy } from './blocked-by.js';
 import { gatherNodeFacts, stuckFactsOf, type NodeFacts } from './status.js';
 export { DEFAULT_STUCK_AFTER_MS } from './stuck.js';
-import type { NodeSession, PodInfo } from './session-api.js';
+import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import type { ApiNode } from './api-node.js';
 import { syncKnown, type DesiredSource, type SyncKnownResult } from './sync-known.js';
 import { UsageError, isAbort } from '../lib/errors.js';

@@ -18,7 +18,7 @@ import { NodePodSource, type PodSourceEvent } from '../kube/pod-source.js';
 import { EventReason, killingMessage } from '../kube/status.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { terminatedOnNode, type ApiNode } from './api-node.js';
-import type { NodeSession } from './session-api.js';
+import type { NodeSession } from '../domain/session-api.js';
 
 export interface ApiFollowReport {
   /** Lists made (1 + relists after 410 Gone). */

@@ -17,7 +17,7 @@ import { KubeError } from '../kube/errors.js';
 import { PendingApiActions, pendingId, type PendingAction, type PendingRecord } from '../kube/pending.js';
 import type { PodStatusChange } from '../kube/status.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
-import type { NodeSession, PodInfo } from './session-api.js';
+import type { NodeSession, PodInfo } from '../domain/session-api.js';
 
 export interface ApiNodeOptions {
   kubeconfig?: string | undefined;

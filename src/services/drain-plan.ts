@@ -14,7 +14,7 @@
  * Invariants: the plan is deterministic (same pods and options → same plan); every input pod appears
  * exactly once, either in a group or in `skipped`.
  */
-import type { PodInfo } from './session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { UsageError } from '../lib/errors.js';
 import { comparePods } from '../lib/refs.js';

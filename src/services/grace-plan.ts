@@ -6,7 +6,7 @@
  */
 import { killGracePeriod } from '../engine/grace.js';
 import { killTimeoutMs } from '../engine/kill-now.js';
-import type { PodInfo } from './session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 
 export type GracePod = Pick<PodInfo, 'pod' | 'gracePeriod' | 'state'>;
 

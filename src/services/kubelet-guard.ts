@@ -25,7 +25,7 @@ import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { sleep } from '../kube/retry.js';
 import type { ApiNode } from './api-node.js';
 import { killPodNowBoundMs, plannedGraceSeconds } from './grace-plan.js';
-import type { NodeSession, PodInfo } from './session-api.js';
+import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import type { TerminatedPod } from './terminate.js';
 
 export interface KubeletGuardOptions {

@@ -19,7 +19,7 @@ import { podOwnGracePeriod } from '../engine/grace.js';
 import type { V1Pod } from '../engine/types.js';
 import type { KubeletState } from '../kube/kubelet.js';
 import type { ApiNode } from './api-node.js';
-import type { PodInfo } from './session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 
 /** The kubelet's housekeeping period. */
 export const KUBELET_HOUSEKEEPING_MS = 2_000;

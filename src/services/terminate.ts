@@ -26,7 +26,7 @@ import { describeSelection, resolveSelection, type PodSelection } from '../lib/r
 import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { mapLimit } from '../lib/map-limit.js';
-import type { NodeSession, PodInfo, WaitOutcome } from './session-api.js';
+import type { NodeSession, PodInfo, WaitOutcome } from '../domain/session-api.js';
 
 /** What kill and evict report through: the eviction Event and status. */
 export type KubeClient = Pick<FullKubeClient, 'node' | 'postEvent' | 'markEvicted'>;

@@ -18,7 +18,7 @@
  * - Only pods whose lease this process holds are written; a withdrawn pod never is.
  */
 import { workerStateOf, type PodSyncStatusView, type PodWorkerEvent, type PodWorkers } from '../engine/types.js';
-import type { Logger } from '../services/session-api.js';
+import type { Logger } from '../domain/session-api.js';
 import { boundHistory } from '../store/format.js';
 import type { PodCheckpoint, Store } from '../store/index.js';
 import type { OwnedPod, PodMemory } from './memory.js';

@@ -19,7 +19,7 @@
  * - The history is bounded (`HISTORY_LIMIT`, oldest dropped first).
  */
 import { createHash } from 'node:crypto';
-import type { TransitionRecord } from '../services/session-api.js';
+import type { TransitionRecord } from '../domain/session-api.js';
 import { CHECKPOINT_FORMAT, HISTORY_LIMIT, firstIssue, storeSchemas } from './schemas.js';
 import { isCheckpointHeader, isCheckpointShape } from './shapes.js';
 import type { PodCheckpoint } from './records.js';

@@ -7,7 +7,7 @@
  * depend on it and never on one another in a circle.
  */
 import type { PodSyncStatusView, V1Pod } from '../engine/types.js';
-import type { RuntimeErrorInfo, TransitionRecord } from '../services/session-api.js';
+import type { RuntimeErrorInfo, TransitionRecord } from '../domain/session-api.js';
 
 /** One-line reports about files the store moved aside or could not use. */
 export type StoreReporter = (message: string) => void;

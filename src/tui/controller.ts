@@ -14,7 +14,7 @@
  *   than the one in force (grace periods only shrink).
  * - No effect is produced outside confirm, except quit.
  */
-import type { KillRequest, PodInfo } from '../services/session-api.js';
+import type { KillRequest, PodInfo } from '../domain/session-api.js';
 import { defaultGraceOf, graceLeftMs, parseGrace, podRef, SORT_KEYS, type SortKey } from './view-model.js';
 
 export type Action = 'kill' | 'evict' | 'shorten';

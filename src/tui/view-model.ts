@@ -7,7 +7,7 @@
  * - The selection is a pod UID, not an index: it survives re-sorting, filtering and new listings.
  * - The countdown bar only shrinks as time passes and is empty once the grace has run out.
  */
-import type { PodInfo } from '../services/session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 import type { FeedEntry } from '../services/watch-feed.js';
 import { blockedBy, type BlockedBy } from '../services/blocked-by.js';
 import { isUndriven, stuckFactsOf, type NodeFacts } from '../services/status.js';

@@ -12,7 +12,7 @@ import { parseSelection } from '../../src/lib/refs.js';
 import { defaultGroups, planDrain } from '../../src/services/drain-plan.js';
 import { evictPods } from '../../src/services/evict.js';
 import { killPods } from '../../src/services/kill.js';
-import type { PodInfo } from '../../src/services/session-api.js';
+import type { PodInfo } from '../../src/domain/session-api.js';
 import { FakeRecorder, createHarness, deferred, until, untilAborted } from '../engine/harness.js';
 import { FakeSession } from './fake-session.js';
 

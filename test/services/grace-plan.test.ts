@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { graceInForce, killPodNowBoundMs, plannedGraceSeconds } from '../../src/services/grace-plan.js';
-import type { PodInfo } from '../../src/services/session-api.js';
+import type { PodInfo } from '../../src/domain/session-api.js';
 
 const pod = (spec: { grace?: number; deletion?: number }, state: PodInfo['state'] = 'sync', gracePeriod?: number): Pick<PodInfo, 'pod' | 'state' | 'gracePeriod'> => ({
   state,

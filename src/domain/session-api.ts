@@ -17,7 +17,8 @@
  * - `close()` persists everything and releases leases; a crash (SIGKILL) loses nothing that was
  *   already reported done, and leaves no corrupt checkpoint.
  *
- * This file holds types only; `openSession` lives in `session.ts`.
+ * This file holds types only (the domain layer: every layer above imports it); `openSession` lives in
+ * `session/open.ts`.
  */
 import type {
   Clock,
