@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { podOwnGracePeriod } from '../engine/grace.js';
+import { DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, podOwnGracePeriod } from '../engine/grace.js';
 import type { V1Pod } from '../engine/types.js';
 import type { KubeletState } from '../kube/kubelet.js';
 import type { ApiNode } from './api-node.js';
@@ -45,7 +45,7 @@ export interface OrphanDecision {
 }
 
 export function orphanWaitMs(pod: PodInfo): number {
-  const grace = pod.pod ? podOwnGracePeriod(pod.pod) : (pod.gracePeriod ?? 30);
+  const grace = pod.pod ? podOwnGracePeriod(pod.pod) : (pod.gracePeriod ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
   return 2 * KUBELET_HOUSEKEEPING_MS + grace * 1000;
 }
 

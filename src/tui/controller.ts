@@ -84,8 +84,8 @@ function startKill(state: UiState, pod: PodInfo): UiState {
     return { ...state, message: { text: `${podRef(pod)} is already ${pod.state}`, level: 'warn' } };
   }
   const current = pod.state === 'terminating' ? pod.gracePeriod : undefined;
-  const offer = current !== undefined ? Math.min(current, defaultGraceOf(pod)) : defaultGraceOf(pod);
-  const mode: Mode = { kind: 'grace', action: 'kill', uid: pod.uid, ref: podRef(pod), text: String(offer) };
+  // the planned grace already takes the grace in force into account (it only shrinks)
+  const mode: Mode = { kind: 'grace', action: 'kill', uid: pod.uid, ref: podRef(pod), text: String(defaultGraceOf(pod)) };
   if (current !== undefined) mode.current = current;
   return { ...state, mode, message: undefined };
 }
