@@ -22,7 +22,7 @@ import { UsageError } from '../lib/errors.js';
 import { formatDuration } from '../lib/duration.js';
 import { resolveSelection, type PodSelection } from '../lib/refs.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
-import { sleep } from '../kube/retry.js';
+import { sleep } from '../lib/abortable.js';
 import type { ApiNode } from './api-node.js';
 import { killTimeoutMs } from '../engine/kill-now.js';
 import { plannedGraceSeconds } from './grace-plan.js';
