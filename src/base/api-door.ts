@@ -16,7 +16,7 @@ export async function apiNodeFor(flags: GlobalFlags, reporter: Reporter): Promis
   try {
     return await openApiNode({ kubeconfig: flags.kubeconfig, node: nodeName(flags.node), stateDir: flags['state-dir'], reporter });
   } catch (error) {
-    throw new RuntimeFailure((error as Error).message, 'fix --kubeconfig, or unset KUBECONFIG to work from the runtime alone');
+    throw new RuntimeFailure((error as Error).message, 'fix --kubeconfig, or unset KUBECONFIG to work from the runtime alone', { kind: 'ApiServerError' });
   }
 }
 

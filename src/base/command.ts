@@ -5,7 +5,9 @@
  * Invariants:
  * - `run()` returns the command's typed result, which oclif prints as the `--json` output.
  * - Errors end the command with the exit code of `exit-codes.ts`, shown as one line on stderr (or a
- *   JSON `{ error }` object on stdout with --json); the stack only with `--log-level debug`.
+ *   JSON `{ error }` object on stdout with --json; a JSON stream gets one more `{"type":"error"}`
+ *   line besides the stderr line); `error.name` is one of ERROR_NAMES (errors.ts); the stack only
+ *   with `--log-level debug`.
  * - A session opened by a command is closed in `finally`, whatever happened (state is persisted and
  *   leases released by `NodeSession.close`).
  * - The first SIGINT/SIGTERM aborts the command's signal (waits stop, the session is closed cleanly,
@@ -18,7 +20,7 @@ import { Command, Errors } from '@oclif/core';
 import type { HandOff, HandOffOptions } from '../session/hand-off.js';
 import type { NodeSession, SessionOptions } from '../domain/session-api.js';
 import type { PodctlMetrics } from '../metrics/registry.js';
-import { RuntimeFailure, UsageError, exitCodeOf, oneLine } from '../lib/errors.js';
+import { RuntimeFailure, UsageError, errorRecord, exitCodeOf, oneLine } from '../lib/errors.js';
 import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
 import { DEFAULT_STATE_DIR, globalFlags, nodeName, type GlobalFlags } from '../lib/flags.js';
 import { colorEnabled, createStyler, renderJson, renderYaml, type Styler } from '../lib/output.js';
@@ -54,6 +56,14 @@ export abstract class PodctlCommand extends Command {
   protected interruptIsNormal = false;
   /** The command only reads (status): its session takes no lease and starts no watchers. */
   protected readOnlySession = false;
+  /**
+   * The command streams JSON lines on stdout (watch, status -w): an error ends the stream with one
+   * more line, `{"type":"error","at":ISO,"error":{name,message,exitCode}}`, besides the usual one line
+   * on stderr, instead of a pretty-printed `{ error }` object.
+   */
+  protected jsonStream = false;
+  /** --json and -o contradict each other: the error is one line on stderr, not JSON (the format asked for is unclear). */
+  #formatConflict = false;
   /** Whose exited containers the session asks the runtime about (see SessionOptions.exitDetails). */
   protected exitDetails: 'all' | 'driven' = 'all';
   #session: NodeSession | undefined;
@@ -68,6 +78,7 @@ export abstract class PodctlCommand extends Command {
     const output = (flags as GlobalFlags & { output?: string }).output;
     const explicitOutput = this.argv.some((a) => a === '--output' || a.startsWith('--output=') || (a.startsWith('-o') && !a.startsWith('--')));
     if (this.jsonEnabled() && output !== undefined && output !== 'json' && explicitOutput) {
+      this.#formatConflict = true;
       throw new UsageError(`--json and -o ${output} ask for two formats`, 'use one of them: --json is -o json');
     }
     this.reporter = new Reporter(flags['log-level']);
@@ -275,8 +286,11 @@ export abstract class PodctlCommand extends Command {
     this.reporter.done();
     const parseError = (error as { parse?: unknown }).parse !== undefined;
     const line = parseError ? `${oneLine(error)} (see podctl ${this.id ?? ''} --help)` : oneLine(error);
-    if (this.jsonEnabled()) {
-      this.logJson({ error: { name: error.name, message: line, exitCode: code } });
+    if (this.jsonStream) {
+      process.stdout.write(`${JSON.stringify({ type: 'error', at: new Date().toISOString(), error: errorRecord(error, line) })}\n`);
+      process.stderr.write(`error: ${line}\n`);
+    } else if (this.jsonEnabled() && !this.#formatConflict) {
+      this.logJson({ error: errorRecord(error, line) });
     } else {
       process.stderr.write(`error: ${line}\n`);
     }
@@ -381,7 +395,7 @@ function explainOpenError(error: unknown, stateDir: string): unknown {
   if (error instanceof Error && error.name === 'StoreError') return error;
   if (error instanceof Error && typeof e.code === 'string' && typeof e.path === 'string' && !(error instanceof RuntimeFailure)) {
     const inStateDir = e.path === stateDir || e.path.startsWith(`${stateDir}/`) || stateDir.startsWith(`${e.path}/`);
-    if (inStateDir) return new RuntimeFailure(`state dir ${stateDir}: ${e.code} on ${e.path}`, 'pass a writable directory with --state-dir (or PODCTL_STATE_DIR)', { cause: error });
+    if (inStateDir) return new RuntimeFailure(`state dir ${stateDir}: ${e.code} on ${e.path}`, 'pass a writable directory with --state-dir (or PODCTL_STATE_DIR)', { cause: error, kind: 'StoreError' });
   }
   return error;
 }

@@ -23,6 +23,7 @@ import type { ApiFollowReport } from '../services/api-follow.js';
 import type { KubeletReport } from '../services/kubelet-guard.js';
 import type { TerminatedPod } from '../services/terminate.js';
 import type { ShutdownStatusReport } from '../services/shutdown-status.js';
+import { drainJson } from '../services/json-results.js';
 import { drainExitCode, drainNode, drainPodsToHandOff, drainSummaryLine, drainTable, type DrainResult } from '../services/drain.js';
 
 export default class Drain extends PodctlCommand {
@@ -78,7 +79,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     }),
   };
 
-  async run(): Promise<DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport; kubelet?: KubeletReport; cordoned?: { node: string; uncordon: string } | null; viaApi?: TerminatedPod[] }> {
+  async run(): Promise<ReturnType<typeof drainJson<DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport; kubelet?: KubeletReport; cordoned?: { node: string; uncordon: string } | null; viaApi?: TerminatedPod[] }>>> {
     const { flags } = await this.parse(Drain);
     this.configure(flags);
     await this.recordMetricsTo(flags['metrics-textfile']);
@@ -152,11 +153,11 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     // pods still terminating (bound reached, or interrupted) keep being driven after this process
     await this.handOffUnfinished('drain', result, drainPodsToHandOff(result));
     if (!this.jsonEnabled()) {
-      if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
+      if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(drainJson(result), flags.output);
       else if (result.groups.length > 0 || result.skipped.length > 0) this.log(await renderTable(drainTable(result, this.styler), this.styler));
       this.logToStderr(drainSummaryLine(result));
     }
     this.setExitCode(drainExitCode(result));
-    return result;
+    return drainJson(result);
   }
 }

@@ -12,6 +12,7 @@ import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
 import { DEFAULT_EVICTION_REASON, evictPods, type EvictResult } from '../services/evict.js';
 import { replayPendingApiWrites } from '../services/api-node.js';
+import { terminateJson } from '../services/json-results.js';
 import { podsToHandOff, terminateExitCode, terminateSummary, terminateTable } from '../services/terminate.js';
 
 export default class Evict extends PodctlCommand {
@@ -45,7 +46,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   /** Exit codes are asked for only where the session decides by them (SessionOptions.exitDetails). */
   protected override exitDetails = 'driven' as const;
 
-  async run(): Promise<EvictResult> {
+  async run(): Promise<ReturnType<typeof terminateJson<EvictResult>>> {
     const { argv, flags } = await this.parse(Evict);
     this.configure(flags);
     await this.recordMetricsTo(flags['metrics-textfile']);
@@ -79,6 +80,6 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       this.logToStderr(terminateSummary(result));
     }
     this.setExitCode(terminateExitCode(result));
-    return result;
+    return terminateJson(result);
   }
 }

@@ -11,6 +11,7 @@ import { driverFlags, safetyFlags, metricsTextfileFlags } from '../lib/safety-fl
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
 import { killPods, type KillResult } from '../services/kill.js';
+import { terminateJson } from '../services/json-results.js';
 import { podsToHandOff, terminateExitCode, terminateSummary, terminateTable } from '../services/terminate.js';
 
 export default class Kill extends PodctlCommand {
@@ -49,7 +50,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   /** Exit codes are asked for only where the session decides by them (SessionOptions.exitDetails). */
   protected override exitDetails = 'driven' as const;
 
-  async run(): Promise<KillResult> {
+  async run(): Promise<ReturnType<typeof terminateJson<KillResult>>> {
     const { argv, flags } = await this.parse(Kill);
     this.configure(flags);
     await this.recordMetricsTo(flags['metrics-textfile']);
@@ -86,6 +87,6 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       this.logToStderr(terminateSummary(result));
     }
     this.setExitCode(terminateExitCode(result));
-    return result;
+    return terminateJson(result);
   }
 }

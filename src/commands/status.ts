@@ -8,12 +8,15 @@ import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { selectionFlags } from '../lib/flags.js';
 import { renderTable } from '../lib/output.js';
-import { selectionFromFlags } from '../lib/refs.js';
-import { explainText, kubeletHeader, podStatus, sortStatusRows, statusExitCode, statusTable, type StatusResult } from '../services/status.js';
+import { parseDuration } from '../lib/duration.js';
+import { selectionFromFlags, type PodSelection } from '../lib/refs.js';
+import { NO_NODE_FACTS, STATUS_SORT_KEYS, explainText, statusJson, kubeletHeader, podStatus, sortStatusRows, statusExitCode, statusTable, type StatusResult } from '../services/status.js';
 
 export default class Status extends PodctlCommand {
   static override summary = 'Show the node\'s pods as podctl\'s pod workers see them; --explain says why a pod is still here.';
-  static override description = `One row per pod tracked by any podctl process or found in the runtime: namespace/name, short UID, worker state (running, terminating, terminated, finished, runtime-only), grace left/total while terminating, time in state, containers running/total, owning podctl process, last runtime error.
+  static override description = `One row per pod tracked by any podctl process or found in the runtime: namespace/name, short UID, worker state (running, terminating, terminated, finished, runtime-only; in JSON: sync, terminating, terminated, finished, runtime), READY (containers running/total as the runtime shows them, as kubectl's; -o wide adds the sandbox), grace left/total while terminating, time in state (IN STATE), the pod's age (AGE), owning podctl process, last runtime error.
+
+With -w/--watch: the table once, then one line per change of a pod (its state, READY or the grace in force; a pod that appears, or goes: state "gone"), as kubectl get -w, until Ctrl-C/SIGTERM (exit 0) or --watch-for passes. With -o json, one JSON object per line: {"type":"added"|"modified"|"deleted","at":ISO 8601,"pod":ROW}, ROW as in -o json (the first lines are the pods listed at start, as "added"). -o name prints the ns/name of each change. Ink is never loaded.
 
 Without REF or -n, every namespace is shown. With --explain, for each named pod: every engine predicate (couldHaveRunningContainers, shouldPodContainersBeTerminating, …), what its worker is waiting for, the remaining grace, the last runtime error and next retry, and its timeline.
 
@@ -26,6 +29,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     { description: 'Why is this pod still terminating?', command: '<%= config.bin %> <%= command.id %> web/api-7c9d2 --explain' },
     { description: 'Pods labelled app=frontend in namespace web, with more columns:', command: '<%= config.bin %> <%= command.id %> -n web -l app=frontend -o wide' },
     { description: 'Everything as YAML:', command: '<%= config.bin %> <%= command.id %> -o yaml' },
+    { description: 'Follow the pods of namespace web: the table, then one line per change (Ctrl-C ends it):', command: '<%= config.bin %> <%= command.id %> -n web -w' },
+    { description: 'Changes as JSON lines for a script, for ten minutes:', command: '<%= config.bin %> <%= command.id %> -w -o json --watch-for 10m' },
   ];
 
   static override strict = false;
@@ -41,20 +46,34 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     'field-selector': selectionFlags['field-selector'],
     output: Flags.option({ char: 'o', summary: 'Result format on stdout (name: one ns/name per line, as REFs are written).', options: ['table', 'wide', 'name', 'json', 'yaml'] as const, default: 'table' as const })(),
     'no-headers': Flags.boolean({ summary: 'Tables without their header line (for scripts, as kubectl).', default: false }),
-    'sort-by': Flags.option({ summary: 'Row order of the table and of -o name (default: namespace/name).', options: ['name', 'namespace', 'state', 'age', 'grace'] as const })(),
+    'sort-by': Flags.option({ summary: 'Row order (default: namespace/name); age: oldest pod first, in-state: longest in its state first.', options: STATUS_SORT_KEYS })(),
     'show-labels': Flags.boolean({ summary: 'A LABELS column with every label of each pod (as kubectl).', default: false }),
     'label-columns': Flags.string({ char: 'L', summary: 'One column per label key (repeatable, or comma-separated), as kubectl\'s -L.', multiple: true, helpValue: 'KEY' }),
     explain: Flags.boolean({ summary: 'For the named pods: predicates, what the worker waits for, last error, timeline.', default: false }),
+    watch: Flags.boolean({ char: 'w', summary: 'After the table, one line per change (state, READY, grace in force; pods added or gone) until Ctrl-C/SIGTERM (exit 0); -o json: one JSON object per line.', default: false }),
+    'watch-for': Flags.string({ summary: 'With -w: stop watching after DURATION (30s, 10m, 1h; exit 0).', helpValue: 'DURATION' }),
     ...kubeletFlags,
   };
 
-  async run(): Promise<StatusResult> {
+  async run(): Promise<ReturnType<typeof statusJson> | undefined> {
     const { argv, flags } = await this.parse(Status);
     this.configure(flags);
     // with no pods named, status shows every pod on the node
     const selection = selectionFromFlags(argv, flags, { defaultAllNamespaces: true, allowEmpty: true });
     if (flags.explain && selection.refs.length === 0) {
       throw new UsageError('--explain needs the pods to explain', 'name them: podctl status ns/name --explain (or --uid UID)');
+    }
+    const watchForMs = flags['watch-for'] === undefined ? undefined : parseDuration(flags['watch-for'], 'watch-for');
+    if (watchForMs !== undefined && !flags.watch) throw new UsageError('--watch-for needs -w/--watch', 'add -w, or leave --watch-for out');
+    if (flags.watch && (flags.explain || flags.output === 'yaml')) {
+      throw new UsageError(`-w/--watch and ${flags.explain ? '--explain' : '-o yaml'} do not go together`, 'watch with -o table, wide, name or json');
+    }
+    if (flags.watch) {
+      // following changes needs the session's event stream (a read-only session has none); ending on a signal is normal
+      this.readOnlySession = false;
+      this.jsonStream = this.jsonEnabled() || flags.output === 'json';
+      this.interruptIsNormal = true;
+      this.interruptMessage = 'stopping the watch';
     }
     // the kubelet check runs beside the session's opening (healthz and /proc, no API server needed)
     // with an API server: its objects of the node's pods (finalizers, deletions) and the node Lease
@@ -80,19 +99,54 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     if (!this.jsonEnabled() && flags.output !== 'json' && flags.output !== 'yaml') this.logToStderr(kubeletHeader(result.kubelet));
     for (const ref of result.missing) this.reporter.warn(`pod not found: ${ref}`);
     if (flags['sort-by'] !== undefined) result.pods = sortStatusRows(result.pods, flags['sort-by']);
+    const labelColumns = (flags['label-columns'] ?? []).flatMap((v) => v.split(',')).map((k) => k.trim()).filter((k) => k !== '');
+    if (flags.watch) {
+      await this.#watch(result, selection, { ...flags, labelColumns, watchForMs });
+      return undefined;
+    }
     if (!this.jsonEnabled()) {
-      if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
+      if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(statusJson(result), flags.output);
       else if (flags.explain) this.log((result.explain ?? []).map((e) => explainText(e, this.styler, Date.now())).join('\n\n'));
       else if (result.pods.length === 0) this.logToStderr('no pods');
       else if (flags.output === 'name') this.log(result.pods.map((p) => `${p.namespace}/${p.name}`).join('\n'));
       else {
-        const labelColumns = (flags['label-columns'] ?? []).flatMap((v) => v.split(',')).map((k) => k.trim()).filter((k) => k !== '');
         const table = statusTable(result, flags.output === 'wide', this.styler, { showLabels: flags['show-labels'], labelColumns });
         this.log(await renderTable(table, this.styler, { noHeaders: flags['no-headers'] }));
       }
     }
     this.setExitCode(statusExitCode(result));
-    return result;
+    return statusJson(result);
+  }
+
+  /** -w: the first listing as a table (or JSON lines), then one line per change until the signal or --watch-for. */
+  async #watch(
+    result: StatusResult,
+    selection: PodSelection,
+    flags: { output: 'table' | 'wide' | 'name' | 'json' | 'yaml'; 'no-headers': boolean; 'show-labels': boolean; labelColumns: string[]; watchForMs: number | undefined },
+  ): Promise<void> {
+    // -o yaml was refused before the listing; --json is -o json
+    const format = this.jsonEnabled() || (flags.output !== 'table' && flags.output !== 'wide' && flags.output !== 'name') ? 'json' : flags.output;
+    const table = { showLabels: flags['show-labels'], labelColumns: flags.labelColumns, noHeaders: flags['no-headers'] };
+    if (format === 'json') {
+      for (const pod of result.pods) process.stdout.write(`${JSON.stringify({ type: 'added', at: result.generatedAt, pod })}\n`);
+    } else if (format === 'name') {
+      if (result.pods.length > 0) this.log(result.pods.map((p) => `${p.namespace}/${p.name}`).join('\n'));
+    } else if (result.pods.length > 0 || !flags['no-headers']) {
+      this.log(await renderTable(statusTable(result, format === 'wide', this.styler, table), this.styler, { noHeaders: flags['no-headers'] }));
+    }
+    const { watchStatus } = await import('../services/status-watch.js');
+    await watchStatus({
+      session: await this.session(),
+      selection,
+      format,
+      initial: result.pods,
+      out: process.stdout,
+      signal: this.abort.signal,
+      ...(flags.watchForMs !== undefined ? { forMs: flags.watchForMs } : {}),
+      styler: this.styler,
+      table,
+      facts: { ...NO_NODE_FACTS, kubeletRunning: result.kubelet?.state === 'running' },
+    });
   }
 }
 

@@ -9,7 +9,8 @@ import { metricsTextfileFlags } from '../lib/safety-flags.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { renderTable } from '../lib/output.js';
-import { syncKnown, syncKnownSummary, syncKnownTable, type DesiredSource, type SyncKnownResult } from '../services/sync-known.js';
+import { syncKnownJson } from '../services/json-results.js';
+import { syncKnown, syncKnownSummary, syncKnownTable, type DesiredSource } from '../services/sync-known.js';
 
 export default class SyncKnown extends PodctlCommand {
   static override summary = 'Run the kubelet\'s housekeeping step: forget finished pods, finish orphans, resume abandoned pods.';
@@ -42,7 +43,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
     output: Flags.option({ char: 'o', summary: 'Result format on stdout.', options: ['table', 'json', 'yaml'] as const, default: 'table' as const })(),
   };
 
-  async run(): Promise<SyncKnownResult> {
+  async run(): Promise<ReturnType<typeof syncKnownJson>> {
     const { flags } = await this.parse(SyncKnown);
     this.configure(flags);
     await this.recordMetricsTo(flags['metrics-textfile']);
@@ -74,13 +75,13 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
       ...(api ? { api } : {}),
     }).finally(() => api?.close());
     if (!this.jsonEnabled()) {
-      if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(result, flags.output);
+      if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(syncKnownJson(result), flags.output);
       else {
         // the result, on stdout (kubectl habit): the table of known workers, then the summary
         if (result.workers.length > 0) this.log(await renderTable(syncKnownTable(result, this.styler), this.styler));
         this.log(syncKnownSummary(result));
       }
     }
-    return result;
+    return syncKnownJson(result);
   }
 }

@@ -83,15 +83,14 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
   }
 
   /**
-   * The JSON stream's readers get its errors in the stream too: one `{"type":"error",…}` line on
-   * stdout (as the records before it), besides the usual one line on stderr and the exit code.
+   * The JSON stream's readers get its errors in the stream too (with --json as well): one
+   * `{"type":"error",…}` line on stdout (as the records before it), besides the usual one line on
+   * stderr and the exit code.
    */
   override async catch(error: Error & { exitCode?: number }): Promise<unknown> {
+    // decided from argv too: the error may come before the flags are parsed
     const streaming = this.jsonEnabled() || process.stdout.isTTY !== true || this.argv.some((a, i) => (a === '-o' || a === '--output') && this.argv[i + 1] === 'json') || this.argv.includes('-ojson') || this.argv.includes('--output=json');
-    if (streaming && !(error instanceof Errors.ExitError) && !this.jsonEnabled()) {
-      const { exitCodeOf, oneLine } = await import('../lib/errors.js');
-      process.stdout.write(`${JSON.stringify({ type: 'error', at: Date.now(), error: { name: error.name, message: oneLine(error), exitCode: exitCodeOf(error) } })}\n`);
-    }
+    if (streaming && !(error instanceof Errors.ExitError)) this.jsonStream = true;
     return super.catch(error);
   }
 

@@ -329,7 +329,8 @@ export function toV1Pod(pod: RuntimePod): V1Pod {
     if (c.terminationMessagePath) container.terminationMessagePath = c.terminationMessagePath;
     return container;
   });
-  const newest = pod.sandboxes[0];
+  // the pod is as old as its first sandbox (a restarted pod's newer sandboxes do not make it younger)
+  const oldest = pod.sandboxes.at(-1);
   const v1: V1Pod = {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -339,7 +340,7 @@ export function toV1Pod(pod: RuntimePod): V1Pod {
       uid: pod.uid,
       labels: { ...pod.labels },
       annotations: { ...pod.annotations },
-      ...(newest && newest.createdAt > 0 ? { creationTimestamp: new Date(newest.createdAt) } : {}),
+      ...(oldest && oldest.createdAt > 0 ? { creationTimestamp: new Date(oldest.createdAt) } : {}),
       ...(pod.deletionGracePeriodSeconds !== undefined ? { deletionGracePeriodSeconds: pod.deletionGracePeriodSeconds } : {}),
     },
     spec: {

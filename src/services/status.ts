@@ -21,6 +21,7 @@ import { mountedPodVolumes } from './volumes.js';
 import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import type { PodSyncStatusView } from '../engine/types.js';
 import { blockedBy, type BlockedBy, type ProcessFact, type StuckFacts } from './blocked-by.js';
+import { createdAtOf, formatAge, readyCell, readyOf, sandboxCell, type PodReady } from './pod-ready.js';
 
 export type PodState = PodInfo['state'];
 
@@ -42,6 +43,12 @@ export interface StatusRow {
   inStateSeconds: number;
   containersRunning: number;
   containersTotal: number;
+  /** kubectl's READY from the runtime: containers running / total (newest attempts), and the sandbox's readiness; null when the runtime does not report the pod. */
+  ready: PodReady | null;
+  /** When the pod was created (ISO 8601; its creationTimestamp, else its oldest sandbox's), or null. */
+  createdAt: string | null;
+  /** The pod's age (kubectl's AGE), or null when its creation time is not known. */
+  ageSeconds: number | null;
   ownerPid: number | null;
   ownerAlive: boolean | null;
   /**
@@ -68,7 +75,8 @@ export interface NodeFacts {
   api: ReadonlyMap<string, V1Pod>;
 }
 
-const NO_FACTS: NodeFacts = { kubeletRunning: false, processes: new Map(), mounts: new Map(), podDir: (uid) => `/var/lib/kubelet/pods/${uid}`, api: new Map() };
+/** No node facts beyond the listing (kubelet not running, no processes or mounts, no API objects). */
+export const NO_NODE_FACTS: NodeFacts = { kubeletRunning: false, processes: new Map(), mounts: new Map(), podDir: (uid) => `/var/lib/kubelet/pods/${uid}`, api: new Map() };
 
 export interface PredicateAnswer {
   name: string;
@@ -146,7 +154,7 @@ export function isUndriven(pod: Pick<PodInfo, 'state' | 'owner' | 'worker'>): bo
 }
 
 /** The facts blocked-by.ts classifies from, for one pod. */
-export function stuckFactsOf(pod: PodInfo, now: number, facts: NodeFacts = NO_FACTS): StuckFacts {
+export function stuckFactsOf(pod: PodInfo, now: number, facts: NodeFacts = NO_NODE_FACTS): StuckFacts {
   const row = baseRow(pod, now);
   const meta = (facts.api.get(pod.uid) ?? pod.pod)?.metadata;
   return {
@@ -167,7 +175,7 @@ export function stuckFactsOf(pod: PodInfo, now: number, facts: NodeFacts = NO_FA
   };
 }
 
-export function statusRow(pod: PodInfo, now: number, facts: NodeFacts = NO_FACTS): StatusRow {
+export function statusRow(pod: PodInfo, now: number, facts: NodeFacts = NO_NODE_FACTS): StatusRow {
   return { ...baseRow(pod, now), blockedBy: blockedBy(stuckFactsOf(pod, now, facts)) };
 }
 
@@ -175,6 +183,7 @@ function baseRow(pod: PodInfo, now: number): Omit<StatusRow, 'blockedBy'> {
   const undriven = isUndriven(pod);
   // a grace counts down only while some process drives the pod
   const terminating = pod.state === 'terminating' && !undriven;
+  const createdAt = createdAtOf(pod);
   return {
     uid: pod.uid,
     namespace: pod.namespace,
@@ -190,6 +199,9 @@ function baseRow(pod: PodInfo, now: number): Omit<StatusRow, 'blockedBy'> {
     inStateSeconds: Math.max(0, Math.round((now - pod.since) / 1000)),
     containersRunning: pod.containersRunning,
     containersTotal: pod.containersTotal,
+    ready: readyOf(pod),
+    createdAt: iso(createdAt),
+    ageSeconds: createdAt === undefined ? null : Math.max(0, Math.round((now - createdAt) / 1000)),
     ownerPid: pod.owner?.pid ?? null,
     ownerAlive: pod.owner?.alive ?? null,
     driven: pod.state === 'terminating' || (pod.state === 'terminated' && pod.worker?.finished !== true) ? !undriven : null,
@@ -289,7 +301,7 @@ export function waitingFor(pod: PodInfo, now: number): string {
   return `Nothing: the pod is desired and running; it stays until it is killed, evicted or deleted${view.working ? ' (a sync is in progress)' : ''}.${retryText}`;
 }
 
-export function explainPod(pod: PodInfo, now: number, facts: NodeFacts = NO_FACTS): Explanation {
+export function explainPod(pod: PodInfo, now: number, facts: NodeFacts = NO_NODE_FACTS): Explanation {
   const row = statusRow(pod, now, facts);
   return {
     uid: pod.uid,
@@ -313,6 +325,11 @@ export function explainPod(pod: PodInfo, now: number, facts: NodeFacts = NO_FACT
   };
 }
 
+/** The JSON form of a status result (`-o json|yaml`, `--json`): `explain` (without --explain) and `kubelet` are null, not absent. */
+export function statusJson(result: StatusResult): Omit<StatusResult, 'explain' | 'kubelet'> & { explain: Explanation[] | null; kubelet: KubeletStatus | null } {
+  return { ...result, explain: result.explain ?? null, kubelet: result.kubelet ?? null };
+}
+
 export function statusExitCode(result: Pick<StatusResult, 'missing'>): ExitCodeValue {
   return result.missing.length > 0 ? ExitCode.NotFound : ExitCode.Done;
 }
@@ -323,7 +340,7 @@ export async function podStatus(options: StatusOptions): Promise<StatusResult> {
   const { targets, missing } = resolveSelection(await session.listPods(options.signal ? { signal: options.signal } : undefined), options.selection);
   const kubelet = options.kubelet ? await options.kubelet : undefined;
   const apiPods = new Map(((options.apiPods ? await options.apiPods : undefined) ?? []).flatMap((p) => (p.metadata?.uid ? [[p.metadata.uid, p] as const] : [])));
-  const base = options.nodeFacts === false ? { ...NO_FACTS, kubeletRunning: kubelet?.state === 'running' } : await gatherNodeFacts(session, targets, kubelet, apiPods, options.signal, options.kubeletRoot);
+  const base = options.nodeFacts === false ? { ...NO_NODE_FACTS, kubeletRunning: kubelet?.state === 'running' } : await gatherNodeFacts(session, targets, kubelet, apiPods, options.signal, options.kubeletRoot);
   const facts: NodeFacts = { ...base, api: apiPods };
   const result: StatusResult = {
     endpoint: session.endpoint,
@@ -400,13 +417,17 @@ function ownerCell(row: StatusRow): string {
   return row.ownerAlive === false ? `${row.ownerPid} (dead)` : String(row.ownerPid);
 }
 
+export const STATUS_SORT_KEYS = ['name', 'namespace', 'state', 'age', 'in-state', 'grace'] as const;
+export type StatusSortKey = (typeof STATUS_SORT_KEYS)[number];
+
 const STATE_ORDER: Record<PodState, number> = { terminating: 0, terminated: 1, sync: 2, runtime: 3, finished: 4 };
 
 /**
  * Rows in the order `--sort-by` asks: name (then namespace), namespace (then name), state (what
- * needs attention first), age (longest in its state first), grace (least grace left first).
+ * needs attention first), age (oldest pod first; unknown ages last), in-state (longest in its state
+ * first), grace (least grace left first).
  */
-export function sortStatusRows(rows: readonly StatusRow[], by: 'name' | 'namespace' | 'state' | 'age' | 'grace'): StatusRow[] {
+export function sortStatusRows(rows: readonly StatusRow[], by: StatusSortKey): StatusRow[] {
   const ref = (r: StatusRow) => `${r.namespace}/${r.name}`;
   const byRef = (a: StatusRow, b: StatusRow) => ref(a).localeCompare(ref(b));
   const sorted = [...rows];
@@ -418,6 +439,8 @@ export function sortStatusRows(rows: readonly StatusRow[], by: 'name' | 'namespa
     case 'state':
       return sorted.sort((a, b) => (STATE_ORDER[a.state] ?? 9) - (STATE_ORDER[b.state] ?? 9) || byRef(a, b));
     case 'age':
+      return sorted.sort((a, b) => (b.ageSeconds ?? -1) - (a.ageSeconds ?? -1) || byRef(a, b));
+    case 'in-state':
       return sorted.sort((a, b) => b.inStateSeconds - a.inStateSeconds || byRef(a, b));
     case 'grace':
       return sorted.sort((a, b) => (a.graceLeftSeconds ?? Number.POSITIVE_INFINITY) - (b.graceLeftSeconds ?? Number.POSITIVE_INFINITY) || byRef(a, b));
@@ -432,29 +455,40 @@ export interface StatusTableOptions {
 }
 
 export function statusTable(result: StatusResult, wide: boolean, styler: Styler, options: StatusTableOptions = {}): TableSpec {
-  const head = ['NAMESPACE/NAME', 'UID', 'STATE', 'GRACE', 'AGE', 'CONTAINERS', 'OWNER', 'LAST ERROR'];
-  if (wide) head.push('PRIORITY', 'STATIC', 'EVICTED', 'NEXT RETRY', 'BLOCKED BY');
+  const head = STATUS_HEAD.slice();
+  if (wide) head.push(...STATUS_WIDE_HEAD);
   const labelColumns = options.labelColumns ?? [];
   head.push(...labelColumns.map((k) => k.toUpperCase()));
   if (options.showLabels) head.push('LABELS');
-  const rows = result.pods.map((r) => {
-    const grace = r.gracePeriodSeconds === null ? '-' : r.graceLeftSeconds === null ? `-/${r.gracePeriodSeconds}s` : `${r.graceLeftSeconds}s/${r.gracePeriodSeconds}s`;
-    const cells = [
-      `${r.namespace}/${r.name}`,
-      wide ? r.uid : r.uid.slice(0, 8),
-      r.stuck ? `${stateCell(r.state, styler)} ${styler.red('(stuck)')}` : stateCell(r.state, styler),
-      grace,
-      formatDuration(r.inStateSeconds * 1000),
-      `${r.containersRunning}/${r.containersTotal}`,
-      ownerCell(r),
-      r.lastError === null ? '' : styler.red(truncate(r.lastError, wide ? 80 : 40)),
-    ];
-    if (wide) cells.push(r.priority === null ? '-' : String(r.priority), r.static ? 'yes' : 'no', r.evicted ? 'yes' : 'no', r.nextRetryAt ?? '-', r.blockedBy?.kind ?? '-');
-    for (const key of labelColumns) cells.push(r.labels?.[key] ?? '');
-    if (options.showLabels) cells.push(r.labels === null || Object.keys(r.labels).length === 0 ? '<none>' : Object.entries(r.labels).map(([k, v]) => `${k}=${v}`).join(','));
-    return cells;
-  });
+  const rows = result.pods.map((r) => statusCells(r, wide, styler, options));
   return { head, rows };
+}
+
+/** The table's columns: READY is kubectl's; IN STATE is the time in the current state, AGE the pod's age. */
+export const STATUS_HEAD: readonly string[] = ['NAMESPACE/NAME', 'UID', 'STATE', 'READY', 'GRACE', 'IN STATE', 'AGE', 'OWNER', 'LAST ERROR'];
+/** What -o wide adds: containers running/total (every attempt the runtime lists), the sandbox, … */
+export const STATUS_WIDE_HEAD: readonly string[] = ['CONTAINERS', 'SANDBOX', 'PRIORITY', 'STATIC', 'EVICTED', 'NEXT RETRY', 'BLOCKED BY'];
+
+/** One row's cells, in the order of STATUS_HEAD (then STATUS_WIDE_HEAD, label columns, LABELS). */
+export function statusCells(r: StatusRow, wide: boolean, styler: Styler, options: StatusTableOptions = {}): string[] {
+  const grace = r.gracePeriodSeconds === null ? '-' : r.graceLeftSeconds === null ? `-/${r.gracePeriodSeconds}s` : `${r.graceLeftSeconds}s/${r.gracePeriodSeconds}s`;
+  const cells = [
+    `${r.namespace}/${r.name}`,
+    wide ? r.uid : r.uid.slice(0, 8),
+    r.stuck ? `${stateCell(r.state, styler)} ${styler.red('(stuck)')}` : stateCell(r.state, styler),
+    readyCell(r.ready),
+    grace,
+    formatDuration(r.inStateSeconds * 1000),
+    r.ageSeconds === null ? '-' : formatAge(r.ageSeconds),
+    ownerCell(r),
+    r.lastError === null ? '' : styler.red(truncate(r.lastError, wide ? 80 : 40)),
+  ];
+  if (wide) {
+    cells.push(`${r.containersRunning}/${r.containersTotal}`, sandboxCell(r.ready), r.priority === null ? '-' : String(r.priority), r.static ? 'yes' : 'no', r.evicted ? 'yes' : 'no', r.nextRetryAt ?? '-', r.blockedBy?.kind ?? '-');
+  }
+  for (const key of options.labelColumns ?? []) cells.push(r.labels?.[key] ?? '');
+  if (options.showLabels) cells.push(r.labels === null || Object.keys(r.labels).length === 0 ? '<none>' : Object.entries(r.labels).map(([k, v]) => `${k}=${v}`).join(','));
+  return cells;
 }
 
 /** The `--explain` text for one pod. */

@@ -20,6 +20,8 @@ import { WatchFacts } from './watch-facts.js';
 import { RuntimeProbe } from './runtime-probe.js';
 import { ScopedFeed, describeScope, isWholeNode, type WatchScope } from './watch-scope.js';
 import { formatDuration } from '../lib/duration.js';
+import { isoOrNull, isoTime } from '../lib/json-vocabulary.js';
+import { createdAtOf, readyOf, type PodReady } from './pod-ready.js';
 import type { KubeletStatus } from '../kube/kubelet.js';
 
 export type WatchFormat = 'tui' | 'json';
@@ -81,48 +83,100 @@ export interface WatchResult {
   metricsFile?: string;
 }
 
-/** A pod as streamed in JSON mode. */
+/**
+ * A pod as streamed in JSON mode. Every record of a type has the same keys (null when a value is
+ * not known); times are ISO 8601 (lib/json-vocabulary.ts).
+ */
 export interface PodRecord {
   type: 'pod';
-  at: number;
+  at: string;
   uid: string;
   namespace: string;
   name: string;
   state: PodInfo['state'];
+  /** As `status`'s READY (pod-ready.ts); null when the runtime does not report the pod. */
+  ready: PodReady | null;
+  /** When the pod was created, or null. */
+  createdAt: string | null;
   containersRunning: number;
   containersTotal: number;
-  since: number;
-  gracePeriod?: number;
-  graceDeadline?: number;
-  ownerPid?: number;
-  lastError?: string;
+  since: string;
+  gracePeriodSeconds: number | null;
+  graceDeadline: string | null;
+  ownerPid: number | null;
+  lastError: string | null;
   /** Why a pod on its way out is not finishing (blocked-by.ts), from the listing and the node's facts. */
-  blockedBy?: BlockedBy;
+  blockedBy: BlockedBy | null;
 }
 
-export type TransitionRecord = { type: 'transition' } & PodTransition;
-export type EventRecord = { type: 'event' } & FeedEntry;
+export interface TransitionRecord {
+  type: 'transition';
+  /** When the pod entered `to` (for `gone`: when it was seen gone). */
+  at: string;
+  uid: string;
+  namespace: string;
+  name: string;
+  from: PodTransition['from'];
+  to: PodTransition['to'];
+  /** When the pod entered `from`, or null. */
+  fromSince: string | null;
+  source: PodTransition['source'];
+  gracePeriodSeconds: number | null;
+  ownerPid: number | null;
+}
+
+export interface EventRecord {
+  type: 'event';
+  at: string;
+  source: FeedEntry['source'];
+  level: FeedEntry['level'];
+  uid: string | null;
+  pod: string | null;
+  kind: string;
+  detail: string;
+}
+
 export type WatchRecord = PodRecord | TransitionRecord | EventRecord;
 
 export function podRecord(pod: PodInfo, at: number, facts?: NodeFacts): PodRecord {
-  const r: PodRecord = {
+  return {
     type: 'pod',
-    at,
+    at: isoTime(at),
     uid: pod.uid,
     namespace: pod.namespace,
     name: pod.name,
     state: pod.state,
+    ready: readyOf(pod),
+    createdAt: isoOrNull(createdAtOf(pod)),
     containersRunning: pod.containersRunning,
     containersTotal: pod.containersTotal,
-    since: pod.since,
+    since: isoTime(pod.since),
+    gracePeriodSeconds: pod.gracePeriod ?? null,
+    graceDeadline: isoOrNull(pod.graceDeadline),
+    ownerPid: pod.owner?.pid ?? null,
+    lastError: pod.lastError?.message ?? null,
+    blockedBy: blockedBy(stuckFactsOf(pod, at, facts)) ?? null,
   };
-  if (pod.gracePeriod !== undefined) r.gracePeriod = pod.gracePeriod;
-  if (pod.graceDeadline !== undefined) r.graceDeadline = pod.graceDeadline;
-  if (pod.owner !== undefined) r.ownerPid = pod.owner.pid;
-  if (pod.lastError !== undefined) r.lastError = pod.lastError.message;
-  const cause = blockedBy(stuckFactsOf(pod, at, facts));
-  if (cause) r.blockedBy = cause;
-  return r;
+}
+
+export function transitionRecord(t: PodTransition): TransitionRecord {
+  return {
+    type: 'transition',
+    at: isoTime(t.at),
+    uid: t.uid,
+    namespace: t.namespace,
+    name: t.name,
+    from: t.from,
+    to: t.to,
+    fromSince: isoOrNull(t.fromSince),
+    source: t.source,
+    gracePeriodSeconds: t.gracePeriod ?? null,
+    ownerPid: t.ownerPid ?? null,
+  };
+}
+
+export function eventRecord(e: FeedEntry): EventRecord {
+  return { type: 'event', at: isoTime(e.at), source: e.source, level: e.level, uid: e.uid ?? null, pod: e.pod ?? null, kind: e.kind, detail: e.detail };
 }
 
 /**
@@ -131,10 +185,10 @@ export function podRecord(pod: PodInfo, at: number, facts?: NodeFacts): PodRecor
  */
 export function recordsOfChange(change: FeedChange): WatchRecord[] {
   const records: WatchRecord[] = [];
-  for (const t of change.transitions) records.push({ type: 'transition', ...t });
+  for (const t of change.transitions) records.push(transitionRecord(t));
   for (const e of change.entries) {
     if (e.kind === 'state-changed' || e.kind === 'transition') continue;
-    records.push({ type: 'event', ...e });
+    records.push(eventRecord(e));
   }
   return records;
 }

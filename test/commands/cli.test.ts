@@ -80,8 +80,10 @@ describe('contradictions are usage errors, not silently resolved', { timeout: 60
       const run = await podctl(args);
       expect(run.code, args.join(' ')).toBe(2);
     }
+    // which format the caller wants is unclear: one line on stderr, nothing on stdout
     const both = await podctl(['status', '-o', 'yaml', '--json']);
-    expect(both.stdout).toContain('--json and -o yaml ask for two formats');
+    expect(both.stdout).toBe('');
+    expect(both.stderr.trim().split('\n')).toEqual(['error: --json and -o yaml ask for two formats (use one of them: --json is -o json)']);
     const all = await podctl(['kill', 'web/api', '-A', '--dry-run']);
     expect(all.stderr.trim().split('\n')).toHaveLength(1);
     expect(all.stderr).toContain('-A/--all-namespaces applies to -l, --field-selector and --all, not to pod names');
@@ -131,6 +133,13 @@ describe('exit codes and streams', { timeout: 60_000 }, () => {
   });
 });
 
+/** A line of `status -w -o json`. */
+interface WatchLine {
+  type: string;
+  at: string;
+  pod: { namespace: string; name: string; state: string; ready: unknown };
+}
+
 describe('against the embedded simulator', { timeout: 90_000 }, () => {
   let sim: RunningSimulator;
   let dir: string;
@@ -148,6 +157,7 @@ describe('against the embedded simulator', { timeout: 90_000 }, () => {
         { name: 'stubborn-2', namespace: 'default', terminationGracePeriodSeconds: 600, containers: [{ name: 'c', onSigterm: 'ignore' }] },
         { name: 'stubborn-3', namespace: 'default', terminationGracePeriodSeconds: 600, containers: [{ name: 'c', onSigterm: 'ignore' }] },
         { name: 'batch-1', namespace: 'batch', priority: -5, terminationGracePeriodSeconds: 10, containers: [{ name: 'c', onSigterm: { exitAfterSeconds: 2 } }] },
+        { name: 'watched', namespace: 'follow', terminationGracePeriodSeconds: 30, containers: [{ name: 'a', onSigterm: 'exit' }, { name: 'b', onSigterm: 'exit' }] },
         { name: 'etcd', namespace: 'kube-system', static: true, priority: 2_000_001_000, containers: [{ name: 'etcd', onSigterm: 'exit' }] },
       ],
     });
@@ -161,8 +171,43 @@ describe('against the embedded simulator', { timeout: 90_000 }, () => {
   it('status lists the runtime pods (table on stdout)', async () => {
     const run = await podctl(['status', ...common]);
     expect(run.code).toBe(0);
-    expect(run.stdout.split('\n')[0]).toMatch(/^NAMESPACE\/NAME\s+UID\s+STATE\s+GRACE\s+AGE\s+CONTAINERS\s+OWNER\s+LAST ERROR$/);
+    expect(run.stdout.split('\n')[0]).toMatch(/^NAMESPACE\/NAME\s+UID\s+STATE\s+READY\s+GRACE\s+IN STATE\s+AGE\s+OWNER\s+LAST ERROR$/);
+    // READY and AGE come from the runtime: two containers running, a pod a few seconds old
+    expect(run.stdout).toMatch(/follow\/watched\s+\S{8}\s+runtime\s+2\/2\s+-\s+\S+\s+\d+s\s/);
     for (const name of ['web/web-1', 'web/web-2', 'default/stubborn', 'batch/batch-1', 'kube-system/etcd']) expect(run.stdout).toContain(name);
+  });
+
+  it('status -w -o json: a JSON line per change, as another process kills the pod; SIGINT ends it with exit 0', async () => {
+    const child = spawn(process.execPath, [BIN, 'status', '-w', '-n', 'follow', '-o', 'json', ...common], { env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '' } });
+    let stdout = '';
+    let stderr = '';
+    const waiters: { test: (lines: WatchLine[]) => boolean; resolve: () => void }[] = [];
+    const lines = (): WatchLine[] => stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as WatchLine);
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      for (const w of waiters.splice(0)) {
+        if (w.test(lines())) w.resolve();
+        else waiters.push(w);
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const until = (test: (l: WatchLine[]) => boolean) => new Promise<void>((resolve) => (test(lines()) ? resolve() : waiters.push({ test, resolve })));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await until((l) => l.length >= 1);
+    expect(lines()[0]).toMatchObject({ type: 'added', pod: { namespace: 'follow', name: 'watched', state: 'runtime', ready: { sandbox: true, containers: 2, total: 2 } } });
+    const kill = await podctl(['kill', 'follow/watched', '--grace', '1', ...common]);
+    expect(kill.code).toBe(0);
+    await until((l) => l.some((r) => r.type === 'modified' && r.pod.state === 'finished'));
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    const records = lines();
+    expect(records.every((r) => ['added', 'modified', 'deleted'].includes(r.type) && /Z$/.test(r.at))).toBe(true);
+    // the last line is the pod finished; each line is a change (never the same state and READY twice in a row)
+    expect(records.at(-1)?.pod).toMatchObject({ name: 'watched', state: 'finished' });
+    const seen = records.map((r) => JSON.stringify([r.pod.state, r.pod.ready]));
+    expect(seen.every((s, i) => i === 0 || s !== seen[i - 1])).toBe(true);
+    expect(stderr).toContain('SIGINT: stopping the watch');
+    expect(stderr).not.toMatch(/^error:/m);
   });
 
   it('status --json says the runtime is the simulator, though reached through an explicit --runtime-endpoint', async () => {

@@ -24,7 +24,20 @@ function shapeOf(value: unknown): Shape {
   return typeof value;
 }
 
+/** A field that is an object (or array) in one sample and null in another: `{ "null|": shape }`. */
+const NULL_OR = 'null|';
+
+function isNullOr(shape: Shape): shape is { [NULL_OR]: Shape } {
+  return typeof shape === 'object' && !Array.isArray(shape) && Object.keys(shape).length === 1 && shape[NULL_OR] !== undefined;
+}
+
 function mergeShapes(a: Shape, b: Shape): Shape {
+  if (a === 'null' && typeof b === 'object') return isNullOr(b) ? b : { [NULL_OR]: b };
+  if (b === 'null' && typeof a === 'object') return isNullOr(a) ? a : { [NULL_OR]: a };
+  if (isNullOr(a) || isNullOr(b)) {
+    const inner = (s: Shape): Shape => (isNullOr(s) ? s[NULL_OR] : s);
+    return { [NULL_OR]: mergeShapes(inner(a), inner(b)) };
+  }
   if (Array.isArray(a) && Array.isArray(b)) {
     const items = [...a, ...b];
     return items.length === 0 ? [] : [items.reduce(mergeShapes)];
@@ -109,7 +122,7 @@ async function resultShapes(): Promise<Record<string, Shape>> {
   await sample('kill', [['web/frontend', 'web/nope'], ['web/api', '--timeout', '1s'], ['web/api', '--no-wait'], ['-A', '--all']]);
   await sample('evict', [['web/frontend'], ['web/api', '--no-wait']]);
   await sample('drain', [[], ['--dry-run']]);
-  await sample('sync-known', [['--desired-from', 'runtime']]);
+  await sample('sync-known', [['--desired-from', 'runtime', '--yes']]);
   await sample('status', [[], ['web/api', '--explain']]);
   const error = await runCommand(classes.get('kill') as never, ['--json'], pods());
   shapes.error = shapeOf(JSON.parse(error.stdout));
@@ -150,5 +163,7 @@ describe('CLI contract (docs/cli-contract.json)', () => {
     expect(shapeOf({ pods: [{ uid: 'x', graceSeconds: 1 }] })).not.toEqual(a);
     expect(shapeOf({ pods: [{ uid: 'x', grace: '1' }] })).not.toEqual(a);
     expect(mergeShapes(shapeOf({ a: null }), shapeOf({ a: 1 }))).toEqual({ a: 'null|number' });
+    expect(mergeShapes(shapeOf({ a: null }), shapeOf({ a: { b: 1 } }))).toEqual({ a: { 'null|': { b: 'number' } } });
+    expect(mergeShapes(shapeOf({ a: { b: 1 } }), mergeShapes(shapeOf({ a: null }), shapeOf({ a: { c: 's' } })))).toEqual({ a: { 'null|': { b: 'number', c: 'string' } } });
   });
 });

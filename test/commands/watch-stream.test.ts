@@ -155,7 +155,7 @@ describe.skipIf(!built)(`podctl watch as a JSON stream${built ? '' : ' (skipped:
     const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
     expect(code).toBe(1);
     const records = out.trim().split('\n').map((l) => JSON.parse(l) as { type: string; error?: { name: string; message: string; exitCode: number } });
-    expect(records.at(-1)).toMatchObject({ type: 'error', error: { name: 'EndpointError', exitCode: 1 } });
+    expect(records.at(-1)).toMatchObject({ type: 'error', at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/), error: { name: 'RuntimeError', exitCode: 1 } });
     expect(records.at(-1)?.error?.message).toContain('no such socket');
     expect(err.trim().split('\n')).toHaveLength(1);
   });

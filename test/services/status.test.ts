@@ -3,7 +3,7 @@ import { createStyler, renderTable } from '../../src/lib/output.js';
 import { parseSelection } from '../../src/lib/refs.js';
 import type { PodSyncStatusView } from '../../src/engine/types.js';
 import type { PodInfo } from '../../src/domain/session-api.js';
-import { explainPod, explainText, podStatus, predicatesOf, statusExitCode, statusRow, statusTable, waitingFor } from '../../src/services/status.js';
+import { STATUS_HEAD, explainPod, explainText, podStatus, predicatesOf, statusExitCode, statusRow, statusTable, waitingFor } from '../../src/services/status.js';
 import { FakeSession } from './fake-session.js';
 
 const NOW = Date.parse('2026-01-01T00:10:00Z');
@@ -63,12 +63,13 @@ describe('status rows', () => {
     expect(terminating).toMatchObject({ gracePeriodSeconds: 30, graceLeftSeconds: 10, ownerPid: 777, ownerAlive: true, inStateSeconds: 20, nextRetryAt: new Date(NOW + 4000).toISOString() });
   });
 
-  it('the table shows namespace/name, short UID, state, grace left/total, age, containers, owner, last error', async () => {
+  it('the table shows namespace/name, short UID, state, READY, grace left/total, time in state, age, owner, last error', async () => {
     const result = { endpoint: 'x', simulated: true, stateDir: '/s', generatedAt: '', missing: [], pods: [statusRow(terminatingPod(), NOW)] };
     const text = await renderTable(statusTable(result, false, createStyler(false)), createStyler(false));
     const [head, row] = text.split('\n');
-    expect(head?.split(/\s{2,}/)).toEqual(['NAMESPACE/NAME', 'UID', 'STATE', 'GRACE', 'AGE', 'CONTAINERS', 'OWNER', 'LAST ERROR']);
-    expect(row?.split(/\s{2,}/)).toEqual(['web/api', '0b6f4c1e', 'terminating', '10s/30s', '20s', '1/2', '777', 'StopContainer: DeadlineExceeded']);
+    expect(head?.split(/\s{2,}/)).toEqual(['NAMESPACE/NAME', 'UID', 'STATE', 'READY', 'GRACE', 'IN STATE', 'AGE', 'OWNER', 'LAST ERROR']);
+    // no runtime status and no creation time: READY and AGE are unknown
+    expect(row?.split(/\s{2,}/)).toEqual(['web/api', '0b6f4c1e', 'terminating', '-', '10s/30s', '20s', '-', '777', 'StopContainer: DeadlineExceeded']);
     const wide = statusTable(result, true, createStyler(false));
     expect(wide.head).toContain('NEXT RETRY');
     expect(wide.rows[0]?.[1]).toBe('0b6f4c1e-aaaa-bbbb-cccc-000000000001');
@@ -77,7 +78,7 @@ describe('status rows', () => {
   it('a dead owner is marked in the OWNER column', () => {
     const pod = { ...terminatingPod(), owner: { pid: 9, startedAt: 0, heartbeatAt: 0, alive: false } };
     const spec = statusTable({ endpoint: '', simulated: false, stateDir: '', generatedAt: '', missing: [], pods: [statusRow(pod, NOW)] }, false, createStyler(false));
-    expect(spec.rows[0]?.[6]).toBe('9 (dead, undriven)');
+    expect(spec.rows[0]?.[STATUS_HEAD.indexOf('OWNER')]).toBe('9 (dead, undriven)');
   });
 });
 

@@ -61,13 +61,19 @@ describe('watch JSON stream', () => {
     const rest = records.slice(2);
     expect(rest.filter((r) => r.type === 'transition')).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ type: 'transition', name: 'a', from: 'sync', to: 'terminating', source: 'engine', gracePeriod: 2 }),
+        expect.objectContaining({ type: 'transition', name: 'a', from: 'sync', to: 'terminating', source: 'engine', gracePeriodSeconds: 2 }),
         expect.objectContaining({ type: 'transition', name: 'b', from: 'sync', to: 'terminated', source: 'store' }),
       ]),
     );
     expect(rest.find((r) => r.type === 'event')).toMatchObject({ type: 'event', kind: 'termination-requested', pod: 'default/a' });
     // state-changed would repeat the transition record: it is not streamed as an event.
     expect(rest.some((r) => r.type === 'event' && r.kind === 'state-changed')).toBe(false);
+    // the one JSON vocabulary: ISO 8601 times, every key of a record type present (null when unknown)
+    for (const r of records) expect(r.at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const keysOf = (type: string) => records.filter((r) => r.type === type).map((r) => Object.keys(r).sort().join(','));
+    expect(new Set(keysOf('transition')).size).toBe(1);
+    expect(keysOf('transition')[0]).toBe('at,from,fromSince,gracePeriodSeconds,name,namespace,ownerPid,source,to,type,uid');
+    expect(keysOf('event')[0]).toBe('at,detail,kind,level,pod,source,type,uid');
     expect(session.listenerCount).toBe(0);
   });
 
