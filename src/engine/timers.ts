@@ -4,7 +4,8 @@
  * up to MAX_GRACE_SECONDS (a year), so every wait derived from one goes through here.
  *
  * Invariants: a long timeout fires no earlier than asked (it re-arms in steps of MAX_TIMER_MS);
- * `clear()` stops it for good, whichever step it is in.
+ * `clear()` stops it for good, whichever step it is in. An aborted `sleep` clears its timer and
+ * rejects with the signal's reason; a finished one leaves no listener on the signal.
  */
 
 /** The longest delay setTimeout honours (ms). */
@@ -50,4 +51,25 @@ export function setLongTimeout(fn: () => void, ms: number): LongTimeout {
 /** A delay clamped to what setTimeout honours (for timers that re-check when they fire). */
 export function clampTimerMs(ms: number): number {
   return Math.min(MAX_TIMER_MS, Math.max(0, ms));
+}
+
+/** Why `signal` aborted: its reason, or an AbortError when it gave none. */
+export function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+}
+
+/** Waits `ms` (any length, see setLongTimeout); rejects with the signal's reason when it aborts first. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(abortReason(signal));
+    const t = setLongTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      t.clear();
+      reject(abortReason(signal));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }

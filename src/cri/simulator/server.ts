@@ -20,8 +20,8 @@ import { checkSocket } from '../endpoint.js';
 import { GrpcStatus } from '../errors.js';
 import { FaultInjector } from './faults.js';
 import { seedPods, demoNode } from './seed.js';
-import { SimError, SimRuntime } from './state.js';
-import type { CriMethod, FaultRule, SimClock, SimPodSpec } from './types.js';
+import { SimRuntime } from './state.js';
+import { SimError, type CriMethod, type FaultRule, type SimClock, type SimPodSpec } from './types.js';
 
 export interface StartSimulatorOptions {
   socketPath: string;
