@@ -21,6 +21,7 @@
  * - `close()` ends the event stream and polling; later waits reject.
  */
 import { setMaxListeners } from 'node:events';
+import pLimit from 'p-limit';
 import type { Clock, PodStatus, PodStatusCache } from '../engine/types.js';
 import type { CriClient } from './client.js';
 import { ContainerStateCode } from './codes.js';
@@ -82,17 +83,6 @@ async function listingWithRetries<T>(list: () => Promise<T>, signal: AbortSignal
       await sleep(pauseMs, signal);
     }
   }
-}
-
-async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 function fingerprint(status: PodStatus): string {
@@ -284,7 +274,7 @@ export class RuntimePodCache implements PodStatusCache {
       const uid = c.labels?.[LABEL_POD_UID];
       return wanted === undefined || uid === undefined || wanted(uid);
     });
-    await mapLimit(missing, this.#statusConcurrency, async (c) => {
+    await pLimit(this.#statusConcurrency).map(missing, async (c) => {
       try {
         const res = await this.#client.containerStatus(c.id, call);
         const s = res.status;

@@ -16,5 +16,5 @@ export {
   MINIMUM_GRACE_SECONDS,
   RUNTIME_POD_GRACE_SECONDS,
   type RuntimeSyncerOptions,
-  type SyncerLog,
 } from './syncer.js';
+export type { SyncerLog } from './prestop.js';

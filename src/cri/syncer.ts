@@ -14,6 +14,8 @@
  * derives from the cached status): the cache's view of that relist when it is at most a relist
  * period (1 s) old, else a fresh listing by the pod's UID label. Step 3 always lists fresh, so a container the view missed
  * fails the attempt, and the engine's retry works from a newer relist.
+ * The hooks are prestop.ts's, the sidecar ordering stop-order.ts's, the pod's runtime objects
+ * pod-view.ts's; this file drives them and owns the listings, the stops and the removals.
  *
  * Invariants:
  * - The grace period is a deadline fixed when the attempt starts; a re-run with a shorter grace
@@ -26,25 +28,23 @@
  * - syncTerminatedPod removes containers and sandboxes only for evicted pods, pods annotated
  *   `podctl.io/remove=true`, or when the `removeOnTerminated` option says so.
  */
-import type { V1HTTPGetAction, V1LifecycleHandler, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { Clock, PodStatus, PodSyncer, RunningPod, SyncPodType } from '../engine/types.js';
-import type { CriClient, Container, PodSandbox } from './client.js';
+import type { CriClient, Container } from './client.js';
 import type { RuntimePodCache } from './cache.js';
 import { ContainerStateCode, SandboxStateCode } from './codes.js';
-import { processHookJournal, type HookJournal, type HookOutcomeKind, type HookType } from './hook-journal.js';
-import { HookNotRunnable, hookUrl, NODE_ADDRESS, resolveHookPort, runHttpGet } from './http-hook.js';
+import { processHookJournal, type HookJournal } from './hook-journal.js';
 import { isCriError, isNotFound } from './errors.js';
-import { setLongTimeout } from '../engine/timers.js';
 import { podOwnGracePeriod, RUNTIME_POD_GRACE_SECONDS } from '../engine/grace.js';
-import { ANN_PRESTOP, ANN_REMOVE, LABEL_CONTAINER_NAME, LABEL_POD_UID, type RestartPolicy } from './kubelet-labels.js';
-import { parsePreStop, type RuntimeContainer, type RuntimePod } from './pods.js';
+import { ANN_REMOVE, LABEL_CONTAINER_NAME, LABEL_POD_UID, type RestartPolicy } from './kubelet-labels.js';
+import { containerNameOf, containerStub, sandboxStub, viewOfRuntimePod, type PodRuntimeView } from './pod-view.js';
+import { PreStopHooks, type SyncerLog } from './prestop.js';
+import { sidecarNames, terminationOrdering, type TerminationOrdering } from './stop-order.js';
 
 /** The kubelet's minimum shutdown window after a preStop hook (minimumGracePeriodInSeconds). */
 export const MINIMUM_GRACE_SECONDS = 2;
 /** Grace for pods known only from the runtime: the engine's (engine/grace.ts). */
 export { RUNTIME_POD_GRACE_SECONDS };
-
-export type SyncerLog = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 
 export interface RuntimeSyncerOptions {
   client: CriClient;
@@ -62,42 +62,8 @@ export interface RuntimeSyncerOptions {
   hookJournal?: HookJournal;
 }
 
-/** One runtime object view of a pod: from the status cache's relist, or listed by the UID label. */
-interface PodRuntimeView {
-  containers: Container[];
-  sandboxes: PodSandbox[];
-  /** Exit codes of exited containers the status cache already knows (by container ID). */
-  exitCodes?: ReadonlyMap<string, number>;
-}
-
 /** The oldest status-cache relist whose view of a pod is stopped without listing it again (the kubelet's relist period), ms. */
 const CACHED_VIEW_MAX_AGE_MS = 1_000;
-
-const CONTAINER_STATE_CODES: Record<RuntimeContainer['state'], number> = {
-  created: ContainerStateCode.CREATED,
-  running: ContainerStateCode.RUNNING,
-  exited: ContainerStateCode.EXITED,
-  unknown: ContainerStateCode.UNKNOWN,
-};
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(abortReason(signal));
-    const t = setLongTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      t.clear();
-      reject(abortReason(signal));
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 function podUid(pod: V1Pod): string {
   const uid = pod.metadata?.uid;
@@ -121,27 +87,6 @@ function throwFirstFailure(results: PromiseSettledResult<unknown>[]): void {
   throw failures.find(isCriError) ?? failures[0];
 }
 
-/** A running container known only by ID and name (from a RunningPod the listing did not return). */
-function containerStub(id: string, name: string): Container {
-  return {
-    id,
-    podSandboxId: '',
-    metadata: { name, attempt: 0 },
-    image: undefined,
-    imageRef: '',
-    state: ContainerStateCode.RUNNING,
-    createdAt: 0n,
-    labels: {},
-    annotations: {},
-    imageId: '',
-  };
-}
-
-/** A ready sandbox known only by ID. */
-function sandboxStub(id: string): PodSandbox {
-  return { id, metadata: undefined, state: SandboxStateCode.READY, createdAt: 0n, labels: {}, annotations: {}, runtimeHandler: '' };
-}
-
 /**
  * Whether a pod that podctl only observes is terminal: its restart policy says none of its
  * (newest) containers will run again. Never: all exited. OnFailure: all exited with 0. Always:
@@ -161,95 +106,6 @@ export function isTerminalByRestartPolicy(pod: V1Pod, status: PodStatus | undefi
   });
 }
 
-/** A pod as the status cache relisted it, in the shape of a CRI listing. */
-function viewOfRuntimePod(pod: RuntimePod): PodRuntimeView {
-  return {
-    sandboxes: pod.sandboxes.map((sb) => ({
-      id: sb.id,
-      metadata: undefined,
-      state: sb.state === 'ready' ? SandboxStateCode.READY : SandboxStateCode.NOTREADY,
-      createdAt: BigInt(sb.createdAt) * 1_000_000n,
-      labels: sb.labels,
-      annotations: sb.annotations,
-      runtimeHandler: '',
-    })),
-    containers: pod.containers.map((c) => ({
-      id: c.id,
-      podSandboxId: c.sandboxId,
-      metadata: { name: c.name, attempt: c.attempt },
-      image: undefined,
-      imageRef: '',
-      state: CONTAINER_STATE_CODES[c.state],
-      createdAt: BigInt(c.createdAt) * 1_000_000n,
-      labels: c.labels,
-      annotations: c.annotations,
-      imageId: '',
-    })),
-    exitCodes: new Map(pod.containers.flatMap((c) => (c.state === 'exited' && c.exitCode !== undefined ? [[c.id, c.exitCode] as const] : []))),
-  };
-}
-
-function containerNameOf(c: Container): string {
-  return c.labels?.[LABEL_CONTAINER_NAME] ?? c.metadata?.name ?? c.id;
-}
-
-/** The names of a pod's restartable init containers (initContainers[].restartPolicy: Always), in spec order. */
-export function sidecarNames(pod: V1Pod): string[] {
-  return (pod.spec?.initContainers ?? []).filter((c) => c.restartPolicy === 'Always').map((c) => c.name);
-}
-
-/**
- * Which containers of a pod must exit before which: the kubelet's termination ordering. A sidecar
- * waits for every running main container and every running sidecar after it in spec order; main
- * containers wait for nothing. A container that fails to stop never signals its exit, so those
- * waiting on it wait until their bound (the grace that remains), as in the kubelet.
- */
-export interface TerminationOrdering {
-  /** Resolves when the container may be stopped or `ms` passed; true when it waited on anything. */
-  waitForTurn(name: string, ms: number, signal: AbortSignal): Promise<boolean>;
-  containerTerminated(name: string): void;
-}
-
-/** The ordering for a pod with a spec, or undefined when it has no running sidecar (all parallel). */
-export function terminationOrdering(pod: V1Pod, runningNames: readonly string[]): TerminationOrdering | undefined {
-  const sidecars = sidecarNames(pod);
-  const running = new Set(runningNames);
-  if (!sidecars.some((n) => running.has(n))) return undefined;
-  const exited = new Map<string, { promise: Promise<void>; resolve: () => void }>();
-  for (const name of running) {
-    let resolve!: () => void;
-    const promise = new Promise<void>((r) => (resolve = r));
-    exited.set(name, { promise, resolve });
-  }
-  const sidecarSet = new Set(sidecars);
-  const prerequisites = new Map<string, string[]>();
-  const mains = [...running].filter((n) => !sidecarSet.has(n));
-  sidecars.forEach((name, i) => {
-    if (!running.has(name)) return;
-    prerequisites.set(name, [...mains, ...sidecars.slice(i + 1).filter((n) => running.has(n))]);
-  });
-  return {
-    async waitForTurn(name, ms, signal) {
-      const before = prerequisites.get(name) ?? [];
-      if (before.length === 0) return false;
-      const ac = new AbortController();
-      const onAbort = (): void => ac.abort(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-      try {
-        await Promise.race([Promise.all(before.map((n) => exited.get(n)?.promise ?? Promise.resolve())), sleep(ms, ac.signal)]);
-      } finally {
-        signal.removeEventListener('abort', onAbort);
-        ac.abort();
-      }
-      signal.throwIfAborted();
-      return true;
-    },
-    containerTerminated(name) {
-      exited.get(name)?.resolve();
-    },
-  };
-}
-
 export class RuntimeSyncer implements PodSyncer {
   #client: CriClient;
   #cache: RuntimePodCache | undefined;
@@ -257,10 +113,7 @@ export class RuntimeSyncer implements PodSyncer {
   #removeOnTerminated: boolean;
   #shouldRemove: ((pod: V1Pod) => boolean) | undefined;
   #log: SyncerLog;
-  #onHook: RuntimeSyncerOptions['onHook'];
-  #hookJournal: HookJournal;
-  /** Containers whose preStop hook has started: it never runs twice. */
-  #hooksStarted = new Set<string>();
+  #hooks: PreStopHooks;
   /** Pods whose final status was marked Evicted by the engine's podStatusFn. */
   #evicted = new Set<string>();
   /** Final API statuses reported through podStatusFn, by UID. */
@@ -273,8 +126,13 @@ export class RuntimeSyncer implements PodSyncer {
     this.#removeOnTerminated = options.removeOnTerminated ?? false;
     this.#shouldRemove = options.shouldRemove;
     this.#log = options.log ?? (() => undefined);
-    this.#onHook = options.onHook;
-    this.#hookJournal = options.hookJournal ?? processHookJournal;
+    this.#hooks = new PreStopHooks({
+      client: this.#client,
+      clock: this.#clock,
+      log: this.#log,
+      onHook: options.onHook,
+      hookJournal: options.hookJournal ?? processHookJournal,
+    });
   }
 
   /** The final V1PodStatus of a terminated pod (after podStatusFn), if this syncer produced one. */
@@ -365,7 +223,7 @@ export class RuntimeSyncer implements PodSyncer {
       );
       signal.throwIfAborted();
       throwFirstFailure(removals);
-      for (const c of view.containers) this.#hooksStarted.delete(c.id);
+      for (const c of view.containers) this.#hooks.forget(c.id);
       const sbRemovals = await Promise.allSettled(
         view.sandboxes.map((s) => this.#ignoreNotFound(this.#client.removePodSandbox(s.id, { signal }))),
       );
@@ -418,13 +276,7 @@ export class RuntimeSyncer implements PodSyncer {
     ordering: TerminationOrdering | undefined,
   ): Promise<void> {
     const name = containerNameOf(c);
-    const hook = this.#preStopOf(pod, name, c);
-    let ranHook = false;
-    if (hook && grace > 0 && !this.#hooksStarted.has(c.id)) {
-      this.#hooksStarted.add(c.id);
-      ranHook = true;
-      await this.#runPreStop(signal, uid, c, name, hook, deadline, pod);
-    }
+    const ranHook = await this.#hooks.runOnce(signal, uid, c, name, deadline, grace, pod);
     let waited = false;
     if (ordering && deadline > this.#clock.now()) waited = await ordering.waitForTurn(name, deadline - this.#clock.now(), signal);
     const remaining = Math.ceil((deadline - this.#clock.now()) / 1000);
@@ -434,83 +286,6 @@ export class RuntimeSyncer implements PodSyncer {
     this.#log('debug', `StopContainer ${name} (${c.id.slice(0, 12)}) timeout ${timeout}s`);
     await this.#ignoreNotFound(this.#client.stopContainer(c.id, timeout, { signal }));
     ordering?.containerTerminated(name);
-  }
-
-  #preStopOf(pod: V1Pod | undefined, name: string, c: Container): V1LifecycleHandler | undefined {
-    const fromSpec = [...(pod?.spec?.containers ?? []), ...(pod?.spec?.initContainers ?? [])].find((x) => x.name === name)?.lifecycle?.preStop;
-    return fromSpec ?? parsePreStop(c.annotations?.[ANN_PRESTOP]);
-  }
-
-  /**
-   * Runs a preStop hook bounded by the grace deadline; failures are reported, not fatal. Every hook
-   * ends in the hook journal: succeeded, failed, or not-run (it could not be run at all).
-   */
-  async #runPreStop(
-    signal: AbortSignal,
-    uid: string,
-    c: Container,
-    name: string,
-    hook: V1LifecycleHandler,
-    deadline: number,
-    pod: V1Pod | undefined,
-  ): Promise<void> {
-    const started = this.#clock.now();
-    const remainingMs = deadline - started;
-    const type: HookType = hook.exec?.command?.length ? 'exec' : hook.sleep ? 'sleep' : hook.httpGet ? 'httpGet' : 'unknown';
-    const report = (outcome: HookOutcomeKind, message: string): void => {
-      const ok = outcome === 'succeeded';
-      this.#log(ok ? 'debug' : 'warn', `preStop hook of ${name}: ${message}`);
-      this.#onHook?.({ uid, container: name, ok, message });
-      this.#hookJournal.record({ uid, container: name, type, outcome, ms: Math.max(0, this.#clock.now() - started), message });
-    };
-    if (remainingMs <= 0) return report('not-run', 'no grace left to run it');
-    try {
-      if (type === 'exec') {
-        const seconds = Math.max(1, Math.ceil(remainingMs / 1000));
-        const res = await this.#client.execSync(c.id, hook.exec?.command ?? [], seconds, { signal });
-        report(res.exitCode === 0 ? 'succeeded' : 'failed', `exec exited ${res.exitCode}${res.stderr ? `: ${res.stderr.trim()}` : ''}`);
-      } else if (type === 'sleep') {
-        const ms = Math.min(Math.max(0, Number(hook.sleep?.seconds) * 1000), remainingMs);
-        await sleep(ms, signal);
-        report('succeeded', `slept ${Math.round(ms / 100) / 10}s`);
-      } else if (type === 'httpGet' && hook.httpGet) {
-        await this.#runHttpGet(signal, c, name, hook.httpGet, deadline, pod, report);
-      } else {
-        report('not-run', 'the preStop handler has no exec, httpGet or sleep action; skipped');
-      }
-    } catch (err) {
-      if (signal.aborted) throw abortReason(signal);
-      report(err instanceof HookNotRunnable ? 'not-run' : 'failed', err instanceof Error ? err.message : String(err));
-    }
-  }
-
-  /** An httpGet hook: host from the handler, else the node (host network) or the pod IP from the sandbox status. */
-  async #runHttpGet(
-    signal: AbortSignal,
-    c: Container,
-    name: string,
-    action: V1HTTPGetAction,
-    deadline: number,
-    pod: V1Pod | undefined,
-    report: (outcome: HookOutcomeKind, message: string) => void,
-  ): Promise<void> {
-    let host = action.host ?? '';
-    if (host === '') {
-      if (pod?.spec?.hostNetwork === true) host = NODE_ADDRESS;
-      else {
-        if (!c.podSandboxId) throw new HookNotRunnable('the container\'s sandbox is unknown, so the pod IP is unknown');
-        const status = (await this.#client.podSandboxStatus(c.podSandboxId, { signal })).status;
-        if (!status) throw new HookNotRunnable('the sandbox status is empty, so the pod IP is unknown');
-        // a sandbox in the node's network namespace has no IP of its own (the kubelet uses the node's)
-        host = status.network?.ip || NODE_ADDRESS;
-      }
-    }
-    const spec = [...(pod?.spec?.containers ?? []), ...(pod?.spec?.initContainers ?? [])].find((x) => x.name === name);
-    const port = resolveHookPort(action.port, spec?.ports ?? []);
-    const url = hookUrl(action, host, port);
-    const res = await runHttpGet(url, action.httpHeaders, deadline - this.#clock.now(), signal);
-    const ok = res.status >= 200 && res.status < 400;
-    report(ok ? 'succeeded' : 'failed', `GET ${url.href} answered ${res.status}${ok || !res.body ? '' : `: ${res.body.trim().slice(0, 200)}`}`);
   }
 
   // ---------------------------------------------------------------------------- helpers

@@ -4,7 +4,8 @@
  * up to MAX_GRACE_SECONDS (a year), so every wait derived from one goes through here.
  *
  * Invariants: a long timeout fires no earlier than asked (it re-arms in steps of MAX_TIMER_MS);
- * `clear()` stops it for good, whichever step it is in.
+ * `clear()` stops it for good, whichever step it is in. (Abortable waits built on it are
+ * lib/abortable.ts's.)
  */
 
 /** The longest delay setTimeout honours (ms). */

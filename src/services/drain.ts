@@ -13,6 +13,7 @@
  * - `status` is 'done' when every pod terminated, 'timed-out' when the drain's own bound cut it short,
  *   else 'partial'; each maps to one exit code (`drainExitCode`).
  */
+import pLimit from 'p-limit';
 import { formatDuration } from '../lib/duration.js';
 import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
 import { resolveSelection, type PodSelection } from '../lib/refs.js';
@@ -21,7 +22,6 @@ import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { killTimeoutMs } from '../engine/kill-now.js';
 import { planDrain, type DrainPlan, type PlannedPod, type PriorityGroup, type SkippedPod } from './drain-plan.js';
 import type { NodeSession, PodInfo } from '../domain/session-api.js';
-import { mapLimit } from '../lib/map-limit.js';
 import { isFinal, KILL_REQUEST_CONCURRENCY, stillRunning } from './terminate.js';
 
 export type DrainPodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'failed' | 'not-started';
@@ -192,7 +192,7 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
     const label = `group ${index + 1}/${groups.length} (priority ≥ ${group.priority}${group.critical ? ', critical' : ''}, budget ${group.budgetSeconds}s)`;
     reporter.info(`drain: ${label}: ${group.pods.length} pod(s)`);
     // a group's pods start terminating together, as in the kubelet's node shutdown
-    await mapLimit(group.pods, KILL_REQUEST_CONCURRENCY, async (pod) => {
+    await pLimit(KILL_REQUEST_CONCURRENCY).map(group.pods, async (pod) => {
       try {
         await options.session.requestKill({ uid: pod.uid, gracePeriodSeconds: pod.gracePeriodSeconds });
         requestedAt.set(pod.uid, now());

@@ -17,6 +17,7 @@
  *   this process drives are handed to a background driver by the caller (`podsToHandOff`).
  */
 import type { KubeClient as FullKubeClient } from '../kube/index.js';
+import pLimit from 'p-limit';
 import { PodNotFoundError, UsageError } from '../lib/errors.js';
 import { criticalReason, type CriticalReason } from './drain-plan.js';
 import { killTimeoutMs } from '../engine/kill-now.js';
@@ -26,7 +27,6 @@ import { formatDuration } from '../lib/duration.js';
 import { describeSelection, resolveSelection, type PodSelection } from '../lib/refs.js';
 import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
-import { mapLimit } from '../lib/map-limit.js';
 import type { NodeSession, PodInfo, WaitOutcome } from '../domain/session-api.js';
 
 /** What kill and evict report through: the eviction Event and status. */
@@ -244,7 +244,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
       await reportEvictionStatus(options.kube, pod, options.evict, apiServer, reporter);
     }
   };
-  await mapLimit(toRequest, KILL_REQUEST_CONCURRENCY, requestOne);
+  await pLimit(KILL_REQUEST_CONCURRENCY).map(toRequest, requestOne);
 
   const pending = [...requestedAt.keys()];
   const base: Pick<TerminateResult, 'action' | 'dryRun' | 'pods' | 'missing' | 'apiServer'> = { action, dryRun: false, pods: [...results.values()], missing, ...(apiServer ? { apiServer } : {}) };

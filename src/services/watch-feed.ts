@@ -14,6 +14,9 @@
  * transition made here shows without waiting for the next listing; the listing stays the authority
  * for everything else, and a listing that started before a patch never undoes it.
  *
+ * This file reads, applies and publishes; the lines of the events pane are watch-entries.ts's, the
+ * comparison of readings (transitions, timeline steps, engine patches) watch-transitions.ts's.
+ *
  * Invariants:
  * - A pod's state in the snapshot only moves forward (runtime → sync → terminating → terminated →
  *   finished) except when a listing that started after the last patch says otherwise.
@@ -33,38 +36,8 @@
  */
 import type { PodWorkerEvent } from '../engine/types.js';
 import type { NodeSession, PodInfo, SessionEvent } from '../domain/session-api.js';
-
-export type PodLifecycle = PodInfo['state'];
-export type FeedSource = 'engine' | 'store' | 'runtime' | 'session' | 'watch';
-
-/** One line of the events pane (and of the JSON stream's `event` records). */
-export interface FeedEntry {
-  at: number;
-  source: FeedSource;
-  level: 'info' | 'warn' | 'error';
-  uid?: string;
-  /** `namespace/name` when known. */
-  pod?: string;
-  /** Engine event type, `transition`, `warning`, `kill-requested`, … */
-  kind: string;
-  detail: string;
-}
-
-/** A pod changed lifecycle state between two listings. */
-export interface PodTransition {
-  at: number;
-  uid: string;
-  namespace: string;
-  name: string;
-  from: PodLifecycle | 'new';
-  to: PodLifecycle | 'gone';
-  /** When the pod entered `from`, if it was listed before. */
-  fromSince?: number;
-  /** Which source's events preceded the listing that showed it. */
-  source: 'engine' | 'store' | 'runtime';
-  gracePeriod?: number;
-  ownerPid?: number;
-}
+import { entryOfSessionEvent, refOf, REQUEST_REPEAT_MS, type FeedEntry } from './watch-entries.js';
+import { LIFECYCLE_ORDER, patchedPod, timelineSteps, type PodTransition } from './watch-transitions.js';
 
 /** What one re-read changed, for consumers that count (metrics) or stream (JSON mode). */
 export interface FeedChange {
@@ -101,132 +74,6 @@ export interface WatchFeedOptions {
    */
   runtimeMaxAgeMs?: number | ((pods: number) => number);
   now?: () => number;
-}
-
-/** Engine events worth a line in the events pane; the others are the worker's routine. */
-const NOTABLE_ENGINE_EVENTS = new Set<PodWorkerEvent['type']>([
-  'termination-requested',
-  'grace-shortened',
-  'restart-requested',
-  'sync-failed',
-  'state-changed',
-  'finished',
-  'forgotten',
-]);
-
-/** `name_namespace` (the engine's fullname) → `namespace/name`. */
-export function refOfFullname(fullname: string): string {
-  const i = fullname.lastIndexOf('_');
-  return i < 0 ? fullname : `${fullname.slice(i + 1)}/${fullname.slice(0, i)}`;
-}
-
-/** The pane line of an engine event, or undefined when the event is routine. */
-export function entryOfEngineEvent(event: PodWorkerEvent): FeedEntry | undefined {
-  if (!NOTABLE_ENGINE_EVENTS.has(event.type)) return undefined;
-  const base = { at: event.at, source: 'engine' as const, uid: event.uid, pod: refOfFullname(event.fullname), kind: event.type };
-  switch (event.type) {
-    case 'termination-requested': {
-      const why = event.evicted ? 'evict' : event.deleted ? 'delete' : 'kill';
-      return { ...base, level: 'info', detail: `${why}, grace ${event.gracePeriod}s` };
-    }
-    case 'grace-shortened':
-      return { ...base, level: 'info', detail: `grace ${event.from}s → ${event.to}s` };
-    case 'sync-failed':
-      if (event.aborted) return { ...base, kind: 'sync-cancelled', level: 'info', detail: `${event.phase} sync cancelled for a new intent` };
-      return { ...base, level: 'error', detail: `${event.phase}: ${event.error} (retry in ${Math.round(event.retryInMs / 100) / 10}s)` };
-    case 'state-changed':
-      return { ...base, level: 'info', detail: `${event.from} → ${event.to}` };
-    case 'finished':
-      return { ...base, level: 'info', detail: 'cleanup done' };
-    case 'forgotten':
-      return { ...base, level: 'info', detail: 'worker forgotten' };
-    case 'restart-requested':
-      return { ...base, level: 'warn', detail: 'UID reused: restart after finish' };
-    default:
-      return undefined;
-  }
-}
-
-/** Folder events of one request within this time are one `request-written` line. */
-const REQUEST_REPEAT_MS = 1_000;
-
-/** The pane line of a non-engine session event, or undefined when it is routine. */
-function entryOfSessionEvent(event: SessionEvent): FeedEntry | undefined {
-  switch (event.source) {
-    case 'engine':
-      return entryOfEngineEvent(event.event);
-    case 'store':
-      if (event.kind === 'request-written') return { at: event.at, source: 'store', level: 'info', uid: event.uid, kind: 'request-written', detail: 'request for the owner' };
-      return undefined;
-    case 'session':
-      return { at: event.at, source: 'session', level: 'warn', kind: 'warning', detail: event.message };
-    case 'runtime':
-      return undefined;
-  }
-}
-
-const refOf = (p: Pick<PodInfo, 'namespace' | 'name'>) => `${p.namespace}/${p.name}`;
-
-/** How far along its lifecycle a listed pod is. */
-const LIFECYCLE_ORDER: Record<PodLifecycle, number> = { runtime: 0, sync: 1, terminating: 2, terminated: 3, finished: 4 };
-
-/**
- * The listed pod after one of this process's engine events: the new state and when it was entered,
- * the grace in force and its deadline, the last error. Returns `pod` itself when nothing changes;
- * never moves the state backwards.
- */
-export function patchedPod(pod: PodInfo, event: PodWorkerEvent): PodInfo {
-  const forward = (to: PodLifecycle) => LIFECYCLE_ORDER[to] > LIFECYCLE_ORDER[pod.state];
-  switch (event.type) {
-    case 'state-changed':
-      return forward(event.to) ? { ...pod, state: event.to, since: event.at } : pod;
-    case 'finished':
-      return forward('finished') ? { ...pod, state: 'finished', since: event.at } : pod;
-    case 'termination-requested': {
-      const deadline = event.at + event.gracePeriod * 1000;
-      return { ...pod, gracePeriod: event.gracePeriod, graceDeadline: Math.min(deadline, pod.graceDeadline ?? deadline) };
-    }
-    case 'grace-shortened': {
-      const deadline = event.at + event.to * 1000;
-      return { ...pod, gracePeriod: event.to, graceDeadline: Math.min(deadline, pod.graceDeadline ?? deadline) };
-    }
-    case 'sync-failed':
-      if (event.aborted) return pod;
-      return { ...pod, lastError: { message: `${event.phase}: ${event.error}`, at: event.at, retryAt: event.at + event.retryInMs } };
-    default:
-      return pod;
-  }
-}
-
-const LIFECYCLES = new Set<string>(['sync', 'terminating', 'terminated']);
-
-/**
- * The state changes a pod went through between two listings, read from its timeline (the
- * `state-changed` and `finished` entries newer than the previous listing's), when they lead from the
- * previous listed state to the current one. Empty when the timeline does not say.
- */
-export function timelineSteps(prev: PodInfo, pod: PodInfo): Omit<PodTransition, 'source'>[] {
-  const seenUntil = prev.history.reduce((max, r) => Math.max(max, r.at), 0);
-  const steps: Omit<PodTransition, 'source'>[] = [];
-  let from: PodLifecycle = prev.state;
-  let fromSince = prev.since;
-  for (const record of pod.history) {
-    if (record.at <= seenUntil) continue;
-    let to: PodLifecycle | undefined;
-    if (record.type === 'finished') to = 'finished';
-    else if (record.type === 'state-changed') {
-      const target = /→\s*(\w+)\s*$/.exec(record.detail)?.[1];
-      if (target !== undefined && LIFECYCLES.has(target)) to = target as PodLifecycle;
-    }
-    if (to === undefined || to === from) continue;
-    if (LIFECYCLE_ORDER[to] < LIFECYCLE_ORDER[from]) continue;
-    const step: Omit<PodTransition, 'source'> = { at: record.at, uid: pod.uid, namespace: pod.namespace, name: pod.name, from, to, fromSince, ownerPid: record.pid };
-    if (to === 'terminating' && pod.gracePeriod !== undefined) step.gracePeriod = pod.gracePeriod;
-    steps.push(step);
-    from = to;
-    fromSince = record.at;
-  }
-  return steps.at(-1)?.to === pod.state ? steps : [];
 }
 
 export class WatchFeed {

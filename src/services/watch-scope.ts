@@ -7,7 +7,8 @@
  * subscribes to it as to the feed); with no namespace and no selector the feed itself is the view.
  */
 import type { PodInfo } from '../domain/session-api.js';
-import type { FeedChange, FeedEntry, WatchFeed, WatchSnapshot } from './watch-feed.js';
+import type { FeedChange, WatchFeed, WatchSnapshot } from './watch-feed.js';
+import type { FeedEntry } from './watch-entries.js';
 import { formatSelector, matchesSelector, type LabelRequirement } from '../lib/selector.js';
 
 export interface WatchScope {

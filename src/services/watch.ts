@@ -13,7 +13,9 @@
  * - The metrics file, when asked for, is written once at the end (atomically), however it ended.
  */
 import type { NodeSession, PodInfo } from '../domain/session-api.js';
-import { WatchFeed, type FeedChange, type FeedEntry, type PodTransition } from './watch-feed.js';
+import { WatchFeed, type FeedChange } from './watch-feed.js';
+import type { FeedEntry } from './watch-entries.js';
+import type { PodTransition } from './watch-transitions.js';
 import { BLOCKED_KINDS, blockedBy, type BlockedBy } from './blocked-by.js';
 import { stuckFactsOf, type NodeFacts } from './status.js';
 import { WatchFacts } from './watch-facts.js';

@@ -15,13 +15,12 @@
 import * as fsp from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
+import pLimit from 'p-limit';
 import { decodeCheckpoint, encodeCheckpoint, type PodCheckpoint } from './format.js';
 import { salvageTerminating } from './salvage.js';
-import { identityOf, listNames, MAX_RECORD_BYTES, nodeFileOps, readFileNoFollow, sameIdentity, syncFolder, writeFileAtomic, type FileIdentity, type FileOps } from './files.js';
+import { identityOf, listNames, MAX_RECORD_BYTES, nodeFileOps, READ_CONCURRENCY, readFileNoFollow, sameIdentity, syncFolder, writeFileAtomic, type FileIdentity, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
-import { mapLimit } from '../lib/map-limit.js';
-import { READ_CONCURRENCY } from './limit.js';
 
 export const CHECKPOINT_SUFFIX = '.ckpt';
 
@@ -174,7 +173,7 @@ export class CheckpointStore {
 
   async #readEach(uids: readonly string[]): Promise<Map<string, PodCheckpoint>> {
     const out = new Map<string, PodCheckpoint>();
-    const results = await mapLimit(uids, READ_CONCURRENCY, async (uid) => [uid, await this.read(uid)] as const);
+    const results = await pLimit(READ_CONCURRENCY).map(uids, async (uid) => [uid, await this.read(uid)] as const);
     for (const [uid, checkpoint] of results) if (checkpoint) out.set(uid, checkpoint);
     return out;
   }

@@ -219,6 +219,11 @@ export type ReadOutcome =
 export const MAX_RECORD_BYTES = 2 * 1024 * 1024;
 /** The most a lease file may weigh (a few hundred bytes in practice). */
 export const MAX_LEASE_BYTES = 64 * 1024;
+/**
+ * Files a folder-wide read (every checkpoint, every lease) has open at once, so that a state dir
+ * with thousands of pods never opens thousands of files together (EMFILE).
+ */
+export const READ_CONCURRENCY = 32;
 
 /** Reads a plain file without following symlinks, refusing one over `maxBytes` unread. */
 export async function readFileNoFollow(path: string, maxBytes = Number.POSITIVE_INFINITY): Promise<ReadOutcome> {

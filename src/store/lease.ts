@@ -34,18 +34,17 @@
  * generations above give without any timing assumption.
  */
 import * as fsp from 'node:fs/promises';
+import pLimit from 'p-limit';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { LeaseInfo } from '../domain/session-api.js';
-import { createExclusive, listNames, MAX_LEASE_BYTES, nodeFileOps, readFileNoFollow, type FileOps } from './files.js';
+import { createExclusive, listNames, MAX_LEASE_BYTES, nodeFileOps, READ_CONCURRENCY, readFileNoFollow, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 import { isIdentityAlive, processIdentity, type ProcessIdentity } from './proc.js';
 import type { StoreReporter } from './checkpoints.js';
 import type { LeaseRecord } from './schemas.js';
 import { isLeaseRecordShape } from './shapes.js';
-import { mapLimit } from '../lib/map-limit.js';
-import { READ_CONCURRENCY } from './limit.js';
 
 export type { LeaseRecord };
 
@@ -251,7 +250,7 @@ export class LeaseManager {
   async inspectAll(): Promise<Map<string, LeaseView>> {
     const out = new Map<string, LeaseView>();
     const byUid = await this.#generationsByUid();
-    await mapLimit([...byUid], READ_CONCURRENCY, async ([uid, generations]) => {
+    await pLimit(READ_CONCURRENCY).map([...byUid], async ([uid, generations]) => {
       const view = await this.#readView(uid, Math.max(...generations));
       if (view !== 'vanished') out.set(uid, view);
       else {

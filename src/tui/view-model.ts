@@ -8,7 +8,7 @@
  * - The countdown bar only shrinks as time passes and is empty once the grace has run out.
  */
 import type { PodInfo } from '../domain/session-api.js';
-import type { FeedEntry } from '../services/watch-feed.js';
+import type { FeedEntry } from '../services/watch-entries.js';
 import { blockedBy, type BlockedBy } from '../services/blocked-by.js';
 import { plannedGraceSeconds } from '../services/grace-plan.js';
 import { isUndriven, stuckFactsOf, type NodeFacts } from '../services/status.js';

@@ -6,7 +6,8 @@ import type { CriClient } from '../../src/cri/client.js';
 import { HookJournal } from '../../src/cri/hook-journal.js';
 import { groupRuntimePods, toRunningPod, toV1Pod } from '../../src/cri/pods.js';
 import type { SimPodSpec, SimRecord } from '../../src/cri/simulator/index.js';
-import { RuntimeSyncer, terminationOrdering } from '../../src/cri/syncer.js';
+import { RuntimeSyncer } from '../../src/cri/syncer.js';
+import { terminationOrdering } from '../../src/cri/stop-order.js';
 import { useSimulator } from './support.js';
 
 const never = new AbortController().signal;

@@ -9,14 +9,15 @@ import path from 'node:path';
 import { SIMULATOR_SOCKET_NAME } from '../endpoint.js';
 import { startSimulator, type RunningSimulator, type StartSimulatorOptions } from './server.js';
 import type { FaultRule, SimPodSpec } from './types.js';
-import type { ProcessMode } from './state.js';
+import type { ProcessMode } from './process.js';
 
 export { startSimulator, type RunningSimulator, type StartSimulatorOptions } from './server.js';
 export { demoNode, seedPods, podConfigs, pauseCommand, stableUid, SIM_IMAGE } from './seed.js';
-export { SimRuntime, SimError, behaviourOf, ANN_SIM_SIGTERM, ANN_SIM_PROCESS, PROCESS_MODES, type ProcessMode } from './state.js';
+export { SimRuntime } from './state.js';
+export { behaviourOf, ANN_SIM_SIGTERM, ANN_SIM_PROCESS, PROCESS_MODES, type ProcessMode } from './process.js';
 export { parseFault, faultListing, FAULT_KINDS, type ParsedFault } from './fault-spec.js';
 export { FaultInjector } from './faults.js';
-export type { CriMethod, FaultRule, SigtermBehaviour, SimClock, SimContainerSpec, SimPodSpec, SimRecord } from './types.js';
+export { SimError, type CriMethod, type FaultRule, type SigtermBehaviour, type SimClock, type SimContainerSpec, type SimPodSpec, type SimRecord } from './types.js';
 
 export interface RunSimulatorOptions {
   /** Socket path; default `<stateDir>/simulator.sock`. */

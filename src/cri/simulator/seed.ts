@@ -11,7 +11,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { kubeletContainerConfig, kubeletSandboxConfig, type KubeletPodMeta } from '../kubelet-labels.js';
 import type { ContainerConfig, DeepPartial, PodSandboxConfig } from '../generated/runtime_v1.js';
-import { ANN_SIM_PROCESS, type SimRuntime } from './state.js';
+import { ANN_SIM_PROCESS } from './process.js';
+import type { SimRuntime } from './state.js';
 import type { SigtermBehaviour, SimContainerSpec, SimPodSpec } from './types.js';
 
 export const SIM_IMAGE = 'localhost/podctl-test/pause:1.0';

@@ -20,9 +20,9 @@ import { checkSocket } from '../endpoint.js';
 import { GrpcStatus } from '../errors.js';
 import { FaultInjector } from './faults.js';
 import { seedPods, demoNode } from './seed.js';
-import { SimError, SimRuntime } from './state.js';
+import { SimRuntime } from './state.js';
 import { sleep } from '../../lib/abortable.js';
-import type { CriMethod, FaultRule, SimClock, SimPodSpec } from './types.js';
+import { SimError, type CriMethod, type FaultRule, type SimClock, type SimPodSpec } from './types.js';
 
 const cancelled = (): SimError => new SimError(GrpcStatus.CANCELLED, 'cancelled');
 

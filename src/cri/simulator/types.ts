@@ -1,5 +1,6 @@
 /**
- * Types shared by the embedded CRI simulator's model, server, seeding and tests.
+ * Types shared by the embedded CRI simulator's model, server, seeding and tests, and the model's
+ * one error (`SimError`, which the server turns into a gRPC status).
  */
 import type { V1LifecycleHandler } from '@kubernetes/client-node';
 import type { RestartPolicy } from '../kubelet-labels.js';
@@ -93,3 +94,12 @@ export type SimRecord =
   | { at: number; kind: 'exit'; id: string; exitCode: number }
   | { at: number; kind: 'exec'; id: string; cmd: string[]; exitCode: number }
   | { at: number; kind: 'fault'; method: CriMethod; code?: number; delayMs?: number };
+
+/** An error the server turns into a gRPC status. */
+export class SimError extends Error {
+  readonly code: number;
+  constructor(code: number, details: string) {
+    super(details);
+    this.code = code;
+  }
+}
