@@ -1,7 +1,7 @@
 /**
  * The runtime endpoint as a crictl user sets it up, through the built CLI (`node bin/run.js`):
  * - a socket that accepts and never speaks, or speaks something other than HTTP/2, ends the
- *   command with exit 1 and ONE line naming the endpoint and --runtime-endpoint (the connect bound
+ *   command (status, kill, sync-known, watch, version) with exit 1 and ONE line naming the endpoint and --runtime-endpoint (the connect bound
  *   is 2 s; each run here has its own bound of 15 s, which only ends a hang — speed is bench/'s);
  * - the per-request deadline: --timeout (crictl's name, where the command has no --timeout of its
  *   own) or --request-timeout, then $PODCTL_REQUEST_TIMEOUT, then crictl.yaml's `timeout`
@@ -129,6 +129,16 @@ describe.concurrent('a socket that is not a CRI runtime fails fast, in one line'
     expect(JSON.parse(run.stdout)).toEqual({
       error: { name: 'EndpointError', message: `the runtime at unix://${deaf} did not answer as a CRI runtime within 2s (is --runtime-endpoint right?)`, exitCode: 1 },
     });
+  });
+
+  it('watch -o json: the same line on stderr, and as the stream\'s error record on stdout', async () => {
+    const run = await podctl(['watch', '-o', 'json', '-r', deaf]);
+    expect(run.code, `the run did not end by itself within ${RUN_BOUND_MS} ms`).toBe(1);
+    const line = `the runtime at unix://${deaf} did not answer as a CRI runtime within 2s (is --runtime-endpoint right?)`;
+    expect(run.stderr).toBe(`error: ${line}\n`);
+    const records = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; error?: unknown });
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ type: 'error', error: { name: 'EndpointError', message: line, exitCode: 1 } });
   });
 
   it('named by crictl.yaml: the line names the file and --runtime-endpoint', async () => {
