@@ -103,6 +103,7 @@ export abstract class PodctlCommand extends Command {
     return {
       stateDir: g['state-dir'],
       ...(g['runtime-endpoint'] ? { runtimeEndpoint: g['runtime-endpoint'] } : {}),
+      ...(g['request-timeout'] ? { rpcTimeoutMs: g['request-timeout'] } : {}),
       ...(g.kubeconfig ? { kubeconfig: g.kubeconfig } : {}),
       node: nodeName(g.node),
       log: this.reporter.asLogger(),
@@ -204,6 +205,7 @@ export abstract class PodctlCommand extends Command {
         stateDir: g?.['state-dir'] ?? this.#session?.stateDir ?? DEFAULT_STATE_DIR,
         afterPid: process.pid,
         ...(g?.['runtime-endpoint'] ? { runtimeEndpoint: g['runtime-endpoint'] } : {}),
+        ...(g?.['request-timeout'] ? { requestTimeoutMs: g['request-timeout'] } : {}),
         ...(g?.kubeconfig ? { kubeconfig: g.kubeconfig } : {}),
         ...(g?.node ? { node: g.node } : {}),
       });

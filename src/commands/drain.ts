@@ -4,7 +4,7 @@
 import { Flags } from '@oclif/core';
 import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
-import { nodeName } from '../lib/flags.js';
+import { globalFlagsOwnTimeout, nodeName } from '../lib/flags.js';
 import { PodctlCommand } from '../base/command.js';
 import { metricsTextfileFlags } from '../lib/safety-flags.js';
 import { parseDuration } from '../lib/duration.js';
@@ -42,6 +42,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     { description: 'Drain by priority groups, leaving kube-system alone:', command: '<%= config.bin %> <%= command.id %> --group 0:20 --group 10000:30 --group 2000000000:10 --exclude "kube-system/*"' },
     { description: 'Drain only the pods labelled tier=batch, bounded to 2 minutes:', command: '<%= config.bin %> <%= command.id %> -l tier=batch --timeout 2m' },
   ];
+
+  // --timeout is the wait here; the request deadline is --request-timeout only
+  static override baseFlags = globalFlagsOwnTimeout;
 
   static override flags = {
     ...metricsTextfileFlags,

@@ -6,7 +6,7 @@ import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js'
 import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';
+import { globalFlagsOwnTimeout, selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';
 import { safetyFlags, metricsTextfileFlags } from '../lib/safety-flags.js';
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
@@ -32,6 +32,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   static override args = {
     ref: Args.string({ description: 'Pods to evict: ns/name, or name with -n (repeatable).' }),
   };
+  // --timeout is the wait here; the request deadline is --request-timeout only
+  static override baseFlags = globalFlagsOwnTimeout;
+
   static override flags = {
     ...metricsTextfileFlags,
     ...selectionFlags,

@@ -34,6 +34,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
         client: flags.client,
         stateDir: flags['state-dir'],
         ...(flags['runtime-endpoint'] ? { runtimeEndpoint: flags['runtime-endpoint'] } : {}),
+        ...(flags['request-timeout'] ? { timeoutMs: flags['request-timeout'] } : {}),
         signal: this.abort.signal,
       });
     } catch (error) {

@@ -7,7 +7,11 @@
  * - Calls that ask the runtime to wait (StopContainer's timeout, ExecSync's timeout) get that wait
  *   added to their deadline, as the kubelet does, so a long grace period is not cut short by the
  *   RPC deadline.
- * - Every other failure rejects with a CriError(method, code, details).
+ * - Every other failure rejects with a CriError(method, code, details); a deadline that passed says
+ *   how long was waited ("no answer within 10s"), not grpc-js's internal trace.
+ * - `waitForReady` is the connect bound: it ends when the runtime has answered the connection as an
+ *   HTTP/2 server (its SETTINGS frame), so a socket that accepts and never speaks, or speaks
+ *   something else, is told apart from a slow runtime.
  * - Loading this module costs nothing beyond itself: grpc-js and the generated protobuf module are
  *   imported on `connectCri()`, not at module load.
  */
@@ -28,7 +32,7 @@ import type {
   VersionResponse,
 } from './generated/runtime_v1.js';
 import { CriError, GrpcStatus, toCriError } from './errors.js';
-import { parseEndpoint } from './endpoint.js';
+import { DEFAULT_RPC_TIMEOUT_MS, parseEndpoint } from './endpoint.js';
 import { clampTimerMs } from '../engine/timers.js';
 import { sleep } from '../lib/abortable.js';
 
@@ -46,7 +50,7 @@ export type {
   DeepPartial,
 } from './generated/runtime_v1.js';
 
-export const DEFAULT_RPC_TIMEOUT_MS = 10_000;
+export { DEFAULT_RPC_TIMEOUT_MS } from './endpoint.js';
 
 /** Pauses before the retries of a call that ended UNAVAILABLE (see #unary). */
 const UNAVAILABLE_RETRY_MS: readonly number[] = [50, 200];
@@ -80,6 +84,13 @@ function reportOperation(method: string, started: number, error: boolean): void 
       // a metric lost is better than a failed call
     }
   }
+}
+
+/** 2s, 1.5s, 300ms: how long a deadline was, for messages. */
+function formatMs(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`;
+  const s = Math.round(ms / 100) / 10;
+  return `${s}s`;
 }
 
 export { ContainerStateCode, SandboxStateCode, ContainerEventCode, NamespaceModeCode } from './codes.js';
@@ -131,6 +142,12 @@ export interface CriClient {
    * the stream fails (Unimplemented on runtimes without events, Unavailable when the runtime goes).
    */
   containerEvents(signal: AbortSignal): AsyncIterable<ContainerEventResponse>;
+  /**
+   * Connects (if not connected) and resolves once the runtime has answered as an HTTP/2 (gRPC)
+   * server; rejects with CriError('Connect', DeadlineExceeded) when it has not within `timeoutMs`,
+   * or with `signal.reason` on abort. No RPC is made.
+   */
+  waitForReady(timeoutMs: number, signal?: AbortSignal): Promise<void>;
   /** Closes the channel; in-flight calls fail with Cancelled/Unavailable. */
   close(): void;
 }
@@ -203,11 +220,16 @@ class GrpcCriClient implements CriClient {
     if (signal?.aborted) throw signal.reason;
     if (this.#closed) throw new CriError(method, GrpcStatus.CANCELLED, 'client closed');
     // a wait as long as a grace period may pass what gRPC accepts as a deadline: clamped (timers.ts)
-    const deadline = new Date(Date.now() + clampTimerMs((options?.timeoutMs ?? this.timeoutMs) + extraMs));
+    const boundMs = clampTimerMs((options?.timeoutMs ?? this.timeoutMs) + extraMs);
+    const deadline = new Date(Date.now() + boundMs);
     for (let attempt = 0; ; attempt += 1) {
       try {
         return await this.#attempt(method, invoker, request, signal, deadline);
       } catch (error) {
+        // grpc-js's own deadline text is a trace of its internals ("Waiting for LB pick", …)
+        if (error instanceof CriError && error.code === GrpcStatus.DEADLINE_EXCEEDED && /^Deadline exceeded/.test(error.details)) {
+          throw new CriError(method, error.code, `no answer within ${formatMs(boundMs)}`, { cause: error });
+        }
         const pauseMs = UNAVAILABLE_RETRY_MS[attempt];
         const retry = pauseMs !== undefined && error instanceof CriError && error.code === GrpcStatus.UNAVAILABLE && !this.#closed && Date.now() + pauseMs < deadline.getTime();
         if (!retry) throw error;
@@ -341,6 +363,27 @@ class GrpcCriClient implements CriClient {
       signal.removeEventListener('abort', onAbort);
       stream.cancel();
     }
+  }
+
+  waitForReady(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.#closed) return Promise.reject(new CriError('Connect', GrpcStatus.CANCELLED, 'client closed'));
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      const onAbort = (): void => {
+        if (settled) return;
+        settled = true;
+        reject(signal?.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#raw.waitForReady(new Date(Date.now() + clampTimerMs(timeoutMs)), (error) => {
+        if (settled) return;
+        settled = true;
+        signal?.removeEventListener('abort', onAbort);
+        if (error) reject(new CriError('Connect', GrpcStatus.DEADLINE_EXCEEDED, `no HTTP/2 answer within ${formatMs(timeoutMs)}`, { cause: error }));
+        else resolve();
+      });
+    });
   }
 
   close(): void {

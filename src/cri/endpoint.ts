@@ -5,9 +5,16 @@
  *   1. the `--runtime-endpoint` value (the caller passes it as `flag`);
  *   2. the CONTAINER_RUNTIME_ENDPOINT environment variable;
  *   3. crictl's configuration file (`runtime-endpoint:` in /etc/crictl.yaml, or the file
- *      $PODCTL_CRICTL_CONFIG names), as crictl reads it — an operator's crictl setup is podctl's;
+ *      $PODCTL_CRICTL_CONFIG or crictl's $CRI_CONFIG_FILE names), as crictl reads it — an
+ *      operator's crictl setup is podctl's;
  *   4. the well-known sockets, in turn: containerd, CRI-O, cri-dockerd;
  *   5. the embedded simulator's socket `<stateDir>/simulator.sock`, if a simulator is serving it.
+ *
+ * It also settles the deadline of each CRI request: the caller's (`--request-timeout`, `--timeout`
+ * where a command has none of its own, or $PODCTL_REQUEST_TIMEOUT), else crictl's `timeout:` (whole
+ * seconds) from the same file, else DEFAULT_RPC_TIMEOUT_MS; 0 or less means the default, as for
+ * crictl. Connecting (the runtime's HTTP/2 answer) is bounded by the smaller of that and
+ * CONNECT_TIMEOUT_MS.
  *
  * Invariants:
  * - An endpoint that was asked for explicitly (1, 2 or 3) is never silently replaced by another: if it
@@ -29,23 +36,57 @@ export const ENDPOINT_ENV = 'CONTAINER_RUNTIME_ENDPOINT';
 export const ENDPOINT_FLAG = '--runtime-endpoint';
 export const CRICTL_CONFIG = '/etc/crictl.yaml';
 export const CRICTL_CONFIG_ENV = 'PODCTL_CRICTL_CONFIG';
+/** crictl's own variable for its configuration file (`crictl --config`). */
+export const CRI_CONFIG_FILE_ENV = 'CRI_CONFIG_FILE';
+/** Deadline of each CRI request when nothing sets one, ms. */
+export const DEFAULT_RPC_TIMEOUT_MS = 10_000;
+/** Bound for the runtime to answer a new connection as an HTTP/2 (gRPC) server, ms. */
+export const CONNECT_TIMEOUT_MS = 2_000;
+/** Where a request deadline came from (debug output, error hints). */
+export type TimeoutSource = 'flag' | 'crictl' | 'default';
+
+/** The keys podctl reads from a crictl configuration file. */
+export interface CrictlConfig {
+  runtimeEndpoint?: string;
+  /** crictl's `timeout:`, whole seconds; 0 or less (crictl: the default) is left out. */
+  timeoutSeconds?: number;
+}
+
+/** The crictl configuration file podctl reads: $PODCTL_CRICTL_CONFIG, $CRI_CONFIG_FILE, /etc/crictl.yaml. */
+export function crictlConfigPath(env: NodeJS.ProcessEnv = process.env): string {
+  return env[CRICTL_CONFIG_ENV] || env[CRI_CONFIG_FILE_ENV] || CRICTL_CONFIG;
+}
 
 /**
- * The `runtime-endpoint` of a crictl configuration file (crictl's YAML is flat `key: value` lines;
- * read without a YAML parser to keep this module cheap), or undefined when there is none.
+ * The keys podctl uses from a crictl configuration file (crictl's YAML is flat `key: value` lines;
+ * read without a YAML parser to keep this module cheap); nothing when the file is not there. A
+ * `timeout` that is not a whole number of seconds is an EndpointError naming the file (crictl
+ * refuses such a file too).
  */
-export async function crictlEndpoint(file: string): Promise<string | undefined> {
+export async function readCrictlConfig(file: string): Promise<CrictlConfig> {
   let text: string;
   try {
     text = await fs.readFile(file, 'utf8');
   } catch {
-    return undefined;
+    return {};
   }
-  for (const line of text.split('\n')) {
-    const m = /^runtime-endpoint\s*:\s*["']?([^"'#\s]+)["']?\s*(#.*)?$/.exec(line.trim());
-    if (m?.[1]) return m[1];
+  const config: CrictlConfig = {};
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    const endpoint = /^runtime-endpoint\s*:\s*["']?([^"'#\s]+)["']?\s*(#.*)?$/.exec(line);
+    if (endpoint?.[1] && config.runtimeEndpoint === undefined) config.runtimeEndpoint = endpoint[1];
+    const timeout = /^timeout\s*:\s*(.*?)\s*(#.*)?$/.exec(line);
+    if (timeout && !('timeoutSeconds' in config)) {
+      const value = (timeout[1] ?? '').replace(/^(["'])(.*)\1$/, '$2');
+      if (value === '') continue;
+      if (!/^-?\d+$/.test(value)) {
+        throw new EndpointError(`timeout in ${file}: "${value}" is not a whole number of seconds (crictl's timeout: 2 is 2s); fix it, or pass --request-timeout`, 'invalid');
+      }
+      const seconds = Number(value);
+      if (seconds > 0) config.timeoutSeconds = seconds;
+    }
   }
-  return undefined;
+  return config;
 }
 
 export interface ResolvedEndpoint {
@@ -55,6 +96,13 @@ export interface ResolvedEndpoint {
   path: string;
   /** True when this is the embedded simulator's socket. */
   simulated: boolean;
+  /** What named the socket: `--runtime-endpoint`, the variable, the crictl file, or a default. */
+  source: string;
+  /** Deadline of each CRI request, ms, and where it came from. */
+  timeoutMs: number;
+  timeoutSource: TimeoutSource;
+  /** The crictl file read (named in messages), whether or not it exists. */
+  crictlFile: string;
 }
 
 export interface ResolveEndpointOptions {
@@ -68,6 +116,8 @@ export interface ResolveEndpointOptions {
   wellKnown?: readonly string[];
   /** Bound for each connect probe, ms (default 500). */
   probeTimeoutMs?: number;
+  /** The request deadline asked for on the command line or its variable, ms (0: none asked for). */
+  requestTimeoutMs?: number;
   signal?: AbortSignal;
 }
 
@@ -75,9 +125,9 @@ export interface ResolveEndpointOptions {
 export class EndpointError extends Error {
   override readonly name = 'EndpointError';
   readonly path: string | undefined;
-  readonly reason: 'invalid' | 'missing' | 'not-a-socket' | 'permission' | 'refused' | 'none';
-  constructor(message: string, reason: EndpointError['reason'], socketPath?: string) {
-    super(message);
+  readonly reason: 'invalid' | 'missing' | 'not-a-socket' | 'permission' | 'refused' | 'none' | 'not-cri';
+  constructor(message: string, reason: EndpointError['reason'], socketPath?: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
     this.reason = reason;
     this.path = socketPath;
   }
@@ -166,8 +216,18 @@ export async function resolveEndpoint(options: ResolveEndpointOptions = {}): Pro
   const probeMs = options.probeTimeoutMs ?? 500;
   const simulatorPath = options.stateDir ? path.join(options.stateDir, SIMULATOR_SOCKET_NAME) : undefined;
 
-  const crictlFile = env[CRICTL_CONFIG_ENV] || CRICTL_CONFIG;
-  const fromCrictl = options.flag || env[ENDPOINT_ENV] ? undefined : await crictlEndpoint(crictlFile);
+  const crictlFile = crictlConfigPath(env);
+  const asked = options.requestTimeoutMs !== undefined && options.requestTimeoutMs > 0 ? options.requestTimeoutMs : undefined;
+  const endpointGiven = Boolean(options.flag || env[ENDPOINT_ENV]);
+  // crictl's file is read when it can decide something: the socket or the request deadline
+  const crictl = endpointGiven && asked !== undefined ? {} : await readCrictlConfig(crictlFile);
+  const fromCrictl = endpointGiven ? undefined : crictl.runtimeEndpoint;
+  const timeout: Pick<ResolvedEndpoint, 'timeoutMs' | 'timeoutSource' | 'crictlFile'> =
+    asked !== undefined
+      ? { timeoutMs: asked, timeoutSource: 'flag', crictlFile }
+      : crictl.timeoutSeconds !== undefined
+        ? { timeoutMs: crictl.timeoutSeconds * 1000, timeoutSource: 'crictl', crictlFile }
+        : { timeoutMs: DEFAULT_RPC_TIMEOUT_MS, timeoutSource: 'default', crictlFile };
   const explicit =
     options.flag !== undefined && options.flag !== ''
       ? { value: options.flag, source: ENDPOINT_FLAG }
@@ -180,18 +240,18 @@ export async function resolveEndpoint(options: ResolveEndpointOptions = {}): Pro
     const parsed = parseEndpoint(explicit.value);
     const check = await checkSocket(parsed.path, probeMs, options.signal);
     if (!check.ok) throw failure(parsed.path, check, explicit.source);
-    return { ...parsed, simulated: simulatorPath !== undefined && parsed.path === path.normalize(simulatorPath) };
+    return { ...parsed, simulated: simulatorPath !== undefined && parsed.path === path.normalize(simulatorPath), source: explicit.source, ...timeout };
   }
 
   for (const candidate of options.wellKnown ?? WELL_KNOWN_SOCKETS) {
     const check = await checkSocket(candidate, probeMs, options.signal);
-    if (check.ok) return { ...parseEndpoint(candidate), simulated: false };
+    if (check.ok) return { ...parseEndpoint(candidate), simulated: false, source: 'default socket', ...timeout };
     if (check.reason === 'permission') throw failure(candidate, check, 'default socket');
   }
 
   if (simulatorPath) {
     const check = await checkSocket(simulatorPath, probeMs, options.signal);
-    if (check.ok) return { ...parseEndpoint(simulatorPath), simulated: true };
+    if (check.ok) return { ...parseEndpoint(simulatorPath), simulated: true, source: 'the simulator\'s default socket', ...timeout };
   }
 
   const tried = [...(options.wellKnown ?? WELL_KNOWN_SOCKETS), ...(simulatorPath ? [simulatorPath] : [])];
@@ -199,4 +259,24 @@ export async function resolveEndpoint(options: ResolveEndpointOptions = {}): Pro
     `no container runtime found (tried ${tried.join(', ')}); pass ${ENDPOINT_FLAG} unix:///path/to/cri.sock or start \`podctl simulator\``,
     'none',
   );
+}
+
+/** The connect bound for a request deadline: CONNECT_TIMEOUT_MS, or the deadline when it is shorter. */
+export function connectTimeoutFor(timeoutMs: number): number {
+  return Math.min(CONNECT_TIMEOUT_MS, timeoutMs);
+}
+
+/**
+ * The one line for a socket that accepted the connection but did not answer as a gRPC (CRI)
+ * server within `connectMs`: it names the endpoint, where it came from and `--runtime-endpoint`.
+ */
+export function notCriError(resolved: Pick<ResolvedEndpoint, 'endpoint' | 'path' | 'source'>, connectMs: number, cause?: unknown): EndpointError {
+  const within = connectMs % 1000 === 0 ? `${connectMs / 1000}s` : `${connectMs}ms`;
+  const check =
+    resolved.source === ENDPOINT_FLAG
+      ? `is ${ENDPOINT_FLAG} right?`
+      : resolved.source === ENDPOINT_ENV || resolved.source.startsWith('runtime-endpoint in ')
+        ? `is ${resolved.source.startsWith('runtime-endpoint in ') ? resolved.source : `$${ENDPOINT_ENV}`} right? ${ENDPOINT_FLAG} overrides it`
+        : `it is the ${resolved.source}; pass ${ENDPOINT_FLAG} for another`;
+  return new EndpointError(`the runtime at ${resolved.endpoint} did not answer as a CRI runtime within ${within} (${check})`, 'not-cri', resolved.path, cause);
 }

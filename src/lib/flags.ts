@@ -13,17 +13,39 @@ import { parseDuration } from './duration.js';
 import { UsageError } from './errors.js';
 
 export const DEFAULT_STATE_DIR = '/var/lib/podctl';
+export const REQUEST_TIMEOUT_ENV = 'PODCTL_REQUEST_TIMEOUT';
+
+/**
+ * `--request-timeout` (kubectl's name), also `--timeout` (crictl's) on the commands that have no
+ * `--timeout` of their own (kill, evict and drain: there it bounds the wait for termination).
+ * The value is milliseconds; 0 means "not set" (the default), as crictl's 0.
+ */
+function requestTimeoutFlag(aliases: string[]) {
+  return Flags.custom<number>({
+    summary: `Deadline of each request to the container runtime: 30s, 2m, 500ms or a number of seconds${aliases.includes('timeout') ? ' (also --timeout, as in crictl)' : ''}.`,
+    description:
+      'Default: $PODCTL_REQUEST_TIMEOUT, else timeout in /etc/crictl.yaml (crictl\'s file, whole seconds; $CRI_CONFIG_FILE names another), else 10s; 0 means that default. Connecting is bounded by 2s (or this, when shorter): a socket that does not answer as a CRI runtime by then is an error naming it.',
+    env: REQUEST_TIMEOUT_ENV,
+    helpGroup: 'GLOBAL',
+    helpValue: 'DURATION',
+    ...(aliases.length > 0 ? { aliases } : {}),
+    parse: async (value) => parseDuration(value, 'request-timeout'),
+  })();
+}
+
+const runtimeEndpointFlag = Flags.string({
+  char: 'r',
+  summary: 'CRI socket of the container runtime (unix:///path or a path); -r as in crictl.',
+  description:
+    'Default: $CONTAINER_RUNTIME_ENDPOINT, else runtime-endpoint in /etc/crictl.yaml (crictl\'s file; $CRI_CONFIG_FILE names another), else the first of the containerd, CRI-O and cri-dockerd default sockets that exists.',
+  env: 'CONTAINER_RUNTIME_ENDPOINT',
+  helpGroup: 'GLOBAL',
+  helpValue: 'unix:///run/containerd/containerd.sock',
+});
 
 export const globalFlags = {
-  'runtime-endpoint': Flags.string({
-    char: 'r',
-    summary: 'CRI socket of the container runtime (unix:///path or a path); -r as in crictl.',
-    description:
-      'Default: $CONTAINER_RUNTIME_ENDPOINT, else the first of the containerd, CRI-O and cri-dockerd default sockets that exists.',
-    env: 'CONTAINER_RUNTIME_ENDPOINT',
-    helpGroup: 'GLOBAL',
-    helpValue: 'unix:///run/containerd/containerd.sock',
-  }),
+  'runtime-endpoint': runtimeEndpointFlag,
+  'request-timeout': requestTimeoutFlag(['timeout']),
   'state-dir': Flags.string({
     summary: 'Directory of podctl\'s checkpoint store.',
     description: 'Shared by every podctl process on the node; created 0700. A relative path is resolved against the current directory and the result is said on stderr; an empty one is refused.',
@@ -64,6 +86,12 @@ export const globalFlags = {
     helpGroup: 'GLOBAL',
   }),
 };
+
+/**
+ * The global flags of a command with a `--timeout` of its own (kill, evict, drain: the wait for
+ * termination): the request deadline is `--request-timeout` only there.
+ */
+export const globalFlagsOwnTimeout = { ...globalFlags, 'request-timeout': requestTimeoutFlag([]) };
 
 /** Flags naming which pods a command acts on (together with its REF arguments). */
 export const selectionFlags = {
@@ -133,6 +161,8 @@ export function terminationOptionsFromFlags(flags: { grace?: number; timeout?: s
 
 export type GlobalFlags = {
   'runtime-endpoint'?: string | undefined;
+  /** ms; undefined or 0: not set on the command line or in the environment. */
+  'request-timeout'?: number | undefined;
   'state-dir': string;
   kubeconfig?: string | undefined;
   node?: string | undefined;

@@ -3,11 +3,13 @@
  * on (the one inside the single executable, or the node of an npm install), and the container
  * runtime's name and version as CRI Version reports them.
  *
- * Invariants: one Version RPC, bounded by the call deadline and the caller's signal; the client is
- * closed whatever happened; the runtime is asked only when `client` is false.
+ * Invariants: one Version RPC, bounded by the request deadline (`timeoutMs`, else crictl's
+ * `timeout`, else 10 s) and the caller's signal, after the connect bound (a socket that is not a CRI
+ * runtime is one line naming it and `--runtime-endpoint`); the client is closed whatever happened;
+ * the runtime is asked only when `client` is false.
  */
 import { connectCri } from '../cri/client.js';
-import { resolveEndpoint } from '../cri/endpoint.js';
+import { connectTimeoutFor, notCriError, resolveEndpoint } from '../cri/endpoint.js';
 
 export interface RuntimeVersion {
   /** The runtime's endpoint, `unix:///path`. */
@@ -46,11 +48,17 @@ export async function podctlVersion(options: VersionOptions): Promise<VersionRes
   if (options.client) return result;
   const resolved = await resolveEndpoint({
     ...(options.runtimeEndpoint ? { flag: options.runtimeEndpoint } : {}),
+    ...(options.timeoutMs ? { requestTimeoutMs: options.timeoutMs } : {}),
     stateDir: options.stateDir,
     ...(options.signal ? { signal: options.signal } : {}),
   });
-  const client = await connectCri({ endpoint: resolved.endpoint, ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}) });
+  const client = await connectCri({ endpoint: resolved.endpoint, timeoutMs: resolved.timeoutMs });
   try {
+    const connectMs = connectTimeoutFor(resolved.timeoutMs);
+    await client.waitForReady(connectMs, options.signal).catch((error: unknown) => {
+      if (options.signal?.aborted) throw error;
+      throw notCriError(resolved, connectMs, error);
+    });
     const v = await client.version(options.signal ? { signal: options.signal } : {});
     result.runtime = { endpoint: resolved.endpoint, name: v.runtimeName, version: v.runtimeVersion, apiVersion: v.runtimeApiVersion };
     return result;

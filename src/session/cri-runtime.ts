@@ -3,7 +3,10 @@
  * grpc-js client, the relisting status cache and the CRI-backed syncer, behind `SessionRuntime`.
  *
  * Loaded lazily by session.ts, so that grpc-js is imported only by processes that talk to a runtime.
- * Invariants: every RPC has the session's deadline (`rpcTimeoutMs`); `close()` ends the event
+ * Invariants: every RPC has the session's deadline (`rpcTimeoutMs`, else crictl's `timeout`, else
+ * 10 s: endpoint.ts); a socket that does not answer as an HTTP/2 (gRPC) server within the connect
+ * bound (2 s, or the deadline when shorter) fails the open with one line naming the endpoint and
+ * `--runtime-endpoint` — nothing is started on it; `close()` ends the event
  * stream and the channel; the listing reflects a relist started after the call (or, when the caller
  * accepts it, one no older than `maxAgeMs`).
  * `simulated` is what the runtime says of itself (its Version answer), not a guess from the
@@ -11,7 +14,7 @@
  */
 import { connectCri, loadGrpcModules, type CriClient } from '../cri/client.js';
 import { RuntimePodCache } from '../cri/cache.js';
-import { resolveEndpoint } from '../cri/endpoint.js';
+import { connectTimeoutFor, notCriError, resolveEndpoint } from '../cri/endpoint.js';
 import { toPodStatus, toRunningPod, toV1Pod, type RuntimePod } from '../cri/pods.js';
 import { RuntimeSyncer } from '../cri/syncer.js';
 import type { V1Pod } from '../engine/types.js';
@@ -66,13 +69,18 @@ export function recordOfRuntimePod(pod: RuntimePod): RuntimePodRecord {
 export async function connectRuntime(options: SessionOptions, stateDir: string, hooks: RuntimeHooks = {}): Promise<SessionRuntime> {
   // grpc-js and the generated module load (CPU) while the endpoint is probed (I/O).
   loadGrpcModules().catch(() => undefined);
-  const resolved = await resolveEndpoint({ ...(options.runtimeEndpoint ? { flag: options.runtimeEndpoint } : {}), stateDir });
-  const client = await connectCri({ endpoint: resolved.endpoint, ...(options.rpcTimeoutMs ? { timeoutMs: options.rpcTimeoutMs } : {}) });
+  const resolved = await resolveEndpoint({
+    ...(options.runtimeEndpoint ? { flag: options.runtimeEndpoint } : {}),
+    ...(options.rpcTimeoutMs ? { requestTimeoutMs: options.rpcTimeoutMs } : {}),
+    stateDir,
+  });
+  const rpcTimeoutMs = resolved.timeoutMs;
+  const client = await connectCri({ endpoint: resolved.endpoint, timeoutMs: rpcTimeoutMs });
   const clock = options.clock;
   const cache = new RuntimePodCache({
     client,
     ...(clock ? { clock } : {}),
-    ...(options.rpcTimeoutMs ? { rpcTimeoutMs: options.rpcTimeoutMs } : {}),
+    rpcTimeoutMs,
     // A read-only session reports containers running/total, never exit codes: no ContainerStatus calls.
     ...(hooks.readOnly ? { exitDetails: false } : {}),
     ...(hooks.exitDetailsFor ? { exitDetailsFor: hooks.exitDetailsFor } : {}),
@@ -92,6 +100,16 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
   // or joins it. A failure here is reported by the listing that needs it (a failed relist is not
   // reused).
   cache.refresh().catch(() => undefined);
+  // The connect bound: a socket that accepts and never speaks HTTP/2, or speaks something else,
+  // ends here with one line instead of every call waiting out its deadline.
+  const connectMs = connectTimeoutFor(rpcTimeoutMs);
+  try {
+    await client.waitForReady(connectMs);
+  } catch (error) {
+    cache.close();
+    client.close();
+    throw notCriError(resolved, connectMs, error);
+  }
   // A relist builds new RuntimePod objects; until the next one, every listing of a pod (a wait
   // re-evaluates on each engine event) reuses its record instead of converting it again.
   const records = new WeakMap<RuntimePod, RuntimePodRecord>();
@@ -101,7 +119,7 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     return record;
   };
   if (!hooks.readOnly) cache.start();
-  const simulated = await runtimeIsSimulator(client, resolved.simulated, Math.min(VERSION_TIMEOUT_MS, options.rpcTimeoutMs ?? VERSION_TIMEOUT_MS));
+  const simulated = await runtimeIsSimulator(client, resolved.simulated, Math.min(VERSION_TIMEOUT_MS, rpcTimeoutMs));
   return {
     endpoint: resolved.endpoint,
     simulated,

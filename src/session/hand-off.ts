@@ -25,6 +25,8 @@ export interface HandOffOptions {
   bin?: string;
   stateDir: string;
   runtimeEndpoint?: string;
+  /** The request deadline the handing process was given (--request-timeout), ms. */
+  requestTimeoutMs?: number;
   kubeconfig?: string;
   node?: string;
   /** The handing process: the driver waits for it to exit before taking the pods over. */
@@ -50,6 +52,7 @@ export function handOffArgs(options: HandOffOptions): string[] {
     '--state-dir',
     options.stateDir,
     ...(options.runtimeEndpoint ? ['--runtime-endpoint', options.runtimeEndpoint] : []),
+    ...(options.requestTimeoutMs ? ['--request-timeout', `${options.requestTimeoutMs}ms`] : []),
     ...(options.kubeconfig ? ['--kubeconfig', options.kubeconfig] : []),
     ...(options.node ? ['--node', options.node] : []),
     '--log-level',

@@ -1,5 +1,5 @@
 /**
- * The frozen CLI contract: every command, argument and flag (names, short characters, types,
+ * The frozen CLI contract: every command, argument and flag (names, aliases, short characters, types,
  * options, defaults, env vars), and the shape of every command's JSON result. Scripts depend on
  * these; a change must be deliberate: regenerate with `UPDATE_CONTRACT=1 npx vitest run
  * test/commands/contract.test.ts` and commit docs/cli-contract.json with the change.
@@ -53,6 +53,7 @@ function mergeShapes(a: Shape, b: Shape): Shape {
 interface FlagLike {
   type: string;
   char?: string;
+  aliases?: readonly string[];
   multiple?: boolean;
   options?: readonly string[];
   default?: unknown;
@@ -87,6 +88,7 @@ function flagsOf(command: typeof PodctlCommand): Record<string, unknown> {
           {
             type: f.type,
             ...(f.char ? { char: f.char } : {}),
+            ...(f.aliases && f.aliases.length > 0 ? { aliases: [...f.aliases] } : {}),
             ...(f.multiple ? { multiple: true } : {}),
             ...(f.options ? { options: [...f.options] } : {}),
             ...(f.default !== undefined && typeof f.default !== 'function' ? { default: f.default } : {}),

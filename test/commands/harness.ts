@@ -12,6 +12,7 @@ export interface HandOffCall {
   uids: string[];
   stateDir: string;
   runtimeEndpoint?: string;
+  requestTimeoutMs?: number;
 }
 
 export interface CommandRun<T> {
@@ -41,7 +42,12 @@ export async function runCommand<T>(
   const previousHandOff = PodctlCommand.handOff;
   const handOffs: HandOffCall[] = [];
   PodctlCommand.handOff = async (options) => {
-    handOffs.push({ uids: options.uids, stateDir: options.stateDir, ...(options.runtimeEndpoint ? { runtimeEndpoint: options.runtimeEndpoint } : {}) });
+    handOffs.push({
+      uids: options.uids,
+      stateDir: options.stateDir,
+      ...(options.runtimeEndpoint ? { runtimeEndpoint: options.runtimeEndpoint } : {}),
+      ...(options.requestTimeoutMs ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+    });
     return { pid: 99999, log: `${options.stateDir}/hand-off-test.log` };
   };
   PodctlCommand.sessionFactory = async (options) => {

@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import net from 'node:net';
 import path from 'node:path';
 import { connectCri } from '../../src/cri/client.js';
 import { CriError, GrpcStatus, isDeadlineExceeded, isNotFound, isUnavailable, isUnimplemented } from '../../src/cri/errors.js';
@@ -68,6 +69,15 @@ describe('CRI client against the simulator', () => {
     const err = await client.version().catch((e: unknown) => e);
     expect(isDeadlineExceeded(err)).toBe(true);
     expect((err as CriError).method).toBe('Version');
+    // how long was waited, not grpc-js's trace of its internals
+    expect((err as CriError).message).toBe('Version: DeadlineExceeded: no answer within 100ms');
+  });
+
+  it('is ready once the runtime has answered the connection (no RPC needed)', async () => {
+    const { client } = await simulator({ faults: [{ method: 'Version', delayMs: 60_000 }] });
+    await client.waitForReady(2000);
+    // a second wait on a ready channel resolves too
+    await client.waitForReady(2000);
   });
 
   it('a per-call timeout overrides the client default', async () => {
@@ -167,6 +177,48 @@ describe('CRI client without a runtime', () => {
       const err = await client.version().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(CriError);
       expect(isUnavailable(err)).toBe(true);
+    } finally {
+      client.close();
+    }
+  });
+
+  it.each([
+    ['accepts and never speaks', (c: net.Socket) => void c],
+    ['speaks something other than HTTP/2', (c: net.Socket) => c.write('SSH-2.0-OpenSSH_9.6\r\n')],
+  ])('waitForReady on a socket that %s rejects with Connect DeadlineExceeded in one line', async (_what, onConnection) => {
+    const socketPath = path.join(dir(), `not-cri-${Math.random().toString(36).slice(2)}.sock`);
+    const connections = new Set<net.Socket>();
+    const server = net.createServer((c) => {
+      connections.add(c);
+      c.on('error', () => undefined);
+      onConnection(c);
+    });
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    const client = await connectCri({ endpoint: socketPath });
+    try {
+      const err = await client.waitForReady(300).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(CriError);
+      expect((err as CriError).method).toBe('Connect');
+      expect(isDeadlineExceeded(err)).toBe(true);
+      expect((err as CriError).message).toBe('Connect: DeadlineExceeded: no HTTP/2 answer within 300ms');
+    } finally {
+      client.close();
+      for (const c of connections) c.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('waitForReady rejects with the signal reason on abort', async () => {
+    const socketPath = path.join(dir(), 'deaf-abort.sock');
+    const server = net.createServer((c) => c.on('error', () => undefined));
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const client = await connectCri({ endpoint: socketPath });
+    try {
+      const ac = new AbortController();
+      const waiting = client.waitForReady(60_000, ac.signal).catch((e: unknown) => e);
+      ac.abort(new Error('stop'));
+      expect(await waiting).toEqual(new Error('stop'));
     } finally {
       client.close();
     }

@@ -4,7 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EndpointError, parseEndpoint, resolveEndpoint } from '../../src/cri/endpoint.js';
+import { CONNECT_TIMEOUT_MS, DEFAULT_RPC_TIMEOUT_MS, EndpointError, connectTimeoutFor, notCriError, parseEndpoint, readCrictlConfig, resolveEndpoint } from '../../src/cri/endpoint.js';
 import { useTempDir } from './support.js';
 
 const servers: net.Server[] = [];
@@ -86,16 +86,72 @@ describe('resolveEndpoint', () => {
     expect((await resolveEndpoint({ env, wellKnown: [crictlSock] })).path).toBe(crictlSock);
   });
 
+  it('takes the request deadline from the caller (flag or its variable), else crictl\'s timeout (seconds), else 10 s', async () => {
+    const sock = path.join(dir(), 'timeout.sock');
+    await serve(sock);
+    const config = path.join(dir(), 'crictl-timeout.yaml');
+    writeFileSync(config, `runtime-endpoint: unix://${sock}\ntimeout: 7 # seconds\n`);
+    const env = { PODCTL_CRICTL_CONFIG: config };
+    // crictl's file, also when the socket is named on the command line (crictl reads both keys)
+    expect(await resolveEndpoint({ env, wellKnown: [] })).toMatchObject({ path: sock, timeoutMs: 7000, timeoutSource: 'crictl', crictlFile: config });
+    expect(await resolveEndpoint({ flag: sock, env, wellKnown: [] })).toMatchObject({ timeoutMs: 7000, timeoutSource: 'crictl' });
+    // what the command line (or $PODCTL_REQUEST_TIMEOUT, through the flag) asks for wins
+    expect(await resolveEndpoint({ env, requestTimeoutMs: 1500, wellKnown: [] })).toMatchObject({ path: sock, timeoutMs: 1500, timeoutSource: 'flag' });
+    // 0 means "not set", as crictl's 0: the file's, then the default
+    expect(await resolveEndpoint({ env, requestTimeoutMs: 0, wellKnown: [] })).toMatchObject({ timeoutMs: 7000, timeoutSource: 'crictl' });
+    writeFileSync(config, `runtime-endpoint: unix://${sock}\ntimeout: 0\n`);
+    expect(await resolveEndpoint({ env, wellKnown: [] })).toMatchObject({ timeoutMs: DEFAULT_RPC_TIMEOUT_MS, timeoutSource: 'default' });
+    writeFileSync(config, `runtime-endpoint: unix://${sock}\n`);
+    expect(await resolveEndpoint({ env, wellKnown: [] })).toMatchObject({ timeoutMs: DEFAULT_RPC_TIMEOUT_MS, timeoutSource: 'default' });
+    // crictl's own variable names the file when podctl's does not
+    writeFileSync(config, `runtime-endpoint: unix://${sock}\ntimeout: "3"\n`);
+    expect(await resolveEndpoint({ env: { CRI_CONFIG_FILE: config }, wellKnown: [] })).toMatchObject({ path: sock, timeoutMs: 3000, timeoutSource: 'crictl' });
+  });
+
+  it('refuses a crictl timeout that is not whole seconds, in one line naming the file', async () => {
+    const config = path.join(dir(), 'crictl-bad.yaml');
+    for (const bad of ['2s', 'soon', '1.5']) {
+      writeFileSync(config, `timeout: ${bad}\n`);
+      const err = await readCrictlConfig(config).catch((e: unknown) => e);
+      expect(err, bad).toBeInstanceOf(EndpointError);
+      expect((err as Error).message).toContain(`timeout in ${config}: "${bad}" is not a whole number of seconds`);
+      expect((err as Error).message).not.toContain('\n');
+    }
+    expect(await readCrictlConfig(path.join(dir(), 'absent.yaml'))).toEqual({});
+    writeFileSync(config, 'runtime-endpoint: unix:///a.sock\ntimeout: 4\ndebug: false\n');
+    expect(await readCrictlConfig(config)).toEqual({ runtimeEndpoint: 'unix:///a.sock', timeoutSeconds: 4 });
+  });
+
+  it('bounds connecting by 2 s, or by the request deadline when shorter; the not-CRI line names the endpoint and the flag', () => {
+    expect(connectTimeoutFor(DEFAULT_RPC_TIMEOUT_MS)).toBe(CONNECT_TIMEOUT_MS);
+    expect(CONNECT_TIMEOUT_MS).toBe(2000);
+    expect(connectTimeoutFor(500)).toBe(500);
+    const resolved = { endpoint: 'unix:///x.sock', path: '/x.sock' };
+    expect(notCriError({ ...resolved, source: '--runtime-endpoint' }, 2000).message).toBe(
+      'the runtime at unix:///x.sock did not answer as a CRI runtime within 2s (is --runtime-endpoint right?)',
+    );
+    expect(notCriError({ ...resolved, source: 'runtime-endpoint in /etc/crictl.yaml' }, 500).message).toBe(
+      'the runtime at unix:///x.sock did not answer as a CRI runtime within 500ms (is runtime-endpoint in /etc/crictl.yaml right? --runtime-endpoint overrides it)',
+    );
+    expect(notCriError({ ...resolved, source: 'default socket' }, 2000).message).toContain('(it is the default socket; pass --runtime-endpoint for another)');
+    expect(notCriError({ ...resolved, source: 'default socket' }, 2000).reason).toBe('not-cri');
+  });
+
   it('uses the flag first, then CONTAINER_RUNTIME_ENDPOINT', async () => {
     const flagSock = path.join(dir(), 'flag.sock');
     const envSock = path.join(dir(), 'env.sock');
     await serve(flagSock);
     await serve(envSock);
-    const env = { CONTAINER_RUNTIME_ENDPOINT: `unix://${envSock}` };
+    const noCrictl = path.join(dir(), 'no-crictl.yaml');
+    const env = { CONTAINER_RUNTIME_ENDPOINT: `unix://${envSock}`, PODCTL_CRICTL_CONFIG: noCrictl };
     expect(await resolveEndpoint({ flag: `unix://${flagSock}`, env, wellKnown: [] })).toEqual({
       endpoint: `unix://${flagSock}`,
       path: flagSock,
       simulated: false,
+      source: '--runtime-endpoint',
+      timeoutMs: DEFAULT_RPC_TIMEOUT_MS,
+      timeoutSource: 'default',
+      crictlFile: noCrictl,
     });
     expect((await resolveEndpoint({ env, wellKnown: [] })).path).toBe(envSock);
   });
@@ -141,7 +197,7 @@ describe('resolveEndpoint', () => {
     const stateDir = path.join(dir(), 'state');
     await serve(path.join(stateDir, 'simulator.sock'));
     const res = await resolveEndpoint({ env: {}, wellKnown: [path.join(dir(), 'absent.sock')], stateDir });
-    expect(res).toEqual({ endpoint: `unix://${stateDir}/simulator.sock`, path: `${stateDir}/simulator.sock`, simulated: true });
+    expect(res).toMatchObject({ endpoint: `unix://${stateDir}/simulator.sock`, path: `${stateDir}/simulator.sock`, simulated: true, source: 'the simulator\'s default socket' });
   });
 
   it('marks an explicit endpoint that is the simulator socket as simulated', async () => {

@@ -4,7 +4,9 @@
  *
  * What must hold: the failure is a CriError Unavailable (not a hang until the deadline, not a raw
  * grpc-js error) with a one-line message naming the socket; endpoint resolution names the path and
- * the flag; the engine records the failure, retries with backoff, and closes cleanly.
+ * the flag; a node session on a socket that accepts but never speaks HTTP/2, or speaks something
+ * else, is refused at its connect bound with one line naming the endpoint and the flag; the engine
+ * records the failure, retries with backoff, and closes cleanly.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -13,6 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectCri } from '../../src/cri/client.js';
 import { resolveEndpoint, EndpointError } from '../../src/cri/endpoint.js';
+import { openSession } from '../../src/session/open.js';
 import { CriError, GrpcStatus } from '../../src/cri/errors.js';
 import { EngineStack, waitFor } from './support/engine.js';
 import { buildPod } from './support/pods.js';
@@ -22,6 +25,9 @@ describe('runtime unreachable', () => {
   let missing: string;
   let deaf: string;
   let deafServer: Server;
+  let garbage: string;
+  let garbageServer: Server;
+  /** Every connection either server accepted (destroyed at the end, so the servers can close). */
   const deafConnections = new Set<Socket>();
 
   beforeAll(async () => {
@@ -35,10 +41,20 @@ describe('runtime unreachable', () => {
       conn.on('close', () => deafConnections.delete(conn));
     });
     await new Promise<void>((resolve) => deafServer.listen(deaf, resolve));
+    // a socket that answers every connection with something other than HTTP/2
+    garbage = join(dir, 'garbage.sock');
+    garbageServer = createServer((conn) => {
+      deafConnections.add(conn);
+      conn.on('close', () => deafConnections.delete(conn));
+      conn.on('error', () => undefined);
+      conn.end('\x00\x01 not a gRPC server\n');
+    });
+    await new Promise<void>((resolve) => garbageServer.listen(garbage, resolve));
   });
   afterAll(async () => {
+    const closed = Promise.all([deafServer, garbageServer].map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
     for (const conn of deafConnections) conn.destroy();
-    await new Promise<void>((resolve) => deafServer.close(() => resolve()));
+    await closed;
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -87,6 +103,22 @@ describe('runtime unreachable', () => {
     expect(message).not.toContain('\n');
     expect(message).toContain(missing);
     expect(message).toContain('--runtime-endpoint');
+  });
+
+  it.each([
+    ['accepts and never speaks', () => deaf],
+    ['speaks something else', () => garbage],
+  ])('a node session on a socket that %s is refused at the connect bound, in one line naming it and the flag', async (_what, socket) => {
+    const error = await openSession({ stateDir: join(dir, 'state'), runtimeEndpoint: `unix://${socket()}` }).then(
+      async (session) => {
+        await session.close();
+        return undefined;
+      },
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(EndpointError);
+    expect((error as EndpointError).reason).toBe('not-cri');
+    expect((error as Error).message).toBe(`the runtime at unix://${socket()} did not answer as a CRI runtime within 2s (is --runtime-endpoint right?)`);
   });
 
   it('the engine records the runtime error, retries with backoff, and closes without hanging', async () => {
