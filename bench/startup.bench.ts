@@ -174,6 +174,8 @@ interface SideCase {
 const sideCases: SideCase[] = [
   { name: '--version', args: () => ['--version'] },
   { name: `status (${PODS} pods)`, args: (r) => ['status', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, `state-${runners.indexOf(r)}`), '--no-color'] },
+  // the state dir of the checkpoint table above, read by every runner (status only reads it)
+  { name: `status (${PODS} pods, ${trackedCount} with checkpoints)`, args: () => ['status', ...trackedArgs] },
   {
     name: 'kill 1 pod (--grace 1)',
     args: (r) => {

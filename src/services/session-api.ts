@@ -28,6 +28,7 @@ import type {
   PodWorkerSync,
   V1Pod,
 } from '../engine/types.js';
+import type { RuntimeErrorInfo, TransitionRecord } from '../store/records.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type Logger = (level: LogLevel, message: string) => void;
@@ -61,15 +62,8 @@ export interface SessionOptions {
   exitDetails?: 'all' | 'driven';
 }
 
-/** One entry of a pod's bounded timeline (persisted in its checkpoint). */
-export interface TransitionRecord {
-  at: number;
-  /** The engine event type, or a store/session event such as 'lease-taken', 'request-applied'. */
-  type: string;
-  /** Human-readable detail: "grace 30s → 5s", "StopContainer: DeadlineExceeded", … */
-  detail: string;
-  pid: number;
-}
+/** A pod's timeline entries and last runtime error, as its checkpoint holds them (store/records.ts). */
+export type { RuntimeErrorInfo, TransitionRecord };
 
 export interface LeaseInfo {
   pid: number;
@@ -78,13 +72,6 @@ export interface LeaseInfo {
   heartbeatAt: number;
   /** The owner process is still alive (false: the lease is stale and may be taken over). */
   alive: boolean;
-}
-
-export interface RuntimeErrorInfo {
-  message: string;
-  at: number;
-  /** When the worker will retry (epoch ms), if known. */
-  retryAt?: number;
 }
 
 /** Everything podctl knows about one pod on this node: one row of `status`, one line of `watch`. */

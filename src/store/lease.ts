@@ -42,8 +42,7 @@ import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 import { isIdentityAlive, processIdentity, type ProcessIdentity } from './proc.js';
 import type { StoreReporter } from './checkpoints.js';
-import type { LeaseRecord } from './schemas.js';
-import { isLeaseRecordShape } from './shapes.js';
+import { checkRecord, leaseRecordSchema, type LeaseRecord } from './records.js';
 import { mapLimit } from '../lib/map-limit.js';
 import { READ_CONCURRENCY } from './limit.js';
 
@@ -219,8 +218,8 @@ export class LeaseManager {
     let heartbeatAt = 0;
     if (outcome.kind === 'ok') {
       try {
-        const parsed: unknown = JSON.parse(outcome.data.toString('utf8'));
-        if (isLeaseRecordShape(parsed) && parsed.uid === uid && parsed.generation === generation) record = parsed;
+        const check = checkRecord(leaseRecordSchema, JSON.parse(outcome.data.toString('utf8')));
+        if (check.ok && check.value.uid === uid && check.value.generation === generation) record = check.value;
       } catch {
         record = undefined;
       }
