@@ -67,11 +67,11 @@ describe('record schemas', () => {
 
   it('a grace period is at most a year (MAX_GRACE_SECONDS) wherever one is stored', () => {
     expect(MAX_GRACE_SECONDS).toBe(31_536_000);
-    const message = `grace period past the maximum of ${MAX_GRACE_SECONDS} s`;
+    const message = `grace period negative or past the maximum of ${MAX_GRACE_SECONDS} s`;
     for (const path of ['status.gracePeriod', 'status.activeUpdate.killPodOptions.gracePeriodSecondsOverride']) {
       expect(issueOf(checkpointSchema, withField(checkpoint(), path, MAX_GRACE_SECONDS)), path).toBe('accepted');
       expect(issueOf(checkpointSchema, withField(checkpoint(), path, MAX_GRACE_SECONDS + 1))).toBe(`${path}: ${message}`);
-      expect(issueOf(checkpointSchema, withField(checkpoint(), path, -1))).toMatch(new RegExp(`^${path}: `));
+      expect(issueOf(checkpointSchema, withField(checkpoint(), path, -1))).toBe(`${path}: ${message}`);
     }
     expect(issueOf(inboxRequestSchema, { ...request(), gracePeriodSeconds: MAX_GRACE_SECONDS })).toBe('accepted');
     expect(issueOf(inboxRequestSchema, { ...request(), gracePeriodSeconds: MAX_GRACE_SECONDS + 1 })).toBe(`gracePeriodSeconds: ${message}`);
@@ -116,7 +116,11 @@ describe('record schemas', () => {
     expect(issueOf(schema, withField(sample(), field, value))).toMatch(new RegExp(`^${field.replaceAll('.', '\\.')}: \\S`));
   });
 
-  it('a record that is not an object is rejected at its root', () => {
-    for (const input of [null, [], 'x', 3]) expect(issueOf(leaseRecordSchema, input)).toMatch(/^\(root\): /);
+  it('a record that is not an object is rejected at its root; a list in place of a member object names the member', () => {
+    expect(issueOf(leaseRecordSchema, [])).toMatch(/^uid: /);
+    for (const input of [null, 'x', 3]) expect(issueOf(leaseRecordSchema, input)).toMatch(/^\(root\): /);
+    for (const field of ['status', 'lastError', 'status.pendingUpdate.runningPod', 'history.0']) {
+      expect(issueOf(checkpointSchema, withField(checkpoint(), field, [])), field).toMatch(new RegExp(`^${field.replaceAll('.', '\\.')}(\\.\\w+)?: `));
+    }
   });
 });
