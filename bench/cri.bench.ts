@@ -32,7 +32,7 @@ import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import { connectCri, type CriClient } from '../src/cri/client.js';
 import { openSession } from '../src/session/open.js';
-import type { NodeSession } from '../src/services/session-api.js';
+import type { NodeSession } from '../src/domain/session-api.js';
 import { collect, PODCTL_BIN, runPodctl, requireBuild, type PodctlRun } from '../test/e2e/support/cli.js';
 import { EngineStack } from '../test/e2e/support/engine.js';
 import { PrivateNode } from '../test/e2e/support/node.js';

@@ -32,7 +32,7 @@ import { PassThrough, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { openSession } from '../src/session/open.js';
-import type { NodeSession, PodInfo } from '../src/services/session-api.js';
+import type { NodeSession, PodInfo } from '../src/domain/session-api.js';
 import { WatchFeed } from '../src/services/watch-feed.js';
 
 const { values } = parseArgs({

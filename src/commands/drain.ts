@@ -3,9 +3,9 @@
  */
 import { Flags } from '@oclif/core';
 import { MAX_GRACE_SECONDS } from '../engine/grace.js';
-import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
+import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
 import { nodeName } from '../lib/flags.js';
-import { PodctlCommand } from '../lib/command.js';
+import { PodctlCommand } from '../base/command.js';
 import { metricsTextfileFlags } from '../lib/safety-flags.js';
 import { parseDuration } from '../lib/duration.js';
 import { UsageError } from '../lib/errors.js';

@@ -2,8 +2,8 @@
  * `podctl kill`: parse and validate, call the kill service, render. No logic of its own.
  */
 import { Args, Flags } from '@oclif/core';
-import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
-import { PodctlCommand } from '../lib/command.js';
+import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
+import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';

@@ -3,7 +3,7 @@
  */
 import path from 'node:path';
 import { Flags } from '@oclif/core';
-import { PodctlCommand } from '../lib/command.js';
+import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { DEFAULT_SIMULATOR_PODS, parseFaults, serveSimulator, type SimulatorResult } from '../services/simulator.js';

@@ -3,8 +3,8 @@
  */
 import { Flags } from '@oclif/core';
 import { detectKube } from '../kube/index.js';
-import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
-import { PodctlCommand } from '../lib/command.js';
+import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
+import { PodctlCommand } from '../base/command.js';
 import { metricsTextfileFlags } from '../lib/safety-flags.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';

@@ -2,7 +2,7 @@
  * `podctl version`: parse, call the version service, print one line each. No logic of its own.
  */
 import { Flags } from '@oclif/core';
-import { PodctlCommand } from '../lib/command.js';
+import { PodctlCommand } from '../base/command.js';
 import { RuntimeFailure, oneLine } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { isSingleExecutable } from '../lib/self.js';

@@ -4,12 +4,12 @@
  * for scripts. A thin door to `services/watch.ts`; Ink is loaded by the service, only for the screen.
  */
 import { Errors, Flags } from '@oclif/core';
-import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../lib/api-door.js';
-import { PodctlCommand } from '../lib/command.js';
+import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
+import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { nodeName } from '../lib/flags.js';
-import type { LogLevel, SessionOptions } from '../services/session-api.js';
+import type { LogLevel, SessionOptions } from '../domain/session-api.js';
 import type { WatchFormat, WatchResult } from '../services/watch.js';
 import type { WatchFeed } from '../services/watch-feed.js';
 
@@ -133,6 +133,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       scope,
       color: this.styler.enabled,
       ...(flags['metrics-file'] !== undefined ? { metricsFile: flags['metrics-file'] } : {}),
+      screen: async (options) => (await import('../tui/index.js')).renderWatch(options),
       onFeed: (feed) => {
         feedRef = feed;
         const screen = this.#screenLog;

@@ -26,6 +26,8 @@ import type { CriClient } from './client.js';
 import { ContainerStateCode } from './codes.js';
 import { isNotFound, isTransient, isUnimplemented } from './errors.js';
 import { LABEL_POD_UID } from './kubelet-labels.js';
+import { SingleFlight } from '../lib/single-flight.js';
+import { abortReason, raceAbort, sleep } from '../lib/abortable.js';
 import type { Container } from './generated/runtime_v1.js';
 import { emptyPodStatus, groupRuntimePods, nanosToMs, toPodStatus, type ContainerDetails, type RuntimePod } from './pods.js';
 
@@ -63,53 +65,6 @@ export interface RuntimePodCacheOptions {
   maxWaitMs?: number;
 }
 
-interface Relist {
-  startedAt: number;
-  promise: Promise<void>;
-}
-
-function abortError(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
-}
-
-/** Resolves with `promise` unless `signal` aborts first (the promise itself is not cancelled). */
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(abortError(signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(abortError(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
-}
-
-/** An abortable wait; `unref` lets the process exit during background waits (polling, backoff). */
-function sleep(ms: number, signal?: AbortSignal, unref = false): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(abortError(signal));
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    if (unref) t.unref();
-    const onAbort = (): void => {
-      clearTimeout(t);
-      reject(abortError(signal as AbortSignal));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight. */
 /** Pauses before a relist's listing call is tried again after a transient failure. */
 const LISTING_RETRY_MS: readonly number[] = [100, 300];
 
@@ -161,8 +116,7 @@ export class RuntimePodCache implements PodStatusCache {
   #details = new Map<string, ContainerDetails>();
   /** Stamp of the newest completed relist (-Infinity: none yet). */
   #observedAt = Number.NEGATIVE_INFINITY;
-  #inflight: Relist | undefined;
-  #queued: Promise<void> | undefined;
+  readonly #relists = new SingleFlight((startedAt) => this.#relist(startedAt), () => this.#clock.now());
   #listeners = new Set<(event: RuntimeCacheEvent) => void>();
   #lifecycle = new AbortController();
   #closed = false;
@@ -192,7 +146,7 @@ export class RuntimePodCache implements PodStatusCache {
   }
 
   async getNewerThan(uid: string, minTime: number, signal?: AbortSignal): Promise<PodStatus> {
-    if (signal?.aborted) throw abortError(signal);
+    if (signal?.aborted) throw abortReason(signal);
     const giveUpAt = Date.now() + this.#maxWaitMs;
     while (this.#observedAt < minTime) {
       this.#assertOpen();
@@ -279,28 +233,7 @@ export class RuntimePodCache implements PodStatusCache {
 
   /** A relist stamped ≥ minStart: the running one if it qualifies, else the (shared) next one. */
   #requestRelist(minStart: number): Promise<void> {
-    const inflight = this.#inflight;
-    if (inflight && inflight.startedAt >= minStart) return inflight.promise;
-    if (!inflight) return this.#startRelist().promise;
-    this.#queued ??= inflight.promise
-      .catch(() => undefined)
-      .then(() => {
-        this.#queued = undefined;
-        return this.#startRelist().promise;
-      });
-    return this.#queued;
-  }
-
-  #startRelist(): Relist {
-    const startedAt = this.#clock.now();
-    const relist: Relist = {
-      startedAt,
-      promise: this.#relist(startedAt).finally(() => {
-        if (this.#inflight === relist) this.#inflight = undefined;
-      }),
-    };
-    this.#inflight = relist;
-    return relist;
+    return this.#relists.request(minStart);
   }
 
   async #relist(startedAt: number): Promise<void> {
@@ -398,7 +331,7 @@ export class RuntimePodCache implements PodStatusCache {
         this.#emit({ kind: 'error', at: this.#clock.now(), message: err instanceof Error ? err.message : String(err) });
       }
       try {
-        await sleep(backoffMs, signal, true);
+        await sleep(backoffMs, signal, { unref: true });
       } catch {
         return;
       }
@@ -411,7 +344,7 @@ export class RuntimePodCache implements PodStatusCache {
     if (this.#pollIntervalMs <= 0) return;
     while (!signal.aborted) {
       try {
-        await sleep(this.#pollIntervalMs, signal, true);
+        await sleep(this.#pollIntervalMs, signal, { unref: true });
       } catch {
         return;
       }

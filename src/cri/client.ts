@@ -30,6 +30,7 @@ import type {
 import { CriError, GrpcStatus, toCriError } from './errors.js';
 import { parseEndpoint } from './endpoint.js';
 import { clampTimerMs } from '../engine/timers.js';
+import { sleep } from '../lib/abortable.js';
 
 export type {
   Container,
@@ -49,21 +50,6 @@ export const DEFAULT_RPC_TIMEOUT_MS = 10_000;
 
 /** Pauses before the retries of a call that ended UNAVAILABLE (see #unary). */
 const UNAVAILABLE_RETRY_MS: readonly number[] = [50, 200];
-
-function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 /** One finished CRI call, for metrics: the CRI method name, its duration and whether it failed. */
 export interface RuntimeOperation {
@@ -225,7 +211,7 @@ class GrpcCriClient implements CriClient {
         const pauseMs = UNAVAILABLE_RETRY_MS[attempt];
         const retry = pauseMs !== undefined && error instanceof CriError && error.code === GrpcStatus.UNAVAILABLE && !this.#closed && Date.now() + pauseMs < deadline.getTime();
         if (!retry) throw error;
-        await abortableSleep(pauseMs, signal);
+        await sleep(pauseMs, signal);
       }
     }
   }

@@ -13,7 +13,6 @@ export { RuntimePodCache, type RuntimePodCacheOptions, type RuntimeCacheEvent } 
 export {
   RuntimeSyncer,
   isTerminalByRestartPolicy,
-  DEFAULT_GRACE_SECONDS,
   MINIMUM_GRACE_SECONDS,
   RUNTIME_POD_GRACE_SECONDS,
   type RuntimeSyncerOptions,

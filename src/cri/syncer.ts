@@ -35,15 +35,14 @@ import { processHookJournal, type HookJournal, type HookOutcomeKind, type HookTy
 import { HookNotRunnable, hookUrl, NODE_ADDRESS, resolveHookPort, runHttpGet } from './http-hook.js';
 import { isCriError, isNotFound } from './errors.js';
 import { setLongTimeout } from '../engine/timers.js';
+import { podOwnGracePeriod, RUNTIME_POD_GRACE_SECONDS } from '../engine/grace.js';
 import { ANN_PRESTOP, ANN_REMOVE, LABEL_CONTAINER_NAME, LABEL_POD_UID, type RestartPolicy } from './kubelet-labels.js';
 import { parsePreStop, type RuntimeContainer, type RuntimePod } from './pods.js';
 
-/** The kubelet's default terminationGracePeriodSeconds. */
-export const DEFAULT_GRACE_SECONDS = 30;
 /** The kubelet's minimum shutdown window after a preStop hook (minimumGracePeriodInSeconds). */
 export const MINIMUM_GRACE_SECONDS = 2;
-/** Grace for pods known only from the runtime (the kubelet's runtime-pod override). */
-export const RUNTIME_POD_GRACE_SECONDS = 1;
+/** Grace for pods known only from the runtime: the engine's (engine/grace.ts). */
+export { RUNTIME_POD_GRACE_SECONDS };
 
 export type SyncerLog = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 
@@ -307,11 +306,8 @@ export class RuntimeSyncer implements PodSyncer {
     podStatusFn: ((s: V1PodStatus) => void) | undefined,
   ): Promise<void> {
     const uid = podUid(pod);
-    // the engine passes the grace in force; without one, the kubelet's order applies
-    const grace = Math.max(
-      0,
-      gracePeriodSeconds ?? pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS,
-    );
+    // the engine passes the grace in force; without one, the pod's own as the engine reads it
+    const grace = Math.max(0, gracePeriodSeconds ?? podOwnGracePeriod(pod));
     const deadline = this.#clock.now() + grace * 1000;
     this.#log('debug', `terminating ${podName(pod)} with grace ${grace}s`);
     try {

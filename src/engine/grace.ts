@@ -9,8 +9,10 @@
  * - The result is never below 1 second, nor above MAX_GRACE_SECONDS (a spec or deletion grace
  *   beyond it is treated as the maximum).
  *
- * These functions are the one definition of the rule: the engine decides with them, and the
- * planners (`--dry-run`, drain plans, the kubelet guard) predict with `killGracePeriod` below.
+ * These functions are the one definition of the rule: the engine decides with them, the planners
+ * (`--dry-run`, drain plans, the kubelet guard, `watch`'s kill prompt) predict with
+ * `killGracePeriod` below, and API deletions (kube/desired.ts, services/api-follow.ts) and the CRI
+ * syncer read a pod's own grace with `podOwnGracePeriod`. Nothing outside the engine recomputes them.
  */
 import type { KillPodOptions, V1Pod } from './types.js';
 
@@ -23,6 +25,12 @@ export const MAX_GRACE_SECONDS = 31_536_000;
 
 /** The shortest grace period the kubelet acts on (seconds): zero, negative or missing become it. */
 export const MIN_GRACE_SECONDS = 1;
+
+/**
+ * The grace a pod known only from the runtime (no pod object) is stopped with, seconds: the
+ * kubelet's SyncTerminatingRuntimePod kills with a fixed 1 s, whatever was asked.
+ */
+export const RUNTIME_POD_GRACE_SECONDS = 1;
 
 /** A grace period (seconds) podctl can act on: a finite number within [0, MAX_GRACE_SECONDS]. */
 export function isGraceInRange(seconds: number): boolean {
@@ -106,7 +114,7 @@ export function operatorGraceOverride(pod: V1Pod | undefined, override: number):
  * exactly what a kill through the session makes the engine decide, so a plan shows what will happen.
  */
 export function killGracePeriod(pod: V1Pod | undefined, options: { inForce?: number; override?: number } = {}): number {
-  if (pod === undefined) return MIN_GRACE_SECONDS;
+  if (pod === undefined) return RUNTIME_POD_GRACE_SECONDS;
   const kill = options.override === undefined ? undefined : { gracePeriodSecondsOverride: operatorGraceOverride(pod, options.override) };
   return calculateEffectiveGracePeriod({ gracePeriod: options.inForce ?? 0 }, pod, kill).gracePeriod;
 }

@@ -18,7 +18,7 @@
  * - Every transition emits a typed event synchronously, in order; every timestamp comes from the clock.
  */
 import { EventFanout, callSafely } from './events.js';
-import { calculateEffectiveGracePeriod } from './grace.js';
+import { calculateEffectiveGracePeriod, RUNTIME_POD_GRACE_SECONDS } from './grace.js';
 import { mergeLastUpdate } from './merge.js';
 import { isStaticPod, isTerminalPhase, placeholderPodOf, podFullName, uidOfPod } from './pods.js';
 import { TimerWorkQueue } from './queue.js';
@@ -751,7 +751,7 @@ export class PodWorkerEngine implements PodWorkers {
           const now = this.#clock.now();
           record.terminatingAt = now;
           const pod = record.activeUpdate?.pod;
-          record.gracePeriod = pod !== undefined ? calculateEffectiveGracePeriod(record, pod).gracePeriod : 1;
+          record.gracePeriod = pod !== undefined ? calculateEffectiveGracePeriod(record, pod).gracePeriod : RUNTIME_POD_GRACE_SECONDS;
           if (this.#events.active) {
             const fullname = record.fullname;
             this.#emit({ type: 'state-changed', uid, fullname, at: now, from: 'sync', to: 'terminating' });

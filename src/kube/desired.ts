@@ -8,11 +8,13 @@
  *   stands for the runtime's static pod with the same full name (name_namespace), which becomes
  *   desired in its place (so housekeeping never takes it for an orphan).
  * - A pod with deletionTimestamp is still desired (it is not an orphan) and is also a deletion:
- *   a kill with its deletionGracePeriodSeconds (else its spec grace); the engine only ever
- *   shortens a grace, so a later, longer deletion grace changes nothing.
+ *   a kill with its deletionGracePeriodSeconds (else its spec grace), as the engine's
+ *   podOwnGracePeriod reads it; the engine only ever shortens a grace, so a later, longer deletion
+ *   grace changes nothing.
  * - A pod in a terminal phase (Succeeded/Failed) is not a deletion to drive.
  */
 import type { V1Pod } from '@kubernetes/client-node';
+import { podOwnGracePeriod } from '../engine/grace.js';
 
 export const MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
 export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
@@ -44,7 +46,10 @@ export interface Deletion {
   uid: string;
   namespace: string;
   name: string;
-  /** The grace the API asked for (deletionGracePeriodSeconds, else the spec's, else 30). */
+  /**
+   * The grace the API asked for: the engine's podOwnGracePeriod (deletionGracePeriodSeconds, else
+   * the spec's, else 30; at least 1 s, as the engine kills with it).
+   */
   gracePeriodSeconds: number;
   pod: V1Pod;
 }
@@ -61,10 +66,6 @@ export interface DesiredPlan {
   /** Pods deleted in the API: kills with the API's grace. */
   deletions: Deletion[];
   mirrors: MirrorMatch[];
-}
-
-export function deletionGraceSeconds(pod: V1Pod): number {
-  return pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
 }
 
 const isTerminal = (pod: V1Pod): boolean => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
@@ -88,7 +89,7 @@ export function planDesired(apiPods: V1Pod[], runtimePods: RuntimePodRef[]): Des
       continue;
     }
     desired.push(pod);
-    if (isBeingDeleted(pod) && !isTerminal(pod)) deletions.push({ uid, namespace, name, gracePeriodSeconds: deletionGraceSeconds(pod), pod });
+    if (isBeingDeleted(pod) && !isTerminal(pod)) deletions.push({ uid, namespace, name, gracePeriodSeconds: podOwnGracePeriod(pod), pod });
   }
   return { desired, deletions, mirrors };
 }

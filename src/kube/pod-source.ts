@@ -12,7 +12,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from './client.js';
 import { KubeError } from './errors.js';
-import { backoffMs, sleep } from './retry.js';
+import { backoffMs } from './retry.js';
+import { sleep } from '../lib/abortable.js';
 
 export type PodSourceEvent =
   | { kind: 'listed'; pods: V1Pod[]; resourceVersion: string }

@@ -9,6 +9,7 @@
  * - An aborted signal ends the waiting at once with the signal's reason.
  */
 import { KubeError } from './errors.js';
+import { sleep } from '../lib/abortable.js';
 
 export interface RetryPolicy {
   /** Attempts in all (default 4). */
@@ -38,24 +39,6 @@ export function retryDelayMs(error: unknown, attempt: number, elapsedMs: number,
   const wait = error.retryAfterMs ?? backoffMs(attempt, policy);
   if (elapsedMs + wait >= policy.budgetMs) return undefined;
   return wait;
-}
-
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** Runs `attempt` until it succeeds or the policy says stop; `onRetry` hears each wait. */

@@ -12,7 +12,7 @@
  * state that does not exist), is a UsageError naming --field-selector: `status.phase!=Runing` would
  * otherwise select every pod.
  */
-import type { PodInfo } from '../services/session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 import { UsageError } from './errors.js';
 
 export const POD_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'] as const;

@@ -9,7 +9,7 @@
  *   (namespace, then name), each pod at most once; explicit refs that match nothing are reported
  *   as missing, never dropped silently.
  */
-import type { PodInfo } from '../services/session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 import { UsageError } from './errors.js';
 import { formatFieldSelector, matchesFields, parseFieldSelector, type FieldRequirement } from './field-selector.js';
 import { formatSelector, matchesSelector, parseSelector, type LabelRequirement } from './selector.js';

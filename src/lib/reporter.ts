@@ -7,7 +7,7 @@
  *   elsewhere (pipes, CI logs) each distinct progress line is printed once, as plain text.
  * - A log line first clears a pending status line, so the two never interleave mid-line.
  */
-import type { LogLevel, Logger } from '../services/session-api.js';
+import type { LogLevel, Logger } from '../domain/session-api.js';
 
 const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 

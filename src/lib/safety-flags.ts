@@ -7,6 +7,7 @@
  * wait for its handing process is bounded (AFTER_PID_WAIT_MS) and shown in its log.
  */
 import { Flags } from '@oclif/core';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export const safetyFlags = {
   'dry-run': Flags.boolean({ summary: 'Print exactly what would be done (same shape as the result) and change nothing.', default: false }),
@@ -40,7 +41,7 @@ export async function waitForExit(pid: number, boundMs = AFTER_PID_WAIT_MS, sign
   const until = Date.now() + boundMs;
   while (alive()) {
     if (Date.now() >= until || signal?.aborted) return false;
-    await new Promise((resolve) => setTimeout(resolve, 25));
+    await sleep(25);
   }
   return true;
 }

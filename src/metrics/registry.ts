@@ -37,7 +37,7 @@ import { rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, basename } from 'node:path';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PodWorkerEvent, PodWorkerSync } from '../engine/types.js';
-import type { SessionEvent, SyncKnownResult } from '../services/session-api.js';
+import type { SessionEvent, SyncKnownResult } from '../domain/session-api.js';
 import { workingPodSeries } from './working-pods.js';
 
 /** Seconds; from a prompt pod exit to a pod that used a long grace period. */

@@ -15,7 +15,7 @@
  * Pure functions; no prom-client import (the TUI uses this module without loading the registry).
  */
 import type { PodWorkerState, PodWorkerSync } from '../engine/types.js';
-import type { PodInfo } from '../services/session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 
 export type WorkingPodConfig = 'desired' | 'orphan' | 'runtime_only';
 

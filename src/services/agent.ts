@@ -28,11 +28,12 @@ import { isStuck, stuckForMs } from './stuck.js';
 import { BLOCKED_KINDS, blockedBy } from './blocked-by.js';
 import { gatherNodeFacts, stuckFactsOf, type NodeFacts } from './status.js';
 export { DEFAULT_STUCK_AFTER_MS } from './stuck.js';
-import type { NodeSession, PodInfo } from './session-api.js';
+import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import type { ApiNode } from './api-node.js';
 import { syncKnown, type DesiredSource, type SyncKnownResult } from './sync-known.js';
 import { UsageError, isAbort } from '../lib/errors.js';
 import { formatDuration } from '../lib/duration.js';
+import { sleep } from '../lib/abortable.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { readFile, stat } from 'node:fs/promises';
 import { connectCri, observeRuntimeOperations, type CriClient } from '../cri/client.js';
@@ -181,7 +182,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
       totals.steps += 1;
       state.lastStepAt = now();
       options.onStep?.(step);
-      await sleep(Math.max(0, options.intervalMs - step.ms), signal);
+      await sleep(Math.max(0, options.intervalMs - step.ms), signal, { onAbort: 'resolve' });
       continue;
     }
     try {
@@ -235,7 +236,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
     totals.steps += 1;
     state.lastStepAt = now();
     options.onStep?.(step);
-    await sleep(Math.max(0, options.intervalMs - step.ms), signal);
+    await sleep(Math.max(0, options.intervalMs - step.ms), signal, { onAbort: 'resolve' });
   }
 
   state.running = false;
@@ -411,19 +412,6 @@ function quiet(reporter: Reporter): Reporter {
   q.info = (message: string) => reporter.debug(message);
   q.progress = () => undefined;
   return q;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 async function serve(listen: MetricsAddress, metrics: PodctlMetrics, state: AgentState, signal: AbortSignal): Promise<http.Server> {

@@ -13,12 +13,13 @@
  * that still runs here.
  */
 import type { V1Pod } from '../engine/types.js';
-import { deletionGraceSeconds, isBeingDeleted, isMirrorPod } from '../kube/desired.js';
+import { podOwnGracePeriod } from '../engine/grace.js';
+import { isBeingDeleted, isMirrorPod } from '../kube/desired.js';
 import { NodePodSource, type PodSourceEvent } from '../kube/pod-source.js';
 import { EventReason, killingMessage } from '../kube/status.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { terminatedOnNode, type ApiNode } from './api-node.js';
-import type { NodeSession } from './session-api.js';
+import type { NodeSession } from '../domain/session-api.js';
 
 export interface ApiFollowReport {
   /** Lists made (1 + relists after 410 Gone). */
@@ -88,7 +89,7 @@ export class ApiFollower {
   #consider(pod: V1Pod): void {
     if (!isBeingDeleted(pod) || isMirrorPod(pod)) return;
     const uid = pod.metadata?.uid ?? '';
-    const grace = deletionGraceSeconds(pod);
+    const grace = podOwnGracePeriod(pod);
     const known = this.#honoured.get(uid);
     if (known && known.gracePeriodSeconds <= grace) return; // a grace only shortens
     const entry = { uid, namespace: pod.metadata?.namespace ?? 'default', name: pod.metadata?.name ?? '', gracePeriodSeconds: grace, pod };

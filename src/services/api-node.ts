@@ -17,7 +17,8 @@ import { KubeError } from '../kube/errors.js';
 import { PendingApiActions, pendingId, type PendingAction, type PendingRecord } from '../kube/pending.js';
 import type { PodStatusChange } from '../kube/status.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
-import type { NodeSession, PodInfo } from './session-api.js';
+import { within } from '../lib/abortable.js';
+import type { NodeSession, PodInfo } from '../domain/session-api.js';
 
 export interface ApiNodeOptions {
   kubeconfig?: string | undefined;
@@ -126,8 +127,7 @@ export class ApiNode {
   /** Waits (bounded) for writes that were recorded as pending while still in flight. */
   async settle(boundMs = 5_000): Promise<void> {
     if (this.#late.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled([...this.#late]), new Promise((r) => (timer = setTimeout(r, boundMs)))]).finally(() => clearTimeout(timer));
+    await within(Promise.allSettled([...this.#late]), boundMs, undefined);
   }
 
   /** An Event, at most once per pod UID and reason in this process. */
@@ -241,7 +241,6 @@ export async function runsOnNode(session: NodeSession, uid: string): Promise<boo
  * Bounded: after `waitMs` the command goes on and the replay continues beside it until `close()`.
  */
 export async function replayPendingApiWrites(api: ApiNode, session: NodeSession, waitMs = WRITE_WAIT_MS): Promise<ReplayReport | undefined> {
-  let timer: NodeJS.Timeout | undefined;
   const replay = api.replayPending((uid) => runsOnNode(session, uid)).catch(() => undefined);
-  return Promise.race([replay, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), waitMs)))]).finally(() => clearTimeout(timer));
+  return within(replay, waitMs, undefined);
 }

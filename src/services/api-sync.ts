@@ -17,7 +17,7 @@ import { EXCEEDED_GRACE_MESSAGE, EventReason, failedKillMessage, killingMessage 
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { terminatedOnNode, type ApiNode } from './api-node.js';
 import { mountedPodVolumes } from './volumes.js';
-import type { NodeSession, PodInfo, SessionEvent } from './session-api.js';
+import type { NodeSession, PodInfo, SessionEvent } from '../domain/session-api.js';
 
 export interface ApiPodName {
   uid: string;

@@ -14,7 +14,7 @@ import { silentReporter, type Reporter } from '../lib/reporter.js';
 import type { ApiNode } from './api-node.js';
 import { podPriority } from './drain-plan.js';
 import { guardKill, type KubeletReport } from './kubelet-guard.js';
-import type { NodeSession, PodInfo } from './session-api.js';
+import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import type { TerminatedPod } from './terminate.js';
 
 export interface DrainBesideKubeletOptions {

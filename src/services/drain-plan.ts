@@ -14,11 +14,12 @@
  * Invariants: the plan is deterministic (same pods and options → same plan); every input pod appears
  * exactly once, either in a group or in `skipped`.
  */
-import type { PodInfo } from './session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { UsageError } from '../lib/errors.js';
 import { comparePods } from '../lib/refs.js';
-import { killPodNowBoundMs, plannedGraceSeconds } from './grace-plan.js';
+import { killTimeoutMs } from '../engine/kill-now.js';
+import { plannedGraceSeconds } from './grace-plan.js';
 
 /** scheduling.SystemCriticalPriority */
 export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
@@ -183,7 +184,7 @@ export function planDrain(input: PlanInput): DrainPlan {
   }
   const groups = planned.filter((g) => g.pods.length > 0);
   const budgets = groups.reduce((sum, g) => sum + g.budgetSeconds, 0);
-  const longest = Math.max(0, ...groups.flatMap((g) => g.pods.map((p) => killPodNowBoundMs(p.gracePeriodSeconds) / 1000)));
+  const longest = Math.max(0, ...groups.flatMap((g) => g.pods.map((p) => killTimeoutMs(p.gracePeriodSeconds) / 1000)));
   return { groups, skipped, defaultTimeoutSeconds: budgets + longest };
 }
 

@@ -18,9 +18,9 @@ import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
 import { resolveSelection, type PodSelection } from '../lib/refs.js';
 import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
-import { killPodNowBoundMs } from './grace-plan.js';
+import { killTimeoutMs } from '../engine/kill-now.js';
 import { planDrain, type DrainPlan, type PlannedPod, type PriorityGroup, type SkippedPod } from './drain-plan.js';
-import type { NodeSession, PodInfo } from './session-api.js';
+import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import { mapLimit } from '../lib/map-limit.js';
 import { isFinal, KILL_REQUEST_CONCURRENCY, stillRunning } from './terminate.js';
 
@@ -217,7 +217,7 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
 
   const stragglers = [...byUid.values()].filter((p) => p.outcome === 'timeout');
   if (stragglers.length > 0 && !options.signal?.aborted) {
-    const boundEnd = Math.max(...stragglers.map((p) => (requestedAt.get(p.uid) ?? start) + killPodNowBoundMs(p.gracePeriodSeconds)));
+    const boundEnd = Math.max(...stragglers.map((p) => (requestedAt.get(p.uid) ?? start) + killTimeoutMs(p.gracePeriodSeconds)));
     if (deadline < boundEnd) cutShort = true;
     await waitFor(stragglers.map((p) => p.uid), Math.min(boundEnd, deadline) - now(), 'stragglers');
   }

@@ -1,12 +1,12 @@
 /**
- * The grace periods and wait bounds the planners show (`kill`/`evict --dry-run`, drain plans, the
- * kubelet guard), read off what podctl knows of a pod and handed to the engine's rules: the grace a
- * kill runs with is engine/grace.ts `killGracePeriod`, the default wait is engine/kill-now.ts
- * `killTimeoutMs`. Nothing here decides a grace period of its own.
+ * The grace period the planners show (`kill`/`evict --dry-run`, drain plans, the kubelet guard, the
+ * `watch` kill prompt), read off what podctl knows of a pod and handed to the engine's rule,
+ * engine/grace.ts `killGracePeriod`. Nothing here decides a grace period of its own; the default
+ * wait for it is the engine's killPodNow bound, engine/kill-now.ts `killTimeoutMs`, which callers
+ * use directly.
  */
 import { killGracePeriod } from '../engine/grace.js';
-import { killTimeoutMs } from '../engine/kill-now.js';
-import type { PodInfo } from './session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 
 export type GracePod = Pick<PodInfo, 'pod' | 'gracePeriod' | 'state'>;
 
@@ -20,6 +20,3 @@ export function graceInForce(pod: GracePod): number {
 export function plannedGraceSeconds(pod: GracePod, override?: number): number {
   return killGracePeriod(pod.pod, { inForce: graceInForce(pod), ...(override !== undefined ? { override } : {}) });
 }
-
-/** The default wait for pods killed with this grace: the kubelet's killPodNow bound (ms). */
-export const killPodNowBoundMs = killTimeoutMs;

@@ -22,10 +22,11 @@ import { UsageError } from '../lib/errors.js';
 import { formatDuration } from '../lib/duration.js';
 import { resolveSelection, type PodSelection } from '../lib/refs.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
-import { sleep } from '../kube/retry.js';
+import { sleep } from '../lib/abortable.js';
 import type { ApiNode } from './api-node.js';
-import { killPodNowBoundMs, plannedGraceSeconds } from './grace-plan.js';
-import type { NodeSession, PodInfo } from './session-api.js';
+import { killTimeoutMs } from '../engine/kill-now.js';
+import { plannedGraceSeconds } from './grace-plan.js';
+import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import type { TerminatedPod } from './terminate.js';
 
 export interface KubeletGuardOptions {
@@ -155,7 +156,7 @@ export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
 /** Delete or evict one pod through the API, then wait (bounded) until the kubelet has finished it. */
 async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, mode: 'delete' | 'evict', input: GuardInput, reporter: Reporter, started: number): Promise<TerminatedPod> {
   const entry: TerminatedPod = { uid: pod.uid, namespace: pod.namespace, name: pod.name, gracePeriodSeconds: grace, outcome: 'requested', handledBy: 'api' };
-  const boundMs = input.timeoutMs ?? killPodNowBoundMs(grace);
+  const boundMs = input.timeoutMs ?? killTimeoutMs(grace);
   const ref = { namespace: pod.namespace, name: pod.name, uid: pod.uid };
   try {
     if (mode === 'delete') {

@@ -18,7 +18,7 @@ import type { ApiNode } from './api-node.js';
 import { drainBesideKubelet } from './drain-kubelet.js';
 import { defaultGroups, DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECONDS } from './drain-plan.js';
 import { drainNode } from './drain.js';
-import type { NodeSession, PodInfo } from './session-api.js';
+import type { NodeSession, PodInfo } from '../domain/session-api.js';
 
 export const DRAIN_ANNOTATION = 'podctl.io/drain';
 export const IGNORE_PDB_ANNOTATION = 'podctl.io/drain-ignore-pdb';

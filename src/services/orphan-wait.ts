@@ -15,11 +15,11 @@
 import { randomBytes } from 'node:crypto';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { podOwnGracePeriod } from '../engine/grace.js';
+import { DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, podOwnGracePeriod } from '../engine/grace.js';
 import type { V1Pod } from '../engine/types.js';
 import type { KubeletState } from '../kube/kubelet.js';
 import type { ApiNode } from './api-node.js';
-import type { PodInfo } from './session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 
 /** The kubelet's housekeeping period. */
 export const KUBELET_HOUSEKEEPING_MS = 2_000;
@@ -45,7 +45,7 @@ export interface OrphanDecision {
 }
 
 export function orphanWaitMs(pod: PodInfo): number {
-  const grace = pod.pod ? podOwnGracePeriod(pod.pod) : (pod.gracePeriod ?? 30);
+  const grace = pod.pod ? podOwnGracePeriod(pod.pod) : (pod.gracePeriod ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
   return 2 * KUBELET_HOUSEKEEPING_MS + grace * 1000;
 }
 

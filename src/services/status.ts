@@ -18,7 +18,7 @@ import { truncate } from '../lib/output.js';
 import { resolveSelection, type PodSelection } from '../lib/refs.js';
 import { DEFAULT_STUCK_AFTER_MS, isStuck } from './stuck.js';
 import { mountedPodVolumes } from './volumes.js';
-import type { NodeSession, PodInfo } from './session-api.js';
+import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import type { PodSyncStatusView } from '../engine/types.js';
 import { blockedBy, type BlockedBy, type ProcessFact, type StuckFacts } from './blocked-by.js';
 

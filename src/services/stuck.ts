@@ -5,7 +5,7 @@
  * Invariants: only a pod in `terminating` with a known grace deadline can be stuck; the margin is
  * added to the deadline, never to the start.
  */
-import type { PodInfo } from './session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 
 /** How long past its grace deadline a terminating pod counts as stuck (the agent's --stuck-after default). */
 export const DEFAULT_STUCK_AFTER_MS = 30_000;

@@ -25,7 +25,7 @@ import { RuntimeFailure, UsageError, isAbort } from '../lib/errors.js';
 import { comparePods } from '../lib/refs.js';
 import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
-import type { NodeSession, PodInfo } from './session-api.js';
+import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import type { ApiNode } from './api-node.js';
 import type { ApiSyncReport } from './api-sync.js';
 import type { KubeletState } from '../kube/kubelet.js';

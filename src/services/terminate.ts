@@ -19,14 +19,15 @@
 import type { KubeClient as FullKubeClient } from '../kube/index.js';
 import { PodNotFoundError, UsageError } from '../lib/errors.js';
 import { criticalReason, type CriticalReason } from './drain-plan.js';
-import { killPodNowBoundMs, plannedGraceSeconds } from './grace-plan.js';
+import { killTimeoutMs } from '../engine/kill-now.js';
+import { plannedGraceSeconds } from './grace-plan.js';
 import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
 import { formatDuration } from '../lib/duration.js';
 import { describeSelection, resolveSelection, type PodSelection } from '../lib/refs.js';
 import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import { mapLimit } from '../lib/map-limit.js';
-import type { NodeSession, PodInfo, WaitOutcome } from './session-api.js';
+import type { NodeSession, PodInfo, WaitOutcome } from '../domain/session-api.js';
 
 /** What kill and evict report through: the eviction Event and status. */
 export type KubeClient = Pick<FullKubeClient, 'node' | 'postEvent' | 'markEvicted'>;
@@ -202,7 +203,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   if (options.dryRun) {
     const planned = [...results.values()];
     const longest = Math.max(1, ...planned.filter((p) => p.outcome === 'planned').map((p) => p.gracePeriodSeconds));
-    const timeoutMs = options.wait ? (options.timeoutMs ?? killPodNowBoundMs(longest)) : undefined;
+    const timeoutMs = options.wait ? (options.timeoutMs ?? killTimeoutMs(longest)) : undefined;
     return {
       action,
       dryRun: true,
@@ -253,7 +254,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   }
 
   const longestGrace = Math.max(...pending.map((uid) => results.get(uid)?.gracePeriodSeconds ?? 1));
-  const timeoutMs = options.unbounded ? Number.POSITIVE_INFINITY : (options.timeoutMs ?? killPodNowBoundMs(longestGrace));
+  const timeoutMs = options.unbounded ? Number.POSITIVE_INFINITY : (options.timeoutMs ?? killTimeoutMs(longestGrace));
   const timeoutSource = options.timeoutMs === undefined ? 'killPodNow' : 'flag';
   reporter.info(
     options.unbounded

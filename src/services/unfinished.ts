@@ -8,7 +8,7 @@
  */
 import { formatDuration } from '../lib/duration.js';
 import { blockedBy } from './blocked-by.js';
-import type { NodeSession, PodInfo } from './session-api.js';
+import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import { stuckFactsOf } from './status.js';
 
 /** The one-line reason a pod is not finished. */

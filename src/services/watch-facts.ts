@@ -16,7 +16,7 @@
  * - `causeChanges` reports a pod once per change of its cause's kind, not on every gathering.
  */
 import type { KubeletStatus } from '../kube/kubelet.js';
-import type { NodeSession, PodInfo } from './session-api.js';
+import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import { blockedBy, type BlockedBy } from './blocked-by.js';
 import { gatherNodeFacts, notFinishing, stuckFactsOf, type NodeFacts } from './status.js';
 

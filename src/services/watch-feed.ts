@@ -32,7 +32,7 @@
  * - After `close()` no listener is called, no timer is left, and a listing in flight is aborted.
  */
 import type { PodWorkerEvent } from '../engine/types.js';
-import type { NodeSession, PodInfo, SessionEvent } from './session-api.js';
+import type { NodeSession, PodInfo, SessionEvent } from '../domain/session-api.js';
 
 export type PodLifecycle = PodInfo['state'];
 export type FeedSource = 'engine' | 'store' | 'runtime' | 'session' | 'watch';

@@ -6,7 +6,7 @@
  * Invariants: the scoped snapshot is the same object until the feed's snapshot changes (the screen
  * subscribes to it as to the feed); with no namespace and no selector the feed itself is the view.
  */
-import type { PodInfo } from './session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 import type { FeedChange, FeedEntry, WatchFeed, WatchSnapshot } from './watch-feed.js';
 import { formatSelector, matchesSelector, type LabelRequirement } from '../lib/selector.js';
 

@@ -3,7 +3,7 @@
  * person at a terminal) or as a stream of JSON lines on stdout (for scripts).
  *
  * Invariants:
- * - Ink and React are loaded only on the screen path (`await import('../tui/index.js')`); the JSON
+ * - Ink and React are loaded only on the screen path (the command's `screen`, which imports `../tui/index.js`); the JSON
  *   stream never loads them.
  * - The JSON stream writes exactly one JSON object per line: first one `pod` record per pod listed
  *   at start, then `transition` records (any process's) and `event` records (errors, warnings, grace
@@ -12,7 +12,7 @@
  *   reader goes away (EPIPE); it never throws for any of those.
  * - The metrics file, when asked for, is written once at the end (atomically), however it ended.
  */
-import type { NodeSession, PodInfo } from './session-api.js';
+import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import { WatchFeed, type FeedChange, type FeedEntry, type PodTransition } from './watch-feed.js';
 import { BLOCKED_KINDS, blockedBy, type BlockedBy } from './blocked-by.js';
 import { stuckFactsOf, type NodeFacts } from './status.js';
@@ -48,7 +48,30 @@ export interface WatchOptions {
   coalesceMs?: number;
   /** Receives the feed once it exists (e.g. to show the session's log lines in the events pane). */
   onFeed?: (feed: WatchFeed) => void;
+  /**
+   * The screen for `format: 'tui'` (src/tui's `renderWatch`, which the command loads): it shows the
+   * view until the operator quits or the signal aborts. The service never imports the screen itself.
+   */
+  screen?: WatchScreen;
 }
+
+/** What the service hands the screen. */
+export interface WatchScreenOptions {
+  source: FeedView;
+  requestKill: NodeSession['requestKill'];
+  color: boolean;
+  stdout: NodeJS.WriteStream;
+  stdin?: NodeJS.ReadStream;
+  stderr?: NodeJS.WriteStream;
+  node?: string;
+  kubelet?: string;
+  facts: WatchFacts;
+  runtime?: RuntimeProbe;
+  scope?: string;
+  signal: AbortSignal;
+}
+
+export type WatchScreen = (options: WatchScreenOptions) => Promise<'quit' | 'signal'>;
 
 export interface WatchResult {
   format: WatchFormat;
@@ -172,7 +195,7 @@ function aborted(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
-type FeedView = Pick<WatchFeed, 'snapshot' | 'onChange' | 'subscribe' | 'note'>;
+export type FeedView = Pick<WatchFeed, 'snapshot' | 'onChange' | 'subscribe' | 'note'>;
 
 async function streamJson(feed: FeedView, facts: WatchFacts, options: WatchOptions, stop: AbortController, counts: { transitions: number }): Promise<'signal' | 'epipe'> {
   const out = options.stdout;
@@ -276,9 +299,9 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
         }
       });
       try {
+        if (options.screen === undefined) throw new Error('watch: no screen to show (format tui needs one)');
         useProductionReact();
-        const { renderWatch } = await import('../tui/index.js');
-        const how = await renderWatch({
+        const how = await options.screen({
           source: view,
           requestKill: (request) => session.requestKill(request),
           color: options.color,

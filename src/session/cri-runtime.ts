@@ -15,7 +15,7 @@ import { resolveEndpoint } from '../cri/endpoint.js';
 import { toPodStatus, toRunningPod, toV1Pod, type RuntimePod } from '../cri/pods.js';
 import { RuntimeSyncer } from '../cri/syncer.js';
 import type { V1Pod } from '../engine/types.js';
-import type { SessionOptions } from '../services/session-api.js';
+import type { SessionOptions } from '../domain/session-api.js';
 import type { RuntimePodRecord, SessionRuntime } from './runtime.js';
 
 /** The `runtimeName` the embedded simulator answers Version with. */

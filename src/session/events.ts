@@ -5,7 +5,7 @@
  * Invariants: a listener that throws never stops the others nor the session; wakers run after the
  * listeners, for every event; a warning is logged and emitted, once each.
  */
-import type { Logger, SessionEvent } from '../services/session-api.js';
+import type { Logger, SessionEvent } from '../domain/session-api.js';
 
 export class SessionEvents {
   readonly #listeners = new Set<(event: SessionEvent) => void>();

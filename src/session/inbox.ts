@@ -13,7 +13,7 @@
 import { operatorGraceOverride } from '../engine/index.js';
 import type { PodWorkers, V1Pod } from '../engine/types.js';
 import { PodNotFoundError } from '../lib/errors.js';
-import type { Logger } from '../services/session-api.js';
+import type { Logger } from '../domain/session-api.js';
 import type { InboxRequest, Store } from '../store/index.js';
 import { sessionTransition } from '../store/timeline.js';
 import type { PodMemory } from './memory.js';

@@ -12,7 +12,7 @@
  * - The timeline is bounded (store/format.ts boundHistory).
  */
 import type { PodWorkerEvent } from '../engine/types.js';
-import type { RuntimeErrorInfo, TransitionRecord } from '../services/session-api.js';
+import type { RuntimeErrorInfo, TransitionRecord } from '../domain/session-api.js';
 import { boundHistory } from '../store/format.js';
 import type { PodCheckpoint } from '../store/index.js';
 import { lastErrorAfter, transitionOf } from '../store/timeline.js';

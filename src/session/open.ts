@@ -9,7 +9,7 @@
  * kubeconfig is.
  */
 import path from 'node:path';
-import type { Logger, NodeSession, SessionOptions } from '../services/session-api.js';
+import type { Logger, NodeSession, SessionOptions } from '../domain/session-api.js';
 import { openStore } from '../store/index.js';
 import type { SessionRuntime } from './runtime.js';
 import type { SessionSeams } from './seams.js';

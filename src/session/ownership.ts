@@ -14,7 +14,7 @@
  */
 import { remainingGraceSeconds } from '../engine/index.js';
 import type { PodWorkers } from '../engine/types.js';
-import type { Logger } from '../services/session-api.js';
+import type { Logger } from '../domain/session-api.js';
 import type { Store } from '../store/index.js';
 import { sessionTransition } from '../store/timeline.js';
 import type { PodMemory } from './memory.js';

@@ -18,11 +18,12 @@
  * - Only pods whose lease this process holds are written; a withdrawn pod never is.
  */
 import { workerStateOf, type PodSyncStatusView, type PodWorkerEvent, type PodWorkers } from '../engine/types.js';
-import type { Logger } from '../services/session-api.js';
+import type { Logger } from '../domain/session-api.js';
 import { boundHistory } from '../store/format.js';
 import type { PodCheckpoint, Store } from '../store/index.js';
 import type { OwnedPod, PodMemory } from './memory.js';
 import { namesOf } from './pod-views.js';
+import { SingleFlight } from '../lib/single-flight.js';
 
 /** Engine events that carry new intent for a pod (its write-ahead must be durable before it acts). */
 const INTENT_EVENTS: ReadonlySet<PodWorkerEvent['type']> = new Set(['update-queued', 'termination-requested', 'grace-shortened', 'restart-requested']);
@@ -62,10 +63,8 @@ export class Persistence {
   readonly #withdrawn = new Set<string>();
   readonly #forgotten = new Set<string>();
   #flushTimer: NodeJS.Timeout | undefined;
-  /** The batch write in flight, if any. */
-  #flushing: Promise<void> | undefined;
-  /** The one follow-up batch shared by every flush requested while a write is in flight. */
-  #flushQueued: Promise<void> | undefined;
+  /** One batch write at a time; every flush asked for meanwhile shares the one after it. */
+  readonly #batches = new SingleFlight(() => this.#writeDirty());
   #flushFailing = false;
 
   constructor(deps: PersistenceDeps) {
@@ -143,25 +142,7 @@ export class Persistence {
       clearTimeout(this.#flushTimer);
       this.#flushTimer = undefined;
     }
-    if (this.#flushQueued) return this.#flushQueued;
-    const inflight = this.#flushing;
-    if (!inflight) return this.#startBatch();
-    const queued = inflight
-      .catch(() => undefined)
-      .then(() => {
-        this.#flushQueued = undefined;
-        return this.#startBatch();
-      });
-    this.#flushQueued = queued;
-    return queued;
-  }
-
-  #startBatch(): Promise<void> {
-    const batch: Promise<void> = this.#writeDirty().finally(() => {
-      if (this.#flushing === batch) this.#flushing = undefined;
-    });
-    this.#flushing = batch;
-    return batch;
+    return this.#batches.request();
   }
 
   async #writeDirty(): Promise<void> {

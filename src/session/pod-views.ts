@@ -3,7 +3,7 @@
  * session's parts need them. Pure functions of engine types; no state, no I/O.
  */
 import { workerStateOf, type PodStatus, type PodSyncStatusView, type RunningPod, type V1Pod } from '../engine/types.js';
-import type { PodInfo } from '../services/session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 import type { RuntimePodRecord } from './runtime.js';
 
 export function splitFullname(fullname: string): { name: string; namespace: string } {

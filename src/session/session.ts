@@ -1,5 +1,5 @@
 /**
- * The node session every podctl process opens (see services/session-api.ts for the contract): one
+ * The node session every podctl process opens (see domain/session-api.ts for the contract): one
  * in-process pod-worker engine wired to the runtime (CRI or simulator) and to the checkpoint store
  * shared by every podctl process on the node. This class only wires the parts and answers the
  * contract's calls through them; each part owns one job:
@@ -36,7 +36,7 @@ import type {
   SyncKnownResult,
   WaitOptions,
   WaitOutcome,
-} from '../services/session-api.js';
+} from '../domain/session-api.js';
 import { StoreError, type FolderWatch, type Store } from '../store/index.js';
 import { watchFolder } from '../store/watch.js';
 import { SessionEvents } from './events.js';
@@ -204,7 +204,7 @@ export class Session implements NodeSession {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // the contract (services/session-api.ts)
+  // the contract (domain/session-api.ts)
 
   async listPods(options?: ListPodsOptions): Promise<PodInfo[]> {
     this.#assertOpen();

@@ -15,7 +15,7 @@
  */
 import { hostname } from 'node:os';
 import type { PodWorkers, PodWorkerSync, V1Pod } from '../engine/types.js';
-import type { Logger, SessionOptions, SyncKnownCallOptions, SyncKnownResult } from '../services/session-api.js';
+import type { Logger, SessionOptions, SyncKnownCallOptions, SyncKnownResult } from '../domain/session-api.js';
 import type { Store } from '../store/index.js';
 import { sessionTransition } from '../store/timeline.js';
 import type { PodMemory } from './memory.js';
@@ -118,7 +118,7 @@ async function sweepStateDir(deps: SyncKnownDeps): Promise<void> {
     const inRuntime = await deps.view.runtimeIndex(RECENT_LISTING_MS).catch(() => undefined);
     // without a runtime listing no request is judged orphaned
     if (inRuntime) await store.inbox.sweepUnknown(RELEASED_LEASE_RETENTION_MS, (uid) => withCheckpoint.has(uid) || withLease.has(uid) || inRuntime.has(uid));
-    const { sweepHandOffLogs } = await import('../services/hand-off.js');
+    const { sweepHandOffLogs } = await import('./hand-off.js');
     await sweepHandOffLogs(store.layout.root, HAND_OFF_LOG_RETENTION_MS, deps.now());
   } catch (error) {
     deps.log('debug', `state dir housekeeping: ${(error as Error).message}`);

@@ -11,7 +11,7 @@
  * - A pod whose intent is held because its checkpoint cannot be written says so (its own file).
  */
 import type { PodSyncStatusView, PodWorkers } from '../engine/types.js';
-import type { ListPodsOptions, PodInfo } from '../services/session-api.js';
+import type { ListPodsOptions, PodInfo } from '../domain/session-api.js';
 import { boundHistory } from '../store/format.js';
 import { leaseInfoOf, type LeaseView, type PodCheckpoint, type Store } from '../store/index.js';
 import type { PodMemory } from './memory.js';

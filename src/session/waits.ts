@@ -13,7 +13,7 @@
  */
 import { killTimeoutMs } from '../engine/index.js';
 import { workerStateOf, type PodSyncStatusView, type PodWorkers } from '../engine/types.js';
-import type { Logger, PodInfo, SessionEvent, WaitOptions, WaitOutcome } from '../services/session-api.js';
+import type { Logger, PodInfo, SessionEvent, WaitOptions, WaitOutcome } from '../domain/session-api.js';
 import type { SessionEvents } from './events.js';
 import type { Ownership } from './ownership.js';
 import { isDone } from './pod-views.js';

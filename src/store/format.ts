@@ -19,7 +19,8 @@
  * - The history is bounded (`HISTORY_LIMIT`, oldest dropped first).
  */
 import { createHash } from 'node:crypto';
-import { CHECKPOINT_FORMAT, HISTORY_LIMIT, checkRecord, checkpointHeaderSchema, checkpointSchema, type PodCheckpoint, type TransitionRecord } from './records.js';
+import type { TransitionRecord } from '../domain/session-api.js';
+import { CHECKPOINT_FORMAT, HISTORY_LIMIT, checkRecord, checkpointHeaderSchema, checkpointSchema, type PodCheckpoint } from './records.js';
 
 export const CHECKPOINT_VERSION = 1;
 export { CHECKPOINT_FORMAT, HISTORY_LIMIT };

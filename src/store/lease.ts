@@ -36,7 +36,7 @@
 import * as fsp from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { LeaseInfo } from '../services/session-api.js';
+import type { LeaseInfo } from '../domain/session-api.js';
 import { createExclusive, listNames, MAX_LEASE_BYTES, nodeFileOps, readFileNoFollow, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';

@@ -15,8 +15,9 @@
  * - A record object is a plain JSON object (never an array); an optional member may be absent or
  *   `undefined`; numbers are finite; "int" means a safe integer; a stored grace obeys the engine's
  *   `isGraceInRange`.
- * - The checkpoint's `status` is the engine's `PodSyncStatusView` exactly (the engine owns that
- *   type and imports no store; test/store/records.test.ts checks the two types are the same).
+ * - The checkpoint's `status` is the engine's `PodSyncStatusView` exactly, its timeline entries and
+ *   last error the domain's `TransitionRecord` and `RuntimeErrorInfo` (those layers own the types
+ *   and import no store; test/store/records.test.ts checks the types are the same).
  * - Imports nothing from the rest of the store, so the codecs (format.ts) and the folders
  *   (checkpoints.ts, lease.ts, inbox.ts) all depend on it and never on one another in a circle.
  */
@@ -101,7 +102,7 @@ export const podSyncStatusSchema = record({
   activeUpdate: v.optional(updateViewSchema),
 });
 
-/** One entry of a pod's bounded timeline. */
+/** One entry of a pod's bounded timeline: domain/session-api.ts's `TransitionRecord`. */
 const transitionRecordSchema = record({
   at: epochMs(),
   /** The engine event type, or a store/session event such as 'lease-taken', 'request-applied'. */
@@ -110,16 +111,14 @@ const transitionRecordSchema = record({
   detail: v.string(),
   pid: int(),
 });
-export type TransitionRecord = v.InferOutput<typeof transitionRecordSchema>;
 
-/** The last runtime error of a pod's worker. */
+/** The last runtime error of a pod's worker: domain/session-api.ts's `RuntimeErrorInfo`. */
 const runtimeErrorSchema = record({
   message: v.string(),
   at: epochMs(),
   /** When the worker will retry (epoch ms), if known. */
   retryAt: v.optional(epochMs()),
 });
-export type RuntimeErrorInfo = v.InferOutput<typeof runtimeErrorSchema>;
 
 /** Everything the store keeps about one pod: the payload of `pods/<uid>.ckpt`. */
 export const checkpointSchema = record({

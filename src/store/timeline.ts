@@ -6,7 +6,7 @@
  * left out so the bounded history keeps the transitions that explain a pod's state.
  */
 import type { PodWorkerEvent } from '../engine/types.js';
-import type { RuntimeErrorInfo, TransitionRecord } from './records.js';
+import type { RuntimeErrorInfo, TransitionRecord } from '../domain/session-api.js';
 
 function detailOf(event: PodWorkerEvent): string | undefined {
   switch (event.type) {

@@ -8,7 +8,7 @@
  * lines; a pod that left the listing says so instead of showing stale facts.
  */
 import { Box, Text } from 'ink';
-import type { PodInfo } from '../services/session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 import { explainPod, explainText, type NodeFacts } from '../services/status.js';
 import { createStyler } from '../lib/output.js';
 import { truncate } from './view-model.js';

@@ -3,7 +3,7 @@
  * saying how many rows are hidden when not all pods fit.
  */
 import { Box, Text } from 'ink';
-import type { PodInfo } from '../services/session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 import type { NodeFacts } from '../services/status.js';
 import { PodRow } from './PodRow.js';
 import { COLUMN_TITLES, fit, type TableLayout } from './view-model.js';

@@ -12,7 +12,7 @@
  */
 import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
 import { Box, useApp, useInput, useStdin } from 'ink';
-import type { KillHandle, KillRequest } from '../services/session-api.js';
+import type { KillHandle, KillRequest } from '../domain/session-api.js';
 import type { FeedEntry } from '../services/watch-feed.js';
 import type { NodeFacts } from '../services/status.js';
 import type { RuntimeHealth } from '../services/runtime-probe.js';

@@ -14,7 +14,7 @@
  *   than the one in force (grace periods only shrink).
  * - No effect is produced outside confirm, except quit.
  */
-import type { KillRequest, PodInfo } from '../services/session-api.js';
+import type { KillRequest, PodInfo } from '../domain/session-api.js';
 import { defaultGraceOf, graceLeftMs, parseGrace, podRef, SORT_KEYS, type SortKey } from './view-model.js';
 
 export type Action = 'kill' | 'evict' | 'shorten';
@@ -84,8 +84,8 @@ function startKill(state: UiState, pod: PodInfo): UiState {
     return { ...state, message: { text: `${podRef(pod)} is already ${pod.state}`, level: 'warn' } };
   }
   const current = pod.state === 'terminating' ? pod.gracePeriod : undefined;
-  const offer = current !== undefined ? Math.min(current, defaultGraceOf(pod)) : defaultGraceOf(pod);
-  const mode: Mode = { kind: 'grace', action: 'kill', uid: pod.uid, ref: podRef(pod), text: String(offer) };
+  // the planned grace already takes the grace in force into account (it only shrinks)
+  const mode: Mode = { kind: 'grace', action: 'kill', uid: pod.uid, ref: podRef(pod), text: String(defaultGraceOf(pod)) };
   if (current !== undefined) mode.current = current;
   return { ...state, mode, message: undefined };
 }

@@ -10,7 +10,7 @@
  *   handling aborts the signal, which unmounts the app.
  */
 import { render } from 'ink';
-import type { KillHandle, KillRequest } from '../services/session-api.js';
+import type { KillHandle, KillRequest } from '../domain/session-api.js';
 import { WatchApp, type FactsSource, type RuntimeSource, type WatchSource } from './WatchApp.js';
 
 export interface RenderWatchOptions {

@@ -7,9 +7,10 @@
  * - The selection is a pod UID, not an index: it survives re-sorting, filtering and new listings.
  * - The countdown bar only shrinks as time passes and is empty once the grace has run out.
  */
-import type { PodInfo } from '../services/session-api.js';
+import type { PodInfo } from '../domain/session-api.js';
 import type { FeedEntry } from '../services/watch-feed.js';
 import { blockedBy, type BlockedBy } from '../services/blocked-by.js';
+import { plannedGraceSeconds } from '../services/grace-plan.js';
 import { isUndriven, stuckFactsOf, type NodeFacts } from '../services/status.js';
 
 export type SortKey = 'name' | 'state' | 'age' | 'grace';
@@ -340,9 +341,13 @@ export function entryLine(entry: FeedEntry, width: number): string {
   return truncate(text, width);
 }
 
-/** The default grace offered by the kill prompt: the pod's own, else the API default of 30 s. */
+/**
+ * The default grace offered by the kill prompt: the grace a kill of this pod without --grace runs
+ * with, as `podctl kill --dry-run` shows it (services/grace-plan.ts, the engine's rule: its deletion
+ * grace, else its spec's, never longer than a grace already in force, at least 1 s).
+ */
 export function defaultGraceOf(pod: PodInfo): number {
-  return pod.pod?.spec?.terminationGracePeriodSeconds ?? 30;
+  return plannedGraceSeconds(pod);
 }
 
 /** Parses a grace answer: whole seconds ≥ 0, or an error message. */

@@ -4,7 +4,7 @@ import Evict from '../../src/commands/evict.js';
 import Kill from '../../src/commands/kill.js';
 import Status from '../../src/commands/status.js';
 import SyncKnown from '../../src/commands/sync-known.js';
-import { PodctlCommand } from '../../src/lib/command.js';
+import { PodctlCommand } from '../../src/base/command.js';
 import { FakeSession } from '../services/fake-session.js';
 import { runCommand } from './harness.js';
 

@@ -7,7 +7,7 @@
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PodctlCommand } from '../../src/lib/command.js';
+import { PodctlCommand } from '../../src/base/command.js';
 import { ExitCode } from '../../src/lib/exit-codes.js';
 import { FakeSession } from '../services/fake-session.js';
 import { runCommand } from './harness.js';

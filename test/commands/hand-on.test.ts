@@ -4,7 +4,7 @@
  * pods to a background driver before it closes the session, and says so with the driver's PID.
  */
 import { describe, expect, it } from 'vitest';
-import { PodctlCommand } from '../../src/lib/command.js';
+import { PodctlCommand } from '../../src/base/command.js';
 import { FakeSession } from '../services/fake-session.js';
 import { runCommand } from './harness.js';
 

@@ -5,8 +5,8 @@
 import { format } from 'node:util';
 import { Config, Errors } from '@oclif/core';
 import { vi } from 'vitest';
-import { PodctlCommand } from '../../src/lib/command.js';
-import type { NodeSession, SessionOptions } from '../../src/services/session-api.js';
+import { PodctlCommand } from '../../src/base/command.js';
+import type { NodeSession, SessionOptions } from '../../src/domain/session-api.js';
 
 export interface HandOffCall {
   uids: string[];

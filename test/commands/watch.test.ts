@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import Watch from '../../src/commands/watch.js';
-import type { SessionOptions } from '../../src/services/session-api.js';
+import type { SessionOptions } from '../../src/domain/session-api.js';
 import { FakeSession, pod } from '../tui/support/fake-session.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/lib/errors.js';
 import { formatFieldSelector, matchesFields, parseFieldSelector, podPhase } from '../../src/lib/field-selector.js';
 import { parseSelection, resolveSelection } from '../../src/lib/refs.js';
-import type { PodInfo } from '../../src/services/session-api.js';
+import type { PodInfo } from '../../src/domain/session-api.js';
 
 type Container = NonNullable<PodInfo['runtime']>['containerStatuses'][number];
 

@@ -10,7 +10,7 @@ import { startSimulator, type FaultRule, type RunningSimulator, type SimPodSpec 
 import { createMetrics } from '../../src/metrics/registry.js';
 import { healthWindowMs, parseMetricsAddr, runAgent, selfContainerId, type AgentOptions, type AgentResult, type AgentStep, type MetricsAddress } from '../../src/services/agent.js';
 import { openSession } from '../../src/session/open.js';
-import type { NodeSession } from '../../src/services/session-api.js';
+import type { NodeSession } from '../../src/domain/session-api.js';
 import { Reporter } from '../../src/lib/reporter.js';
 import { tempDir } from '../store/support/fixtures.js';
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKube } from '../../src/kube/index.js';
 import { ApiNode } from '../../src/services/api-node.js';
 import { ApiFollower } from '../../src/services/api-follow.js';
-import type { NodeSession } from '../../src/services/session-api.js';
+import type { NodeSession } from '../../src/domain/session-api.js';
 import { writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 

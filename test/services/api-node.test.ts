@@ -10,7 +10,7 @@ import { writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { connectKube } from '../../src/kube/index.js';
 import { ApiNode, terminatedOnNode } from '../../src/services/api-node.js';
-import type { PodInfo } from '../../src/services/session-api.js';
+import type { PodInfo } from '../../src/domain/session-api.js';
 
 let server: KubeApiServer;
 let kubeconfig: string;

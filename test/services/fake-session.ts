@@ -17,7 +17,7 @@ import type {
   SyncKnownResult,
   WaitOptions,
   WaitOutcome,
-} from '../../src/services/session-api.js';
+} from '../../src/domain/session-api.js';
 
 export type Behaviour = 'exits' | 'stuck' | 'late' | 'gone' | 'fails';
 

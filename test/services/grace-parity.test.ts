@@ -1,18 +1,26 @@
 /**
- * The kubelet's grace table run twice: through the plan (`kill`/`evict --dry-run` and the drain
- * planner, what podctl shows before it acts) and through the engine (the kill request as the session
- * sends it: operatorGraceOverride, then updatePod; and killPodNow for the wait bound). Every case
- * must come out equal: pod spec grace, deletion grace, kill-request override (only shortens),
- * eviction, critical pods in a drain, zero/negative/missing → the 1 s minimum, a grace in force that
- * only shrinks, and the killPodNow bound max(10 s, 1.5 × grace) in the kubelet's whole seconds.
+ * The kubelet's grace table run twice: through what podctl predicts before it acts and through the
+ * engine (the kill request as the session sends it: operatorGraceOverride, then updatePod; and
+ * killPodNow for the wait bound). Every case must come out equal, and equal to the kubelet's value.
+ *
+ * The predictions: `kill`/`evict --dry-run`, the drain planner, `watch`'s kill prompt (its default
+ * grace, which Enter sends as the kill's grace), and an API deletion as sync-known, the agent and
+ * `drain --follow` turn it into a kill (kube/desired.ts). The table: the kubelet's
+ * Test_calculateEffectiveGracePeriod, ported once in test/engine/grace-table.ts, then podctl's own
+ * cases (kill-request override that only shortens, eviction, critical pods in a drain,
+ * zero/negative/missing → the 1 s minimum, a grace in force that only shrinks), and killPodNow's
+ * bound max(10 s, 1.5 × grace) in the kubelet's whole seconds.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { KillPodTimeoutError, killPodNow, operatorGraceOverride, type V1Pod } from '../../src/engine/index.js';
+import { KillPodTimeoutError, killPodNow, killTimeoutMs, operatorGraceOverride, type V1Pod } from '../../src/engine/index.js';
+import { planDesired } from '../../src/kube/desired.js';
 import { parseSelection } from '../../src/lib/refs.js';
 import { defaultGroups, planDrain } from '../../src/services/drain-plan.js';
 import { evictPods } from '../../src/services/evict.js';
 import { killPods } from '../../src/services/kill.js';
-import type { PodInfo } from '../../src/services/session-api.js';
+import type { PodInfo } from '../../src/domain/session-api.js';
+import { initialUiState, reduceKey } from '../../src/tui/controller.js';
+import { KILL_POD_NOW_BOUNDS, KUBELET_EFFECTIVE_GRACE_CASES } from '../engine/grace-table.js';
 import { FakeRecorder, createHarness, deferred, until, untilAborted } from '../engine/harness.js';
 import { FakeSession } from './fake-session.js';
 
@@ -33,11 +41,9 @@ interface GraceCase {
 }
 
 const cases: GraceCase[] = [
-  { desc: 'use termination grace period from the spec when no overrides', spec: 30, expected: 30, boundSeconds: 45 },
-  { desc: 'use pod DeletionGracePeriodSeconds when set', spec: 30, deletion: 5, expected: 5, boundSeconds: 10 },
-  { desc: 'use grace period override when set', spec: 30, deletion: 5, override: 2, expected: 2, boundSeconds: 10 },
-  { desc: 'use 1 when pod DeletionGracePeriodSeconds is zero', spec: 30, deletion: 0, expected: 1, boundSeconds: 10 },
-  { desc: 'use 1 when grace period override is zero', spec: 30, deletion: 5, override: 0, expected: 1, boundSeconds: 10 },
+  // the kubelet's own table (Test_calculateEffectiveGracePeriod), every case
+  ...KUBELET_EFFECTIVE_GRACE_CASES.map((tc) => ({ ...tc, desc: `kubelet: ${tc.desc}` })),
+  // podctl's operator rule and the states the kubelet's table does not cover
   { desc: 'a negative override is the minimum, 1', spec: 30, override: -5, expected: 1, boundSeconds: 10 },
   { desc: 'a negative deletion grace is the minimum, 1', spec: 30, deletion: -3, expected: 1, boundSeconds: 10 },
   { desc: 'a spec that names no grace and no overrides: the minimum, 1', expected: 1, boundSeconds: 10 },
@@ -115,7 +121,7 @@ async function engineGrace(tc: GraceCase, override: number | undefined, uid: str
 }
 
 /** The engine's killPodNow bound for a kill with this grace (ms), measured on fake timers. */
-async function engineBoundMs(tc: GraceCase, grace: number, uid: string): Promise<number> {
+async function engineBoundMs(tc: Pick<GraceCase, 'spec' | 'deletion' | 'evict' | 'boundSeconds'>, grace: number, uid: string): Promise<number> {
   // the clock is faked whole (Date too): the bound is armed from Date.now(), and a loaded machine's
   // real time must not move it
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
@@ -190,6 +196,57 @@ describe('the grace table: drain plan = engine (critical pods in their own group
       // the drain's default bound: the budget of every group with pods, plus the longest killPodNow bound
       expect(plan.defaultTimeoutSeconds).toBe(group.budgetSeconds + tc.boundSeconds);
       expect(await engineBoundMs(tc, planned, uid)).toBe(tc.boundSeconds * 1000);
+    });
+  }
+});
+
+describe('the grace table: watch\'s kill prompt = engine', () => {
+  // the prompt offers the grace of a kill without --grace; Enter sends it as the kill's grace
+  for (const tc of cases.filter((c) => c.override === undefined && c.evict !== true)) {
+    it(tc.desc, async () => {
+      const uid = 'w';
+      const info = sessionWith(tc, uid).pod(uid)!;
+      const { state } = reduceKey(initialUiState, { input: 'k', ctrl: true }, { visible: [info], now: 0, pageSize: 10 });
+      expect(state.mode).toMatchObject({ kind: 'grace', action: 'kill', uid });
+      const offered = Number((state.mode as { text: string }).text);
+      const decided = await engineGrace(tc, offered, uid);
+      expect({ offered, decided }).toEqual({ offered: tc.expected, decided: tc.expected });
+    });
+  }
+
+  it('a pod known only from the runtime: the prompt offers the 1 s it is stopped with', () => {
+    const session = new FakeSession([{ namespace: 'ns', name: 'r', uid: 'r', noSpec: true, state: 'runtime' }]);
+    const { state } = reduceKey(initialUiState, { input: 'k', ctrl: true }, { visible: [session.pod('r')!], now: 0, pageSize: 10 });
+    expect(state.mode).toMatchObject({ kind: 'grace', action: 'kill', text: '1' });
+  });
+});
+
+describe('the grace table: an API deletion (sync-known, the agent, drain --follow) = engine', () => {
+  // a pod the API server deleted: the kill the session is sent carries this grace and the API pod
+  for (const tc of cases.filter((c) => c.deletion !== undefined && c.override === undefined && c.inForce === undefined)) {
+    it(tc.desc, async () => {
+      const uid = 'a';
+      const apiPod = { ...podOf(tc, uid), status: { phase: 'Running' } };
+      apiPod.metadata = { ...apiPod.metadata, deletionTimestamp: new Date(0) };
+      const [deletion] = planDesired([apiPod], []).deletions;
+      const planned = deletion!.gracePeriodSeconds;
+      const decided = await engineGrace(tc, planned, uid);
+      expect({ planned, decided }).toEqual({ planned: tc.expected, decided: tc.expected });
+    });
+  }
+});
+
+describe('the killPodNow bound: plan = engine = kubelet (whole seconds, at least 10 s)', () => {
+  for (const { grace, boundSeconds } of KILL_POD_NOW_BOUNDS) {
+    it(`grace ${grace} s → ${boundSeconds} s`, async () => {
+      expect(killTimeoutMs(grace)).toBe(boundSeconds * 1000);
+      // the plan of a kill with --grace <grace> on a pod whose own grace is longer
+      const tc = { spec: 7200, override: grace, boundSeconds };
+      const session = sessionWith({ desc: '', ...tc, expected: grace }, 'b');
+      const plan = await killPods({ session, selection: parseSelection({ args: ['ns/b'] }), wait: true, dryRun: true, now: session.now, gracePeriodSeconds: grace });
+      expect(plan.timeoutSeconds).toBe(boundSeconds);
+      // what killPodNow waits for a kill with that grace
+      expect(await engineBoundMs(tc, grace, 'b')).toBe(boundSeconds * 1000);
     });
   }
 });

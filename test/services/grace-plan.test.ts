@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { graceInForce, killPodNowBoundMs, plannedGraceSeconds } from '../../src/services/grace-plan.js';
-import type { PodInfo } from '../../src/services/session-api.js';
+import { graceInForce, plannedGraceSeconds } from '../../src/services/grace-plan.js';
+import type { PodInfo } from '../../src/domain/session-api.js';
 
 const pod = (spec: { grace?: number; deletion?: number }, state: PodInfo['state'] = 'sync', gracePeriod?: number): Pick<PodInfo, 'pod' | 'state' | 'gracePeriod'> => ({
   state,
@@ -36,14 +36,5 @@ describe('planned grace (the engine rule read off a PodInfo)', () => {
   it('runtime-only pods (no spec) use grace 1, whatever the override', () => {
     expect(plannedGraceSeconds({ state: 'runtime' })).toBe(1);
     expect(plannedGraceSeconds({ state: 'runtime' }, 20)).toBe(1);
-  });
-
-  it('the killPodNow bound is the kubelet\'s max(10 s, grace + grace/2) in whole seconds', () => {
-    expect(killPodNowBoundMs(1)).toBe(10_000);
-    expect(killPodNowBoundMs(6)).toBe(10_000);
-    expect(killPodNowBoundMs(7)).toBe(10_000);
-    expect(killPodNowBoundMs(11)).toBe(16_000);
-    expect(killPodNowBoundMs(15)).toBe(22_000);
-    expect(killPodNowBoundMs(30)).toBe(45_000);
   });
 });

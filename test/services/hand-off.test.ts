@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { handOff, handOffArgs } from '../../src/services/hand-off.js';
+import { handOff, handOffArgs } from '../../src/session/hand-off.js';
 import { podsToHandOff, type TerminateResult } from '../../src/services/terminate.js';
 
 describe('hand-off to a background driver', () => {

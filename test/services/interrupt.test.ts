@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import type { FaultRule, SimPodSpec } from '../../src/cri/simulator/index.js';
 import { openSession } from '../../src/session/open.js';
-import type { NodeSession } from '../../src/services/session-api.js';
+import type { NodeSession } from '../../src/domain/session-api.js';
 import { podStatus } from '../../src/services/status.js';
 import { syncKnown } from '../../src/services/sync-known.js';
 import { openStore } from '../../src/store/index.js';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { openSession } from '../../src/session/open.js';
-import type { NodeSession } from '../../src/services/session-api.js';
+import type { NodeSession } from '../../src/domain/session-api.js';
 import { StoreError } from '../../src/store/index.js';
 import { tempDir } from '../store/support/fixtures.js';
 

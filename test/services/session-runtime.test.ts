@@ -10,7 +10,7 @@ import { GrpcStatus } from '../../src/cri/errors.js';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { openSession } from '../../src/session/open.js';
 import { runtimeIsSimulator, SIMULATOR_RUNTIME_NAME } from '../../src/session/cri-runtime.js';
-import type { NodeSession } from '../../src/services/session-api.js';
+import type { NodeSession } from '../../src/domain/session-api.js';
 import { tempDir } from '../store/support/fixtures.js';
 
 let dir: { path: string; cleanup: () => Promise<void> };

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openSession, type SessionSeams } from '../../src/session/open.js';
-import type { NodeSession } from '../../src/services/session-api.js';
+import type { NodeSession } from '../../src/domain/session-api.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { tempDir } from '../store/support/fixtures.js';
 import { FakeRuntime } from './support/fake-runtime.js';

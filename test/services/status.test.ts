@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createStyler, renderTable } from '../../src/lib/output.js';
 import { parseSelection } from '../../src/lib/refs.js';
 import type { PodSyncStatusView } from '../../src/engine/types.js';
-import type { PodInfo } from '../../src/services/session-api.js';
+import type { PodInfo } from '../../src/domain/session-api.js';
 import { explainPod, explainText, podStatus, predicatesOf, statusExitCode, statusRow, statusTable, waitingFor } from '../../src/services/status.js';
 import { FakeSession } from './fake-session.js';
 

@@ -9,7 +9,7 @@ import { lstat, readdir, readFile, symlink, truncate, utimes, writeFile } from '
 import { join } from 'node:path';
 import { openStore, type Store } from '../../src/store/index.js';
 import { MAX_RECORD_BYTES } from '../../src/store/files.js';
-import { handOff, sweepHandOffLogs } from '../../src/services/hand-off.js';
+import { handOff, sweepHandOffLogs } from '../../src/session/hand-off.js';
 import { checkpointFor, tempDir } from './support/fixtures.js';
 
 let dir: { path: string; cleanup: () => Promise<void> };

@@ -1,11 +1,13 @@
 /**
  * The store's record schemas (src/store/records.ts): valid records pass unchanged, each bound the
  * store relies on is enforced, and every rejection names the offending field. The checkpoint's
- * status type is the engine's PodSyncStatusView exactly (checked by the type checker).
+ * status, timeline entry and last error types are the engine's and the domain's exactly (checked
+ * by the type checker).
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { InferOutput } from 'valibot';
 import type { PodSyncStatusView } from '../../src/engine/types.js';
+import type { RuntimeErrorInfo, TransitionRecord } from '../../src/domain/session-api.js';
 import { MAX_GRACE_SECONDS } from '../../src/engine/grace.js';
 import {
   HISTORY_LIMIT,
@@ -42,9 +44,11 @@ function issueOf(schema: Parameters<typeof checkRecord>[0], input: unknown): str
 }
 
 describe('record schemas', () => {
-  it('the checkpoint status type is the engine view type', () => {
+  it('the types a lower layer owns are the ones the schema infers (engine status view, domain timeline entry and error)', () => {
     expectTypeOf<InferOutput<typeof podSyncStatusSchema>>().toEqualTypeOf<PodSyncStatusView>();
     expectTypeOf<PodCheckpoint['status']>().toEqualTypeOf<PodSyncStatusView>();
+    expectTypeOf<PodCheckpoint['history'][number]>().toEqualTypeOf<TransitionRecord>();
+    expectTypeOf<NonNullable<PodCheckpoint['lastError']>>().toEqualTypeOf<RuntimeErrorInfo>();
   });
 
   it('valid records pass unchanged; members no schema knows are dropped', () => {

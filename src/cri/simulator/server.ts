@@ -21,7 +21,10 @@ import { GrpcStatus } from '../errors.js';
 import { FaultInjector } from './faults.js';
 import { seedPods, demoNode } from './seed.js';
 import { SimError, SimRuntime } from './state.js';
+import { sleep } from '../../lib/abortable.js';
 import type { CriMethod, FaultRule, SimClock, SimPodSpec } from './types.js';
+
+const cancelled = (): SimError => new SimError(GrpcStatus.CANCELLED, 'cancelled');
 
 export interface StartSimulatorOptions {
   socketPath: string;
@@ -46,21 +49,6 @@ export interface RunningSimulator {
   /** Replaces the fault rules. */
   setFaults(rules: FaultRule[]): void;
   close(): Promise<void>;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(new SimError(GrpcStatus.CANCELLED, 'cancelled'));
-    const t = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(t);
-      reject(new SimError(GrpcStatus.CANCELLED, 'cancelled'));
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 function toStatus(err: unknown): { code: number; details: string } {
@@ -96,11 +84,11 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
           state.record({ at: Date.now(), kind: 'fault', method, ...(fault.code !== undefined ? { code: fault.code } : {}), delayMs: fault.delayMs });
           if (fault.proceed) {
             const res = await op(call.request, ac.signal);
-            if (fault.delayMs > 0) await sleep(fault.delayMs, ac.signal);
+            if (fault.delayMs > 0) await sleep(fault.delayMs, ac.signal, { reason: cancelled });
             if (fault.code !== undefined) throw new SimError(fault.code, fault.details);
             return res;
           }
-          if (fault.delayMs > 0) await sleep(fault.delayMs, ac.signal);
+          if (fault.delayMs > 0) await sleep(fault.delayMs, ac.signal, { reason: cancelled });
           if (fault.code !== undefined) throw new SimError(fault.code, fault.details);
         }
         return op(call.request, ac.signal);

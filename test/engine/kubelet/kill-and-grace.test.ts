@@ -8,6 +8,7 @@
 import type { V1PodStatus } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { calculateEffectiveGracePeriod, killPodNow, KillPodTimeoutError } from '../../../src/engine/index.js';
+import { KUBELET_EFFECTIVE_GRACE_CASES } from '../grace-table.js';
 import { FakeRecorder, createHarness, deferred, newNamedPod, until, untilAborted } from '../harness.js';
 
 afterEach(() => {
@@ -15,14 +16,8 @@ afterEach(() => {
 });
 
 describe('Test_calculateEffectiveGracePeriod', () => {
-  const cases: { desc: string; spec?: number; deletion?: number; override?: number; expected: number }[] = [
-    { desc: 'use termination grace period from the spec when no overrides', spec: 30, expected: 30 },
-    { desc: 'use pod DeletionGracePeriodSeconds when set', spec: 30, deletion: 5, expected: 5 },
-    { desc: 'use grace period override when set', spec: 30, deletion: 5, override: 2, expected: 2 },
-    { desc: 'use 1 when pod DeletionGracePeriodSeconds is zero', spec: 30, deletion: 0, expected: 1 },
-    { desc: 'use 1 when grace period override is zero', spec: 30, deletion: 5, override: 0, expected: 1 },
-  ];
-  for (const tc of cases) {
+  // the kubelet's table, ported once (../grace-table.ts); the planners are checked against it too
+  for (const tc of KUBELET_EFFECTIVE_GRACE_CASES) {
     it(tc.desc, () => {
       const pod = newNamedPod('1', 'ns', 'running-pod', false);
       pod.spec!.terminationGracePeriodSeconds = tc.spec;

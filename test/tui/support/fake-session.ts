@@ -4,7 +4,7 @@
  * (grace only shrinks), emitting the engine's events.
  */
 import type { PodWorkerEvent } from '../../../src/engine/types.js';
-import type { KillHandle, KillRequest, ListPodsOptions, NodeSession, PodInfo, SessionEvent, SyncKnownResult, WaitOutcome } from '../../../src/services/session-api.js';
+import type { KillHandle, KillRequest, ListPodsOptions, NodeSession, PodInfo, SessionEvent, SyncKnownResult, WaitOutcome } from '../../../src/domain/session-api.js';
 
 export function pod(name: string, overrides: Partial<PodInfo> = {}): PodInfo {
   const [namespace, podName] = name.includes('/') ? name.split('/') as [string, string] : ['default', name];

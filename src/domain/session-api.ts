@@ -17,7 +17,8 @@
  * - `close()` persists everything and releases leases; a crash (SIGKILL) loses nothing that was
  *   already reported done, and leaves no corrupt checkpoint.
  *
- * This file holds types only; `openSession` lives in `session.ts`.
+ * This file holds types only (the domain layer: every layer above imports it); `openSession` lives in
+ * `session/open.ts`.
  */
 import type {
   Clock,
@@ -28,7 +29,6 @@ import type {
   PodWorkerSync,
   V1Pod,
 } from '../engine/types.js';
-import type { RuntimeErrorInfo, TransitionRecord } from '../store/records.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type Logger = (level: LogLevel, message: string) => void;
@@ -62,8 +62,15 @@ export interface SessionOptions {
   exitDetails?: 'all' | 'driven';
 }
 
-/** A pod's timeline entries and last runtime error, as its checkpoint holds them (store/records.ts). */
-export type { RuntimeErrorInfo, TransitionRecord };
+/** One entry of a pod's bounded timeline (persisted in its checkpoint). */
+export interface TransitionRecord {
+  at: number;
+  /** The engine event type, or a store/session event such as 'lease-taken', 'request-applied'. */
+  type: string;
+  /** Human-readable detail: "grace 30s → 5s", "StopContainer: DeadlineExceeded", … */
+  detail: string;
+  pid: number;
+}
 
 export interface LeaseInfo {
   pid: number;
@@ -72,6 +79,13 @@ export interface LeaseInfo {
   heartbeatAt: number;
   /** The owner process is still alive (false: the lease is stale and may be taken over). */
   alive: boolean;
+}
+
+export interface RuntimeErrorInfo {
+  message: string;
+  at: number;
+  /** When the worker will retry (epoch ms), if known. */
+  retryAt?: number;
 }
 
 /** Everything podctl knows about one pod on this node: one row of `status`, one line of `watch`. */

@@ -15,16 +15,16 @@
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { Command, Errors } from '@oclif/core';
-import type { HandOff, HandOffOptions } from '../services/hand-off.js';
-import type { NodeSession, SessionOptions } from '../services/session-api.js';
+import type { HandOff, HandOffOptions } from '../session/hand-off.js';
+import type { NodeSession, SessionOptions } from '../domain/session-api.js';
 import type { PodctlMetrics } from '../metrics/registry.js';
-import { RuntimeFailure, UsageError, exitCodeOf, oneLine } from './errors.js';
-import { ExitCode, type ExitCodeValue } from './exit-codes.js';
-import { DEFAULT_STATE_DIR, globalFlags, nodeName, type GlobalFlags } from './flags.js';
-import { colorEnabled, createStyler, renderJson, renderYaml, type Styler } from './output.js';
-import { Reporter } from './reporter.js';
-import { AFTER_PID_WAIT_MS, waitForExit } from './safety-flags.js';
-import { isSingleExecutable } from './self.js';
+import { RuntimeFailure, UsageError, exitCodeOf, oneLine } from '../lib/errors.js';
+import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
+import { DEFAULT_STATE_DIR, globalFlags, nodeName, type GlobalFlags } from '../lib/flags.js';
+import { colorEnabled, createStyler, renderJson, renderYaml, type Styler } from '../lib/output.js';
+import { Reporter } from '../lib/reporter.js';
+import { AFTER_PID_WAIT_MS, waitForExit } from '../lib/safety-flags.js';
+import { isSingleExecutable } from '../lib/self.js';
 
 export type SessionFactory = (options: SessionOptions) => Promise<NodeSession>;
 
@@ -42,7 +42,7 @@ export abstract class PodctlCommand extends Command {
   /** Bound for opening the node session (connect, restore, leases). */
   static sessionOpenTimeoutMs = 30_000;
   /** Test seam: how `--no-wait` starts the background driver (loaded on first use). */
-  static handOff: (options: HandOffOptions) => Promise<HandOff | undefined> = async (options) => (await import('../services/hand-off.js')).handOff(options);
+  static handOff: (options: HandOffOptions) => Promise<HandOff | undefined> = async (options) => (await import('../session/hand-off.js')).handOff(options);
 
   protected reporter = new Reporter('info');
   protected styler: Styler = createStyler(false);

@@ -6,9 +6,9 @@
 import { Flags } from '@oclif/core';
 import type { ApiNode } from '../services/api-node.js';
 import type { KubeletStatus } from '../kube/kubelet.js';
-import { RuntimeFailure } from './errors.js';
-import { nodeName, type GlobalFlags } from './flags.js';
-import type { Reporter } from './reporter.js';
+import { RuntimeFailure } from '../lib/errors.js';
+import { nodeName, type GlobalFlags } from '../lib/flags.js';
+import type { Reporter } from '../lib/reporter.js';
 
 /** The API side for these flags; undefined when no API server is configured. */
 export async function apiNodeFor(flags: GlobalFlags, reporter: Reporter): Promise<ApiNode | undefined> {
