@@ -2,7 +2,8 @@
  * Start-up benchmark: `podctl status` against the embedded simulator with 50 pods, versus a bare
  * `node -e 0`, median of N runs each (interleaved, after a warm-up). Goal: podctl status ≤ node + 150 ms.
  *
- * Then, side by side in the same run: `--version`, `status` on the 50 pods and `kill` of one pod
+ * Then, side by side in the same run: `--version`, `status` on the 50 pods (with no, 8 and 50
+ * checkpoints in the state dir) and `kill` of one pod
  * (a fresh simulator pod each run) from `node bin/run.js` (this benchmark's Node.js, and the
  * tools/node-lts's Node.js 26 when installed) and from the single executable dist/podctl-linux-x64 (when
  * built: `npm run sea`).
@@ -165,6 +166,10 @@ const runners: Runner[] = [
 ];
 if (!existsSync(SEA)) console.log('\n(dist/podctl-linux-x64 is not built: run `npm run sea` for its column)');
 const killSim = await startSimulator({ socketPath: path.join(dir, 'kill.sock'), pods: [] });
+// A node of which podctl drove every pod: a checkpoint for each of the 50 (the store validates them all).
+const allSim = await startSimulator({ socketPath: path.join(dir, 'all.sock'), pods: demoNode(PODS) });
+const allArgs = ['--runtime-endpoint', allSim.endpoint, '--state-dir', path.join(dir, 'state-all'), '--no-color'];
+await runOnce([BIN, 'kill', '-A', '--all', '-y', '--force', '--grace', '1', '--log-level', 'error', ...allArgs]);
 let killed = 0;
 interface SideCase {
   name: string;
@@ -174,6 +179,9 @@ interface SideCase {
 const sideCases: SideCase[] = [
   { name: '--version', args: () => ['--version'] },
   { name: `status (${PODS} pods)`, args: (r) => ['status', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, `state-${runners.indexOf(r)}`), '--no-color'] },
+  // the state dir of the checkpoint table above, read by every runner (status only reads it)
+  { name: `status (${PODS} pods, ${trackedCount} with checkpoints)`, args: () => ['status', ...trackedArgs] },
+  { name: `status (${PODS} pods, all with checkpoints)`, args: () => ['status', ...allArgs] },
   {
     name: 'kill 1 pod (--grace 1)',
     args: (r) => {
@@ -210,6 +218,7 @@ console.table(
   ),
 );
 await killSim.close();
+await allSim.close();
 
 await sim.close();
 rmSync(dir, { recursive: true, force: true });

@@ -12,8 +12,17 @@
  * - checkpoint writes: durable atomic writes (temp, fsync, rename, dir fsync) one at a time and
  *   50 at a time; latency p50/p99 and writes per second.
  * - checkpoint reads: `readAll()` of every checkpoint (decode + checksum + schema).
+ * - record validation, side by side: the valibot schema of src/store/records.ts against the
+ *   hand-written guards it replaced (bench/support/guards-baseline.ts). Each is bundled as the
+ *   build bundles it (esbuild, CommonJS, valibot included and tree-shaken) and timed as (a) its
+ *   import in a fresh `node -e` process (median of STORE_BENCH_IMPORTS runs, interleaved), with the
+ *   validation of 500 checkpoints right after it in the same cold process (the first 50 also
+ *   timed apart: a node's worth, what one command reads), and (b) JSON.parse +
+ *   validation of the same 500 checkpoint payloads in this (warm) process, median of 30 rounds.
+ *   These are CPU times (user + system, process.cpuUsage), so a shared machine's waiting for a
+ *   core is not counted; on a quiet machine they are the wall times.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,10 +31,17 @@ import { seedPods, startSimulator } from '../src/cri/simulator/index.js';
 import { openSession } from '../src/session/open.js';
 import { openStore } from '../src/store/index.js';
 import type { PodCheckpoint } from '../src/store/format.js';
+import { checkRecord, checkpointSchema } from '../src/store/records.js';
+import { isCheckpointShape } from './support/guards-baseline.js';
 
 const WRITE = process.argv.includes('--write');
 const HANDOVERS = Number(process.env.STORE_BENCH_HANDOVERS ?? 200);
 const WRITES = Number(process.env.STORE_BENCH_WRITES ?? 500);
+const IMPORTS = Number(process.env.STORE_BENCH_IMPORTS ?? 21);
+const VALIDATED = 500;
+/** The first checkpoints a fresh process validates, timed apart: a node's worth, before V8 optimizes. */
+const FIRST = 50;
+const ROUNDS = 30;
 
 const wall = (): number => performance.timeOrigin + performance.now();
 
@@ -152,10 +168,78 @@ async function benchWrites(root: string): Promise<{ serial: number[]; serialRate
   return { serial, serialRate, parallelRate, readAllMs, count: all.size };
 }
 
+interface ValidatorFigures {
+  /** Fresh-process import of the bundled module, ms (one per run). */
+  importMs: number[];
+  /** Validating the first FIRST payloads right after the import, in the same cold process, ms. */
+  firstMs: number[];
+  /** Validating all 500 payloads right after the import, in the same cold process, ms. */
+  coldMs: number[];
+  /** JSON.parse + validation of the 500 payloads, warm, ms (one per round). */
+  warmMs: number[];
+  bytes: number;
+}
+
+/**
+ * The schema against the guards it replaced: each bundled on its own (as scripts/build.mjs bundles
+ * podctl), imported in fresh processes, and run on the same 500 checkpoint payloads.
+ */
+async function benchValidators(root: string): Promise<{ guards: ValidatorFigures; schema: ValidatorFigures; parseOnly: number[] }> {
+  const { build } = await import('esbuild');
+  const dir = join(root, 'validators');
+  mkdirSync(dir, { recursive: true });
+  const payloads = Array.from({ length: VALIDATED }, (_, i) => JSON.stringify(checkpointFor(`pod-${i}`, i)));
+  const payloadFile = join(dir, 'payloads.json');
+  writeFileSync(payloadFile, JSON.stringify(payloads));
+  const variants = {
+    guards: { entry: join(import.meta.dirname, 'support/guards-baseline.ts'), call: 'm.isCheckpointShape(x)' },
+    schema: { entry: join(import.meta.dirname, '../src/store/records.ts'), call: 'm.checkRecord(m.checkpointSchema, x).ok' },
+  };
+  const figures = {} as Record<keyof typeof variants, ValidatorFigures>;
+  const scripts = {} as Record<keyof typeof variants, string>;
+  for (const [name, variant] of Object.entries(variants) as [keyof typeof variants, (typeof variants)['guards']][]) {
+    const outfile = join(dir, `${name}.cjs`);
+    await build({ entryPoints: [variant.entry], outfile, bundle: true, format: 'cjs', platform: 'node', target: 'node20', logLevel: 'error' });
+    figures[name] = { importMs: [], firstMs: [], coldMs: [], warmMs: [], bytes: readFileSync(outfile).length };
+    scripts[name] = [
+      `const cpuMs = (u) => (u.user + u.system) / 1000;`,
+      `const c0 = process.cpuUsage(); const m = require(${JSON.stringify(outfile)}); const importMs = cpuMs(process.cpuUsage(c0));`,
+      `const xs = JSON.parse(require('node:fs').readFileSync(${JSON.stringify(payloadFile)}, 'utf8')).map((p) => JSON.parse(p));`,
+      `const c1 = process.cpuUsage(); let ok = 0; let first = 0;`,
+      `for (const [i, x] of xs.entries()) { if (${variant.call}) ok++; if (i === ${FIRST - 1}) first = cpuMs(process.cpuUsage(c1)); }`,
+      `const coldMs = cpuMs(process.cpuUsage(c1));`,
+      `if (ok !== xs.length) throw new Error('rejected ' + (xs.length - ok));`,
+      `process.stdout.write(JSON.stringify([importMs, first, coldMs]));`,
+    ].join('\n');
+  }
+  for (let run = 0; run < IMPORTS; run += 1) {
+    for (const name of Object.keys(variants) as (keyof typeof variants)[]) {
+      const [importMs, firstMs, coldMs] = JSON.parse(execFileSync(process.execPath, ['-e', scripts[name]], { encoding: 'utf8' })) as [number, number, number];
+      figures[name].importMs.push(importMs);
+      figures[name].firstMs.push(firstMs);
+      figures[name].coldMs.push(coldMs);
+    }
+  }
+  const parseOnly: number[] = [];
+  const time = (validate: (x: unknown) => boolean): number => {
+    const c0 = process.cpuUsage();
+    for (const payload of payloads) if (!validate(JSON.parse(payload))) throw new Error('a bench checkpoint was rejected');
+    const used = process.cpuUsage(c0);
+    return (used.user + used.system) / 1000;
+  };
+  for (let round = 0; round < ROUNDS; round += 1) {
+    parseOnly.push(time(() => true));
+    figures.guards.warmMs.push(time(isCheckpointShape));
+    figures.schema.warmMs.push(time((x) => checkRecord(checkpointSchema, x).ok));
+  }
+  return { guards: figures.guards, schema: figures.schema, parseOnly };
+}
+
 const root = mkdtempSync(join(tmpdir(), 'podctl-store-bench-'));
 try {
   const { handover, durable, acted } = await benchHandover(root);
   const writes = await benchWrites(root);
+  const validators = await benchValidators(root);
   const h = summary(handover);
   const d = summary(durable);
   const a = summary(acted);
@@ -171,6 +255,18 @@ try {
     ['checkpoint writes/s, 50 in parallel', writes.parallelRate.toFixed(0)],
     [`readAll of ${writes.count} checkpoints`, ms(writes.readAllMs)],
   ];
+  const p50 = (xs: number[]): number => summary(xs).p50;
+  const ms2 = (v: number): string => `${v.toFixed(2)} ms`;
+  const pair = (pick: (f: ValidatorFigures) => number[]): string => `${ms2(p50(pick(validators.guards)))} / ${ms2(p50(pick(validators.schema)))}`;
+  rows.push(
+    ['record validation: hand-written guards / valibot schema', ''],
+    [`  bundle size`, `${(validators.guards.bytes / 1024).toFixed(1)} KiB / ${(validators.schema.bytes / 1024).toFixed(1)} KiB`],
+    [`  import, fresh node -e, CPU (median of ${IMPORTS})`, pair((f) => f.importMs)],
+    [`  validate the first ${FIRST} checkpoints, cold (same processes), CPU`, pair((f) => f.firstMs)],
+    [`  validate ${VALIDATED} checkpoints, cold (same processes), CPU`, pair((f) => f.coldMs)],
+    [`  JSON.parse + validate ${VALIDATED} checkpoints, warm, CPU (median of ${ROUNDS})`, pair((f) => f.warmMs)],
+    [`  of which JSON.parse alone`, ms2(p50(validators.parseOnly))],
+  );
   const width = Math.max(...rows.map(([k]) => k.length));
   const table = rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
   console.log(table);
@@ -203,7 +299,12 @@ try {
         '- *until the runtime sees the shorter grace*: to the owner\'s StopContainer with the new timeout at',
         '  the simulator; adds the write-ahead checkpoint (durable before the worker acts) and the RPC.',
         '- *checkpoint write*: `CheckpointStore.write` — temp file, write, fsync, rename, directory fsync.',
-        '- *readAll*: list, read, checksum and validate every checkpoint (shapes.ts guards; zod only on a rejection).',
+        '- *readAll*: list, read, checksum and validate every checkpoint (the valibot schema of store/records.ts).',
+        '- *record validation*: the checkpoint schema against the hand-written guards it replaced',
+        '  (bench/support/guards-baseline.ts), each bundled alone by esbuild as the build bundles podctl;',
+        '  import timed inside fresh `node -e` processes, then the same 500 checkpoint payloads validated',
+        '  cold in that process, and JSON.parse + validation warm in the benchmark\'s own process; CPU',
+        '  time (user + system), so a loaded machine\'s waiting for a core is not counted.',
         '',
         notes,
       ].join('\n'),

@@ -15,8 +15,8 @@
  *   reached. A few of them are entries with stable paths (dist/session/open.js, …) for the
  *   benchmarks.
  * - Heavy or optional packages are not bundled and are still loaded lazily from node_modules, only
- *   where used: @kubernetes/client-node, ink, react, prom-client, yaml, zod (read through
- *   createRequire).
+ *   where used: @kubernetes/client-node, ink, react, prom-client, yaml. valibot (the store's record
+ *   schemas, on every command's path) is small and bundled.
  */
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
@@ -51,7 +51,6 @@ const external = [
   'react',
   'react/*',
   'prom-client',
-  'zod',
   // "did you mean" at a terminal: the plugin and its prompt library (~1 MB with @inquirer's
   // editors), loaded only when a command word is unknown and a terminal can answer
   '@oclif/plugin-not-found',

@@ -4,7 +4,7 @@
  *
  * 1. esbuild bundles src/sea.ts into one ES module, dist/sea/podctl.mjs, with everything podctl
  *    loads at run time: oclif and every command, grpc-js and the CRI messages (generated code, no
- *    .proto file is read), @kubernetes/client-node, yaml, zod, prom-client, Ink and React, and
+ *    .proto file is read), @kubernetes/client-node, yaml, valibot, prom-client, Ink and React, and
  *    yoga-layout's WebAssembly (base64 inside its module). Lazily imported modules stay lazy (they
  *    are initialised on first use). package.json's fields and oclif.manifest.json are carried in
  *    the script; oclif's JSON reader is taught to serve them from memory (`embeddedJsonInOclif`).
@@ -68,22 +68,6 @@ const embeddedJsonInOclif = {
 };
 
 /**
- * src/store/schemas.ts loads zod with a `createRequire` require (so that the ES-module build keeps it
- * out of the bundle and lazy): in the executable it is bundled, and still initialised on first use.
- */
-const bundledZod = {
-  name: 'bundled-zod',
-  setup(b) {
-    b.onLoad({ filter: /[\\/]src[\\/]store[\\/]schemas\.ts$/ }, (args) => {
-      const source = readFileSync(args.path, 'utf8');
-      const call = "createRequire(import.meta.url)('zod')";
-      if (!source.includes(call)) throw new Error(`${args.path}: ${call} not found: update scripts/sea.mjs`);
-      return { contents: source.replace(call, "require('zod')"), loader: 'ts' };
-    });
-  },
-};
-
-/**
  * Ink imports react-devtools-core (an optional package podctl does not install) only when DEV=true;
  * a static import of a missing package would stop the executable from starting, so it is a module
  * that fails when used, as the import fails without the package (Ink then prints how to install it).
@@ -135,7 +119,7 @@ const result = await build({
   // Required only on paths podctl never takes (grpc-js channelz, oclif's TypeScript support): their
   // require() fails there, as it would without them installed.
   external: ['@grpc/proto-loader', 'typescript', 'ts-node', 'tsx', 'pnpapi'],
-  plugins: [lazyOclifDependencies, embeddedJsonInOclif, bundledZod, noDevtools, builtinsRequired],
+  plugins: [lazyOclifDependencies, embeddedJsonInOclif, noDevtools, builtinsRequired],
   define: {
     'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"',
     // React, react-reconciler and Ink are bundled here: their production builds only (the development

@@ -9,8 +9,8 @@
  * ```
  * The header names the format and version; `sha256` covers exactly the payload bytes, and `length`
  * makes truncation obvious even before hashing. The payload is a `PodCheckpoint`, validated after
- * the checksum matches: by the fast guards of shapes.ts, which accept exactly what the zod schema of
- * schemas.ts accepts; zod itself is loaded only to name the field of a rejected payload.
+ * the checksum matches by its schema in records.ts, which names the first offending field of a
+ * rejected payload.
  *
  * Invariants:
  * - `encodeCheckpoint` ∘ `decodeCheckpoint` is the identity on valid checkpoints.
@@ -20,9 +20,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { TransitionRecord } from '../domain/session-api.js';
-import { CHECKPOINT_FORMAT, HISTORY_LIMIT, firstIssue, storeSchemas } from './schemas.js';
-import { isCheckpointHeader, isCheckpointShape } from './shapes.js';
-import type { PodCheckpoint } from './records.js';
+import { CHECKPOINT_FORMAT, HISTORY_LIMIT, checkRecord, checkpointHeaderSchema, checkpointSchema, type PodCheckpoint } from './records.js';
 
 export const CHECKPOINT_VERSION = 1;
 export { CHECKPOINT_FORMAT, HISTORY_LIMIT };
@@ -76,18 +74,16 @@ export function decodeCheckpoint(data: Uint8Array, expectedUid?: string): Decode
   const newline = bytes.indexOf(0x0a);
   if (newline < 0) return rejected('truncated (no header line)');
   const headerJson = parseJson(bytes.subarray(0, newline).toString('utf8'));
-  if (headerJson === undefined) return rejected('unreadable header');
+  if (typeof headerJson !== 'object' || headerJson === null) return rejected('unreadable header');
   const version = (headerJson as { version?: unknown }).version;
   const format = (headerJson as { format?: unknown }).format;
   if (format !== CHECKPOINT_FORMAT) return rejected(`unknown format ${JSON.stringify(format)}`);
   if (version !== CHECKPOINT_VERSION) {
     return rejected(`unsupported version ${JSON.stringify(version)} (this podctl reads version ${CHECKPOINT_VERSION})`);
   }
-  if (!isCheckpointHeader(headerJson)) {
-    const check = storeSchemas().headerSchema.safeParse(headerJson);
-    return rejected(`bad header (${check.success ? 'invalid' : firstIssue(check.error)})`);
-  }
-  const header = headerJson;
+  const headerCheck = checkRecord(checkpointHeaderSchema, headerJson);
+  if (!headerCheck.ok) return rejected(`bad header (${headerCheck.issue})`);
+  const header = headerCheck.value;
   const payload = bytes.subarray(newline + 1);
   if (payload.length < header.length) {
     return rejected(`truncated (${payload.length} of ${header.length} payload bytes)`);
@@ -98,14 +94,12 @@ export function decodeCheckpoint(data: Uint8Array, expectedUid?: string): Decode
   if (sha256(payload) !== header.sha256) return rejected('checksum mismatch');
   const body = parseJson(payload.toString('utf8'));
   if (body === undefined) return rejected('payload is not JSON');
-  if (!isCheckpointShape(body)) {
-    // Only a rejection pays for zod: it names the first field that is wrong.
-    const check = storeSchemas().checkpointSchema.safeParse(body);
-    return rejected(`schema: ${check.success ? 'invalid' : firstIssue(check.error)}`);
+  const check = checkRecord(checkpointSchema, body);
+  if (!check.ok) return rejected(`schema: ${check.issue}`);
+  const checkpoint = check.value;
+  if (checkpoint.status.uid !== checkpoint.uid) return rejected('status UID differs from checkpoint UID');
+  if (expectedUid !== undefined && checkpoint.uid !== expectedUid) {
+    return rejected(`holds UID ${checkpoint.uid}, expected ${expectedUid}`);
   }
-  if (body.status.uid !== body.uid) return rejected('status UID differs from checkpoint UID');
-  if (expectedUid !== undefined && body.uid !== expectedUid) {
-    return rejected(`holds UID ${body.uid}, expected ${expectedUid}`);
-  }
-  return { kind: 'ok', checkpoint: body };
+  return { kind: 'ok', checkpoint };
 }

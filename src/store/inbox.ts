@@ -16,8 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { listNames, MAX_RECORD_BYTES, nodeFileOps, readFileNoFollow, writeFileAtomic, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
-import type { InboxRequest, StoreReporter } from './records.js';
-import { isInboxRequestShape } from './shapes.js';
+import { checkRecord, inboxRequestSchema, type InboxRequest, type StoreReporter } from './records.js';
 
 const REQUEST_SUFFIX = '.req';
 const SEPARATOR = '@';
@@ -164,8 +163,8 @@ export class Inbox {
 
 function parseRequest(data: Buffer): InboxRequest | undefined {
   try {
-    const parsed: unknown = JSON.parse(data.toString('utf8'));
-    return isInboxRequestShape(parsed) ? parsed : undefined;
+    const check = checkRecord(inboxRequestSchema, JSON.parse(data.toString('utf8')));
+    return check.ok ? check.value : undefined;
   } catch {
     return undefined;
   }

@@ -43,8 +43,7 @@ import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 import { isIdentityAlive, processIdentity, type ProcessIdentity } from './proc.js';
 import type { StoreReporter } from './checkpoints.js';
-import type { LeaseRecord } from './schemas.js';
-import { isLeaseRecordShape } from './shapes.js';
+import { checkRecord, leaseRecordSchema, type LeaseRecord } from './records.js';
 
 export type { LeaseRecord };
 
@@ -218,8 +217,8 @@ export class LeaseManager {
     let heartbeatAt = 0;
     if (outcome.kind === 'ok') {
       try {
-        const parsed: unknown = JSON.parse(outcome.data.toString('utf8'));
-        if (isLeaseRecordShape(parsed) && parsed.uid === uid && parsed.generation === generation) record = parsed;
+        const check = checkRecord(leaseRecordSchema, JSON.parse(outcome.data.toString('utf8')));
+        if (check.ok && check.value.uid === uid && check.value.generation === generation) record = check.value;
       } catch {
         record = undefined;
       }

@@ -11,17 +11,14 @@
  * Invariants: pure; returns a checkpoint that `decodeCheckpoint` accepts, or undefined (nothing
  * worth keeping: the payload is not JSON, names another pod, or no termination was requested).
  */
-import { isGraceInRange } from '../engine/grace.js';
 import { CHECKPOINT_FORMAT, CHECKPOINT_VERSION, decodeCheckpoint, encodeCheckpoint, type PodCheckpoint } from './format.js';
+import { isStoredEpochMs as isEpoch, isStoredGrace as isGrace } from './records.js';
 
 /** The grace a salvaged termination gets when its recorded one is out of range (seconds). */
 export const SALVAGE_GRACE_SECONDS = 2;
-const MAX_EPOCH_MS = 8.64e15;
 
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isEpoch = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= MAX_EPOCH_MS;
-const isGrace = (v: unknown): v is number => typeof v === 'number' && isGraceInRange(v);
 
 /** An update view with a forged grace override brought down to `grace`. */
 function saneUpdate(update: unknown, grace: number): unknown {

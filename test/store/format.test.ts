@@ -72,6 +72,16 @@ describe('checkpoint format', () => {
     expect(outcome).toMatchObject({ kind: 'rejected', reason: expect.stringMatching(/^schema: status.gracePeriod/) });
   });
 
+  it('rejects a header line that is JSON but not an object, and names a bad header field', () => {
+    const bytes = encodeCheckpoint(checkpointFor('u10'));
+    const payload = bytes.subarray(bytes.indexOf(0x0a));
+    for (const line of ['null', '3', '"x"']) {
+      expect(decodeCheckpoint(Buffer.concat([Buffer.from(line), payload]))).toEqual({ kind: 'rejected', reason: 'unreadable header' });
+    }
+    const badSum = Buffer.from(bytes.toString('utf8').replace(/"sha256":"[0-9a-f]{64}"/, `"sha256":"${'A'.repeat(64)}"`), 'utf8');
+    expect(decodeCheckpoint(badSum)).toMatchObject({ kind: 'rejected', reason: expect.stringMatching(/^bad header \(sha256: /) });
+  });
+
   it('rejects a checkpoint filed under another UID', () => {
     expect(decodeCheckpoint(encodeCheckpoint(checkpointFor('u8')), 'u9')).toMatchObject({ kind: 'rejected' });
   });

@@ -1,18 +1,13 @@
 /**
- * Fast structural checks for the store's on-disk records: the hot path of every read.
- *
- * The zod schemas (schemas.ts) are the reference definition of each format; loading zod costs
- * ~40 ms, which every `podctl status` would pay. These guards accept exactly what the schemas
- * accept (test/store/shapes.test.ts checks the two agree on valid records and on every single-field
- * mutation of them), so a valid record is accepted without zod, and zod is loaded only to explain a
- * rejection in one line.
- *
- * Invariants: pure, no I/O, never throw; a `true` answer means the value has the record's type.
+ * Baseline for bench/store.bench.ts only: the hand-written guards that validated the store's
+ * records before their valibot schemas (src/store/records.ts) became the one definition, as they
+ * were (then src/store/shapes.ts, commit f97658c), so the benchmark can compare the import and
+ * parse cost of both in one run. Nothing in src/ or test/ uses it.
  */
-import type { InboxRequest, PodCheckpoint } from './records.js';
-import type { LeaseRecord } from './schemas.js';
-import { HISTORY_LIMIT } from './schemas.js';
-import { isGraceInRange } from '../engine/grace.js';
+import type { InboxRequest, LeaseRecord, PodCheckpoint } from '../../src/store/records.js';
+import { isGraceInRange } from '../../src/engine/grace.js';
+
+const HISTORY_LIMIT = 64;
 
 type Obj = Record<string, unknown>;
 
