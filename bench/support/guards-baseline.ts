@@ -4,7 +4,7 @@
  * were (then src/store/shapes.ts, commit f97658c), so the benchmark can compare the import and
  * parse cost of both in one run. Nothing in src/ or test/ uses it.
  */
-import type { InboxRequest, LeaseRecord, PodCheckpoint } from '../../src/store/records.js';
+import type { PodCheckpoint } from '../../src/store/records.js';
 import { isGraceInRange } from '../../src/engine/grace.js';
 
 const HISTORY_LIMIT = 64;
@@ -93,51 +93,5 @@ export function isCheckpointShape(v: unknown): v is PodCheckpoint {
     optional(v, 'graceDeadline', isEpoch) &&
     isEpoch(v.writtenAt) &&
     isInt(v.writerPid)
-  );
-}
-
-/** The checkpoint header line (format and version are checked by the caller first). */
-export function isCheckpointHeader(v: unknown): v is { format: string; version: number; length: number; sha256: string } {
-  return (
-    isObject(v) &&
-    isString(v.format) &&
-    isInt(v.version) &&
-    isInt(v.length) &&
-    (v.length as number) >= 0 &&
-    isString(v.sha256) &&
-    /^[0-9a-f]{64}$/.test(v.sha256)
-  );
-}
-
-export function isLeaseRecordShape(v: unknown): v is LeaseRecord {
-  return (
-    isObject(v) &&
-    isString(v.uid) &&
-    isInt(v.generation) &&
-    (v.generation as number) > 0 &&
-    isInt(v.pid) &&
-    isNumber(v.startTicks) &&
-    (v.startTicks) >= 0 &&
-    isNumber(v.startedAt) &&
-    optional(v, 'pidNs', (x) => isString(x) && /^\d+$/.test(x)) &&
-    isString(v.token) &&
-    isNumber(v.acquiredAt) &&
-    isBoolean(v.released)
-  );
-}
-
-export function isInboxRequestShape(v: unknown): v is InboxRequest {
-  return (
-    isObject(v) &&
-    isNonEmptyString(v.id) &&
-    isNonEmptyString(v.uid) &&
-    isNumber(v.at) &&
-    isInt(v.fromPid) &&
-    v.kind === 'kill' &&
-    optional(v, 'gracePeriodSeconds', isGrace) &&
-    optional(v, 'evict', isBoolean) &&
-    optional(v, 'reason', isString) &&
-    optional(v, 'message', isString) &&
-    optional(v, 'pod', isObject)
   );
 }

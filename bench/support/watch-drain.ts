@@ -18,7 +18,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export interface DrainRun {
+interface DrainRun {
   drainMs: number;
   /** The drain ended at its bound (exit code 3) rather than with every pod terminated. */
   timedOut: boolean;
@@ -66,7 +66,7 @@ function startSimulator(root: string, dir: string, pods: number): Promise<ChildP
 export const hasTmux = spawnSync('tmux', ['-V']).status === 0;
 
 /** One drain of `pods` simulated pods with `root`'s build, alone or followed by a watch. */
-export async function drainRun(root: string, pods: number, mode: DrainMode, idleMs: number): Promise<DrainRun> {
+async function drainRun(root: string, pods: number, mode: DrainMode, idleMs: number): Promise<DrainRun> {
   const dir = await mkdtemp(join(tmpdir(), 'podctl-bench-drain-'));
   const endpoint = `unix://${join(dir, 'sim.sock')}`;
   const common = ['--runtime-endpoint', endpoint, '--state-dir', join(dir, 'state')];

@@ -31,7 +31,7 @@ import { isSingleExecutable } from '../lib/self.js';
 export type SessionFactory = (options: SessionOptions) => Promise<NodeSession>;
 
 /** The real session (the store's `openSession`), loaded on first use. */
-export const defaultSessionFactory: SessionFactory = async (options) => {
+const defaultSessionFactory: SessionFactory = async (options) => {
   const { openSession } = await import('../session/open.js');
   return openSession(options);
 };

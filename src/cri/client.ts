@@ -38,19 +38,19 @@ import { sleep } from '../lib/abortable.js';
 
 export type {
   Container,
-  ContainerConfig,
-  ContainerEventResponse,
-  ContainerStatus,
-  ContainerStatusResponse,
+  
+  
+  
+  
   PodSandbox,
-  PodSandboxConfig,
-  PodSandboxStatus,
-  PodSandboxStatusResponse,
-  VersionResponse,
-  DeepPartial,
+  
+  
+  
+  
+  
 } from './generated/runtime_v1.js';
 
-export { DEFAULT_RPC_TIMEOUT_MS } from './endpoint.js';
+;
 
 /** Pauses before the retries of a call that ended UNAVAILABLE (see #unary). */
 const UNAVAILABLE_RETRY_MS: readonly number[] = [50, 200];
@@ -93,9 +93,9 @@ function formatMs(ms: number): string {
   return `${s}s`;
 }
 
-export { ContainerStateCode, SandboxStateCode, ContainerEventCode, NamespaceModeCode } from './codes.js';
+;
 
-export interface CallOptions {
+interface CallOptions {
   signal?: AbortSignal;
   /** Deadline for this call, ms (default: the client's timeoutMs). */
   timeoutMs?: number;
@@ -108,7 +108,7 @@ export interface CriClientOptions {
   timeoutMs?: number;
 }
 
-export interface ExecResult {
+interface ExecResult {
   stdout: string;
   stderr: string;
   exitCode: number;

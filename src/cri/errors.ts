@@ -32,7 +32,6 @@ export const GrpcStatus = {
 } as const;
 
 export type GrpcStatusName = keyof typeof GrpcStatus;
-export type GrpcStatusCode = (typeof GrpcStatus)[GrpcStatusName];
 
 const NAMES: Record<number, string> = Object.fromEntries(
   Object.entries(GrpcStatus).map(([name, code]) => [code, toCamel(name)]),

@@ -7,14 +7,8 @@ export * from './errors.js';
 export * from './codes.js';
 export * from './endpoint.js';
 export * from './kubelet-labels.js';
-export { connectCri, loadGrpcModules, DEFAULT_RPC_TIMEOUT_MS, type CallOptions, type CriClient, type CriClientOptions, type ExecResult } from './client.js';
+export { connectCri,    type CriClient,   } from './client.js';
 export * from './pods.js';
-export { RuntimePodCache, type RuntimePodCacheOptions, type RuntimeCacheEvent } from './cache.js';
-export {
-  RuntimeSyncer,
-  isTerminalByRestartPolicy,
-  MINIMUM_GRACE_SECONDS,
-  RUNTIME_POD_GRACE_SECONDS,
-  type RuntimeSyncerOptions,
-} from './syncer.js';
-export type { SyncerLog } from './prestop.js';
+;
+;
+;

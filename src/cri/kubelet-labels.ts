@@ -27,7 +27,7 @@ export const ANN_CONTAINER_HASH = 'io.kubernetes.container.hash';
 export const ANN_RESTART_COUNT = 'io.kubernetes.container.restartCount';
 export const ANN_PRESTOP = 'io.kubernetes.container.preStopHandler';
 export const ANN_TERMINATION_MESSAGE_PATH = 'io.kubernetes.container.terminationMessagePath';
-export const ANN_TERMINATION_MESSAGE_POLICY = 'io.kubernetes.container.terminationMessagePolicy';
+const ANN_TERMINATION_MESSAGE_POLICY = 'io.kubernetes.container.terminationMessagePolicy';
 export const ANN_CONFIG_SOURCE = 'kubernetes.io/config.source';
 
 /** podctl's own annotations (not written by the kubelet). */
@@ -67,7 +67,7 @@ export interface KubeletContainerMeta {
 }
 
 /** The pod-level annotations the sandbox carries. */
-export function sandboxAnnotations(pod: KubeletPodMeta): Record<string, string> {
+function sandboxAnnotations(pod: KubeletPodMeta): Record<string, string> {
   const annotations: Record<string, string> = { ...(pod.annotations ?? {}) };
   if (pod.static && annotations[ANN_CONFIG_SOURCE] === undefined) annotations[ANN_CONFIG_SOURCE] = 'file';
   if (!pod.static && annotations[ANN_CONFIG_SOURCE] === undefined) annotations[ANN_CONFIG_SOURCE] = 'api';
@@ -99,7 +99,7 @@ export function kubeletSandboxConfig(pod: KubeletPodMeta): DeepPartial<PodSandbo
 }
 
 /** FNV-1a 64 over a string: a stable stand-in for the kubelet's container spec hash. */
-export function defaultContainerHash(text: string): bigint {
+function defaultContainerHash(text: string): bigint {
   let h = 0xcbf29ce484222325n;
   for (const byte of Buffer.from(text, 'utf8')) {
     h ^= BigInt(byte);

@@ -44,7 +44,7 @@ export interface ContainerDetails {
   reason?: string;
 }
 
-export interface RuntimeSandbox {
+interface RuntimeSandbox {
   id: string;
   state: 'ready' | 'notready';
   attempt: number;
@@ -119,7 +119,7 @@ export function parseContainerHash(value: string | undefined): bigint | undefine
 }
 
 /** Parses a non-negative integer annotation. */
-export function parseIntAnnotation(value: string | undefined): number | undefined {
+function parseIntAnnotation(value: string | undefined): number | undefined {
   if (value === undefined || !/^-?\d+$/.test(value.trim())) return undefined;
   const n = Number(value);
   return Number.isSafeInteger(n) ? n : undefined;
@@ -357,7 +357,7 @@ export function toV1Pod(pod: RuntimePod): V1Pod {
 }
 
 /** A V1PodStatus from runtime state (phase by restart policy; container states). */
-export function toV1PodStatus(pod: RuntimePod): V1PodStatus {
+function toV1PodStatus(pod: RuntimePod): V1PodStatus {
   const latest = latestContainers(pod);
   return {
     phase: podPhaseOf(pod.restartPolicy, latest),

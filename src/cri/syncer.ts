@@ -42,9 +42,9 @@ import { PreStopHooks, type SyncerLog } from './prestop.js';
 import { sidecarNames, terminationOrdering, type TerminationOrdering } from './stop-order.js';
 
 /** The kubelet's minimum shutdown window after a preStop hook (minimumGracePeriodInSeconds). */
-export const MINIMUM_GRACE_SECONDS = 2;
+const MINIMUM_GRACE_SECONDS = 2;
 /** Grace for pods known only from the runtime: the engine's (engine/grace.ts). */
-export { RUNTIME_POD_GRACE_SECONDS };
+;
 
 export interface RuntimeSyncerOptions {
   client: CriClient;

@@ -12,7 +12,7 @@
 import { setLongTimeout, type LongTimeout } from './timers.js';
 import type { EventRecorder, PodWorkers, V1Pod, V1PodStatus } from './types.js';
 
-export const MIN_KILL_TIMEOUT_SECONDS = 10;
+const MIN_KILL_TIMEOUT_SECONDS = 10;
 export const EXCEEDED_GRACE_PERIOD_REASON = 'ExceededGracePeriod';
 
 /**

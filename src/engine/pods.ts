@@ -17,10 +17,6 @@ export function podFullName(name: string | undefined, namespace: string | undefi
   return `${name ?? ''}_${namespace ?? ''}`;
 }
 
-export function fullNameOfPod(pod: V1Pod): string {
-  return podFullName(pod.metadata?.name, pod.metadata?.namespace);
-}
-
 export function uidOfPod(pod: V1Pod): string {
   return pod.metadata?.uid ?? '';
 }

@@ -11,11 +11,11 @@
 /** The substring of the kubelet's NetworkNotReadyErrorMsg that marks a transient network error. */
 export const NETWORK_NOT_READY_MESSAGE = 'network is not ready';
 
-export const RESYNC_JITTER_FACTOR = 0.5;
+const RESYNC_JITTER_FACTOR = 0.5;
 export const BACKOFF_JITTER_FACTOR = 0.5;
-export const TRANSIENT_ERROR_BACKOFF_MS = 1_000;
+const TRANSIENT_ERROR_BACKOFF_MS = 1_000;
 
-export type RequeueReason = 'phase-change' | 'resync' | 'network-not-ready' | 'backoff';
+type RequeueReason = 'phase-change' | 'resync' | 'network-not-ready' | 'backoff';
 
 export interface RequeueDecision {
   delayMs: number;

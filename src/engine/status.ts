@@ -126,7 +126,7 @@ export function isPodStatusCacheTerminal(status: PodStatus): boolean {
 }
 
 /** An update without its callbacks (what views and checkpoints show). */
-export function updateViewOf(u: PodUpdate): UpdateView {
+function updateViewOf(u: PodUpdate): UpdateView {
   const view: UpdateView = { updateType: u.updateType };
   if (u.startTime !== undefined) view.startTime = u.startTime;
   if (u.pod !== undefined) view.pod = u.pod;

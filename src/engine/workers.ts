@@ -56,7 +56,7 @@ import type {
 export const DEFAULT_RESYNC_INTERVAL_MS = 60_000;
 export const DEFAULT_BACKOFF_PERIOD_MS = 10_000;
 /** How long close() waits for aborted syncs to return. */
-export const CLOSE_WAIT_MS = 5_000;
+const CLOSE_WAIT_MS = 5_000;
 
 const systemClock: Clock = { now: () => Date.now() };
 

@@ -19,17 +19,17 @@ import { eventName, statusPatch, type PodStatusChange } from './status.js';
 import { transportFor, type KubeRequest, type Transport, type WatchEvent } from './transport.js';
 import type { KubeSource } from './source.js';
 
-export type { WatchEvent } from './transport.js';
+;
 
-export interface PodList {
+interface PodList {
   pods: V1Pod[];
   resourceVersion: string;
 }
 
-export type FinalDeleteOutcome = 'deleted' | 'gone' | 'uid-changed';
-export type DeleteOutcome = 'accepted' | 'gone' | 'uid-changed';
-export type EvictOutcome = { outcome: 'accepted' | 'gone' } | { outcome: 'blocked-by-pdb'; retryAfterMs: number | undefined; message: string };
-export type StatusPatchOutcome = 'patched' | 'gone' | 'uid-changed';
+type FinalDeleteOutcome = 'deleted' | 'gone' | 'uid-changed';
+type DeleteOutcome = 'accepted' | 'gone' | 'uid-changed';
+type EvictOutcome = { outcome: 'accepted' | 'gone' } | { outcome: 'blocked-by-pdb'; retryAfterMs: number | undefined; message: string };
+type StatusPatchOutcome = 'patched' | 'gone' | 'uid-changed';
 
 /** The API-server operations podctl needs, nothing more. */
 export interface KubeClient {
@@ -76,7 +76,7 @@ export interface ConnectOptions {
   onRetry?: (call: string, error: KubeError, waitMs: number) => void;
 }
 
-export function describeSource(source: KubeSource): string {
+function describeSource(source: KubeSource): string {
   return source.kind === 'kubeconfig' ? `kubeconfig ${source.path}` : 'the in-cluster service account';
 }
 
@@ -104,7 +104,7 @@ export async function connectKube(source: KubeSource, options: ConnectOptions): 
 }
 
 /** The client over a transport (a seam for tests). */
-export function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
+function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const node = options.node;

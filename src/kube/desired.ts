@@ -16,8 +16,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { podOwnGracePeriod } from '../engine/grace.js';
 
-export const MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
-export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
+const MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
+const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
 
 export function isMirrorPod(pod: V1Pod): boolean {
   return pod.metadata?.annotations?.[MIRROR_ANNOTATION] !== undefined;
@@ -54,7 +54,7 @@ export interface Deletion {
   pod: V1Pod;
 }
 
-export interface MirrorMatch {
+interface MirrorMatch {
   mirror: { namespace: string; name: string; uid: string };
   /** The runtime static pod it stands for, when the runtime has one. */
   staticUid: string | undefined;

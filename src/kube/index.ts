@@ -35,10 +35,5 @@ export function detectKube(
   return undefined;
 }
 
-export interface EvictionStatus {
-  reason: string;
-  message: string;
-}
-
-export { KubeError, isConflict, isNotFound } from './errors.js';
-export { connectKube, describeSource, type ConnectOptions, type KubeClient } from './client.js';
+export { KubeError,   } from './errors.js';
+export { connectKube,   type KubeClient } from './client.js';

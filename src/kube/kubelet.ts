@@ -16,9 +16,9 @@ import { readdir, readFile } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 
-export const DEFAULT_KUBELET_HEALTHZ = 'http://127.0.0.1:10248/healthz';
+const DEFAULT_KUBELET_HEALTHZ = 'http://127.0.0.1:10248/healthz';
 /** The kubelet renews its Lease every 10 s; the node controller calls it gone after 40 s. */
-export const NODE_LEASE_STALE_MS = 40_000;
+const NODE_LEASE_STALE_MS = 40_000;
 
 export type KubeletState = 'running' | 'down' | 'unknown';
 

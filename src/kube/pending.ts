@@ -29,7 +29,7 @@ export interface PendingRecord {
   lastError: string;
 }
 
-export const PENDING_DIR = 'api-pending';
+const PENDING_DIR = 'api-pending';
 
 export function pendingId(uid: string, action: PendingAction): string {
   const part = action.kind === 'event' ? `event-${action.reason}` : action.kind;

@@ -4,12 +4,10 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 
-/** kubelet: pkg/kubelet/eviction (Reason "Evicted") and pkg/kubelet/nodeshutdown. */
-export const EVICTED_REASON = 'Evicted';
-export const NODE_SHUTDOWN_REASON = 'Terminated';
-export const NODE_SHUTDOWN_MESSAGE = 'Pod was terminated in response to imminent node shutdown.';
-export const DISRUPTION_TARGET = 'DisruptionTarget';
-export const TERMINATION_BY_KUBELET = 'TerminationByKubelet';
+const NODE_SHUTDOWN_REASON = 'Terminated';
+const NODE_SHUTDOWN_MESSAGE = 'Pod was terminated in response to imminent node shutdown.';
+const DISRUPTION_TARGET = 'DisruptionTarget';
+const TERMINATION_BY_KUBELET = 'TerminationByKubelet';
 
 /** Event reasons (pkg/kubelet/events). */
 export const EventReason = {
@@ -23,10 +21,6 @@ export interface PodStatusChange {
   phase: 'Failed';
   reason: string;
   message: string;
-}
-
-export function evictedStatus(message: string, reason: string = EVICTED_REASON): PodStatusChange {
-  return { phase: 'Failed', reason, message };
 }
 
 export function shutdownStatus(): PodStatusChange {

@@ -22,7 +22,7 @@ export interface KubeRequest {
   contentType?: string;
 }
 
-export interface KubeResponse {
+interface KubeResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: unknown;

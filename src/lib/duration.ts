@@ -8,7 +8,7 @@ import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { UsageError } from './errors.js';
 
 /** The longest duration any flag accepts: a year, as the longest grace period (engine/grace.ts). */
-export const MAX_DURATION_MS = MAX_GRACE_SECONDS * 1000;
+const MAX_DURATION_MS = MAX_GRACE_SECONDS * 1000;
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 

@@ -12,7 +12,7 @@
  */
 import { ExitCode, type ExitCodeValue } from './exit-codes.js';
 
-export class PodctlError extends Error {
+class PodctlError extends Error {
   readonly exitCode: ExitCodeValue;
   /** What to change to fix it: a flag, a path, a next command. */
   readonly hint: string | undefined;

@@ -15,13 +15,13 @@
 import type { PodInfo } from '../domain/session-api.js';
 import { UsageError } from './errors.js';
 
-export const POD_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'] as const;
+const POD_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'] as const;
 export type PodPhase = (typeof POD_PHASES)[number];
 
-export const POD_STATES = ['sync', 'terminating', 'terminated', 'finished', 'runtime'] as const;
+const POD_STATES = ['sync', 'terminating', 'terminated', 'finished', 'runtime'] as const;
 
-export const FIELDS = ['metadata.name', 'metadata.namespace', 'metadata.uid', 'status.phase', 'state'] as const;
-export type FieldName = (typeof FIELDS)[number];
+const FIELDS = ['metadata.name', 'metadata.namespace', 'metadata.uid', 'status.phase', 'state'] as const;
+type FieldName = (typeof FIELDS)[number];
 
 export interface FieldRequirement {
   field: FieldName;

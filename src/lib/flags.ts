@@ -13,7 +13,7 @@ import { parseDuration } from './duration.js';
 import { UsageError } from './errors.js';
 
 export const DEFAULT_STATE_DIR = '/var/lib/podctl';
-export const REQUEST_TIMEOUT_ENV = 'PODCTL_REQUEST_TIMEOUT';
+const REQUEST_TIMEOUT_ENV = 'PODCTL_REQUEST_TIMEOUT';
 
 /**
  * `--request-timeout` (kubectl's name), also `--timeout` (crictl's) on the commands that have no

@@ -19,7 +19,6 @@
 
 /** The pod states of every JSON output, in lifecycle order. */
 export const POD_STATES = ['runtime', 'sync', 'terminating', 'terminated', 'finished'] as const;
-export type JsonPodState = (typeof POD_STATES)[number];
 
 /** An instant (epoch ms) as the JSON outputs write it. */
 export function isoTime(ms: number): string {

@@ -12,13 +12,13 @@ import { exitCodeOf, oneLine } from './errors.js';
 
 let installed = false;
 
-export function wantsDebug(argv: readonly string[]): boolean {
+function wantsDebug(argv: readonly string[]): boolean {
   const i = argv.indexOf('--log-level');
   return argv.includes('--log-level=debug') || (i >= 0 && argv[i + 1] === 'debug') || process.env.PODCTL_LOG_LEVEL === 'debug';
 }
 
 /** The one line for an error that escaped every handler. */
-export function lastResortLine(error: unknown): string {
+function lastResortLine(error: unknown): string {
   const e = error as NodeJS.ErrnoException | undefined;
   if (e && typeof e === 'object' && e.syscall === 'write' && typeof e.code === 'string') {
     return `cannot write the output: ${e.code}${e.code === 'ENOSPC' ? ' (no space left on the device)' : ''}`;

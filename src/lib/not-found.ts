@@ -32,7 +32,7 @@ export function closestCommand(typed: string, ids: readonly string[]): string | 
 }
 
 /** What `config.runHook('command_not_found', …)` returns, with podctl's handling. */
-export async function commandNotFound(config: Config, options: NotFoundOptions): Promise<Hook.Result<unknown>> {
+async function commandNotFound(config: Config, options: NotFoundOptions): Promise<Hook.Result<unknown>> {
   const ids = config.commands.filter((c) => !c.hidden).map((c) => c.id);
   const typed = toConfiguredId(options.id, config);
   const plugin = config.plugins.get(config.name);

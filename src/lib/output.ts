@@ -12,8 +12,6 @@
  */
 import { stripVTControlCharacters } from 'node:util';
 
-export type OutputFormat = 'table' | 'wide' | 'json' | 'yaml';
-
 export interface Styler {
   readonly enabled: boolean;
   bold(text: string): string;

@@ -14,7 +14,7 @@ import { UsageError } from './errors.js';
 import { formatFieldSelector, matchesFields, parseFieldSelector, type FieldRequirement } from './field-selector.js';
 import { formatSelector, matchesSelector, parseSelector, type LabelRequirement } from './selector.js';
 
-export const DEFAULT_NAMESPACE = 'default';
+const DEFAULT_NAMESPACE = 'default';
 
 export type PodRef = { kind: 'name'; namespace: string; name: string } | { kind: 'uid'; uid: string };
 
@@ -46,7 +46,7 @@ export interface SelectionInput {
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
-export function refToString(ref: PodRef): string {
+function refToString(ref: PodRef): string {
   return ref.kind === 'uid' ? `uid ${ref.uid}` : `${ref.namespace}/${ref.name}`;
 }
 
@@ -136,7 +136,7 @@ export function comparePods(a: Pick<PodInfo, 'namespace' | 'name' | 'uid'>, b: P
  * new UID) resolves to all of them, the live ones first being the operator's usual intent.
  */
 /** Shortest UID prefix `--uid` accepts (status prints the first 8 characters). */
-export const MIN_UID_PREFIX = 4;
+const MIN_UID_PREFIX = 4;
 
 /**
  * The pod with this UID, or — as crictl accepts ID prefixes — the one pod whose UID starts with it

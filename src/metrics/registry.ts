@@ -41,7 +41,7 @@ import type { SessionEvent, SyncKnownResult } from '../domain/session-api.js';
 import { workingPodSeries } from './working-pods.js';
 
 /** Seconds; from a prompt pod exit to a pod that used a long grace period. */
-export const KILL_DURATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600];
+const KILL_DURATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600];
 
 /** A lifecycle transition podctl saw happen in another process (from checkpoint snapshots). */
 export interface ObservedTransition {
@@ -54,9 +54,9 @@ export interface ObservedTransition {
 }
 
 /** Seconds; a CRI call (list, status) to a stop that waits out a grace period. */
-export const RUNTIME_OPERATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const RUNTIME_OPERATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** Seconds; one worker sync. */
-export const WORKER_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const WORKER_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
 /**
  * The kubelet's operation_type of a CRI method: snake case, "PodSandbox" as one word

@@ -17,13 +17,13 @@
 import type { PodWorkerState, PodWorkerSync } from '../engine/types.js';
 import type { PodInfo } from '../domain/session-api.js';
 
-export type WorkingPodConfig = 'desired' | 'orphan' | 'runtime_only';
+type WorkingPodConfig = 'desired' | 'orphan' | 'runtime_only';
 
-export const LIFECYCLES: readonly PodWorkerState[] = ['sync', 'terminating', 'terminated'];
-export const CONFIGS: readonly WorkingPodConfig[] = ['desired', 'orphan', 'runtime_only'];
+const LIFECYCLES: readonly PodWorkerState[] = ['sync', 'terminating', 'terminated'];
+const CONFIGS: readonly WorkingPodConfig[] = ['desired', 'orphan', 'runtime_only'];
 
 /** The config label of one worker, in the kubelet's order of precedence. */
-export function configOf(sync: Pick<PodWorkerSync, 'orphan' | 'hasConfig'>): WorkingPodConfig {
+function configOf(sync: Pick<PodWorkerSync, 'orphan' | 'hasConfig'>): WorkingPodConfig {
   if (!sync.hasConfig) return 'runtime_only';
   if (sync.orphan) return 'orphan';
   return 'desired';
@@ -102,7 +102,7 @@ export interface WorkingPodSeries {
 }
 
 /** The static label of a worker: a worker without a spec cannot say. */
-export function staticLabelOf(sync: Pick<PodWorkerSync, 'static' | 'hasConfig' | 'orphan'>): WorkingPodSeries['static'] {
+function staticLabelOf(sync: Pick<PodWorkerSync, 'static' | 'hasConfig' | 'orphan'>): WorkingPodSeries['static'] {
   return configOf(sync) === 'runtime_only' ? 'unknown' : String(sync.static) as 'true' | 'false';
 }
 

@@ -27,7 +27,7 @@ import type { AddressInfo } from 'node:net';
 import { isStuck, stuckForMs } from './stuck.js';
 import { BLOCKED_KINDS, blockedBy } from './blocked-by.js';
 import { gatherNodeFacts, stuckFactsOf, type NodeFacts } from './status.js';
-export { DEFAULT_STUCK_AFTER_MS } from './stuck.js';
+;
 import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import type { ApiNode } from './api-node.js';
 import { syncKnown, type DesiredSource, type SyncKnownResult } from './sync-known.js';
@@ -40,12 +40,11 @@ import { connectCri, observeRuntimeOperations, type CriClient } from '../cri/cli
 import { attachMetrics, type PodctlMetrics } from '../metrics/registry.js';
 import type { KubeletStatus } from '../kube/kubelet.js';
 
-export const DEFAULT_AGENT_INTERVAL_MS = 2_000;
-export const DEFAULT_METRICS_ADDR = '127.0.0.1:9640';
+const DEFAULT_METRICS_ADDR = '127.0.0.1:9640';
 /** A full housekeeping step at least this often, changes or not. */
-export const FULL_STEP_EVERY_MS = 30_000;
+const FULL_STEP_EVERY_MS = 30_000;
 /** How often the agent asks whether a kubelet runs (podctl_kubelet_up). */
-export const KUBELET_CHECK_MS = 10_000;
+const KUBELET_CHECK_MS = 10_000;
 
 export interface MetricsAddress {
   host: string;

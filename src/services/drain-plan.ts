@@ -24,7 +24,7 @@ import { plannedGraceSeconds } from './grace-plan.js';
 /** scheduling.SystemCriticalPriority */
 export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
 /** scheduling.DefaultPriorityWhenNoDefaultClassExists */
-export const DEFAULT_POD_PRIORITY = 0;
+const DEFAULT_POD_PRIORITY = 0;
 export const DEFAULT_DRAIN_GRACE_SECONDS = 30;
 export const DEFAULT_CRITICAL_GRACE_SECONDS = 10;
 
@@ -50,7 +50,7 @@ export interface PlannedPod {
   gracePeriodSeconds: number;
 }
 
-export interface PlannedGroup {
+interface PlannedGroup {
   priority: number;
   budgetSeconds: number;
   /** The group holds critical priorities (≥ 2e9). */
@@ -58,7 +58,7 @@ export interface PlannedGroup {
   pods: PlannedPod[];
 }
 
-export type SkipReason = 'already-terminated' | 'excluded' | 'self';
+type SkipReason = 'already-terminated' | 'excluded' | 'self';
 
 export interface SkippedPod {
   uid: string;

@@ -24,15 +24,15 @@ import { planDrain, type DrainPlan, type PlannedPod, type PriorityGroup, type Sk
 import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import { isFinal, KILL_REQUEST_CONCURRENCY, stillRunning } from './terminate.js';
 
-export type DrainPodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'failed' | 'not-started';
+type DrainPodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'failed' | 'not-started';
 
-export interface DrainedPod extends PlannedPod {
+interface DrainedPod extends PlannedPod {
   outcome: DrainPodOutcome;
   elapsedMs?: number;
   error?: string;
 }
 
-export interface DrainedGroup {
+interface DrainedGroup {
   priority: number;
   budgetSeconds: number;
   critical: boolean;
@@ -44,7 +44,7 @@ export interface DrainedGroup {
   pods: DrainedPod[];
 }
 
-export interface DrainSummary {
+interface DrainSummary {
   planned: number;
   terminated: number;
   timedOut: number;
@@ -95,7 +95,7 @@ export function drainExitCode(result: Pick<DrainResult, 'status'>): ExitCodeValu
   }
 }
 
-export async function buildDrainPlan(options: Pick<DrainOptions, 'session' | 'selection' | 'groups' | 'isExcluded' | 'isSelf'>): Promise<DrainPlan> {
+async function buildDrainPlan(options: Pick<DrainOptions, 'session' | 'selection' | 'groups' | 'isExcluded' | 'isSelf'>): Promise<DrainPlan> {
   const { targets } = resolveSelection(await options.session.listPods(), options.selection);
   return planDrain({
     pods: targets,
@@ -106,7 +106,7 @@ export async function buildDrainPlan(options: Pick<DrainOptions, 'session' | 'se
   });
 }
 
-export function summarize(groups: DrainedGroup[], skipped: SkippedPod[]): DrainSummary {
+function summarize(groups: DrainedGroup[], skipped: SkippedPod[]): DrainSummary {
   const pods = groups.flatMap((g) => g.pods);
   const count = (...outcomes: DrainPodOutcome[]): number => pods.filter((p) => outcomes.includes(p.outcome)).length;
   return {

@@ -18,7 +18,7 @@ export interface EvictOptions extends Omit<TerminateOptions, 'evict'> {
 }
 export type EvictResult = TerminateResult & { kubelet?: KubeletReport };
 
-export function evictionMessage(reason: string, message: string | undefined, node: string | undefined): string {
+function evictionMessage(reason: string, message: string | undefined, node: string | undefined): string {
   return message ?? `The node${node ? ` ${node}` : ''} is evicting this pod (${reason}) with podctl.`;
 }
 

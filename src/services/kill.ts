@@ -14,7 +14,7 @@ export type KillOptions = Omit<TerminateOptions, 'evict' | 'kube'> & {
   kubelet?: KubeletGuardOptions;
 };
 /** One preStop hook this process ran for the kill: `outcome` not-run means the kill went on without it. */
-export interface KillHook {
+interface KillHook {
   uid: string;
   pod: string;
   container: string;
@@ -33,7 +33,7 @@ export type KillResult = TerminateResult & {
 };
 
 /** The hooks this process ran for the result's pods, and a warning (also reported) for each that did not succeed. */
-export function withHooks<T extends TerminateResult>(result: T, reporter: Reporter | undefined): T & Pick<KillResult, 'hooks' | 'warnings'> {
+function withHooks<T extends TerminateResult>(result: T, reporter: Reporter | undefined): T & Pick<KillResult, 'hooks' | 'warnings'> {
   const names = new Map(result.pods.map((p) => [p.uid, `${p.namespace}/${p.name}`]));
   const hooks = processHookJournal.take(names.keys()).map((h) => ({
     uid: h.uid,

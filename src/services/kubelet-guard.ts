@@ -75,16 +75,11 @@ export interface GuardOutcome {
 }
 
 /** How long a kill waits for the API server's list of this node's pods, ms. */
-export const API_LIST_BOUND_MS = 5_000;
+const API_LIST_BOUND_MS = 5_000;
 /** Between two eviction attempts a PodDisruptionBudget refused (unless the server says when). */
-export const EVICTION_RETRY_MS = 1_000;
+const EVICTION_RETRY_MS = 1_000;
 
 const refOf = (p: { namespace: string; name: string }): string => `${p.namespace}/${p.name}`;
-
-/** The kubelet's state as every JSON result carries it (action `proceed`, nothing desired). */
-export function kubeletReportOf(kubelet: KubeletStatus): KubeletReport {
-  return { state: kubelet.state, detail: kubelet.detail, action: 'proceed', desired: [] };
-}
 
 export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
   const reporter = input.reporter ?? silentReporter();

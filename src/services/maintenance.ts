@@ -20,10 +20,10 @@ import { defaultGroups, DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECO
 import { drainNode } from './drain.js';
 import type { NodeSession, PodInfo } from '../domain/session-api.js';
 
-export const DRAIN_ANNOTATION = 'podctl.io/drain';
-export const IGNORE_PDB_ANNOTATION = 'podctl.io/drain-ignore-pdb';
+const DRAIN_ANNOTATION = 'podctl.io/drain';
+const IGNORE_PDB_ANNOTATION = 'podctl.io/drain-ignore-pdb';
 
-export type MaintenanceAction = 'none' | 'drained' | 'failed' | 'uncordoned';
+type MaintenanceAction = 'none' | 'drained' | 'failed' | 'uncordoned';
 
 export interface MaintenanceOptions {
   session: NodeSession;

@@ -22,9 +22,9 @@ import type { ApiNode } from './api-node.js';
 import type { PodInfo } from '../domain/session-api.js';
 
 /** The kubelet's housekeeping period. */
-export const KUBELET_HOUSEKEEPING_MS = 2_000;
+const KUBELET_HOUSEKEEPING_MS = 2_000;
 /** How long a fresh GET may take before the candidate is kept for this run. */
-export const ORPHAN_GET_BOUND_MS = 5_000;
+const ORPHAN_GET_BOUND_MS = 5_000;
 const FILE = 'orphans-seen.json';
 
 export interface WaitingOrphan {
@@ -44,7 +44,7 @@ export interface OrphanDecision {
   released: string[];
 }
 
-export function orphanWaitMs(pod: PodInfo): number {
+function orphanWaitMs(pod: PodInfo): number {
   const grace = pod.pod ? podOwnGracePeriod(pod.pod) : (pod.gracePeriod ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
   return 2 * KUBELET_HOUSEKEEPING_MS + grace * 1000;
 }

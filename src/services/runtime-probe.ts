@@ -12,8 +12,8 @@
  */
 import type { CriClient } from '../cri/client.js';
 
-export const PROBE_INTERVAL_MS = 800;
-export const PROBE_DEADLINE_MS = 1_200;
+const PROBE_INTERVAL_MS = 800;
+const PROBE_DEADLINE_MS = 1_200;
 
 export interface RuntimeHealth {
   answering: boolean;

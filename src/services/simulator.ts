@@ -17,7 +17,7 @@ import { RuntimeFailure, UsageError } from '../lib/errors.js';
 
 export const DEFAULT_SIMULATOR_PODS = 36;
 /** The longest path a unix socket address holds on Linux (sun_path is 108 bytes, NUL included). */
-export const MAX_SOCKET_PATH_BYTES = 107;
+const MAX_SOCKET_PATH_BYTES = 107;
 
 /** Parsed `--fault` specifications (see cri/simulator/fault-spec.ts). */
 export interface SimulatorFaults {

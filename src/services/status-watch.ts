@@ -25,10 +25,10 @@ import { STATUS_HEAD, STATUS_WIDE_HEAD, statusCells, statusRow, type NodeFacts, 
 import { WATCH_COALESCE_MS, watchRuntimeMaxAgeMs } from './watch.js';
 import { WatchFeed } from './watch-feed.js';
 
-export type StatusWatchFormat = 'table' | 'wide' | 'name' | 'json';
+type StatusWatchFormat = 'table' | 'wide' | 'name' | 'json';
 
 /** The part of the watch feed this uses (a test seam). */
-export interface StatusFeed {
+interface StatusFeed {
   start(): Promise<void>;
   snapshot(): { readonly pods: readonly PodInfo[]; readonly listedAt: number };
   subscribe(listener: () => void): () => void;
@@ -36,7 +36,7 @@ export interface StatusFeed {
 }
 
 /** Where change lines are written: stdout, or a test's capture. */
-export interface LineSink {
+interface LineSink {
   write(chunk: string): unknown;
   on(event: 'error', listener: (error: NodeJS.ErrnoException) => void): unknown;
   off(event: 'error', listener: (error: NodeJS.ErrnoException) => void): unknown;
@@ -71,7 +71,7 @@ export interface StatusWatchResult {
 export type StatusWatchRecord = { type: 'added' | 'modified' | 'deleted'; at: string; pod: StatusRow };
 
 /** What a line is printed for: state (and stuck), READY, sandbox, the grace in force. Not its countdown. */
-export function rowSignature(row: StatusRow): string {
+function rowSignature(row: StatusRow): string {
   return [row.state, row.stuck, readyCell(row.ready), sandboxCell(row.ready), row.gracePeriodSeconds ?? '-'].join('|');
 }
 

@@ -23,7 +23,7 @@ import type { PodSyncStatusView } from '../engine/types.js';
 import { blockedBy, type BlockedBy, type ProcessFact, type StuckFacts } from './blocked-by.js';
 import { createdAtOf, formatAge, readyCell, readyOf, sandboxCell, type PodReady } from './pod-ready.js';
 
-export type PodState = PodInfo['state'];
+type PodState = PodInfo['state'];
 
 export interface StatusRow {
   uid: string;
@@ -84,7 +84,7 @@ export interface PredicateAnswer {
   meaning: string;
 }
 
-export interface TimelineEntry {
+interface TimelineEntry {
   at: string;
   type: string;
   detail: string;

@@ -13,9 +13,9 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ProcessFact } from './blocked-by.js';
 
-export const FACTS_TIMEOUT_MS = 2_000;
+const FACTS_TIMEOUT_MS = 2_000;
 /** The kubelet's root directory; PODCTL_KUBELET_DIR overrides it (a kubelet run with --root-dir). */
-export function kubeletDir(): string {
+function kubeletDir(): string {
   return process.env.PODCTL_KUBELET_DIR || '/var/lib/kubelet';
 }
 
@@ -30,7 +30,7 @@ export function procStateOf(stat: string): string {
   return letter === '' ? 'gone' : letter;
 }
 
-export async function readProcState(pid: number, procRoot = '/proc'): Promise<string> {
+async function readProcState(pid: number, procRoot = '/proc'): Promise<string> {
   try {
     return procStateOf(await readFile(path.join(procRoot, String(pid), 'stat'), 'utf8'));
   } catch (error) {

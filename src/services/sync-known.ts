@@ -33,7 +33,7 @@ import { decideOrphans, type WaitingOrphan } from './orphan-wait.js';
 
 export type DesiredSource = { kind: 'api' } | { kind: 'file'; path: string } | { kind: 'runtime' };
 
-export interface KnownWorker {
+interface KnownWorker {
   uid: string;
   namespace: string;
   name: string;
@@ -45,7 +45,7 @@ export interface KnownWorker {
   error?: string;
 }
 
-export interface PodName {
+interface PodName {
   uid: string;
   namespace: string;
   name: string;
@@ -306,7 +306,7 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
  * driven to termination (finished ones are forgotten), runtime pods no worker knows are terminated,
  * and pods whose owner died are resumed. Pods a live podctl process drives are that process's.
  */
-export function predictSync(
+function predictSync(
   pods: PodInfo[],
   desiredUids: Set<string>,
   nameOf: (uid: string) => PodName,

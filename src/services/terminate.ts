@@ -42,7 +42,7 @@ export const KILL_REQUEST_CONCURRENCY = 64;
 /** How old the runtime listing the selection is resolved on may be, ms. */
 const SELECTION_LISTING_MAX_AGE_MS = 1_000;
 
-export type PodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'requested' | 'planned' | 'already-terminated' | 'failed' | 'blocked-by-pdb';
+type PodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'requested' | 'planned' | 'already-terminated' | 'failed' | 'blocked-by-pdb';
 
 export interface TerminatedPod {
   uid: string;
@@ -61,7 +61,7 @@ export interface TerminatedPod {
 
 export type TerminateStatus = 'done' | 'requested' | 'planned' | 'timed-out' | 'interrupted' | 'not-found' | 'failed';
 
-export interface ApiServerReport {
+interface ApiServerReport {
   statusPatched: number;
   eventsPosted: number;
   errors: string[];

@@ -11,7 +11,7 @@
 import { connectCri } from '../cri/client.js';
 import { connectTimeoutFor, notCriError, resolveEndpoint } from '../cri/endpoint.js';
 
-export interface RuntimeVersion {
+interface RuntimeVersion {
   /** The runtime's endpoint, `unix:///path`. */
   endpoint: string;
   /** e.g. "containerd". */

@@ -11,10 +11,10 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 
-export const DEFAULT_KUBELET_ROOT = '/var/lib/kubelet';
+const DEFAULT_KUBELET_ROOT = '/var/lib/kubelet';
 
 /** The mount points in a mountinfo text (field 5 of each line), unescaped. */
-export function mountPoints(mountinfo: string): string[] {
+function mountPoints(mountinfo: string): string[] {
   return mountinfo
     .split('\n')
     .map((line) => line.split(' ')[4])
@@ -23,7 +23,7 @@ export function mountPoints(mountinfo: string): string[] {
 }
 
 /** The pod's volume directory under the kubelet root. */
-export function podVolumesDir(uid: string, kubeletRoot = DEFAULT_KUBELET_ROOT): string {
+function podVolumesDir(uid: string, kubeletRoot = DEFAULT_KUBELET_ROOT): string {
   return path.join(kubeletRoot, 'pods', uid, 'volumes');
 }
 

@@ -9,7 +9,7 @@
 import type { PodWorkerEvent } from '../engine/types.js';
 import type { PodInfo, SessionEvent } from '../domain/session-api.js';
 
-export type FeedSource = 'engine' | 'store' | 'runtime' | 'session' | 'watch';
+type FeedSource = 'engine' | 'store' | 'runtime' | 'session' | 'watch';
 
 /** One line of the events pane (and of the JSON stream's `event` records). */
 export interface FeedEntry {
@@ -36,13 +36,13 @@ const NOTABLE_ENGINE_EVENTS = new Set<PodWorkerEvent['type']>([
 ]);
 
 /** `name_namespace` (the engine's fullname) → `namespace/name`. */
-export function refOfFullname(fullname: string): string {
+function refOfFullname(fullname: string): string {
   const i = fullname.lastIndexOf('_');
   return i < 0 ? fullname : `${fullname.slice(i + 1)}/${fullname.slice(0, i)}`;
 }
 
 /** The pane line of an engine event, or undefined when the event is routine. */
-export function entryOfEngineEvent(event: PodWorkerEvent): FeedEntry | undefined {
+function entryOfEngineEvent(event: PodWorkerEvent): FeedEntry | undefined {
   if (!NOTABLE_ENGINE_EVENTS.has(event.type)) return undefined;
   const base = { at: event.at, source: 'engine' as const, uid: event.uid, pod: refOfFullname(event.fullname), kind: event.type };
   switch (event.type) {

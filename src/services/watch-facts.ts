@@ -20,9 +20,9 @@ import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import { blockedBy, type BlockedBy } from './blocked-by.js';
 import { gatherNodeFacts, notFinishing, stuckFactsOf, type NodeFacts } from './status.js';
 
-export const WATCH_FACTS_INTERVAL_MS = 2_000;
+const WATCH_FACTS_INTERVAL_MS = 2_000;
 /** Pods looked at per gathering (the longest in their state first). */
-export const MAX_FACT_PODS = 64;
+const MAX_FACT_PODS = 64;
 
 export interface WatchFactsOptions {
   /** The pods of the watch's last listing. */
@@ -48,7 +48,7 @@ export function isLeaving(pod: PodInfo): boolean {
  * Whether a leaving pod's node facts may name its cause: its grace is over (or none counts down),
  * or the runtime reported an error. Within its grace a pod is (almost always) just stopping.
  */
-export function isOverdue(pod: PodInfo, now: number): boolean {
+function isOverdue(pod: PodInfo, now: number): boolean {
   if (!isLeaving(pod)) return false;
   if (pod.lastError !== undefined) return true;
   if (pod.owner?.alive !== true) return true;

@@ -60,7 +60,7 @@ export interface WatchOptions {
 }
 
 /** What the service hands the screen. */
-export interface WatchScreenOptions {
+interface WatchScreenOptions {
   source: FeedView;
   requestKill: NodeSession['requestKill'];
   color: boolean;
@@ -75,7 +75,7 @@ export interface WatchScreenOptions {
   signal: AbortSignal;
 }
 
-export type WatchScreen = (options: WatchScreenOptions) => Promise<'quit' | 'signal'>;
+type WatchScreen = (options: WatchScreenOptions) => Promise<'quit' | 'signal'>;
 
 export interface WatchResult {
   format: WatchFormat;
@@ -111,7 +111,7 @@ export interface PodRecord {
   blockedBy: BlockedBy | null;
 }
 
-export interface TransitionRecord {
+interface TransitionRecord {
   type: 'transition';
   /** When the pod entered `to` (for `gone`: when it was seen gone). */
   at: string;
@@ -127,7 +127,7 @@ export interface TransitionRecord {
   ownerPid: number | null;
 }
 
-export interface EventRecord {
+interface EventRecord {
   type: 'event';
   at: string;
   source: FeedEntry['source'];
@@ -161,7 +161,7 @@ export function podRecord(pod: PodInfo, at: number, facts?: NodeFacts): PodRecor
   };
 }
 
-export function transitionRecord(t: PodTransition): TransitionRecord {
+function transitionRecord(t: PodTransition): TransitionRecord {
   return {
     type: 'transition',
     at: isoTime(t.at),
@@ -177,7 +177,7 @@ export function transitionRecord(t: PodTransition): TransitionRecord {
   };
 }
 
-export function eventRecord(e: FeedEntry): EventRecord {
+function eventRecord(e: FeedEntry): EventRecord {
   return { type: 'event', at: isoTime(e.at), source: e.source, level: e.level, uid: e.uid ?? null, pod: e.pod ?? null, kind: e.kind, detail: e.detail };
 }
 
@@ -185,7 +185,7 @@ export function eventRecord(e: FeedEntry): EventRecord {
  * The records a feed change streams: every transition, and every entry except the engine's own
  * `state-changed` (already a transition record) and the listing's `transition` lines (idem).
  */
-export function recordsOfChange(change: FeedChange): WatchRecord[] {
+function recordsOfChange(change: FeedChange): WatchRecord[] {
   const records: WatchRecord[] = [];
   for (const t of change.transitions) records.push(transitionRecord(t));
   for (const e of change.entries) {
@@ -251,7 +251,7 @@ function aborted(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
-export type FeedView = Pick<WatchFeed, 'snapshot' | 'onChange' | 'subscribe' | 'note'>;
+type FeedView = Pick<WatchFeed, 'snapshot' | 'onChange' | 'subscribe' | 'note'>;
 
 async function streamJson(feed: FeedView, facts: WatchFacts, options: WatchOptions, stop: AbortController, counts: { transitions: number }): Promise<'signal' | 'epipe'> {
   const out = options.stdout;

@@ -52,7 +52,7 @@ export interface RuntimeHooks {
   exitDetailsFor?: (uid: string) => boolean;
 }
 
-export function recordOfRuntimePod(pod: RuntimePod): RuntimePodRecord {
+function recordOfRuntimePod(pod: RuntimePod): RuntimePodRecord {
   const createdAt = pod.sandboxes[0]?.createdAt;
   return {
     uid: pod.uid,

@@ -22,7 +22,7 @@ import { identityOf, listNames, MAX_RECORD_BYTES, nodeFileOps, READ_CONCURRENCY,
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 
-export const CHECKPOINT_SUFFIX = '.ckpt';
+const CHECKPOINT_SUFFIX = '.ckpt';
 
 export type { StoreReporter } from './records.js';
 import type { StoreReporter } from './records.js';

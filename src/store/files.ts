@@ -65,7 +65,7 @@ export const nodeFileOps: FileOps = {
   fsyncDir: fsyncDirectory,
 };
 
-export const FILE_MODE = 0o600;
+const FILE_MODE = 0o600;
 export const DIR_MODE = 0o700;
 
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
@@ -75,18 +75,18 @@ const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBL
 const TEMP_MARK = '.tmp-';
 
 /** A fresh temporary name beside `path`, tagged with our PID so a sweep can tell dead writers. */
-export function temporaryNameFor(path: string): string {
+function temporaryNameFor(path: string): string {
   const suffix = `${TEMP_MARK}${process.pid}-${randomBytes(6).toString('hex')}`;
   return join(dirname(path), `.${basename(path)}${suffix}`);
 }
 
 /** True for names made by `temporaryNameFor` (never a live store file). */
-export function isTemporaryName(name: string): boolean {
+function isTemporaryName(name: string): boolean {
   return name.startsWith('.') && name.includes(TEMP_MARK);
 }
 
 /** The writer PID recorded in a temporary name, if any. */
-export function temporaryWriterPid(name: string): number | undefined {
+function temporaryWriterPid(name: string): number | undefined {
   const at = name.lastIndexOf(TEMP_MARK);
   if (at < 0) return undefined;
   const pid = Number.parseInt(name.slice(at + TEMP_MARK.length), 10);

@@ -43,12 +43,12 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   };
 }
 
-export { CheckpointStore, type StoreReporter } from './checkpoints.js';
-export { Inbox, type InboxRequest, type NewInboxRequest } from './inbox.js';
-export { LeaseManager, leaseInfoOf, type AcquireResult, type LeaseRecord, type LeaseView } from './lease.js';
-export { StoreError, type StoreErrorCode } from './errors.js';
-export { decodeCheckpoint, encodeCheckpoint, CHECKPOINT_VERSION, HISTORY_LIMIT, type PodCheckpoint } from './format.js';
+export { CheckpointStore,  } from './checkpoints.js';
+export {  type InboxRequest,  } from './inbox.js';
+export { LeaseManager, leaseInfoOf,   type LeaseView } from './lease.js';
+export { StoreError,  } from './errors.js';
+export {     type PodCheckpoint } from './format.js';
 export { nodeFileOps, type FileOps } from './files.js';
-export { resolveStateDir, DEFAULT_STATE_DIR, type StateLayout } from './state-dir.js';
+;
 export { watchFolder, type FolderWatch } from './watch.js';
-export { processIdentity, isIdentityAlive, isProcessAlive, type ProcessIdentity } from './proc.js';
+;

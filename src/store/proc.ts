@@ -64,7 +64,7 @@ function innermostPid(hostPid: string): number | undefined {
  * The processes of PID namespace `ns` that this process can see, by their innermost PID (each with
  * its host-view PID). Undefined when no process of that namespace is visible here.
  */
-export function processesInNamespace(ns: string): Map<number, string> | undefined {
+function processesInNamespace(ns: string): Map<number, string> | undefined {
   let names: string[];
   try {
     names = readdirSync('/proc');

@@ -149,7 +149,6 @@ export const checkpointHeaderSchema = record({
   /** Of exactly the payload bytes, lowercase hex. */
   sha256: v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/)),
 });
-export type CheckpointHeader = v.InferOutput<typeof checkpointHeaderSchema>;
 
 /** One lease generation, `leases/<uid>@<generation>`: who holds the pod (lease.ts). */
 export const leaseRecordSchema = record({

@@ -15,7 +15,7 @@ import { CHECKPOINT_FORMAT, CHECKPOINT_VERSION, decodeCheckpoint, encodeCheckpoi
 import { isStoredEpochMs as isEpoch, isStoredGrace as isGrace } from './records.js';
 
 /** The grace a salvaged termination gets when its recorded one is out of range (seconds). */
-export const SALVAGE_GRACE_SECONDS = 2;
+const SALVAGE_GRACE_SECONDS = 2;
 
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);

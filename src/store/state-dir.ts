@@ -23,14 +23,6 @@ import { dirname, join, resolve } from 'node:path';
 import { DIR_MODE } from './files.js';
 import { StoreError, errnoOf } from './errors.js';
 
-export const DEFAULT_STATE_DIR = '/var/lib/podctl';
-
-/** `--state-dir`, then env PODCTL_STATE_DIR, then /var/lib/podctl. */
-export function resolveStateDir(flag?: string, env: NodeJS.ProcessEnv = process.env): string {
-  const chosen = flag && flag.length > 0 ? flag : env.PODCTL_STATE_DIR && env.PODCTL_STATE_DIR.length > 0 ? env.PODCTL_STATE_DIR : DEFAULT_STATE_DIR;
-  return resolve(chosen);
-}
-
 export interface StateLayout {
   root: string;
   pods: string;
@@ -39,7 +31,7 @@ export interface StateLayout {
   quarantine: string;
 }
 
-export function layoutOf(root: string): StateLayout {
+function layoutOf(root: string): StateLayout {
   return {
     root,
     pods: join(root, 'pods'),

@@ -27,7 +27,7 @@ export interface ExplainViewProps {
 const plain = createStyler(false);
 
 /** The lines of the view: the explanation's text, or why there is none. */
-export function explainLines(pod: PodInfo | undefined, ref: string, now: number, facts?: NodeFacts): string[] {
+function explainLines(pod: PodInfo | undefined, ref: string, now: number, facts?: NodeFacts): string[] {
   if (pod === undefined) return [`${ref}: no longer listed on this node (gone from the runtime and the state directory)`];
   return explainText(explainPod(pod, now, facts), plain, now).split('\n');
 }

@@ -28,7 +28,7 @@ export interface HeaderProps {
   color: boolean;
 }
 
-export function countsLine(c: WorkingPodCounts): string {
+function countsLine(c: WorkingPodCounts): string {
   const lifecycle = `sync ${c.byLifecycle.sync}  terminating ${c.byLifecycle.terminating}  terminated ${c.byLifecycle.terminated}`;
   const config = `desired ${c.byConfig.desired}  orphan ${c.byConfig.orphan}  runtime-only ${c.byConfig.runtime_only}`;
   return `${lifecycle} │ ${config} │ untracked ${c.untracked}`;

@@ -13,7 +13,7 @@ export interface HelpLineProps {
   color: boolean;
 }
 
-export const KEY_SUMMARY = '↑/↓ j/k select · ⏎ explain · ^k kill · e evict · g shorten grace · / filter · s sort · ? help · q quit';
+const KEY_SUMMARY = '↑/↓ j/k select · ⏎ explain · ^k kill · e evict · g shorten grace · / filter · s sort · ? help · q quit';
 
 export function HelpLine({ prompt, message, interactive, width, color }: HelpLineProps) {
   if (prompt !== undefined) {

@@ -4,7 +4,7 @@
 import { Box, Text } from 'ink';
 import { truncate } from './view-model.js';
 
-export const HELP_KEYS: readonly (readonly [string, string])[] = [
+const HELP_KEYS: readonly (readonly [string, string])[] = [
   ['↑/↓ j/k', 'select a pod (PgUp/PgDn, Home/End: by pages, to the ends)'],
   ['⏎ or d', "the selected pod's --explain view: predicates, what it waits for, timeline (any key closes it)"],
   ['ctrl-k', 'kill the selected pod: asks the grace period, then confirmation'],

@@ -26,7 +26,7 @@ export interface PodRowProps {
 type Segment = { text: string; color?: string };
 
 /** The row as coloured segments, in column order, separated by one space. */
-export function rowSegments(pod: PodInfo, layout: TableLayout, now: number, facts?: NodeFacts): Segment[] {
+function rowSegments(pod: PodInfo, layout: TableLayout, now: number, facts?: NodeFacts): Segment[] {
   const cells = rowCells(pod, layout, now, facts);
   const colorOf: Partial<Record<ColumnId, string>> = {
     state: stateColor(pod.state),

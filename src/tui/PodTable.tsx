@@ -19,7 +19,7 @@ export interface PodTableProps {
   facts?: NodeFacts | undefined;
 }
 
-export function tableTitle(layout: TableLayout): string {
+function tableTitle(layout: TableLayout): string {
   const parts = layout.columns.map((c) => fit(COLUMN_TITLES[c], layout.widths[c] ?? 0));
   return `  ${parts.join(' ')}`;
 }

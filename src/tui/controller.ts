@@ -17,7 +17,7 @@
 import type { KillRequest, PodInfo } from '../domain/session-api.js';
 import { defaultGraceOf, graceLeftMs, parseGrace, podRef, SORT_KEYS, type SortKey } from './view-model.js';
 
-export type Action = 'kill' | 'evict' | 'shorten';
+type Action = 'kill' | 'evict' | 'shorten';
 
 export type Mode =
   | { kind: 'normal' }

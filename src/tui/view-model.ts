@@ -245,12 +245,12 @@ export const COLUMN_TITLES: Record<ColumnId, string> = {
  * Why a pod on its way out is not finishing, from what the listing shows (the runtime error, the
  * grace, who drives it) and the node's facts when gathered (process states, held mounts).
  */
-export function blockedOf(pod: PodInfo, now: number, facts?: NodeFacts): BlockedBy | null {
+function blockedOf(pod: PodInfo, now: number, facts?: NodeFacts): BlockedBy | null {
   return blockedBy(stuckFactsOf(pod, now, facts));
 }
 
 /** The last-error cell: the cause first when something other than the grace holds the pod. */
-export function causeText(pod: PodInfo, now: number, facts?: NodeFacts): string {
+function causeText(pod: PodInfo, now: number, facts?: NodeFacts): string {
   const cause = blockedOf(pod, now, facts);
   const error = pod.lastError?.message.replace(/\s+/g, ' ');
   if (!cause || cause.kind === 'grace') return error ?? '';
@@ -283,7 +283,7 @@ export function rowCells(pod: PodInfo, layout: TableLayout, now: number, facts?:
 }
 
 /** The window of rows to draw so that the selected row is visible. */
-export function visibleWindow(count: number, selected: number, height: number, previousTop: number): { top: number; end: number } {
+function visibleWindow(count: number, selected: number, height: number, previousTop: number): { top: number; end: number } {
   if (height <= 0 || count === 0) return { top: 0, end: 0 };
   let top = Math.min(Math.max(0, previousTop), Math.max(0, count - height));
   if (selected < top) top = selected;
@@ -328,7 +328,7 @@ export function screenLayout(rows: number): ScreenLayout {
   return { headerLines: 2, tableRows, eventLines, showHelpLine: true };
 }
 
-export function formatClock(at: number): string {
+function formatClock(at: number): string {
   const d = new Date(at);
   const p = (n: number) => String(n).padStart(2, '0');
   return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;

@@ -8,7 +8,7 @@ import { vi } from 'vitest';
 import { PodctlCommand } from '../../src/base/command.js';
 import type { NodeSession, SessionOptions } from '../../src/domain/session-api.js';
 
-export interface HandOffCall {
+interface HandOffCall {
   uids: string[];
   stateDir: string;
   runtimeEndpoint?: string;

@@ -27,12 +27,12 @@ import type {
 } from '../../src/engine/types.js';
 
 export const SECOND = 1000;
-export const CONFIG_SOURCE = 'kubernetes.io/config.source';
+const CONFIG_SOURCE = 'kubernetes.io/config.source';
 
 /** Seconds since the epoch → the engine's epoch milliseconds (Go's time.Unix(s, 0)). */
 export const unix = (s: number): number => s * SECOND;
 
-export class FakeClock implements Clock {
+class FakeClock implements Clock {
   constructor(public t: number = unix(1)) {}
   now(): number {
     return this.t;
@@ -355,19 +355,6 @@ export function expectedView(partial: Partial<PodSyncStatusView> & { fullname: s
     observedRuntime: false,
     ...partial,
   } as PodSyncStatusView;
-}
-
-const STATUS_FIELDS = ['fullname', 'working', 'syncedAt', 'startedAt', 'terminatingAt', 'terminatedAt', 'gracePeriod',
-  'startedTerminating', 'deleted', 'evicted', 'finished', 'restartRequested', 'observedRuntime', 'pendingUpdate',
-  'activeUpdate'] as const;
-
-/** The podSyncStatus fields of a snapshot entry (drops any extra fields the view may carry). */
-export function statusFields(workers: { snapshot(): Map<string, PodSyncStatusView> }, uid: string): Record<string, unknown> | undefined {
-  const v = workers.snapshot().get(uid) as unknown as Record<string, unknown> | undefined;
-  if (!v) return undefined;
-  const out: Record<string, unknown> = {};
-  for (const k of STATUS_FIELDS) if (v[k] !== undefined) out[k] = v[k];
-  return out;
 }
 
 /** Yields to the event loop until `pred` holds (bounded; never sleeps). */

@@ -83,7 +83,7 @@ export function seaEnv(host: SeaHost, extra: Record<string, string> = {}): NodeJ
   return { PATH: host.path, HOME: host.home, NO_COLOR: '1', LANG: 'C.UTF-8', ...extra };
 }
 
-export function spawnSea(host: SeaHost, args: string[], extra: Record<string, string> = {}): ChildProcess {
+function spawnSea(host: SeaHost, args: string[], extra: Record<string, string> = {}): ChildProcess {
   return spawn(host.exe, args, { cwd: host.cwd, env: seaEnv(host, extra), stdio: ['ignore', 'pipe', 'pipe'] });
 }
 

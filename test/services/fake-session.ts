@@ -19,7 +19,7 @@ import type {
   WaitOutcome,
 } from '../../src/domain/session-api.js';
 
-export type Behaviour = 'exits' | 'stuck' | 'late' | 'gone' | 'fails';
+type Behaviour = 'exits' | 'stuck' | 'late' | 'gone' | 'fails';
 
 export interface FakePod {
   namespace: string;

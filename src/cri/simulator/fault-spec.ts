@@ -17,7 +17,7 @@
 import { GrpcStatus, type GrpcStatusName } from '../errors.js';
 import type { CriMethod, FaultRule } from './types.js';
 
-export const FAULT_METHODS: readonly CriMethod[] = [
+const FAULT_METHODS: readonly CriMethod[] = [
   'Version',
   'RunPodSandbox',
   'StopPodSandbox',
@@ -40,7 +40,7 @@ const HANG_MS = 60 * 60 * 1000;
 export type ParsedFault = { kind: 'rule'; rule: FaultRule } | { kind: 'process'; container: string; mode: 'stuck' | 'vanished' };
 
 /** The fault kinds with an example each, for `--list-faults` and the help. */
-export const FAULT_KINDS: readonly { syntax: string; effect: string; example: string }[] = [
+const FAULT_KINDS: readonly { syntax: string; effect: string; example: string }[] = [
   {
     syntax: 'METHOD=CODE[:MESSAGE]',
     effect: 'every call of METHOD fails with gRPC status CODE (e.g. UNKNOWN, UNAVAILABLE, DEADLINE_EXCEEDED) and MESSAGE',

@@ -12,12 +12,12 @@ import type { FaultRule, SimPodSpec } from './types.js';
 import type { ProcessMode } from './process.js';
 
 export { startSimulator, type RunningSimulator, type StartSimulatorOptions } from './server.js';
-export { demoNode, seedPods, podConfigs, pauseCommand, stableUid, SIM_IMAGE } from './seed.js';
+export { demoNode, seedPods,  pauseCommand,   } from './seed.js';
 export { SimRuntime } from './state.js';
-export { behaviourOf, ANN_SIM_SIGTERM, ANN_SIM_PROCESS, PROCESS_MODES, type ProcessMode } from './process.js';
-export { parseFault, faultListing, FAULT_KINDS, type ParsedFault } from './fault-spec.js';
+export { behaviourOf,     } from './process.js';
+export { parseFault,    } from './fault-spec.js';
 export { FaultInjector } from './faults.js';
-export { SimError, type CriMethod, type FaultRule, type SigtermBehaviour, type SimClock, type SimContainerSpec, type SimPodSpec, type SimRecord } from './types.js';
+export {   type FaultRule,    type SimPodSpec, type SimRecord } from './types.js';
 
 export interface RunSimulatorOptions {
   /** Socket path; default `<stateDir>/simulator.sock`. */
@@ -39,7 +39,7 @@ export interface RunSimulatorOptions {
 }
 
 /** Default socket of the simulator for a state directory. */
-export function simulatorSocketPath(stateDir: string): string {
+function simulatorSocketPath(stateDir: string): string {
   return path.join(stateDir, SIMULATOR_SOCKET_NAME);
 }
 

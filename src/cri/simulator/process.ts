@@ -11,7 +11,7 @@ import type { ContainerConfig } from '../generated/runtime_v1.js';
 import { GrpcStatus } from '../errors.js';
 import { SimError, type SigtermBehaviour } from './types.js';
 
-export const ANN_SIM_SIGTERM = 'podctl.io/sim-sigterm';
+const ANN_SIM_SIGTERM = 'podctl.io/sim-sigterm';
 /** A container's simulated process mode ('stuck' | 'vanished'), see ProcessMode. */
 export const ANN_SIM_PROCESS = 'podctl.io/sim-process';
 /** Above the kernel's largest pid_max (2^22): a simulated pid never names a real process. */
@@ -28,7 +28,6 @@ export const SIM_PID_BASE = 4_194_400;
  * info, as containerd reports the pid.
  */
 export type ProcessMode = 'normal' | 'stuck' | 'vanished';
-export const PROCESS_MODES: readonly ProcessMode[] = ['normal', 'stuck', 'vanished'];
 
 /** A container's process mode from its annotation (normal when absent or not understood). */
 export function processModeOf(config: Pick<ContainerConfig, 'annotations'>): ProcessMode {

@@ -15,7 +15,7 @@ import { ANN_SIM_PROCESS } from './process.js';
 import type { SimRuntime } from './state.js';
 import type { SigtermBehaviour, SimContainerSpec, SimPodSpec } from './types.js';
 
-export const SIM_IMAGE = 'localhost/podctl-test/pause:1.0';
+const SIM_IMAGE = 'localhost/podctl-test/pause:1.0';
 
 /** The /pause command line for a SIGTERM behaviour (the test image's program). */
 export function pauseCommand(behaviour: SigtermBehaviour | undefined): { command: string[]; args: string[] } {
@@ -25,7 +25,7 @@ export function pauseCommand(behaviour: SigtermBehaviour | undefined): { command
 }
 
 /** The kubelet's view of a SimPodSpec (UID filled in). */
-export function podMetaOf(spec: SimPodSpec): KubeletPodMeta & { uid: string } {
+function podMetaOf(spec: SimPodSpec): KubeletPodMeta & { uid: string } {
   return {
     name: spec.name,
     namespace: spec.namespace ?? 'default',
@@ -47,7 +47,7 @@ function withProcessMode(c: SimContainerSpec, config: DeepPartial<ContainerConfi
 }
 
 /** The CRI configs a kubelet would send for one pod and its containers. */
-export function podConfigs(
+function podConfigs(
   spec: SimPodSpec,
 ): {
   uid: string;
@@ -95,7 +95,7 @@ export function seedPods(
 }
 
 /** A stable UUID (v4 layout) from a name: demo pods keep their UIDs across runs. */
-export function stableUid(key: string): string {
+function stableUid(key: string): string {
   const h = createHash('sha256').update(key).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }

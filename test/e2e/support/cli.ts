@@ -11,13 +11,13 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 /**
  * Where the built CLI is run from: the repository, or PODCTL_E2E_CLI_ROOT (a copy of bin/, dist/,
  * package.json and oclif.manifest.json), so that a rebuild of the tree cannot pull dist/ away from
  * under a long benchmark.
  */
-export const CLI_ROOT = process.env.PODCTL_E2E_CLI_ROOT || REPO_ROOT;
+const CLI_ROOT = process.env.PODCTL_E2E_CLI_ROOT || REPO_ROOT;
 export const PODCTL_BIN = join(CLI_ROOT, 'bin', 'run.js');
 
 /** Throws one clear line unless the built CLI starts (`podctl --version` exits 0). */

@@ -17,7 +17,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe } from 'vitest';
 
-export interface E2EEnvironment {
+interface E2EEnvironment {
   /** Absolute path of containerd's CRI socket; undefined when the suite is skipped. */
   socket?: string;
   /** The node's directory (the socket's directory, as containerd-node.sh lays it out). */
@@ -61,11 +61,11 @@ function resolveEnvironment(env: NodeJS.ProcessEnv): E2EEnvironment {
   return { socket, nodeDir: dirname(socket) };
 }
 
-export const e2e: E2EEnvironment = resolveEnvironment(process.env);
+const e2e: E2EEnvironment = resolveEnvironment(process.env);
 
 let warned = false;
 /** Prints the skip banner (once per test file). */
-export function warnIfSkipped(file: string): void {
+function warnIfSkipped(file: string): void {
   if (e2e.socket || warned) return;
   warned = true;
   const line = '#'.repeat(78);

@@ -31,9 +31,9 @@ import type { CriClient } from '../../../src/cri/client.js';
 import { isNotFound } from '../../../src/cri/errors.js';
 import { TEST_IMAGE } from './env.js';
 
-export type PauseMode = 'default' | 'ignore' | { graceful: number };
+type PauseMode = 'default' | 'ignore' | { graceful: number };
 
-export interface ContainerInput {
+interface ContainerInput {
   name: string;
   mode: PauseMode;
   preStop?: V1LifecycleHandler;
@@ -81,7 +81,7 @@ export interface RealPod {
 const NamespaceMode = { POD: 0, CONTAINER: 1, NODE: 2 } as const;
 
 /** The subset of the generated PodSandboxConfig the kubelet fills in for these pods. */
-export interface SandboxConfig {
+interface SandboxConfig {
   metadata: { name: string; uid: string; namespace: string; attempt: number };
   hostname: string;
   logDirectory: string;
@@ -94,7 +94,7 @@ export interface SandboxConfig {
 }
 
 /** The subset of the generated ContainerConfig the kubelet fills in for these pods. */
-export interface ContainerConfig {
+interface ContainerConfig {
   metadata: { name: string; attempt: number };
   image: { image: string };
   command: string[];
@@ -108,19 +108,19 @@ export interface ContainerConfig {
 
 let sequence = 0;
 /** A DNS-1123 name unique to this process and call. */
-export function uniqueName(prefix: string): string {
+function uniqueName(prefix: string): string {
   sequence += 1;
   return `${prefix}-${process.pid}-${Date.now().toString(36)}-${sequence}`;
 }
 
-export function pauseArgs(mode: PauseMode): string[] {
+function pauseArgs(mode: PauseMode): string[] {
   if (mode === 'default') return [];
   if (mode === 'ignore') return ['ignore'];
   return ['graceful', String(mode.graceful)];
 }
 
 /** 64-bit FNV-1a of the container spec, as hex: the shape (not the value) of the kubelet's hash. */
-export function containerHash(container: V1Container): string {
+function containerHash(container: V1Container): string {
   let hash = 0xcbf29ce484222325n;
   for (const byte of Buffer.from(JSON.stringify(container))) {
     hash ^= BigInt(byte);
@@ -178,7 +178,7 @@ function namespaceOptions(hostNetwork: boolean) {
 }
 
 /** What the kubelet's generatePodSandboxConfig writes for `pod`. */
-export function sandboxConfigFor(pod: V1Pod, logRoot: string): SandboxConfig {
+function sandboxConfigFor(pod: V1Pod, logRoot: string): SandboxConfig {
   const meta = pod.metadata!;
   const hostNetwork = pod.spec?.hostNetwork === true;
   return {
@@ -198,7 +198,7 @@ export function sandboxConfigFor(pod: V1Pod, logRoot: string): SandboxConfig {
 }
 
 /** What the kubelet's generateContainerConfig writes for one container of `pod` (first attempt). */
-export function containerConfigFor(pod: V1Pod, container: V1Container): ContainerConfig {
+function containerConfigFor(pod: V1Pod, container: V1Container): ContainerConfig {
   const meta = pod.metadata!;
   const annotations: Record<string, string> = {
     'io.kubernetes.container.hash': containerHash(container),

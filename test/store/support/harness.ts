@@ -9,7 +9,7 @@ import type { V1Pod } from '../../../src/engine/types.js';
 import { decodeCheckpoint } from '../../../src/store/format.js';
 import { readdir, readFile } from 'node:fs/promises';
 
-export const DRIVER = join(import.meta.dirname, 'driver.ts');
+const DRIVER = join(import.meta.dirname, 'driver.ts');
 
 export async function startNode(socketPath: string, timeScale: number): Promise<RunningSimulator> {
   return startSimulator({ socketPath, pods: [], timeScale, events: true });
