@@ -87,7 +87,10 @@ async function rssMb(pid: number): Promise<number> {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
-async function statusJson(stateDir: string, endpoint: string): Promise<{ pods: { uid: string; namespace: string; name: string; state: string; ownerPid: number | null; containersRunning: number }[] }> {
+async function statusJson(
+  stateDir: string,
+  endpoint: string,
+): Promise<{ pods: { uid: string; namespace: string; name: string; state: string; ownerPid: number | null; containersRunning: number }[] }> {
   const child = podctl(['status', '-o', 'json'], stateDir, endpoint);
   let out = '';
   child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -120,7 +123,7 @@ async function main(): Promise<void> {
     const t0 = await cpuTicks(agent.pid!);
     const started = Date.now();
     await sleep(WINDOW_MS);
-    const idleCpu = ((await cpuTicks(agent.pid!)) - t0) / CLK_TCK / ((Date.now() - started) / 1000) * 100;
+    const idleCpu = (((await cpuTicks(agent.pid!)) - t0) / CLK_TCK / ((Date.now() - started) / 1000)) * 100;
     const idleRss = await rssMb(agent.pid!);
 
     // takeovers: pods that run and are not being terminated, killed by a process that is then SIGKILLed

@@ -103,7 +103,13 @@ async function node(onSigterm: 'exit' | 'ignore', grace: number): Promise<{ sim:
   return { sim, dir };
 }
 
-const signalled = (sim: RunningSimulator): number => new Set(sim.state.journal().filter((r) => r.kind === 'signal').map((r) => (r as { id: string }).id)).size;
+const signalled = (sim: RunningSimulator): number =>
+  new Set(
+    sim.state
+      .journal()
+      .filter((r) => r.kind === 'signal')
+      .map((r) => (r as { id: string }).id),
+  ).size;
 
 interface KillJson {
   pods: { uid: string; outcome: string; error?: string }[];
@@ -166,18 +172,18 @@ for (let t = 0; DISK && t < TRIALS; t += 1) {
 
 const total = TRIALS * PODS;
 if (DISK) {
-console.log(`\nfull disk under the state dir — ${TRIALS} trials × ${PODS} pods (1 MiB tmpfs, simulator)\n`);
-console.log('| scenario | figure | value |');
-console.log('| --- | --- | ---: |');
-console.log(`| full before the kill | kills that exited 1 | ${fullBefore.exit1}/${fullBefore.trials} |`);
-console.log(`| | podctl processes that died | ${fullBefore.crashed}/${fullBefore.trials} |`);
-console.log(`| | pods reported failed, naming their own file | ${fullBefore.failedOwnFile}/${total} |`);
-console.log(`| | pods signalled although their kill was not on disk | ${fullBefore.podsSignalled}/${total} |`);
-console.log(`| | pods terminated by the same kill with space back | ${fullBefore.terminatedAfter}/${total} |`);
-console.log(`| filling mid-kill (300 ms in) | podctl processes that died | ${midFill.crashed}/${midFill.trials} |`);
-console.log(`| | exit codes | ${[...midFill.exitCodes].map(([k, n]) => `${k}: ${n}`).join(', ')} |`);
-console.log(`| | pods terminated in the kill's result | ${midFill.terminatedInResult}/${total} |`);
-console.log(`| | pods left terminating after sync-known with space back | ${midFill.leftTerminating}/${total} |`);
+  console.log(`\nfull disk under the state dir — ${TRIALS} trials × ${PODS} pods (1 MiB tmpfs, simulator)\n`);
+  console.log('| scenario | figure | value |');
+  console.log('| --- | --- | ---: |');
+  console.log(`| full before the kill | kills that exited 1 | ${fullBefore.exit1}/${fullBefore.trials} |`);
+  console.log(`| | podctl processes that died | ${fullBefore.crashed}/${fullBefore.trials} |`);
+  console.log(`| | pods reported failed, naming their own file | ${fullBefore.failedOwnFile}/${total} |`);
+  console.log(`| | pods signalled although their kill was not on disk | ${fullBefore.podsSignalled}/${total} |`);
+  console.log(`| | pods terminated by the same kill with space back | ${fullBefore.terminatedAfter}/${total} |`);
+  console.log(`| filling mid-kill (300 ms in) | podctl processes that died | ${midFill.crashed}/${midFill.trials} |`);
+  console.log(`| | exit codes | ${[...midFill.exitCodes].map(([k, n]) => `${k}: ${n}`).join(', ')} |`);
+  console.log(`| | pods terminated in the kill's result | ${midFill.terminatedInResult}/${total} |`);
+  console.log(`| | pods left terminating after sync-known with space back | ${midFill.leftTerminating}/${total} |`);
 }
 
 // ------------------------------------------------------------------------------- flaky runtime
@@ -202,7 +208,10 @@ async function flakyRun(code: string, rate: number): Promise<FlakyFigures> {
         const sim = await startSimulator({ socketPath: join(dir, `sim-${r}-${what}.sock`), pods: 24, timeScale: 0.05, faults: [rule] });
         const common = ['--runtime-endpoint', sim.endpoint, '--state-dir', join(dir, `state-${r}-${what}`)];
         try {
-          const run = what === 'sync-known' ? await podctl(['sync-known', '--desired', empty, '--yes', '--json', ...common]) : await podctl(['drain', '--grace-period', '6', '--critical-grace-period', '2', '--json', ...common]);
+          const run =
+            what === 'sync-known'
+              ? await podctl(['sync-known', '--desired', empty, '--yes', '--json', ...common])
+              : await podctl(['drain', '--grace-period', '6', '--critical-grace-period', '2', '--json', ...common]);
           const result = JSON.parse(run.stdout || '{}') as { handedOffTo?: { pid: number } | null; groups?: { pods: { outcome: string; error?: string }[] }[] };
           if (result.handedOffTo?.pid) drivers.push(result.handedOffTo.pid);
           if (what === 'sync-known') {
@@ -235,7 +244,12 @@ if (CRI) {
   console.log(`\nflaky runtime — 24-pod demo simulator, ${RUNS} runs per row (--fault CODE=RATE on every CRI method)\n`);
   console.log('| --fault | sync-known runs that succeed | drain: pods terminated | unfinished pods without an error |');
   console.log('| --- | ---: | ---: | ---: |');
-  for (const [code, rate] of [['UNKNOWN', 0.1], ['UNKNOWN', 0.3], ['UNAVAILABLE', 0.1], ['UNAVAILABLE', 0.3]] as const) {
+  for (const [code, rate] of [
+    ['UNKNOWN', 0.1],
+    ['UNKNOWN', 0.3],
+    ['UNAVAILABLE', 0.1],
+    ['UNAVAILABLE', 0.3],
+  ] as const) {
     const f = await flakyRun(code, rate);
     console.log(`| ${code}=${rate} | ${f.syncKnownOk}/${RUNS} | ${f.drained}/${f.planned} | ${f.unexplained} |`);
   }

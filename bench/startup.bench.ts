@@ -123,7 +123,15 @@ async function phases(stateDir: string, label: string): Promise<void> {
   }
   console.log(`\nwhere the time goes, ${label} (median of ${phaseRuns.length} fresh processes, in load order):`);
   console.table(
-    (phaseRuns[0] ?? []).map(([name], i) => ({ step: name, 'median ms': Math.round(quantile(phaseRuns.map((r) => r[i]?.[1] ?? NaN), 0.5)) })),
+    (phaseRuns[0] ?? []).map(([name], i) => ({
+      step: name,
+      'median ms': Math.round(
+        quantile(
+          phaseRuns.map((r) => r[i]?.[1] ?? NaN),
+          0.5,
+        ),
+      ),
+    })),
   );
 }
 await phases(path.join(dir, 'state'), 'no checkpoints');

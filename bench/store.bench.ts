@@ -276,7 +276,9 @@ try {
     const MARKER = '<!-- notes (kept by --write) -->';
     const previous = existsSync('docs/bench/store.md') ? readFileSync('docs/bench/store.md', 'utf8') : '';
     const notes = previous.includes(MARKER) ? previous.slice(previous.indexOf(MARKER)) : `${MARKER}\n`;
-    const load = loadavg().map((l) => l.toFixed(1)).join(' / ');
+    const load = loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' / ');
     const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, state dir on ${tmpdir()}, load average ${load} (1/5/15 min) at the end of the run`;
     writeFileSync(
       'docs/bench/store.md',
@@ -293,18 +295,18 @@ try {
         '',
         '- *inbox hand-over*: a second podctl process asks the owner of a terminating pod (simulator,',
         '  SIGTERM ignored, grace 300 s) to shorten its grace to 200 s; measured from the requester calling',
-        '  `requestKill` to the owner\'s engine emitting `grace-shortened` (wall clock, both processes).',
-        '  It includes the requester\'s runtime listing and lease look-up, the durable inbox write,',
-        '  fs.watch delivery, the owner\'s read and `updatePod`; not the runtime\'s work after it.',
-        '- *until the runtime sees the shorter grace*: to the owner\'s StopContainer with the new timeout at',
+        "  `requestKill` to the owner's engine emitting `grace-shortened` (wall clock, both processes).",
+        "  It includes the requester's runtime listing and lease look-up, the durable inbox write,",
+        "  fs.watch delivery, the owner's read and `updatePod`; not the runtime's work after it.",
+        "- *until the runtime sees the shorter grace*: to the owner's StopContainer with the new timeout at",
         '  the simulator; adds the write-ahead checkpoint (durable before the worker acts) and the RPC.',
         '- *checkpoint write*: `CheckpointStore.write` — temp file, write, fsync, rename, directory fsync.',
         '- *readAll*: list, read, checksum and validate every checkpoint (the valibot schema of store/records.ts).',
         '- *record validation*: the checkpoint schema against the hand-written guards it replaced',
         '  (bench/support/guards-baseline.ts), each bundled alone by esbuild as the build bundles podctl;',
         '  import timed inside fresh `node -e` processes, then the same 500 checkpoint payloads validated',
-        '  cold in that process, and JSON.parse + validation warm in the benchmark\'s own process; CPU',
-        '  time (user + system), so a loaded machine\'s waiting for a core is not counted.',
+        "  cold in that process, and JSON.parse + validation warm in the benchmark's own process; CPU",
+        "  time (user + system), so a loaded machine's waiting for a core is not counted.",
         '',
         notes,
       ].join('\n'),

@@ -235,7 +235,13 @@ async function main(): Promise<void> {
     [`idle CPU over ${WINDOW_MS / 1000} s (listings, frames)`, `${idle.cpu.toFixed(2)} % (${idle.lists}, ${idle.frames})`],
     [`countdown CPU over ${WINDOW_MS / 1000} s, ${terminating} terminating (listings, frames)`, `${countdown.cpu.toFixed(2)} % (${countdown.lists}, ${countdown.frames})`],
   ];
-  rows.push(['session events in the countdown window', [...kinds].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ')]);
+  rows.push([
+    'session events in the countdown window',
+    [...kinds]
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', '),
+  ]);
   const w = Math.max(...rows.map((r) => r[0].length));
   console.log(`${'measure'.padEnd(w)}  value`);
   console.log(`${'-'.repeat(w)}  ${'-'.repeat(30)}`);

@@ -152,7 +152,10 @@ if (unexpected.length > 0 || missing.length > 0) {
   throw new Error(`dist/podctl.cjs: unexpected dynamic imports (unexpected: ${unexpected.join(', ') || '-'}; missing: ${missing.join(', ') || '-'})`);
 }
 writeFileSync(bundlePath, rewritten);
-const bundleHash = createHash('sha256').update(readFileSync(path.join(root, 'dist/podctl.cjs'))).digest('hex').slice(0, 16);
+const bundleHash = createHash('sha256')
+  .update(readFileSync(path.join(root, 'dist/podctl.cjs')))
+  .digest('hex')
+  .slice(0, 16);
 const boot = await build({
   ...commonJs,
   entryPoints: { boot: 'src/boot.ts' },

@@ -137,9 +137,26 @@ try {
   // 4. the archive
   const archive = path.join(root, IMAGE_ARCHIVE);
   rmSync(archive, { force: true });
-  execFileSync('tar', ['--create', '--file', archive, '--directory', layout, '--sort=name', '--mtime=@0', '--owner=0', '--group=0', '--numeric-owner', '--format=gnu', 'oci-layout', 'index.json', 'blobs']);
+  execFileSync('tar', [
+    '--create',
+    '--file',
+    archive,
+    '--directory',
+    layout,
+    '--sort=name',
+    '--mtime=@0',
+    '--owner=0',
+    '--group=0',
+    '--numeric-owner',
+    '--format=gnu',
+    'oci-layout',
+    'index.json',
+    'blobs',
+  ]);
   const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
-  console.error(`[image] ${reference}: layer ${mb(tarBytes.length)} uncompressed (≤ ${mb(MAX_UNCOMPRESSED)}), ${mb(gzBytes.length)} compressed (≤ ${mb(MAX_COMPRESSED)}); manifest ${manifestBlob.digest}`);
+  console.error(
+    `[image] ${reference}: layer ${mb(tarBytes.length)} uncompressed (≤ ${mb(MAX_UNCOMPRESSED)}), ${mb(gzBytes.length)} compressed (≤ ${mb(MAX_COMPRESSED)}); manifest ${manifestBlob.digest}`,
+  );
   console.error(`[image] archive sha256 ${sha(readFileSync(archive))}, ${mb(statSync(archive).size)}`);
   console.log(IMAGE_ARCHIVE);
 } finally {

@@ -102,7 +102,9 @@ async function drainRun(root: string, pods: number, mode: DrainMode, idleMs: num
     const t0 = performance.now();
     let peak = 0;
     const sampler = watchPid !== undefined ? setInterval(() => (peak = Math.max(peak, rssMb(watchPid!))), 100) : undefined;
-    const drain = spawn(process.execPath, [join(root, 'bin/run.js'), 'drain', '--grace-period', '3', '--critical-grace-period', '2', '-o', 'json', ...common], { stdio: ['ignore', 'ignore', 'ignore'] });
+    const drain = spawn(process.execPath, [join(root, 'bin/run.js'), 'drain', '--grace-period', '3', '--critical-grace-period', '2', '-o', 'json', ...common], {
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
     const code = await new Promise<number | null>((r) => drain.once('exit', r));
     const drainMs = performance.now() - t0;
     if (code !== 0 && code !== 3) throw new Error(`bench: drain exited with ${code}`);
@@ -120,7 +122,10 @@ async function drainRun(root: string, pods: number, mode: DrainMode, idleMs: num
       clearInterval(sampler);
       watch.rssPeakMb = Math.max(peak, rssMb(watchPid));
       watch.rssAfterMb = rssMb(watchPid);
-      if (mode === 'json') watch.transitions = readFileSync(jsonFile, 'utf8').split('\n').filter((l) => l.includes('"type":"transition"')).length;
+      if (mode === 'json')
+        watch.transitions = readFileSync(jsonFile, 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('"type":"transition"')).length;
     }
     return watch ? { drainMs, timedOut, watch } : { drainMs, timedOut };
   } finally {
@@ -162,7 +167,13 @@ export interface DrainFigures {
 }
 
 /** Runs the variants interleaved (alone, tui, json for each build in turn), `runs` times. */
-export async function drainFigures(builds: { label: string; root: string }[], podCounts: number[], runs: number, idleMs: number, modes: readonly DrainMode[] = ['alone', 'tui', 'json']): Promise<DrainFigures[]> {
+export async function drainFigures(
+  builds: { label: string; root: string }[],
+  podCounts: number[],
+  runs: number,
+  idleMs: number,
+  modes: readonly DrainMode[] = ['alone', 'tui', 'json'],
+): Promise<DrainFigures[]> {
   const out: DrainFigures[] = [];
   for (const pods of podCounts) {
     const per = new Map(builds.map((b) => [b.label, { alone: [] as DrainRun[], tui: [] as DrainRun[], json: [] as DrainRun[] }]));
@@ -191,19 +202,81 @@ export function drainTable(figures: DrainFigures[]): string {
   const w = (runs: DrainRun[], pick: (w: NonNullable<DrainRun['watch']>) => number) => runs.map((r) => pick(r.watch!));
   const rows: [string, (f: DrainFigures) => string][] = [
     ['drain alone', (f) => mm(f.aloneRuns, s)],
-    ['drain with watch (160×45 tmux)', (f) => mm(f.tui.map((r) => r.drainMs), s)],
-    ['  ratio to alone', (f) => mm(f.tui.map((r) => r.drainMs / f.alone), (x) => `${x.toFixed(2)}×`)],
-    ['  watch CPU over the drain, % of a core', (f) => mm(w(f.tui, (x) => x.drainCpu), f1)],
-    ['  watch RSS before / peak / after, MB', (f) => (f.tui.length ? `${f1(median(w(f.tui, (x) => x.rssBeforeMb)))} / ${f1(median(w(f.tui, (x) => x.rssPeakMb)))} / ${f1(median(w(f.tui, (x) => x.rssAfterMb)))}` : '—')],
-    ['  watch idle CPU before the drain, %', (f) => mm(w(f.tui, (x) => x.idleCpu), (x) => x.toFixed(2))],
+    [
+      'drain with watch (160×45 tmux)',
+      (f) =>
+        mm(
+          f.tui.map((r) => r.drainMs),
+          s,
+        ),
+    ],
+    [
+      '  ratio to alone',
+      (f) =>
+        mm(
+          f.tui.map((r) => r.drainMs / f.alone),
+          (x) => `${x.toFixed(2)}×`,
+        ),
+    ],
+    [
+      '  watch CPU over the drain, % of a core',
+      (f) =>
+        mm(
+          w(f.tui, (x) => x.drainCpu),
+          f1,
+        ),
+    ],
+    [
+      '  watch RSS before / peak / after, MB',
+      (f) => (f.tui.length ? `${f1(median(w(f.tui, (x) => x.rssBeforeMb)))} / ${f1(median(w(f.tui, (x) => x.rssPeakMb)))} / ${f1(median(w(f.tui, (x) => x.rssAfterMb)))}` : '—'),
+    ],
+    [
+      '  watch idle CPU before the drain, %',
+      (f) =>
+        mm(
+          w(f.tui, (x) => x.idleCpu),
+          (x) => x.toFixed(2),
+        ),
+    ],
     ['drains that hit their bound (alone / watch / json)', (f) => `${f.aloneTimedOut} / ${f.tui.filter((r) => r.timedOut).length} / ${f.json.filter((r) => r.timedOut).length}`],
     ['  screen shows the drained node', (f) => (f.tui.length ? (f.tui.every((r) => r.watch!.screenOk) ? 'yes' : 'NO') : '—')],
-    ['drain with watch -o json', (f) => mm(f.json.map((r) => r.drainMs), s)],
-    ['  ratio to alone', (f) => mm(f.json.map((r) => r.drainMs / f.alone), (x) => `${x.toFixed(2)}×`)],
-    ['  watch -o json CPU over the drain, %', (f) => mm(w(f.json, (x) => x.drainCpu), f1)],
-    ['  watch -o json RSS before / peak / after, MB', (f) => (f.json.length ? `${f1(median(w(f.json, (x) => x.rssBeforeMb)))} / ${f1(median(w(f.json, (x) => x.rssPeakMb)))} / ${f1(median(w(f.json, (x) => x.rssAfterMb)))}` : '—')],
+    [
+      'drain with watch -o json',
+      (f) =>
+        mm(
+          f.json.map((r) => r.drainMs),
+          s,
+        ),
+    ],
+    [
+      '  ratio to alone',
+      (f) =>
+        mm(
+          f.json.map((r) => r.drainMs / f.alone),
+          (x) => `${x.toFixed(2)}×`,
+        ),
+    ],
+    [
+      '  watch -o json CPU over the drain, %',
+      (f) =>
+        mm(
+          w(f.json, (x) => x.drainCpu),
+          f1,
+        ),
+    ],
+    [
+      '  watch -o json RSS before / peak / after, MB',
+      (f) => (f.json.length ? `${f1(median(w(f.json, (x) => x.rssBeforeMb)))} / ${f1(median(w(f.json, (x) => x.rssPeakMb)))} / ${f1(median(w(f.json, (x) => x.rssAfterMb)))}` : '—'),
+    ],
     ['  transition lines', (f) => f.json.map((r) => String(r.watch!.transitions)).join(', ')],
-    ['  watch -o json idle CPU, %', (f) => mm(w(f.json, (x) => x.idleCpu), (x) => x.toFixed(2))],
+    [
+      '  watch -o json idle CPU, %',
+      (f) =>
+        mm(
+          w(f.json, (x) => x.idleCpu),
+          (x) => x.toFixed(2),
+        ),
+    ],
   ];
   const header = ['', ...figures.map((f) => `${f.build}, ${f.pods} pods`)];
   const body = rows.map(([k, fn]) => [k, ...figures.map(fn)]);

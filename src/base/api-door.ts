@@ -29,12 +29,12 @@ export async function kubeletStatusFor(healthz: string | undefined, api: ApiNode
 /** The flag naming the kubelet's healthz (kill, status). */
 export const kubeletFlags = {
   'kubelet-healthz': Flags.string({
-    summary: 'The kubelet\'s healthz endpoint, to tell whether a kubelet runs beside podctl (default 127.0.0.1:10248/healthz).',
+    summary: "The kubelet's healthz endpoint, to tell whether a kubelet runs beside podctl (default 127.0.0.1:10248/healthz).",
     env: 'PODCTL_KUBELET_HEALTHZ',
     helpValue: 'URL',
   }),
   'kubelet-root': Flags.string({
-    summary: 'The kubelet\'s root directory (its --root-dir): a pod\'s final delete waits while a volume is mounted under <root>/pods/<uid>/volumes, and mounts held there name a stuck pod\'s cause.',
+    summary: "The kubelet's root directory (its --root-dir): a pod's final delete waits while a volume is mounted under <root>/pods/<uid>/volumes, and mounts held there name a stuck pod's cause.",
     env: 'PODCTL_KUBELET_DIR',
     default: '/var/lib/kubelet',
     helpValue: 'DIR',

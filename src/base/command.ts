@@ -143,7 +143,7 @@ export abstract class PodctlCommand extends Command {
     if (path === undefined) return;
     const { createMetrics, metricsFileProblem } = await import('../metrics/registry.js');
     const problem = await metricsFileProblem(path);
-    if (problem) throw new UsageError(`--metrics-textfile: ${problem}`, 'point it into an existing directory (node_exporter\'s --collector.textfile.directory)');
+    if (problem) throw new UsageError(`--metrics-textfile: ${problem}`, "point it into an existing directory (node_exporter's --collector.textfile.directory)");
     const { observeRuntimeOperations } = await import('../cri/client.js');
     const metrics = createMetrics();
     this.#textfile = { path, metrics, detach: [observeRuntimeOperations((op) => metrics.observeRuntimeOperation(op))] };
@@ -397,7 +397,8 @@ function explainOpenError(error: unknown, stateDir: string): unknown {
   if (error instanceof Error && error.name === 'StoreError') return error;
   if (error instanceof Error && typeof e.code === 'string' && typeof e.path === 'string' && !(error instanceof RuntimeFailure)) {
     const inStateDir = e.path === stateDir || e.path.startsWith(`${stateDir}/`) || stateDir.startsWith(`${e.path}/`);
-    if (inStateDir) return new RuntimeFailure(`state dir ${stateDir}: ${e.code} on ${e.path}`, 'pass a writable directory with --state-dir (or PODCTL_STATE_DIR)', { cause: error, kind: 'StoreError' });
+    if (inStateDir)
+      return new RuntimeFailure(`state dir ${stateDir}: ${e.code} on ${e.path}`, 'pass a writable directory with --state-dir (or PODCTL_STATE_DIR)', { cause: error, kind: 'StoreError' });
   }
   return error;
 }

@@ -13,7 +13,7 @@ import type { AgentResult } from '../services/agent.js';
 import type { DesiredSource } from '../services/sync-known.js';
 
 export default class Agent extends PodctlCommand {
-  static override summary = 'Run as the node\'s housekeeper: take over abandoned pods, finish orphans, serve Prometheus metrics.';
+  static override summary = "Run as the node's housekeeper: take over abandoned pods, finish orphans, serve Prometheus metrics.";
   static override description = `Runs until SIGTERM or SIGINT (then stops within 5 s, exit 0, state saved; pods it still drives are handed to a background podctl process, whose PID it prints).
 
 Every --interval it runs the kubelet's housekeeping step, exactly what \`podctl sync-known\` does with the same safety rules (static pods kept, an empty desired list refused): pods whose podctl owner died or timed out are taken over, orphans are driven to termination, finished workers are forgotten. Desired pods come from the runtime by default, from the API server when one is configured (--kubeconfig, $KUBECONFIG, in-cluster) or --desired-from api, or from --desired FILE. Between steps it serves kills other podctl processes hand to it.
@@ -31,7 +31,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
   ];
 
   static override flags = {
-    interval: Flags.string({ summary: 'Time between housekeeping steps (the kubelet\'s is 2s).', default: '2s', helpValue: 'DURATION' }),
+    interval: Flags.string({ summary: "Time between housekeeping steps (the kubelet's is 2s).", default: '2s', helpValue: 'DURATION' }),
     'stuck-after': Flags.string({ summary: 'A pod terminating this long past its grace period counts as stuck.', default: '30s', helpValue: 'DURATION' }),
     'metrics-addr': Flags.string({ summary: 'Where /metrics and /healthz are served (HOST:PORT; port 0 picks one). "none" serves nothing.', default: '127.0.0.1:9640', helpValue: 'HOST:PORT' }),
     desired: Flags.string({ summary: 'File of desired pods (PodList, list or pod, JSON or YAML), read at every step.', helpValue: 'FILE' }),
@@ -79,7 +79,10 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
         ...(selfId ? { selfContainerId: selfId } : {}),
         reporter: this.reporter,
         signal: this.abort.signal,
-        onListening: (a) => this.reporter.info(`agent: serving /metrics and /healthz on http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}; housekeeping every ${flags.interval} from ${source.kind === 'file' ? source.path : source.kind === 'api' ? 'the API server' : 'the runtime'}`),
+        onListening: (a) =>
+          this.reporter.info(
+            `agent: serving /metrics and /healthz on http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}; housekeeping every ${flags.interval} from ${source.kind === 'file' ? source.path : source.kind === 'api' ? 'the API server' : 'the runtime'}`,
+          ),
       });
       this.reporter.info(`agent: stopped after ${result.steps} step(s) (${result.failedSteps} failed); took over ${result.resumed}, orphaned runtime pods ${result.orphanedRuntimePods}`);
       return result;

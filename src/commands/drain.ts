@@ -12,13 +12,7 @@ import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { renderTable } from '../lib/output.js';
 import { parseSelection } from '../lib/refs.js';
-import {
-  DEFAULT_CRITICAL_GRACE_SECONDS,
-  DEFAULT_DRAIN_GRACE_SECONDS,
-  defaultGroups,
-  parseExcludes,
-  parseGroups,
-} from '../services/drain-plan.js';
+import { DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECONDS, defaultGroups, parseExcludes, parseGroups } from '../services/drain-plan.js';
 import type { ApiFollowReport } from '../services/api-follow.js';
 import type { KubeletReport } from '../services/kubelet-guard.js';
 import type { TerminatedPod } from '../services/terminate.js';
@@ -27,7 +21,7 @@ import { drainJson } from '../services/json-results.js';
 import { drainExitCode, drainNode, drainPodsToHandOff, drainSummaryLine, drainTable, type DrainResult } from '../services/drain.js';
 
 export default class Drain extends PodctlCommand {
-  static override summary = 'Terminate every pod on the node in priority groups, as the kubelet\'s graceful node shutdown does.';
+  static override summary = "Terminate every pod on the node in priority groups, as the kubelet's graceful node shutdown does.";
   static override description = `Pods are grouped by priority, lowest first; critical pods (static, mirror, or priority ≥ 2000000000) always go last. Each group gets a time budget; its pods are killed with grace = min(group budget, the pod's own grace), and the next group starts when the group's pods are gone or its budget is spent. Pods still terminating then get until their killPodNow bound.
 
 Budgets: --grace-period is the whole shutdown budget and --critical-grace-period the critical pods' share of it (the kubelet's shutdownGracePeriod and shutdownGracePeriodCriticalPods), or give explicit groups with repeatable --group PRIORITY:SECONDS (the kubelet's shutdownGracePeriodByPodPriority).
@@ -39,7 +33,10 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   static override examples = [
     { description: 'Show the plan for the default budgets (30s, of which 10s for critical pods):', command: '<%= config.bin %> <%= command.id %> --dry-run' },
     { description: 'Drain with a 60 second budget, 20 of them for critical pods, as JSON:', command: '<%= config.bin %> <%= command.id %> --grace-period 60 --critical-grace-period 20 --json' },
-    { description: 'Drain by priority groups, leaving kube-system alone:', command: '<%= config.bin %> <%= command.id %> --group 0:20 --group 10000:30 --group 2000000000:10 --exclude "kube-system/*"' },
+    {
+      description: 'Drain by priority groups, leaving kube-system alone:',
+      command: '<%= config.bin %> <%= command.id %> --group 0:20 --group 10000:30 --group 2000000000:10 --exclude "kube-system/*"',
+    },
     { description: 'Drain only the pods labelled tier=batch, bounded to 2 minutes:', command: '<%= config.bin %> <%= command.id %> -l tier=batch --timeout 2m' },
   ];
 
@@ -77,12 +74,18 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     'ignore-pdb': Flags.boolean({ summary: 'Beside a running kubelet: delete instead of the Eviction API, so PodDisruptionBudgets do not hold pods back.', default: false }),
     ...kubeletFlags,
     'shutdown-status': Flags.boolean({
-      summary: 'Set the kubelet\'s node-shutdown status (Failed, reason Terminated, DisruptionTarget) on the pods the drain stopped; needs an API server.',
+      summary: "Set the kubelet's node-shutdown status (Failed, reason Terminated, DisruptionTarget) on the pods the drain stopped; needs an API server.",
       default: false,
     }),
   };
 
-  async run(): Promise<ReturnType<typeof drainJson<DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport; kubelet?: KubeletReport; cordoned?: { node: string; uncordon: string } | null; viaApi?: TerminatedPod[] }>>> {
+  async run(): Promise<
+    ReturnType<
+      typeof drainJson<
+        DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport; kubelet?: KubeletReport; cordoned?: { node: string; uncordon: string } | null; viaApi?: TerminatedPod[] }
+      >
+    >
+  > {
     const { flags } = await this.parse(Drain);
     this.configure(flags);
     await this.recordMetricsTo(flags['metrics-textfile']);
@@ -90,9 +93,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     if (flags.group && explicitBudgets) {
       throw new UsageError('--group cannot be combined with --grace-period/--critical-grace-period', 'give either priority groups or the two budgets');
     }
-    const groups = flags.group
-      ? parseGroups(flags.group)
-      : defaultGroups(flags['grace-period'] ?? DEFAULT_DRAIN_GRACE_SECONDS, flags['critical-grace-period'] ?? DEFAULT_CRITICAL_GRACE_SECONDS);
+    const groups = flags.group ? parseGroups(flags.group) : defaultGroups(flags['grace-period'] ?? DEFAULT_DRAIN_GRACE_SECONDS, flags['critical-grace-period'] ?? DEFAULT_CRITICAL_GRACE_SECONDS);
     const selection = parseSelection({ args: [], selector: flags.selector, allNamespaces: true, allowEmpty: true });
     const isExcluded = flags.exclude ? parseExcludes(flags.exclude) : undefined;
     const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, 'timeout');
@@ -143,7 +144,13 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     // an --exclude that matched no pod is almost always a typo: said, not silently accepted
     for (const value of isExcluded?.unmatched() ?? []) this.reporter.warn(`--exclude ${value} matches no pod on this node`);
     const unfinishedViaApi = beside.viaApi.some((p) => !['terminated', 'gone', 'planned'].includes(p.outcome));
-    const result: DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport; kubelet: KubeletReport; cordoned: { node: string; uncordon: string } | null; viaApi: TerminatedPod[] } = {
+    const result: DrainResult & {
+      shutdownStatus?: ShutdownStatusReport;
+      apiServer?: ApiFollowReport;
+      kubelet: KubeletReport;
+      cordoned: { node: string; uncordon: string } | null;
+      viaApi: TerminatedPod[];
+    } = {
       ...drained,
       ...(unfinishedViaApi && drained.status === 'done' ? { status: 'partial' as const } : {}),
       kubelet: beside.kubelet,

@@ -42,7 +42,10 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     reason: Flags.string({ summary: `Eviction reason for the Event and the pod status (default ${DEFAULT_EVICTION_REASON}).`, helpValue: 'REASON' }),
     message: Flags.string({ summary: 'Human-readable eviction message for the Event and the pod status.', helpValue: 'TEXT' }),
     ...safetyFlags,
-    force: Flags.boolean({ summary: 'Evict static and system-critical pods too (refused by default, as the kubelet does), and beside a running kubelet stop the pods it desires over CRI (it may start them again).', default: false }),
+    force: Flags.boolean({
+      summary: 'Evict static and system-critical pods too (refused by default, as the kubelet does), and beside a running kubelet stop the pods it desires over CRI (it may start them again).',
+      default: false,
+    }),
     'ignore-pdb': Flags.boolean({ summary: 'Beside a running kubelet: delete instead of the Eviction API, so PodDisruptionBudgets do not hold the eviction back.', default: false }),
     ...kubeletFlags,
   };

@@ -9,7 +9,7 @@ export default class Help extends commands.help {
   static override summary = 'Show help for podctl or for one command (the same as COMMAND --help).';
   static override examples = [
     { description: 'Every command, one line each:', command: '<%= config.bin %> help' },
-    { description: 'One command\'s flags, examples and exit codes:', command: '<%= config.bin %> help kill' },
+    { description: "One command's flags, examples and exit codes:", command: '<%= config.bin %> help kill' },
   ];
 
   // the plugin's flag, with the summary every podctl flag has

@@ -15,7 +15,7 @@ import { terminateJson } from '../services/json-results.js';
 import { podsToHandOff, terminateExitCode, terminateSummary, terminateTable } from '../services/terminate.js';
 
 export default class Kill extends PodctlCommand {
-  static override summary = 'Terminate pods with the kubelet\'s grace semantics and wait for them.';
+  static override summary = "Terminate pods with the kubelet's grace semantics and wait for them.";
   static override description = `Each pod is driven by a pod worker exactly as the kubelet would: preStop hooks, then its containers are stopped within the grace period, then its sandbox. A grace given with --grace only ever shortens the pod's grace; a second kill with a shorter grace shortens a kill already in flight (even one driven by another podctl process).
 
 podctl waits until the pods are terminated, showing progress on stderr, for at most --timeout (default: the kubelet's killPodNow bound, max(10s, 1.5 × grace)). When the wait times out the termination goes on in the background; see \`podctl status REF --explain\`.

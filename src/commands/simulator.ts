@@ -24,8 +24,14 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
 
   static override examples = [
     { description: 'Serve 36 demo pods on the default socket:', command: '<%= config.bin %> <%= command.id %>' },
-    { description: 'A network plugin that fails to tear down, and a postgres process stuck in I/O:', command: `<%= config.bin %> <%= command.id %> --fault 'StopPodSandbox=UNKNOWN:failed to destroy network for sandbox: plugin type="calico" failed (delete)' --fault container:postgres=stuck` },
-    { description: 'Serve 50 pods on a private socket, then look at them from another terminal:', command: '<%= config.bin %> <%= command.id %> --pods 50 --socket /tmp/podctl-sim.sock\n<%= config.bin %> status --runtime-endpoint unix:///tmp/podctl-sim.sock' },
+    {
+      description: 'A network plugin that fails to tear down, and a postgres process stuck in I/O:',
+      command: `<%= config.bin %> <%= command.id %> --fault 'StopPodSandbox=UNKNOWN:failed to destroy network for sandbox: plugin type="calico" failed (delete)' --fault container:postgres=stuck`,
+    },
+    {
+      description: 'Serve 50 pods on a private socket, then look at them from another terminal:',
+      command: '<%= config.bin %> <%= command.id %> --pods 50 --socket /tmp/podctl-sim.sock\n<%= config.bin %> status --runtime-endpoint unix:///tmp/podctl-sim.sock',
+    },
   ];
 
   static override flags = {

@@ -13,7 +13,7 @@ import { selectionFromFlags, type PodSelection } from '../lib/refs.js';
 import { NO_NODE_FACTS, STATUS_SORT_KEYS, explainText, statusJson, kubeletHeader, podStatus, sortStatusRows, statusExitCode, statusTable, type StatusResult } from '../services/status.js';
 
 export default class Status extends PodctlCommand {
-  static override summary = 'Show the node\'s pods as podctl\'s pod workers see them; --explain says why a pod is still here.';
+  static override summary = "Show the node's pods as podctl's pod workers see them; --explain says why a pod is still here.";
   static override description = `One row per pod tracked by any podctl process or found in the runtime: namespace/name, short UID, worker state (running, terminating, terminated, finished, runtime-only; in JSON: sync, terminating, terminated, finished, runtime), READY (containers running/total as the runtime shows them, as kubectl's; -o wide adds the sandbox), grace left/total while terminating, time in state (IN STATE), the pod's age (AGE), owning podctl process, last runtime error.
 
 With -w/--watch: the table once, then one line per change of a pod (its state, READY or the grace in force; a pod that appears, or goes: state "gone"), as kubectl get -w, until Ctrl-C/SIGTERM (exit 0) or --watch-for passes. With -o json, one JSON object per line: {"type":"added"|"modified"|"deleted","at":ISO 8601,"pod":ROW}, ROW as in -o json (the first lines are the pods listed at start, as "added"). -o name prints the ns/name of each change. Ink is never loaded.
@@ -44,13 +44,22 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     uid: selectionFlags.uid,
     selector: selectionFlags.selector,
     'field-selector': selectionFlags['field-selector'],
-    output: Flags.option({ char: 'o', summary: 'Result format on stdout (name: one ns/name per line, as REFs are written).', options: ['table', 'wide', 'name', 'json', 'yaml'] as const, default: 'table' as const })(),
+    output: Flags.option({
+      char: 'o',
+      summary: 'Result format on stdout (name: one ns/name per line, as REFs are written).',
+      options: ['table', 'wide', 'name', 'json', 'yaml'] as const,
+      default: 'table' as const,
+    })(),
     'no-headers': Flags.boolean({ summary: 'Tables without their header line (for scripts, as kubectl).', default: false }),
     'sort-by': Flags.option({ summary: 'Row order (default: namespace/name); age: oldest pod first, in-state: longest in its state first.', options: STATUS_SORT_KEYS })(),
     'show-labels': Flags.boolean({ summary: 'A LABELS column with every label of each pod (as kubectl).', default: false }),
-    'label-columns': Flags.string({ char: 'L', summary: 'One column per label key (repeatable, or comma-separated), as kubectl\'s -L.', multiple: true, helpValue: 'KEY' }),
+    'label-columns': Flags.string({ char: 'L', summary: "One column per label key (repeatable, or comma-separated), as kubectl's -L.", multiple: true, helpValue: 'KEY' }),
     explain: Flags.boolean({ summary: 'For the named pods: predicates, what the worker waits for, last error, timeline.', default: false }),
-    watch: Flags.boolean({ char: 'w', summary: 'After the table, one line per change (state, READY, grace in force; pods added or gone) until Ctrl-C/SIGTERM (exit 0); -o json: one JSON object per line.', default: false }),
+    watch: Flags.boolean({
+      char: 'w',
+      summary: 'After the table, one line per change (state, READY, grace in force; pods added or gone) until Ctrl-C/SIGTERM (exit 0); -o json: one JSON object per line.',
+      default: false,
+    }),
     'watch-for': Flags.string({ summary: 'With -w: stop watching after DURATION (30s, 10m, 1h; exit 0).', helpValue: 'DURATION' }),
     ...kubeletFlags,
   };
@@ -99,7 +108,10 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     if (!this.jsonEnabled() && flags.output !== 'json' && flags.output !== 'yaml') this.logToStderr(kubeletHeader(result.kubelet));
     for (const ref of result.missing) this.reporter.warn(`pod not found: ${ref}`);
     if (flags['sort-by'] !== undefined) result.pods = sortStatusRows(result.pods, flags['sort-by']);
-    const labelColumns = (flags['label-columns'] ?? []).flatMap((v) => v.split(',')).map((k) => k.trim()).filter((k) => k !== '');
+    const labelColumns = (flags['label-columns'] ?? [])
+      .flatMap((v) => v.split(','))
+      .map((k) => k.trim())
+      .filter((k) => k !== '');
     if (flags.watch) {
       await this.#watch(result, selection, { ...flags, labelColumns, watchForMs });
       return undefined;
@@ -149,4 +161,3 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     });
   }
 }
-

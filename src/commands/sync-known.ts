@@ -13,7 +13,7 @@ import { syncKnownJson } from '../services/json-results.js';
 import { syncKnown, syncKnownSummary, syncKnownTable, type DesiredSource } from '../services/sync-known.js';
 
 export default class SyncKnown extends PodctlCommand {
-  static override summary = 'Run the kubelet\'s housekeeping step: forget finished pods, finish orphans, resume abandoned pods.';
+  static override summary = "Run the kubelet's housekeeping step: forget finished pods, finish orphans, resume abandoned pods.";
   static override description = `Desired pods come from the API server when one is configured (--kubeconfig, $KUBECONFIG, in-cluster), else from --desired FILE (a PodList, a list of pods or one pod, JSON or YAML) or --desired-from runtime (every pod still in the runtime is desired).
 
 Then, as the kubelet's SyncKnownPods: finished workers of pods no longer desired are forgotten; unfinished workers of pods no longer desired (orphans) are driven to termination; runtime pods no worker knows are terminated (orphaned runtime pods); pods whose owning podctl process died are taken over and resumed from their checkpoint. This is how a pod stuck after a crash is recovered.
@@ -38,7 +38,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
     'include-static': Flags.boolean({ summary: 'Let static pods missing from the desired list be terminated too (default: always kept).', default: false }),
     yes: Flags.boolean({ summary: 'Proceed even when the desired list is empty and would terminate every pod.', default: false }),
     'dry-run': Flags.boolean({ summary: 'Print what would be done (same shape as the result) and change nothing.', default: false }),
-    force: Flags.boolean({ summary: 'Beside a running kubelet: terminate orphans at once, without the fresh GET and the kubelet\'s cleanup time.', default: false }),
+    force: Flags.boolean({ summary: "Beside a running kubelet: terminate orphans at once, without the fresh GET and the kubelet's cleanup time.", default: false }),
     ...kubeletFlags,
     output: Flags.option({ char: 'o', summary: 'Result format on stdout.', options: ['table', 'json', 'yaml'] as const, default: 'table' as const })(),
   };

@@ -9,7 +9,7 @@ import { isSingleExecutable } from '../lib/self.js';
 import { podctlVersion, versionLines, type VersionResult } from '../services/version.js';
 
 export default class Version extends PodctlCommand {
-  static override summary = 'Show podctl\'s version, the Node.js it runs on, and the container runtime\'s name and version.';
+  static override summary = "Show podctl's version, the Node.js it runs on, and the container runtime's name and version.";
   static override description = `One line each: podctl's version (and whether it runs as the single executable), the Node.js version it runs on, and the runtime's name, version and CRI API version as its Version call reports them. With --client the runtime is not asked.
 
 ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Interrupted])}`;
@@ -20,7 +20,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
   ];
 
   static override flags = {
-    client: Flags.boolean({ summary: 'Only podctl\'s and Node.js\'s versions; do not ask the runtime.', default: false }),
+    client: Flags.boolean({ summary: "Only podctl's and Node.js's versions; do not ask the runtime.", default: false }),
   };
 
   async run(): Promise<VersionResult> {
@@ -39,7 +39,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Inter
       });
     } catch (error) {
       if (this.abort.signal.aborted) throw error;
-      throw new RuntimeFailure(`runtime version: ${oneLine(error)}`, 'podctl version --client shows podctl\'s own versions', { cause: error });
+      throw new RuntimeFailure(`runtime version: ${oneLine(error)}`, "podctl version --client shows podctl's own versions", { cause: error });
     }
     if (!this.jsonEnabled()) this.log(versionLines(result).join('\n'));
     return result;

@@ -14,7 +14,7 @@ import type { WatchFormat, WatchResult } from '../services/watch.js';
 import type { WatchFeed } from '../services/watch-feed.js';
 
 export default class Watch extends PodctlCommand {
-  static override summary = 'Follow the node\'s pods live: a screen with actions, or a JSON stream for scripts.';
+  static override summary = "Follow the node's pods live: a screen with actions, or a JSON stream for scripts.";
 
   static override description = `On a terminal: a header with the node, the runtime endpoint and the working-pods breakdown (sync / terminating / terminated, desired / orphan / runtime-only), the pod table (state, grace countdown, containers running/total, time in state, owner PID, last error) and the latest events. Keys: ↑/↓ or j/k select, ⏎ or d the selected pod's --explain view, ctrl-k kill (asks the grace, then confirmation), e evict, g shorten a terminating pod's grace, / filter, s sort, ? help, q quit. -n and -l show only some pods; a banner says when the runtime stops answering. Kills go through the same session as \`podctl kill\`: a pod another podctl process drives is handed to that process.
 
@@ -24,7 +24,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
 
   static override examples = [
     { description: 'Watch the node on the terminal.', command: '<%= config.bin %> watch' },
-    { description: 'Only the control plane\'s pods.', command: '<%= config.bin %> watch -n kube-system' },
+    { description: "Only the control plane's pods.", command: '<%= config.bin %> watch -n kube-system' },
     { description: 'Only the pods of one app, in every namespace.', command: '<%= config.bin %> watch -A -l app=web' },
     { description: 'Stream transitions to a script.', command: '<%= config.bin %> watch -o json | jq -c \'select(.type=="transition")\'' },
     {
@@ -46,7 +46,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     }),
     'all-namespaces': Flags.boolean({
       char: 'A',
-      summary: 'Pods of every namespace (the default; as kubectl\'s -A, so scripts can say it).',
+      summary: "Pods of every namespace (the default; as kubectl's -A, so scripts can say it).",
       default: false,
       exclusive: ['namespace'],
     }),
@@ -89,7 +89,12 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
    */
   override async catch(error: Error & { exitCode?: number }): Promise<unknown> {
     // decided from argv too: the error may come before the flags are parsed
-    const streaming = this.jsonEnabled() || process.stdout.isTTY !== true || this.argv.some((a, i) => (a === '-o' || a === '--output') && this.argv[i + 1] === 'json') || this.argv.includes('-ojson') || this.argv.includes('--output=json');
+    const streaming =
+      this.jsonEnabled() ||
+      process.stdout.isTTY !== true ||
+      this.argv.some((a, i) => (a === '-o' || a === '--output') && this.argv[i + 1] === 'json') ||
+      this.argv.includes('-ojson') ||
+      this.argv.includes('--output=json');
     if (streaming && !(error instanceof Errors.ExitError)) this.jsonStream = true;
     return super.catch(error);
   }

@@ -106,7 +106,10 @@ export class RuntimePodCache implements PodStatusCache {
   #details = new Map<string, ContainerDetails>();
   /** Stamp of the newest completed relist (-Infinity: none yet). */
   #observedAt = Number.NEGATIVE_INFINITY;
-  readonly #relists = new SingleFlight((startedAt) => this.#relist(startedAt), () => this.#clock.now());
+  readonly #relists = new SingleFlight(
+    (startedAt) => this.#relist(startedAt),
+    () => this.#clock.now(),
+  );
   #listeners = new Set<(event: RuntimeCacheEvent) => void>();
   #lifecycle = new AbortController();
   #closed = false;

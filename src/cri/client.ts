@@ -36,21 +36,7 @@ import { DEFAULT_RPC_TIMEOUT_MS, parseEndpoint } from './endpoint.js';
 import { clampTimerMs } from '../engine/timers.js';
 import { sleep } from '../lib/abortable.js';
 
-export type {
-  Container,
-  
-  
-  
-  
-  PodSandbox,
-  
-  
-  
-  
-  
-} from './generated/runtime_v1.js';
-
-;
+export type { Container, PodSandbox } from './generated/runtime_v1.js';
 
 /** Pauses before the retries of a call that ended UNAVAILABLE (see #unary). */
 const UNAVAILABLE_RETRY_MS: readonly number[] = [50, 200];
@@ -93,8 +79,6 @@ function formatMs(ms: number): string {
   return `${s}s`;
 }
 
-;
-
 interface CallOptions {
   signal?: AbortSignal;
   /** Deadline for this call, ms (default: the client's timeoutMs). */
@@ -123,12 +107,7 @@ export interface CriClient {
   removePodSandbox(podSandboxId: string, options?: CallOptions): Promise<void>;
   podSandboxStatus(podSandboxId: string, options?: CallOptions & { verbose?: boolean }): Promise<PodSandboxStatusResponse>;
   listPodSandbox(filter?: DeepPartial<PodSandboxFilter>, options?: CallOptions): Promise<PodSandbox[]>;
-  createContainer(
-    podSandboxId: string,
-    config: DeepPartial<ContainerConfig>,
-    sandboxConfig: DeepPartial<PodSandboxConfig>,
-    options?: CallOptions,
-  ): Promise<string>;
+  createContainer(podSandboxId: string, config: DeepPartial<ContainerConfig>, sandboxConfig: DeepPartial<PodSandboxConfig>, options?: CallOptions): Promise<string>;
   startContainer(containerId: string, options?: CallOptions): Promise<void>;
   /** Stop signal, then SIGKILL after `timeoutSeconds` (0 = at once). Deadline = timeout + call deadline. */
   stopContainer(containerId: string, timeoutSeconds: number, options?: CallOptions): Promise<void>;
@@ -180,12 +159,7 @@ export async function connectCri(options: CriClientOptions): Promise<CriClient> 
   return new GrpcCriClient(endpoint, options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS, raw, grpc, proto);
 }
 
-type UnaryInvoker<Req, Res> = (
-  request: Req,
-  metadata: GrpcMetadata,
-  options: { deadline: Date },
-  callback: (error: ServiceError | null, response: Res) => void,
-) => ClientUnaryCall;
+type UnaryInvoker<Req, Res> = (request: Req, metadata: GrpcMetadata, options: { deadline: Date }, callback: (error: ServiceError | null, response: Res) => void) => ClientUnaryCall;
 
 class GrpcCriClient implements CriClient {
   readonly endpoint: string;
@@ -209,13 +183,7 @@ class GrpcCriClient implements CriClient {
    * deadline, after 50 and 200 ms, as gRPC's own retry policy would: a flaky socket costs a pod a
    * few hundred milliseconds, not the engine's 10 s back-off. Other errors are the engine's to retry.
    */
-  async #unary<Req, Res>(
-    method: string,
-    invoker: UnaryInvoker<Req, Res>,
-    request: Req,
-    options: CallOptions | undefined,
-    extraMs = 0,
-  ): Promise<Res> {
+  async #unary<Req, Res>(method: string, invoker: UnaryInvoker<Req, Res>, request: Req, options: CallOptions | undefined, extraMs = 0): Promise<Res> {
     const signal = options?.signal;
     if (signal?.aborted) throw signal.reason;
     if (this.#closed) throw new CriError(method, GrpcStatus.CANCELLED, 'client closed');
@@ -287,12 +255,7 @@ class GrpcCriClient implements CriClient {
   }
 
   podSandboxStatus(podSandboxId: string, options?: CallOptions & { verbose?: boolean }): Promise<PodSandboxStatusResponse> {
-    return this.#unary(
-      'PodSandboxStatus',
-      this.#raw.podSandboxStatus,
-      { podSandboxId, verbose: options?.verbose ?? false },
-      options,
-    );
+    return this.#unary('PodSandboxStatus', this.#raw.podSandboxStatus, { podSandboxId, verbose: options?.verbose ?? false }, options);
   }
 
   async listPodSandbox(filter?: DeepPartial<PodSandboxFilter>, options?: CallOptions): Promise<PodSandbox[]> {
@@ -301,12 +264,7 @@ class GrpcCriClient implements CriClient {
     return res.items;
   }
 
-  async createContainer(
-    podSandboxId: string,
-    config: DeepPartial<ContainerConfig>,
-    sandboxConfig: DeepPartial<PodSandboxConfig>,
-    options?: CallOptions,
-  ): Promise<string> {
+  async createContainer(podSandboxId: string, config: DeepPartial<ContainerConfig>, sandboxConfig: DeepPartial<PodSandboxConfig>, options?: CallOptions): Promise<string> {
     const req = this.#proto.CreateContainerRequest.fromPartial({ podSandboxId, config, sandboxConfig });
     const res = await this.#unary('CreateContainer', this.#raw.createContainer, req, options);
     return res.containerId;
@@ -337,13 +295,7 @@ class GrpcCriClient implements CriClient {
 
   async execSync(containerId: string, cmd: string[], timeoutSeconds: number, options?: CallOptions): Promise<ExecResult> {
     const timeout = Math.max(0, Math.ceil(timeoutSeconds));
-    const res: ExecSyncResponse = await this.#unary(
-      'ExecSync',
-      this.#raw.execSync,
-      { containerId, cmd, timeout: BigInt(timeout) },
-      options,
-      timeout * 1000,
-    );
+    const res: ExecSyncResponse = await this.#unary('ExecSync', this.#raw.execSync, { containerId, cmd, timeout: BigInt(timeout) }, options, timeout * 1000);
     return { stdout: Buffer.from(res.stdout).toString('utf8'), stderr: Buffer.from(res.stderr).toString('utf8'), exitCode: res.exitCode };
   }
 

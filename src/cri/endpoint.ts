@@ -143,24 +143,16 @@ export function parseEndpoint(value: string): { endpoint: string; path: string }
   if (raw.startsWith('unix://')) p = raw.slice('unix://'.length);
   else if (raw.startsWith('unix:')) p = raw.slice('unix:'.length);
   else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) {
-    throw new EndpointError(
-      `unsupported runtime endpoint "${value}": only unix sockets are supported (${ENDPOINT_FLAG} unix:///path/to/cri.sock)`,
-      'invalid',
-    );
+    throw new EndpointError(`unsupported runtime endpoint "${value}": only unix sockets are supported (${ENDPOINT_FLAG} unix:///path/to/cri.sock)`, 'invalid');
   } else p = raw;
   if (!p || !path.isAbsolute(p)) {
-    throw new EndpointError(
-      `invalid runtime endpoint "${value}": expected an absolute socket path (${ENDPOINT_FLAG} unix:///path/to/cri.sock)`,
-      'invalid',
-    );
+    throw new EndpointError(`invalid runtime endpoint "${value}": expected an absolute socket path (${ENDPOINT_FLAG} unix:///path/to/cri.sock)`, 'invalid');
   }
   const normalized = path.normalize(p);
   return { endpoint: `unix://${normalized}`, path: normalized };
 }
 
-type SocketCheck =
-  | { ok: true }
-  | { ok: false; reason: 'missing' | 'not-a-socket' | 'permission' | 'refused'; detail: string };
+type SocketCheck = { ok: true } | { ok: false; reason: 'missing' | 'not-a-socket' | 'permission' | 'refused'; detail: string };
 
 /** Stat + bounded connect: is something serving this unix socket, and may we open it? */
 export async function checkSocket(socketPath: string, timeoutMs = 500, signal?: AbortSignal): Promise<SocketCheck> {
@@ -203,10 +195,7 @@ function connectProbe(socketPath: string, timeoutMs: number, signal?: AbortSigna
 }
 
 function failure(socketPath: string, check: Exclude<SocketCheck, { ok: true }>, source: string): EndpointError {
-  const hint =
-    check.reason === 'permission'
-      ? `run podctl as a user that may open it, or pass ${ENDPOINT_FLAG}`
-      : `is the runtime running? pass ${ENDPOINT_FLAG} unix:///path/to/cri.sock`;
+  const hint = check.reason === 'permission' ? `run podctl as a user that may open it, or pass ${ENDPOINT_FLAG}` : `is the runtime running? pass ${ENDPOINT_FLAG} unix:///path/to/cri.sock`;
   return new EndpointError(`runtime endpoint ${socketPath} (${source}): ${check.detail}; ${hint}`, check.reason, socketPath);
 }
 
@@ -251,14 +240,11 @@ export async function resolveEndpoint(options: ResolveEndpointOptions = {}): Pro
 
   if (simulatorPath) {
     const check = await checkSocket(simulatorPath, probeMs, options.signal);
-    if (check.ok) return { ...parseEndpoint(simulatorPath), simulated: true, source: 'the simulator\'s default socket', ...timeout };
+    if (check.ok) return { ...parseEndpoint(simulatorPath), simulated: true, source: "the simulator's default socket", ...timeout };
   }
 
   const tried = [...(options.wellKnown ?? WELL_KNOWN_SOCKETS), ...(simulatorPath ? [simulatorPath] : [])];
-  throw new EndpointError(
-    `no container runtime found (tried ${tried.join(', ')}); pass ${ENDPOINT_FLAG} unix:///path/to/cri.sock or start \`podctl simulator\``,
-    'none',
-  );
+  throw new EndpointError(`no container runtime found (tried ${tried.join(', ')}); pass ${ENDPOINT_FLAG} unix:///path/to/cri.sock or start \`podctl simulator\``, 'none');
 }
 
 /** The connect bound for a request deadline: CONNECT_TIMEOUT_MS, or the deadline when it is shorter. */

@@ -33,9 +33,7 @@ export const GrpcStatus = {
 
 export type GrpcStatusName = keyof typeof GrpcStatus;
 
-const NAMES: Record<number, string> = Object.fromEntries(
-  Object.entries(GrpcStatus).map(([name, code]) => [code, toCamel(name)]),
-);
+const NAMES: Record<number, string> = Object.fromEntries(Object.entries(GrpcStatus).map(([name, code]) => [code, toCamel(name)]));
 
 function toCamel(name: string): string {
   return name

@@ -189,11 +189,7 @@ function podLabels(labels: Record<string, string>): Record<string, string> {
 }
 
 /** Groups a runtime listing into pods by UID. */
-export function groupRuntimePods(
-  sandboxes: readonly PodSandbox[],
-  containers: readonly Container[],
-  details?: ReadonlyMap<string, ContainerDetails>,
-): Map<string, RuntimePod> {
+export function groupRuntimePods(sandboxes: readonly PodSandbox[], containers: readonly Container[], details?: ReadonlyMap<string, ContainerDetails>): Map<string, RuntimePod> {
   const pods = new Map<string, RuntimePod>();
   const sandboxUid = new Map<string, string>();
 
@@ -250,8 +246,7 @@ function applyPodAnnotations(pod: RuntimePod): void {
   if (source !== undefined) pod.configSource = source;
   // the kubelet's rule: a pod not from the API server is static
   pod.static = source !== undefined && source !== 'api';
-  const fromAnyContainer = (key: string): string | undefined =>
-    pod.containers.find((c) => c.annotations[key] !== undefined)?.annotations[key] ?? sbAnn[key];
+  const fromAnyContainer = (key: string): string | undefined => pod.containers.find((c) => c.annotations[key] !== undefined)?.annotations[key] ?? sbAnn[key];
   const tgp = parseIntAnnotation(fromAnyContainer(ANN_TERMINATION_GRACE));
   if (tgp !== undefined && tgp >= 0) pod.terminationGracePeriodSeconds = tgp;
   const dgp = parseIntAnnotation(fromAnyContainer(ANN_DELETION_GRACE));
@@ -307,10 +302,7 @@ export function toRunningPod(pod: RuntimePod): RunningPod {
  * The phase a pod is in by its restart policy and its containers' states (newest instance per
  * name), for pods podctl only observes: Succeeded/Failed once no container will run again.
  */
-export function podPhaseOf(
-  restartPolicy: RestartPolicy,
-  containers: readonly { state: ContainerRuntimeState; exitCode?: number }[],
-): 'Pending' | 'Running' | 'Succeeded' | 'Failed' {
+export function podPhaseOf(restartPolicy: RestartPolicy, containers: readonly { state: ContainerRuntimeState; exitCode?: number }[]): 'Pending' | 'Running' | 'Succeeded' | 'Failed' {
   if (containers.length === 0) return 'Pending';
   if (containers.some((c) => c.state === 'running')) return 'Running';
   if (containers.some((c) => c.state !== 'exited')) return 'Pending';
@@ -346,9 +338,7 @@ export function toV1Pod(pod: RuntimePod): V1Pod {
     spec: {
       containers,
       restartPolicy: pod.restartPolicy,
-      ...(pod.terminationGracePeriodSeconds !== undefined
-        ? { terminationGracePeriodSeconds: pod.terminationGracePeriodSeconds }
-        : {}),
+      ...(pod.terminationGracePeriodSeconds !== undefined ? { terminationGracePeriodSeconds: pod.terminationGracePeriodSeconds } : {}),
       ...(pod.priority !== undefined ? { priority: pod.priority } : {}),
     },
     status: toV1PodStatus(pod),

@@ -53,15 +53,7 @@ export class PreStopHooks {
    * Runs the container's preStop hook when it has one, the grace is above 0 and the hook has not
    * started before; resolves true when it ran it (whatever its outcome).
    */
-  async runOnce(
-    signal: AbortSignal,
-    uid: string,
-    c: Container,
-    name: string,
-    deadline: number,
-    grace: number,
-    pod: V1Pod | undefined,
-  ): Promise<boolean> {
+  async runOnce(signal: AbortSignal, uid: string, c: Container, name: string, deadline: number, grace: number, pod: V1Pod | undefined): Promise<boolean> {
     const hook = this.#preStopOf(pod, name, c);
     if (!hook || !(grace > 0) || this.#hooksStarted.has(c.id)) return false;
     this.#hooksStarted.add(c.id);
@@ -83,15 +75,7 @@ export class PreStopHooks {
    * Runs a preStop hook bounded by the grace deadline; failures are reported, not fatal. Every hook
    * ends in the hook journal: succeeded, failed, or not-run (it could not be run at all).
    */
-  async #runPreStop(
-    signal: AbortSignal,
-    uid: string,
-    c: Container,
-    name: string,
-    hook: V1LifecycleHandler,
-    deadline: number,
-    pod: V1Pod | undefined,
-  ): Promise<void> {
+  async #runPreStop(signal: AbortSignal, uid: string, c: Container, name: string, hook: V1LifecycleHandler, deadline: number, pod: V1Pod | undefined): Promise<void> {
     const started = this.#clock.now();
     const remainingMs = deadline - started;
     const type: HookType = hook.exec?.command?.length ? 'exec' : hook.sleep ? 'sleep' : hook.httpGet ? 'httpGet' : 'unknown';
@@ -136,7 +120,7 @@ export class PreStopHooks {
     if (host === '') {
       if (pod?.spec?.hostNetwork === true) host = NODE_ADDRESS;
       else {
-        if (!c.podSandboxId) throw new HookNotRunnable('the container\'s sandbox is unknown, so the pod IP is unknown');
+        if (!c.podSandboxId) throw new HookNotRunnable("the container's sandbox is unknown, so the pod IP is unknown");
         const status = (await this.#client.podSandboxStatus(c.podSandboxId, { signal })).status;
         if (!status) throw new HookNotRunnable('the sandbox status is empty, so the pod IP is unknown');
         // a sandbox in the node's network namespace has no IP of its own (the kubelet uses the node's)

@@ -44,8 +44,6 @@ import { sidecarNames, terminationOrdering, type TerminationOrdering } from './s
 /** The kubelet's minimum shutdown window after a preStop hook (minimumGracePeriodInSeconds). */
 const MINIMUM_GRACE_SECONDS = 2;
 /** Grace for pods known only from the runtime: the engine's (engine/grace.ts). */
-;
-
 export interface RuntimeSyncerOptions {
   client: CriClient;
   /** Refreshed after every action so the engine's next getNewerThan does not wait. */
@@ -142,13 +140,7 @@ export class RuntimeSyncer implements PodSyncer {
 
   // ------------------------------------------------------------------------------- syncPod
 
-  async syncPod(
-    signal: AbortSignal,
-    _updateType: SyncPodType,
-    pod: V1Pod,
-    _mirrorPod: V1Pod | undefined,
-    podStatus: PodStatus | undefined,
-  ): Promise<boolean> {
+  async syncPod(signal: AbortSignal, _updateType: SyncPodType, pod: V1Pod, _mirrorPod: V1Pod | undefined, podStatus: PodStatus | undefined): Promise<boolean> {
     signal.throwIfAborted();
     const status = podStatus ?? this.#cache?.get(podUid(pod));
     return isTerminalByRestartPolicy(pod, status);
@@ -218,15 +210,11 @@ export class RuntimeSyncer implements PodSyncer {
     try {
       const view = await this.#verifyStopped(uid, signal);
       if (!removal) return;
-      const removals = await Promise.allSettled(
-        view.containers.map((c) => this.#ignoreNotFound(this.#client.removeContainer(c.id, { signal }))),
-      );
+      const removals = await Promise.allSettled(view.containers.map((c) => this.#ignoreNotFound(this.#client.removeContainer(c.id, { signal }))));
       signal.throwIfAborted();
       throwFirstFailure(removals);
       for (const c of view.containers) this.#hooks.forget(c.id);
-      const sbRemovals = await Promise.allSettled(
-        view.sandboxes.map((s) => this.#ignoreNotFound(this.#client.removePodSandbox(s.id, { signal }))),
-      );
+      const sbRemovals = await Promise.allSettled(view.sandboxes.map((s) => this.#ignoreNotFound(this.#client.removePodSandbox(s.id, { signal }))));
       signal.throwIfAborted();
       throwFirstFailure(sbRemovals);
       this.#evicted.delete(uid);
@@ -244,16 +232,14 @@ export class RuntimeSyncer implements PodSyncer {
    * StopContainer waits for its turn: until every main container and every sidecar after it in spec
    * order has exited, bounded by what is left of the grace (the kubelet's termination ordering).
    */
-  async #killPod(
-    signal: AbortSignal,
-    uid: string,
-    view: PodRuntimeView,
-    deadline: number,
-    grace: number,
-    pod: V1Pod | undefined,
-  ): Promise<void> {
+  async #killPod(signal: AbortSignal, uid: string, view: PodRuntimeView, deadline: number, grace: number, pod: V1Pod | undefined): Promise<void> {
     const running = view.containers.filter((c) => c.state === ContainerStateCode.RUNNING);
-    const ordering = pod ? terminationOrdering(pod, running.map((c) => containerNameOf(c))) : undefined;
+    const ordering = pod
+      ? terminationOrdering(
+          pod,
+          running.map((c) => containerNameOf(c)),
+        )
+      : undefined;
     if (ordering) this.#log('debug', `${podName(pod!)}: sidecars ${sidecarNames(pod!).join(', ')} stop after the main containers`);
     const lanes = await Promise.allSettled(running.map((c) => this.#killContainer(signal, uid, c, deadline, grace, pod, ordering)));
     signal.throwIfAborted();
@@ -266,15 +252,7 @@ export class RuntimeSyncer implements PodSyncer {
   }
 
   /** One container's lane: its preStop hook (once, within the grace), its turn (sidecars), then StopContainer. */
-  async #killContainer(
-    signal: AbortSignal,
-    uid: string,
-    c: Container,
-    deadline: number,
-    grace: number,
-    pod: V1Pod | undefined,
-    ordering: TerminationOrdering | undefined,
-  ): Promise<void> {
+  async #killContainer(signal: AbortSignal, uid: string, c: Container, deadline: number, grace: number, pod: V1Pod | undefined, ordering: TerminationOrdering | undefined): Promise<void> {
     const name = containerNameOf(c);
     const ranHook = await this.#hooks.runOnce(signal, uid, c, name, deadline, grace, pod);
     let waited = false;
@@ -292,10 +270,7 @@ export class RuntimeSyncer implements PodSyncer {
 
   async #listPod(uid: string, signal: AbortSignal): Promise<PodRuntimeView> {
     const selector = { labelSelector: { [LABEL_POD_UID]: uid } };
-    const [sandboxes, containers] = await Promise.all([
-      this.#client.listPodSandbox(selector, { signal }),
-      this.#client.listContainers(selector, { signal }),
-    ]);
+    const [sandboxes, containers] = await Promise.all([this.#client.listPodSandbox(selector, { signal }), this.#client.listContainers(selector, { signal })]);
     return { sandboxes, containers };
   }
 
@@ -339,12 +314,7 @@ export class RuntimeSyncer implements PodSyncer {
    * Builds the final API status (Succeeded when every newest container exited 0, else Failed),
    * hands it to podStatusFn (eviction marks it Failed/Evicted), and remembers an eviction.
    */
-  async #reportFinalStatus(
-    uid: string,
-    view: PodRuntimeView,
-    podStatusFn: (s: V1PodStatus) => void,
-    signal: AbortSignal,
-  ): Promise<void> {
+  async #reportFinalStatus(uid: string, view: PodRuntimeView, podStatusFn: (s: V1PodStatus) => void, signal: AbortSignal): Promise<void> {
     const newest = new Map<string, Container>();
     for (const c of [...view.containers].sort((a, b) => Number(b.createdAt - a.createdAt))) {
       const name = c.labels?.[LABEL_CONTAINER_NAME] ?? c.metadata?.name ?? c.id;

@@ -20,15 +20,7 @@
  * This file holds types only (the domain layer: every layer above imports it); `openSession` lives in
  * `session/open.ts`.
  */
-import type {
-  Clock,
-  PodStatus,
-  PodSyncStatusView,
-  PodWorkerEvent,
-  PodWorkerState,
-  PodWorkerSync,
-  V1Pod,
-} from '../engine/types.js';
+import type { Clock, PodStatus, PodSyncStatusView, PodWorkerEvent, PodWorkerState, PodWorkerSync, V1Pod } from '../engine/types.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type Logger = (level: LogLevel, message: string) => void;

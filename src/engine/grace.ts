@@ -56,11 +56,7 @@ export interface EffectiveGracePeriod {
 /**
  * @param status the pod's current grace period in seconds; 0 when none was decided yet.
  */
-export function calculateEffectiveGracePeriod(
-  status: { gracePeriod: number },
-  pod: V1Pod,
-  options?: KillPodOptions,
-): EffectiveGracePeriod {
+export function calculateEffectiveGracePeriod(status: { gracePeriod: number }, pod: V1Pod, options?: KillPodOptions): EffectiveGracePeriod {
   let gracePeriod = status.gracePeriod;
   let overridden = false;
   const deletionGrace = pod.metadata?.deletionGracePeriodSeconds;

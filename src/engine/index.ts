@@ -6,7 +6,19 @@ import { PodWorkerEngine } from './workers.js';
 import type { PodWorkers, PodWorkersOptions } from './types.js';
 
 export * from './types.js';
-export { calculateEffectiveGracePeriod, killGracePeriod, podOwnGracePeriod, operatorGraceOverride, isGraceInRange, remainingGraceSeconds, DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, MAX_GRACE_SECONDS, MIN_GRACE_SECONDS, RUNTIME_POD_GRACE_SECONDS, type EffectiveGracePeriod } from './grace.js';
+export {
+  calculateEffectiveGracePeriod,
+  killGracePeriod,
+  podOwnGracePeriod,
+  operatorGraceOverride,
+  isGraceInRange,
+  remainingGraceSeconds,
+  DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
+  MAX_GRACE_SECONDS,
+  MIN_GRACE_SECONDS,
+  RUNTIME_POD_GRACE_SECONDS,
+  type EffectiveGracePeriod,
+} from './grace.js';
 export { MAX_TIMER_MS, clampTimerMs, setLongTimeout, type LongTimeout } from './timers.js';
 export { killPodNow, killTimeoutMs, KillPodTimeoutError, EXCEEDED_GRACE_PERIOD_REASON, type KillPodFunc } from './kill-now.js';
 export { viewOfRecord as toPodSyncStatusView } from './status.js';

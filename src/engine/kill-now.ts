@@ -25,13 +25,7 @@ export function killTimeoutMs(gracePeriodSeconds: number): number {
   return Math.max(MIN_KILL_TIMEOUT_SECONDS, grace + Math.trunc(grace / 2)) * 1000;
 }
 
-export type KillPodFunc = (
-  pod: V1Pod,
-  isEvicted: boolean,
-  gracePeriodOverride?: number,
-  statusFn?: (status: V1PodStatus) => void,
-  signal?: AbortSignal,
-) => Promise<void>;
+export type KillPodFunc = (pod: V1Pod, isEvicted: boolean, gracePeriodOverride?: number, statusFn?: (status: V1PodStatus) => void, signal?: AbortSignal) => Promise<void>;
 
 export class KillPodTimeoutError extends Error {
   constructor(readonly timeoutMs: number) {

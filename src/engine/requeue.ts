@@ -32,14 +32,7 @@ export function errorMessageOf(error: unknown): string {
   return String(error);
 }
 
-export function decideRequeue(
-  phaseTransition: boolean,
-  error: unknown,
-  failed: boolean,
-  resyncIntervalMs: number,
-  backOffPeriodMs: number,
-  random: () => number = Math.random,
-): RequeueDecision {
+export function decideRequeue(phaseTransition: boolean, error: unknown, failed: boolean, resyncIntervalMs: number, backOffPeriodMs: number, random: () => number = Math.random): RequeueDecision {
   if (phaseTransition) return { delayMs: 0, reason: 'phase-change' };
   if (!failed) return { delayMs: jitter(resyncIntervalMs, RESYNC_JITTER_FACTOR, random), reason: 'resync' };
   if (errorMessageOf(error).includes(NETWORK_NOT_READY_MESSAGE)) {

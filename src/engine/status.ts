@@ -13,17 +13,7 @@
  * - Callbacks (`onComplete`, status functions) live only in the record's lists and in a pending
  *   update; views and `activeUpdate` never carry them.
  */
-import type {
-  KillPodOptions,
-  PodStatus,
-  PodSyncStatusView,
-  PodWorkerState,
-  RunningPod,
-  SyncPodType,
-  UpdateView,
-  V1Pod,
-  V1PodStatus,
-} from './types.js';
+import type { KillPodOptions, PodStatus, PodSyncStatusView, PodWorkerState, RunningPod, SyncPodType, UpdateView, V1Pod, V1PodStatus } from './types.js';
 
 /** One update as the engine stores it (the kubelet's UpdatePodOptions). Fixed shape. */
 export interface PodUpdate {

@@ -98,21 +98,9 @@ export interface PodWorkerSync {
  */
 export interface PodSyncer {
   /** Returns true when the pod is now terminal (it will never run again). */
-  syncPod(
-    signal: AbortSignal,
-    updateType: SyncPodType,
-    pod: V1Pod,
-    mirrorPod: V1Pod | undefined,
-    podStatus: PodStatus | undefined,
-  ): Promise<boolean>;
+  syncPod(signal: AbortSignal, updateType: SyncPodType, pod: V1Pod, mirrorPod: V1Pod | undefined, podStatus: PodStatus | undefined): Promise<boolean>;
   /** Repeatedly invoked with diminishing grace periods until it returns without error. */
-  syncTerminatingPod(
-    signal: AbortSignal,
-    pod: V1Pod,
-    podStatus: PodStatus | undefined,
-    gracePeriodSeconds: number | undefined,
-    podStatusFn: ((s: V1PodStatus) => void) | undefined,
-  ): Promise<void>;
+  syncTerminatingPod(signal: AbortSignal, pod: V1Pod, podStatus: PodStatus | undefined, gracePeriodSeconds: number | undefined, podStatusFn: ((s: V1PodStatus) => void) | undefined): Promise<void>;
   /** Terminates a pod known only from the runtime (no spec): grace 1. */
   syncTerminatingRuntimePod(signal: AbortSignal, runningPod: RunningPod): Promise<void>;
   /** Cleans up after all containers stopped; invoked until it returns without error. */

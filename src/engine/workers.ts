@@ -25,14 +25,7 @@ import { TimerWorkQueue } from './queue.js';
 import { decideRequeue, errorMessageOf, jitter, BACKOFF_JITTER_FACTOR } from './requeue.js';
 import { recordFromView, replayUpdateFor } from './restore.js';
 import { StaticPodStarts } from './static-pods.js';
-import {
-  copyUpdate,
-  isPodStatusCacheTerminal,
-  newUpdate,
-  PodSyncRecord,
-  viewOfRecord,
-  type PodUpdate,
-} from './status.js';
+import { copyUpdate, isPodStatusCacheTerminal, newUpdate, PodSyncRecord, viewOfRecord, type PodUpdate } from './status.js';
 import type {
   Clock,
   EventRecorder,
@@ -192,14 +185,7 @@ export class PodWorkerEngine implements PodWorkers {
     }
     const before: PodWorkerState | 'new' = firstTime ? 'new' : record.state();
 
-    const update = newUpdate(
-      options.updateType,
-      isRuntimePod ? undefined : pod,
-      options.mirrorPod,
-      isRuntimePod ? runningPod : undefined,
-      kill,
-      options.startTime,
-    );
+    const update = newUpdate(options.updateType, isRuntimePod ? undefined : pod, options.mirrorPod, isRuntimePod ? runningPod : undefined, kill, options.startTime);
 
     // A runtime pod carries no spec: prefer the newest spec we know, else reason on a placeholder.
     let effectivePod: V1Pod;
@@ -310,14 +296,7 @@ export class PodWorkerEngine implements PodWorkers {
   }
 
   /** Marks a transition to terminating if the update calls for one; true when it did. */
-  #detectTermination(
-    record: PodSyncRecord,
-    pod: V1Pod,
-    isRuntimePod: boolean,
-    updateType: UpdatePodOptions['updateType'],
-    kill: KillPodOptions | undefined,
-    now: number,
-  ): boolean {
+  #detectTermination(record: PodSyncRecord, pod: V1Pod, isRuntimePod: boolean, updateType: UpdatePodOptions['updateType'], kill: KillPodOptions | undefined, now: number): boolean {
     if (record.isTerminationRequested()) return false;
     if (isRuntimePod) {
       // orphaned: no config left, must be torn down
@@ -443,10 +422,7 @@ export class PodWorkerEngine implements PodWorkers {
   /** Runs one syncer call and applies its outcome; true when the worker is done for good. */
   async #runSync(uid: string, handle: WorkerHandle, work: StartedWork): Promise<boolean> {
     const { update, workType, signal } = work;
-    const phase: SyncPhase =
-      workType === 'terminated' ? 'terminated'
-      : workType === 'terminating' ? (update.runningPod !== undefined ? 'terminating-runtime' : 'terminating')
-      : 'sync';
+    const phase: SyncPhase = workType === 'terminated' ? 'terminated' : workType === 'terminating' ? (update.runningPod !== undefined ? 'terminating-runtime' : 'terminating') : 'sync';
     const fullname = this.#statuses.get(uid)?.fullname ?? '';
     if (this.#events.active) this.#emit({ type: 'sync-started', uid, fullname, at: this.#clock.now(), phase });
 
@@ -489,13 +465,7 @@ export class PodWorkerEngine implements PodWorkers {
   }
 
   /** Fetches a fresh enough status (unless runtime-only) and dispatches to the syncer. */
-  async #callSyncer(
-    uid: string,
-    handle: WorkerHandle,
-    update: PodUpdate,
-    workType: PodWorkerState,
-    signal: AbortSignal,
-  ): Promise<boolean> {
+  async #callSyncer(uid: string, handle: WorkerHandle, update: PodUpdate, workType: PodWorkerState, signal: AbortSignal): Promise<boolean> {
     let status: PodStatus | undefined;
     const pod = update.pod;
     if (update.runningPod === undefined) {
@@ -627,15 +597,7 @@ export class PodWorkerEngine implements PodWorkers {
   }
 
   /** Queues the next wake-up per the requeue policy, then continues with pending work or goes idle. */
-  #completeWork(
-    uid: string,
-    fullname: string,
-    phase: SyncPhase,
-    phaseTransition: boolean,
-    failed: boolean,
-    error: unknown,
-    aborted: boolean,
-  ): void {
+  #completeWork(uid: string, fullname: string, phase: SyncPhase, phaseTransition: boolean, failed: boolean, error: unknown, aborted: boolean): void {
     const decision = decideRequeue(phaseTransition, error, failed, this.#resyncIntervalMs, this.#backOffPeriodMs);
     if (failed && this.#events.active) {
       this.#emit({ type: 'sync-failed', uid, fullname, at: this.#clock.now(), phase, error: errorMessageOf(error), retryInMs: decision.delayMs, aborted });

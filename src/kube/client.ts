@@ -19,8 +19,6 @@ import { eventName, statusPatch, type PodStatusChange } from './status.js';
 import { transportFor, type KubeRequest, type Transport, type WatchEvent } from './transport.js';
 import type { KubeSource } from './source.js';
 
-;
-
 interface PodList {
   pods: V1Pod[];
   resourceVersion: string;
@@ -193,12 +191,10 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
     },
     async watchNodePods(resourceVersion, onEvent, signal) {
       try {
-        await transport.watch(
-          'watch pods',
-          { method: 'GET', path: '/api/v1/pods', query: { watch: 1, fieldSelector, resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 300 } },
-          onEvent,
-          { connectTimeoutMs: timeoutMs, ...(signal ? { signal } : {}) },
-        );
+        await transport.watch('watch pods', { method: 'GET', path: '/api/v1/pods', query: { watch: 1, fieldSelector, resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 300 } }, onEvent, {
+          connectTimeoutMs: timeoutMs,
+          ...(signal ? { signal } : {}),
+        });
       } catch (error) {
         if (error instanceof KubeError && (error.statusCode === 401 || error.statusCode === 403)) {
           throw new KubeError('watch pods', authMessage('watch pods', error.statusCode, { verb: 'watch', resource: 'pods' }, where), error.statusCode, { transient: false });
@@ -222,7 +218,12 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
           {
             method: 'POST',
             path: `${podPath(pod.namespace, pod.name)}/eviction`,
-            body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: pod.name, namespace: pod.namespace }, ...(grace !== undefined ? { deleteOptions: { gracePeriodSeconds: grace } } : {}) },
+            body: {
+              apiVersion: 'policy/v1',
+              kind: 'Eviction',
+              metadata: { name: pod.name, namespace: pod.namespace },
+              ...(grace !== undefined ? { deleteOptions: { gracePeriodSeconds: grace } } : {}),
+            },
           },
           { timeoutMs, ...(signal ? { signal } : {}) },
         );
@@ -231,7 +232,9 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
         if (isNotFound(error)) return { outcome: 'gone' };
         if (error instanceof KubeError && error.statusCode === 429) return { outcome: 'blocked-by-pdb', retryAfterMs: error.retryAfterMs, message: error.message };
         if (error instanceof KubeError && (error.statusCode === 401 || error.statusCode === 403)) {
-          throw new KubeError('evict pod', authMessage('evict pod', error.statusCode, { verb: 'create', resource: 'pods/eviction', namespace: pod.namespace }, where), error.statusCode, { transient: false });
+          throw new KubeError('evict pod', authMessage('evict pod', error.statusCode, { verb: 'create', resource: 'pods/eviction', namespace: pod.namespace }, where), error.statusCode, {
+            transient: false,
+          });
         }
         throw error;
       }
@@ -261,12 +264,22 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
       } catch (error) {
         if (!isConflict(error)) throw error;
         // the same pod and reason was reported before: one Event, its count bumped (as the kubelet's correlator does)
-        const events = (await call('list events', { verb: 'list', resource: 'events', namespace }, { method: 'GET', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, query: { fieldSelector: `metadata.name=${name}` } }, signal)) as { items?: CoreV1Event[] };
+        const events = (await call(
+          'list events',
+          { verb: 'list', resource: 'events', namespace },
+          { method: 'GET', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, query: { fieldSelector: `metadata.name=${name}` } },
+          signal,
+        )) as { items?: CoreV1Event[] };
         const existing = events.items?.find((e) => e.metadata?.name === name);
         await call(
           'patch event',
           { verb: 'patch', resource: 'events', namespace },
-          { method: 'PATCH', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events/${encodeURIComponent(name)}`, contentType: 'application/strategic-merge-patch+json', body: { count: (existing?.count ?? 1) + 1, lastTimestamp: now, message } },
+          {
+            method: 'PATCH',
+            path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events/${encodeURIComponent(name)}`,
+            contentType: 'application/strategic-merge-patch+json',
+            body: { count: (existing?.count ?? 1) + 1, lastTimestamp: now, message },
+          },
           signal,
         );
       }
@@ -274,7 +287,13 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
     patchStatus,
     async markEvicted(pod, status) {
       const outcome = await patchStatus(ref(pod), { phase: 'Failed', reason: status.reason || 'Evicted', message: status.message });
-      if (outcome !== 'patched') throw new KubeError('patch pod status', `patch pod status: pod ${ref(pod).namespace}/${ref(pod).name} ${outcome === 'gone' ? 'is gone from the API server' : 'was replaced (another UID)'}`, outcome === 'gone' ? 404 : 409, { transient: false });
+      if (outcome !== 'patched')
+        throw new KubeError(
+          'patch pod status',
+          `patch pod status: pod ${ref(pod).namespace}/${ref(pod).name} ${outcome === 'gone' ? 'is gone from the API server' : 'was replaced (another UID)'}`,
+          outcome === 'gone' ? 404 : 409,
+          { transient: false },
+        );
     },
     async getNode(signal) {
       try {
@@ -325,7 +344,12 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
     },
     async nodeLeaseRenewedAt(signal) {
       try {
-        const lease = (await call('get node lease', { verb: 'get', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-node-lease' }, { method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${encodeURIComponent(node)}` }, signal)) as {
+        const lease = (await call(
+          'get node lease',
+          { verb: 'get', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-node-lease' },
+          { method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${encodeURIComponent(node)}` },
+          signal,
+        )) as {
           spec?: { renewTime?: string };
         };
         return lease.spec?.renewTime ? new Date(lease.spec.renewTime) : undefined;

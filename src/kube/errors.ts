@@ -19,12 +19,7 @@ export class KubeError extends Error {
   readonly retryAfterMs: number | undefined;
   /** Worth retrying (429, 5xx, connection errors, deadline). */
   readonly transient: boolean;
-  constructor(
-    call: string,
-    message: string,
-    statusCode?: number,
-    options?: { cause?: unknown; reason?: string; retryAfterMs?: number; transient?: boolean },
-  ) {
+  constructor(call: string, message: string, statusCode?: number, options?: { cause?: unknown; reason?: string; retryAfterMs?: number; transient?: boolean }) {
     super(message, options?.cause !== undefined ? { cause: options.cause } : undefined);
     this.call = call;
     this.statusCode = statusCode;

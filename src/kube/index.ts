@@ -24,16 +24,12 @@ import type { KubeSource } from './source.js';
 export type { KubeSource } from './source.js';
 
 /** Where the API server comes from, or undefined when none is configured. */
-export function detectKube(
-  kubeconfig: string | undefined,
-  env: NodeJS.ProcessEnv = process.env,
-  tokenExists: (path: string) => boolean = existsSync,
-): KubeSource | undefined {
+export function detectKube(kubeconfig: string | undefined, env: NodeJS.ProcessEnv = process.env, tokenExists: (path: string) => boolean = existsSync): KubeSource | undefined {
   const path = kubeconfig ?? env.KUBECONFIG;
   if (path) return { kind: 'kubeconfig', path: path.split(':')[0] ?? path };
   if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT && tokenExists(IN_CLUSTER_TOKEN)) return { kind: 'in-cluster' };
   return undefined;
 }
 
-export { KubeError,   } from './errors.js';
-export { connectKube,   type KubeClient } from './client.js';
+export { KubeError } from './errors.js';
+export { connectKube, type KubeClient } from './client.js';

@@ -55,13 +55,21 @@ function probeHealthz(url: URL, timeoutMs: number): Promise<Probe> {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve(res.statusCode === 200 && body.trim() === 'ok' ? { answer: 'ok', detail: `healthz ${url.host} answered ok` } : { answer: 'not-ok', detail: `healthz ${url.host} answered HTTP ${res.statusCode}` }));
+      res.on('end', () =>
+        resolve(
+          res.statusCode === 200 && body.trim() === 'ok'
+            ? { answer: 'ok', detail: `healthz ${url.host} answered ok` }
+            : { answer: 'not-ok', detail: `healthz ${url.host} answered HTTP ${res.statusCode}` },
+        ),
+      );
     });
     req.on('timeout', () => {
       req.destroy();
       resolve({ answer: 'unreachable', detail: `healthz ${url.host}: no answer within ${timeoutMs} ms` });
     });
-    req.on('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED' ? { answer: 'refused', detail: `healthz ${url.host} refused` } : { answer: 'unreachable', detail: `healthz ${url.host}: ${error.code ?? error.message}` }));
+    req.on('error', (error: NodeJS.ErrnoException) =>
+      resolve(error.code === 'ECONNREFUSED' ? { answer: 'refused', detail: `healthz ${url.host} refused` } : { answer: 'unreachable', detail: `healthz ${url.host}: ${error.code ?? error.message}` }),
+    );
   });
 }
 

@@ -16,9 +16,7 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promise
 import path from 'node:path';
 
 export type PendingAction =
-  | { kind: 'event'; type: 'Normal' | 'Warning'; reason: string; message: string }
-  | { kind: 'status'; phase: 'Failed'; reason: string; message: string }
-  | { kind: 'final-delete' };
+  { kind: 'event'; type: 'Normal' | 'Warning'; reason: string; message: string } | { kind: 'status'; phase: 'Failed'; reason: string; message: string } | { kind: 'final-delete' };
 
 export interface PendingRecord {
   id: string;

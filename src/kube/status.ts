@@ -38,9 +38,7 @@ export function statusPatch(pod: Pick<V1Pod, 'metadata'>, change: PodStatusChang
       phase: change.phase,
       reason: change.reason,
       message: change.message,
-      conditions: [
-        { type: DISRUPTION_TARGET, status: 'True', reason: TERMINATION_BY_KUBELET, message: change.message, lastTransitionTime: now.toISOString().replace(/\.\d+Z$/, 'Z') },
-      ],
+      conditions: [{ type: DISRUPTION_TARGET, status: 'True', reason: TERMINATION_BY_KUBELET, message: change.message, lastTransitionTime: now.toISOString().replace(/\.\d+Z$/, 'Z') }],
     },
   };
 }

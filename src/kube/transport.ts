@@ -81,7 +81,7 @@ export function transportFor(config: KubeConfig, where: string): Transport {
 
   const fail = (call: string, status: number, headers: http.IncomingHttpHeaders, body: unknown): KubeError => {
     const s = statusOf(body);
-    const detail = s.message ?? (typeof body === 'string' && body ? body.slice(0, 200) : http.STATUS_CODES[status] ?? 'error');
+    const detail = s.message ?? (typeof body === 'string' && body ? body.slice(0, 200) : (http.STATUS_CODES[status] ?? 'error'));
     const retryAfter = parseRetryAfter(headers['retry-after']);
     return new KubeError(call, `${call} failed (HTTP ${status}${s.reason ? ` ${s.reason}` : ''}): ${detail.split('\n')[0]} (${where})`, status, {
       ...(s.reason ? { reason: s.reason } : {}),

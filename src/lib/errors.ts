@@ -35,7 +35,7 @@ export class UsageError extends PodctlError {
 /** A pod named on the command line is not on this node (exit 4). */
 export class PodNotFoundError extends PodctlError {
   readonly refs: string[];
-  constructor(refs: string[], hint = 'list the node\'s pods with `podctl status -A`') {
+  constructor(refs: string[], hint = "list the node's pods with `podctl status -A`") {
     super(`pod not found on this node: ${refs.join(', ')}`, ExitCode.NotFound, hint);
     this.refs = refs;
   }
@@ -104,7 +104,10 @@ export function isAbort(error: unknown): boolean {
 /** The one line shown for an error: its first message line, plus the hint when there is one. */
 export function oneLine(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
-  const lines = message.split('\n').map((line) => line.trim()).filter((line) => line !== '');
+  const lines = message
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
   let first = lines[0] ?? 'unknown error';
   // oclif reports a bad flag value as "Parsing --flag" with the reason on the next line
   if (/^Parsing --[\w-]+$/.test(first) && lines[1] !== undefined) first = `${first}: ${lines[1]}`;

@@ -24,7 +24,7 @@ function requestTimeoutFlag(aliases: string[]) {
   return Flags.custom<number>({
     summary: `Deadline of each request to the container runtime: 30s, 2m, 500ms or a number of seconds${aliases.includes('timeout') ? ' (also --timeout, as in crictl)' : ''}.`,
     description:
-      'Default: $PODCTL_REQUEST_TIMEOUT, else timeout in /etc/crictl.yaml (crictl\'s file, whole seconds; $CRI_CONFIG_FILE names another), else 10s; 0 means that default. Connecting is bounded by 2s (or this, when shorter): a socket that does not answer as a CRI runtime by then is an error naming it.',
+      "Default: $PODCTL_REQUEST_TIMEOUT, else timeout in /etc/crictl.yaml (crictl's file, whole seconds; $CRI_CONFIG_FILE names another), else 10s; 0 means that default. Connecting is bounded by 2s (or this, when shorter): a socket that does not answer as a CRI runtime by then is an error naming it.",
     env: REQUEST_TIMEOUT_ENV,
     helpGroup: 'GLOBAL',
     helpValue: 'DURATION',
@@ -37,7 +37,7 @@ const runtimeEndpointFlag = Flags.string({
   char: 'r',
   summary: 'CRI socket of the container runtime (unix:///path or a path); -r as in crictl.',
   description:
-    'Default: $CONTAINER_RUNTIME_ENDPOINT, else runtime-endpoint in /etc/crictl.yaml (crictl\'s file; $CRI_CONFIG_FILE names another), else the first of the containerd, CRI-O and cri-dockerd default sockets that exists.',
+    "Default: $CONTAINER_RUNTIME_ENDPOINT, else runtime-endpoint in /etc/crictl.yaml (crictl's file; $CRI_CONFIG_FILE names another), else the first of the containerd, CRI-O and cri-dockerd default sockets that exists.",
   env: 'CONTAINER_RUNTIME_ENDPOINT',
   helpGroup: 'GLOBAL',
   helpValue: 'unix:///run/containerd/containerd.sock',
@@ -47,7 +47,7 @@ export const globalFlags = {
   'runtime-endpoint': runtimeEndpointFlag,
   'request-timeout': requestTimeoutFlag(['timeout']),
   'state-dir': Flags.string({
-    summary: 'Directory of podctl\'s checkpoint store.',
+    summary: "Directory of podctl's checkpoint store.",
     description: 'Shared by every podctl process on the node; created 0700. A relative path is resolved against the current directory and the result is said on stderr; an empty one is refused.',
     env: 'PODCTL_STATE_DIR',
     default: DEFAULT_STATE_DIR,
@@ -114,7 +114,8 @@ export const selectionFlags = {
   }),
   'field-selector': Flags.string({
     summary: 'Field selector: metadata.name, metadata.namespace, metadata.uid, status.phase or state, with =, == or !=; comma-separated.',
-    description: 'status.phase is the Kubernetes phase as the runtime shows it (Pending, Running, Succeeded, Failed, Unknown); state is podctl\'s (sync, terminating, terminated, finished, runtime). Combines with -l (both must hold).',
+    description:
+      "status.phase is the Kubernetes phase as the runtime shows it (Pending, Running, Succeeded, Failed, Unknown); state is podctl's (sync, terminating, terminated, finished, runtime). Combines with -l (both must hold).",
     helpValue: 'SELECTOR',
   }),
   all: Flags.boolean({
@@ -126,13 +127,13 @@ export const selectionFlags = {
 /** Flags of commands that terminate pods and wait for them. */
 export const terminationFlags = {
   grace: Flags.integer({
-    summary: 'Grace period in seconds; only ever shortens a pod\'s grace (minimum 1, maximum 31536000: a year).',
+    summary: "Grace period in seconds; only ever shortens a pod's grace (minimum 1, maximum 31536000: a year).",
     min: 0,
     max: MAX_GRACE_SECONDS,
     helpValue: 'SECONDS',
   }),
   timeout: Flags.string({
-    summary: 'How long to wait for termination (default: the kubelet\'s bound, max(10s, 1.5×grace)).',
+    summary: "How long to wait for termination (default: the kubelet's bound, max(10s, 1.5×grace)).",
     description: 'A duration: 30s, 2m, 1m30s or a number of seconds. When it passes podctl exits 3; termination continues.',
     helpValue: 'DURATION',
   }),

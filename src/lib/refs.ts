@@ -147,7 +147,10 @@ function podsByUid(pods: PodInfo[], uid: string): PodInfo[] {
   if (exact.length > 0 || uid.length < MIN_UID_PREFIX) return exact;
   const prefixed = pods.filter((p) => p.uid.startsWith(uid));
   if (prefixed.length > 1) {
-    const list = prefixed.slice(0, 5).map((p) => `${p.namespace}/${p.name} (${p.uid})`).join(', ');
+    const list = prefixed
+      .slice(0, 5)
+      .map((p) => `${p.namespace}/${p.name} (${p.uid})`)
+      .join(', ');
     throw new UsageError(`--uid ${uid} is the start of ${prefixed.length} pods' UIDs: ${list}${prefixed.length > 5 ? ', …' : ''}`, 'give more characters of the UID');
   }
   return prefixed;
@@ -176,10 +179,7 @@ export function resolveSelection(pods: PodInfo[], selection: PodSelection): Reso
 export function describeSelection(selection: PodSelection): string {
   const scope = selection.namespace === undefined ? 'in every namespace' : `in namespace ${selection.namespace}`;
   if (selection.refs.length > 0) return selection.refs.map(refToString).join(', ');
-  const sets = [
-    ...(selection.selector ? [`-l ${formatSelector(selection.selector)}`] : []),
-    ...(selection.fields ? [`--field-selector ${formatFieldSelector(selection.fields)}`] : []),
-  ];
+  const sets = [...(selection.selector ? [`-l ${formatSelector(selection.selector)}`] : []), ...(selection.fields ? [`--field-selector ${formatFieldSelector(selection.fields)}`] : [])];
   if (sets.length > 0) return `${sets.join(' ')} ${scope}`;
   return `all pods ${scope}`;
 }
@@ -195,11 +195,7 @@ export interface SelectionFlagValues {
 }
 
 /** A command's REF arguments and selection flags, parsed into one selection. */
-export function selectionFromFlags(
-  argv: unknown[],
-  flags: SelectionFlagValues,
-  options: Pick<SelectionInput, 'defaultAllNamespaces' | 'allowEmpty'> = {},
-): PodSelection {
+export function selectionFromFlags(argv: unknown[], flags: SelectionFlagValues, options: Pick<SelectionInput, 'defaultAllNamespaces' | 'allowEmpty'> = {}): PodSelection {
   return parseSelection({
     args: argv as string[],
     uids: flags.uid,

@@ -49,7 +49,7 @@ export async function waitForExit(pid: number, boundMs = AFTER_PID_WAIT_MS, sign
 /** `--metrics-textfile` of the one-shot commands that act (kill, evict, drain, sync-known). */
 export const metricsTextfileFlags = {
   'metrics-textfile': Flags.string({
-    summary: 'When the command ends, write its metrics (Prometheus text format) to FILE atomically, for node_exporter\'s textfile collector.',
+    summary: "When the command ends, write its metrics (Prometheus text format) to FILE atomically, for node_exporter's textfile collector.",
     helpValue: 'FILE',
   }),
 };

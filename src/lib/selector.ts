@@ -7,10 +7,7 @@
  */
 import { UsageError } from './errors.js';
 
-export type LabelRequirement =
-  | { key: string; op: 'eq' | 'ne'; value: string }
-  | { key: string; op: 'in' | 'notin'; values: string[] }
-  | { key: string; op: 'exists' | 'not-exists' };
+export type LabelRequirement = { key: string; op: 'eq' | 'ne'; value: string } | { key: string; op: 'in' | 'notin'; values: string[] } | { key: string; op: 'exists' | 'not-exists' };
 
 /** Splits on the commas outside parentheses: `app in (a,b),tier` → ["app in (a,b)", "tier"]. */
 function splitTerms(text: string): string[] {

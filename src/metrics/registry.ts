@@ -114,14 +114,46 @@ export class PodctlMetrics {
       // rejects them); they are left out
       for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
     }
-    this.#desired = new Gauge({ name: 'podctl_desired_pods', help: 'Pods the desired source lists for this node (static pods from the node\'s manifests included), by whether they are static.', labelNames: ['static'], registers });
-    this.#active = new Gauge({ name: 'podctl_active_pods', help: 'Desired pods not yet terminated: the pods that hold the node\'s resources, by whether they are static.', labelNames: ['static'], registers });
-    this.#mirror = new Gauge({ name: 'podctl_mirror_pods', help: 'Mirror pods in the API server standing for this node\'s static pods.', registers });
-    this.#restarted = new Counter({ name: 'podctl_restarted_pods_total', help: `Pods created again (same UID) before their earlier worker had finished, by whether they are static.${RESET_HELP}`, labelNames: ['static'], registers });
-    this.#workerDuration = new Histogram({ name: 'podctl_pod_worker_duration_seconds', help: 'Duration of one pod worker sync, by the update it served (create, update, sync, kill).', labelNames: ['operation_type'], buckets: WORKER_DURATION_BUCKETS, registers });
-    this.#runtimeOps = new Counter({ name: 'podctl_runtime_operations_total', help: `CRI calls to the container runtime, by operation (the kubelet's names).${RESET_HELP}`, labelNames: ['operation_type'], registers });
+    this.#desired = new Gauge({
+      name: 'podctl_desired_pods',
+      help: "Pods the desired source lists for this node (static pods from the node's manifests included), by whether they are static.",
+      labelNames: ['static'],
+      registers,
+    });
+    this.#active = new Gauge({
+      name: 'podctl_active_pods',
+      help: "Desired pods not yet terminated: the pods that hold the node's resources, by whether they are static.",
+      labelNames: ['static'],
+      registers,
+    });
+    this.#mirror = new Gauge({ name: 'podctl_mirror_pods', help: "Mirror pods in the API server standing for this node's static pods.", registers });
+    this.#restarted = new Counter({
+      name: 'podctl_restarted_pods_total',
+      help: `Pods created again (same UID) before their earlier worker had finished, by whether they are static.${RESET_HELP}`,
+      labelNames: ['static'],
+      registers,
+    });
+    this.#workerDuration = new Histogram({
+      name: 'podctl_pod_worker_duration_seconds',
+      help: 'Duration of one pod worker sync, by the update it served (create, update, sync, kill).',
+      labelNames: ['operation_type'],
+      buckets: WORKER_DURATION_BUCKETS,
+      registers,
+    });
+    this.#runtimeOps = new Counter({
+      name: 'podctl_runtime_operations_total',
+      help: `CRI calls to the container runtime, by operation (the kubelet's names).${RESET_HELP}`,
+      labelNames: ['operation_type'],
+      registers,
+    });
     this.#runtimeErrors = new Counter({ name: 'podctl_runtime_operations_errors_total', help: `CRI calls that failed, by operation.${RESET_HELP}`, labelNames: ['operation_type'], registers });
-    this.#runtimeDuration = new Histogram({ name: 'podctl_runtime_operations_duration_seconds', help: 'Duration of CRI calls, by operation.', labelNames: ['operation_type'], buckets: RUNTIME_OPERATION_BUCKETS, registers });
+    this.#runtimeDuration = new Histogram({
+      name: 'podctl_runtime_operations_duration_seconds',
+      help: 'Duration of CRI calls, by operation.',
+      labelNames: ['operation_type'],
+      buckets: RUNTIME_OPERATION_BUCKETS,
+      registers,
+    });
     this.#evictions = new Counter({ name: 'podctl_evictions_total', help: `Terminations this process requested as evictions.${RESET_HELP}`, registers });
     this.#kubeletUp = new Gauge({ name: 'podctl_kubelet_up', help: 'Whether a kubelet runs beside podctl: 1 running (or unknown, treated as running), 0 down.', registers });
     for (const isStatic of ['false', 'true']) {
@@ -308,7 +340,6 @@ export class PodctlMetrics {
 export function createMetrics(options: MetricsOptions = {}): PodctlMetrics {
   return new PodctlMetrics(options);
 }
-
 
 /** Feeds a metrics registry from a session's events; returns the function that stops it. */
 export function attachMetrics(metrics: PodctlMetrics, session: { subscribe(l: (e: SessionEvent) => void): () => void }): () => void {

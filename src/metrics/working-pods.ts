@@ -103,7 +103,7 @@ export interface WorkingPodSeries {
 
 /** The static label of a worker: a worker without a spec cannot say. */
 function staticLabelOf(sync: Pick<PodWorkerSync, 'static' | 'hasConfig' | 'orphan'>): WorkingPodSeries['static'] {
-  return configOf(sync) === 'runtime_only' ? 'unknown' : String(sync.static) as 'true' | 'false';
+  return configOf(sync) === 'runtime_only' ? 'unknown' : (String(sync.static) as 'true' | 'false');
 }
 
 /**

@@ -27,7 +27,6 @@ import type { AddressInfo } from 'node:net';
 import { isStuck, stuckForMs } from './stuck.js';
 import { BLOCKED_KINDS, blockedBy } from './blocked-by.js';
 import { gatherNodeFacts, stuckFactsOf, type NodeFacts } from './status.js';
-;
 import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import type { ApiNode } from './api-node.js';
 import { syncKnown, type DesiredSource, type SyncKnownResult } from './sync-known.js';

@@ -74,9 +74,7 @@ export interface ApiSyncOptions {
 const nameOf = (d: { uid: string; namespace: string; name: string }): ApiPodName => ({ uid: d.uid, namespace: d.namespace, name: d.name });
 
 export function runtimeRefs(pods: PodInfo[]): RuntimePodRef[] {
-  return pods
-    .filter((p) => p.runtime !== undefined || p.state !== 'finished')
-    .map((p) => ({ uid: p.uid, namespace: p.namespace, name: p.name, static: p.static, ...(p.pod ? { pod: p.pod } : {}) }));
+  return pods.filter((p) => p.runtime !== undefined || p.state !== 'finished').map((p) => ({ uid: p.uid, namespace: p.namespace, name: p.name, static: p.static, ...(p.pod ? { pod: p.pod } : {}) }));
 }
 
 /** What the API server asks of this node, read only (a dry run stops here). */

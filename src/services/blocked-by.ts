@@ -21,17 +21,7 @@
  * exactly one `next` step.
  */
 
-export type BlockedKind =
-  | 'grace'
-  | 'cni-teardown'
-  | 'uninterruptible-io'
-  | 'stale-shim'
-  | 'runtime-deadline'
-  | 'volume-busy'
-  | 'finalizer'
-  | 'kubelet-owns'
-  | 'undriven'
-  | 'runtime-error';
+export type BlockedKind = 'grace' | 'cni-teardown' | 'uninterruptible-io' | 'stale-shim' | 'runtime-deadline' | 'volume-busy' | 'finalizer' | 'kubelet-owns' | 'undriven' | 'runtime-error';
 
 export const BLOCKED_KINDS: readonly BlockedKind[] = [
   'grace',
@@ -140,7 +130,7 @@ export function blockedBy(f: StuckFacts): BlockedBy | null {
   if (f.kubeletRunning && f.driven !== true) {
     return {
       kind: 'kubelet-owns',
-      detail: 'a kubelet runs beside podctl and no podctl process drives this pod: finishing it is the kubelet\'s work',
+      detail: "a kubelet runs beside podctl and no podctl process drives this pod: finishing it is the kubelet's work",
       next: `read the kubelet's log for the pod (journalctl -u kubelet | grep ${f.name}); podctl kill ${ref} --via-api deletes it through the API, --force kills it over CRI`,
     };
   }
@@ -163,9 +153,7 @@ export function blockedBy(f: StuckFacts): BlockedBy | null {
   const err = f.lastError ? parseRuntimeError(f.lastError) : undefined;
   const gone = f.processes.find((p) => p.state === 'gone');
   if (gone || (err && STALE_SHIM_TEXT.test(err.text))) {
-    const what = gone
-      ? `the runtime reports container ${gone.container} running, but its process (pid ${gone.pid}) is gone`
-      : `the runtime cannot reach a container's shim (${f.lastError})`;
+    const what = gone ? `the runtime reports container ${gone.container} running, but its process (pid ${gone.pid}) is gone` : `the runtime cannot reach a container's shim (${f.lastError})`;
     const id = gone ? gone.containerId.slice(0, 13) : 'CONTAINER';
     return {
       kind: 'stale-shim',

@@ -61,7 +61,12 @@ export async function drainBesideKubelet(options: DrainBesideKubeletOptions): Pr
   // the decision first (a refusal changes nothing), as a plan
   const plan = await guardKill({ ...common, targets: candidates, dryRun: true, reporter: silentReporter() });
   if (plan.report.action !== 'via-api' || options.dryRun) {
-    return { kubelet: plan.report, cordoned: null, viaApi: plan.report.action === 'via-api' ? plan.viaApi : [], handled: new Set(plan.report.action === 'via-api' ? plan.viaApi.map((p) => p.uid) : []) };
+    return {
+      kubelet: plan.report,
+      cordoned: null,
+      viaApi: plan.report.action === 'via-api' ? plan.viaApi : [],
+      handled: new Set(plan.report.action === 'via-api' ? plan.viaApi.map((p) => p.uid) : []),
+    };
   }
   await options.api!.kube.setUnschedulable(true, options.signal);
   const uncordon = `kubectl uncordon ${options.node}`;

@@ -85,7 +85,7 @@ export function defaultGroups(gracePeriodSeconds: number, criticalGracePeriodSec
   if (criticalGracePeriodSeconds > gracePeriodSeconds) {
     throw new UsageError(
       `--critical-grace-period (${criticalGracePeriodSeconds}s) exceeds --grace-period (${gracePeriodSeconds}s)`,
-      '--grace-period is the whole drain\'s budget and includes the critical pods\' share',
+      "--grace-period is the whole drain's budget and includes the critical pods' share",
     );
   }
   return [
@@ -193,7 +193,10 @@ export type ExcludeMatcher = ((pod: PodInfo) => boolean) & { unmatched(): string
 
 /** A shell-style glob (`*`, `?`) as an anchored regular expression. */
 function globOf(text: string): RegExp {
-  const escaped = text.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const escaped = text
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${escaped}$`);
 }
 

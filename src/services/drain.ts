@@ -204,7 +204,11 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
       }
     });
     const budgetMs = Math.min(group.budgetSeconds * 1000, deadline - now());
-    await waitFor(group.pods.map((p) => p.uid), budgetMs, `group ${index + 1}/${groups.length}`);
+    await waitFor(
+      group.pods.map((p) => p.uid),
+      budgetMs,
+      `group ${index + 1}/${groups.length}`,
+    );
     group.elapsedMs = now() - start - group.startedAtMs;
     group.completedInBudget = group.pods.every((p) => p.outcome === 'terminated' || p.outcome === 'gone');
     if (!group.completedInBudget && !options.signal?.aborted) {
@@ -219,7 +223,11 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
   if (stragglers.length > 0 && !options.signal?.aborted) {
     const boundEnd = Math.max(...stragglers.map((p) => (requestedAt.get(p.uid) ?? start) + killTimeoutMs(p.gracePeriodSeconds)));
     if (deadline < boundEnd) cutShort = true;
-    await waitFor(stragglers.map((p) => p.uid), Math.min(boundEnd, deadline) - now(), 'stragglers');
+    await waitFor(
+      stragglers.map((p) => p.uid),
+      Math.min(boundEnd, deadline) - now(),
+      'stragglers',
+    );
   }
   const interrupted = options.signal?.aborted === true;
   if (interrupted) for (const pod of byUid.values()) if (pod.outcome === 'timeout') pod.outcome = 'interrupted';
@@ -236,7 +244,11 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
   // every pod that did not finish says why (the runtime's last error, or what holds it)
   const unfinished = [...byUid.values()].filter((p) => (p.outcome === 'timeout' || p.outcome === 'interrupted') && p.error === undefined);
   const { reasonsForUnfinished } = await import('./unfinished.js');
-  for (const [uid, reason] of await reasonsForUnfinished(options.session, unfinished.map((p) => p.uid), now)) {
+  for (const [uid, reason] of await reasonsForUnfinished(
+    options.session,
+    unfinished.map((p) => p.uid),
+    now,
+  )) {
     const pod = byUid.get(uid);
     if (pod) pod.error = reason;
   }
@@ -251,9 +263,7 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
 
 /** The human view of a drain (or its plan with --dry-run): one row per pod, group by group. */
 export function drainTable(result: DrainResult, styler: Styler): TableSpec {
-  const head = result.dryRun
-    ? ['GROUP', 'NAMESPACE/NAME', 'PRIORITY', 'CRITICAL', 'POD GRACE', 'DRAIN GRACE']
-    : ['GROUP', 'NAMESPACE/NAME', 'PRIORITY', 'GRACE', 'OUTCOME', 'TIME'];
+  const head = result.dryRun ? ['GROUP', 'NAMESPACE/NAME', 'PRIORITY', 'CRITICAL', 'POD GRACE', 'DRAIN GRACE'] : ['GROUP', 'NAMESPACE/NAME', 'PRIORITY', 'GRACE', 'OUTCOME', 'TIME'];
   const rows: string[][] = [];
   result.groups.forEach((group, index) => {
     const label = `${index + 1}: ≥${group.priority} (${group.budgetSeconds}s${group.critical ? ', critical' : ''})`;
@@ -264,7 +274,14 @@ export function drainTable(result: DrainResult, styler: Styler): TableSpec {
       } else {
         const ok = pod.outcome === 'terminated' || pod.outcome === 'gone';
         const handed = result.handedOffTo?.uids.includes(pod.uid) ? ` (background pid ${result.handedOffTo.pid})` : '';
-        rows.push([label, name, String(pod.priority), `${pod.gracePeriodSeconds}s`, ok ? styler.green(pod.outcome) : styler.red(pod.outcome + (pod.error ? ` ${pod.error}` : '') + handed), pod.elapsedMs === undefined ? '-' : formatDuration(pod.elapsedMs)]);
+        rows.push([
+          label,
+          name,
+          String(pod.priority),
+          `${pod.gracePeriodSeconds}s`,
+          ok ? styler.green(pod.outcome) : styler.red(pod.outcome + (pod.error ? ` ${pod.error}` : '') + handed),
+          pod.elapsedMs === undefined ? '-' : formatDuration(pod.elapsedMs),
+        ]);
       }
     }
   });
@@ -276,7 +293,10 @@ export function drainTable(result: DrainResult, styler: Styler): TableSpec {
 
 /** Pods a drain requested that are still terminating: what must be handed on when the drain ends. */
 export function drainPodsToHandOff(result: DrainResult): string[] {
-  return result.groups.flatMap((g) => g.pods).filter((p) => p.outcome === 'timeout' || p.outcome === 'interrupted').map((p) => p.uid);
+  return result.groups
+    .flatMap((g) => g.pods)
+    .filter((p) => p.outcome === 'timeout' || p.outcome === 'interrupted')
+    .map((p) => p.uid);
 }
 
 export function drainSummaryLine(result: DrainResult): string {

@@ -79,7 +79,11 @@ export async function guardedTerminate<O extends TerminateOptions>(
   const { resolveSelection } = await import('../lib/refs.js');
   const listed = await rest.session.listPods({ runtimeMaxAgeMs: 1_000 });
   const { targets, missing } = resolveSelection(listed, rest.selection);
-  await passSafetyGate(rest, targets.filter((p) => !isFinal(p)), action === 'evict' ? 'evict' : 'kill');
+  await passSafetyGate(
+    rest,
+    targets.filter((p) => !isFinal(p)),
+    action === 'evict' ? 'evict' : 'kill',
+  );
   rest = { ...rest, yes: true };
   const guard = await guardKill({
     targets,

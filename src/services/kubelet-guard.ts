@@ -126,11 +126,13 @@ export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
   if (staticOnly.length > 0) {
     throw new UsageError(
       `the kubelet is ${guard.kubelet.state} and runs static pod(s) ${staticOnly.map(refOf).join(', ')} from its manifests: the API server cannot stop them and the kubelet would start them again`,
-      'move the manifest out of the kubelet\'s manifest directory, or pass --force to stop over CRI anyway',
+      "move the manifest out of the kubelet's manifest directory, or pass --force to stop over CRI anyway",
     );
   }
   const mode = input.mode === 'evict' && guard.ignorePdb ? 'delete' : input.mode;
-  reporter.info(`${input.action}: the kubelet is ${guard.kubelet.state}; ${desiredPods.map(refOf).join(', ')} ${input.dryRun ? 'would go' : 'go'} through the API server (${mode === 'evict' ? 'the Eviction API' : 'a graceful delete'}), and the kubelet stops ${desiredPods.length === 1 ? 'it' : 'them'}`);
+  reporter.info(
+    `${input.action}: the kubelet is ${guard.kubelet.state}; ${desiredPods.map(refOf).join(', ')} ${input.dryRun ? 'would go' : 'go'} through the API server (${mode === 'evict' ? 'the Eviction API' : 'a graceful delete'}), and the kubelet stops ${desiredPods.length === 1 ? 'it' : 'them'}`,
+  );
   const deadline = Date.now();
   await Promise.all(
     desiredPods
@@ -186,7 +188,9 @@ async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, mode: '
     reporter.warn(`${refOf(pod)}: ${mode === 'evict' ? 'eviction' : 'delete'} through the API failed: ${entry.error}`);
     return entry;
   }
-  reporter.info(`${input.action}: ${refOf(pod)} ${mode === 'evict' ? 'evicted' : 'deleted'} in the API server with grace ${grace}s; waiting up to ${formatDuration(boundMs)} for the kubelet to finish it`);
+  reporter.info(
+    `${input.action}: ${refOf(pod)} ${mode === 'evict' ? 'evicted' : 'deleted'} in the API server with grace ${grace}s; waiting up to ${formatDuration(boundMs)} for the kubelet to finish it`,
+  );
   for (;;) {
     let current: V1Pod | undefined;
     try {

@@ -60,7 +60,8 @@ async function drainForMaintenance(options: MaintenanceOptions, ignorePdb: boole
   const reporter = options.reporter ?? silentReporter();
   const { kube } = options.api;
   await kube.annotateNode({ [DRAIN_ANNOTATION]: 'draining' }, options.signal);
-  const how = options.kubelet.state === 'down' ? 'the kubelet is down: over CRI' : `the kubelet is ${options.kubelet.state}: cordon, then the Eviction API${ignorePdb ? ' (PodDisruptionBudgets ignored)' : ''}`;
+  const how =
+    options.kubelet.state === 'down' ? 'the kubelet is down: over CRI' : `the kubelet is ${options.kubelet.state}: cordon, then the Eviction API${ignorePdb ? ' (PodDisruptionBudgets ignored)' : ''}`;
   await event(options, 'Normal', 'DrainStarted', `podctl agent drains node ${options.node} (${how})`);
   reporter.info(`agent: draining node ${options.node} (${DRAIN_ANNOTATION}=requested; ${how})`);
   try {

@@ -110,10 +110,13 @@ export async function watchStatus(options: StatusWatchOptions): Promise<StatusWa
     stop.abort();
   };
   out.on('error', onError);
-  const timer = options.forMs === undefined ? undefined : setTimeout(() => {
-    if (!stop.signal.aborted) endedBy = 'bound';
-    stop.abort();
-  }, options.forMs);
+  const timer =
+    options.forMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          if (!stop.signal.aborted) endedBy = 'bound';
+          stop.abort();
+        }, options.forMs);
 
   const lineOf = async (type: StatusWatchRecord['type'], row: StatusRow, at: number): Promise<string> => {
     if (format === 'json') return JSON.stringify({ type, at: isoTime(at), pod: row } satisfies StatusWatchRecord);

@@ -226,7 +226,11 @@ export function predicatesOf(view: PodSyncStatusView | undefined, isStatic: bool
     {
       name: 'couldHaveRunningContainers',
       value: tracked ? !terminated : false,
-      meaning: tracked ? (terminated ? 'the worker has seen every container stopped' : 'the worker has not yet seen every container stopped') : 'untracked pods are not expected to run (a runtime pod is an orphan)',
+      meaning: tracked
+        ? terminated
+          ? 'the worker has seen every container stopped'
+          : 'the worker has not yet seen every container stopped'
+        : 'untracked pods are not expected to run (a runtime pod is an orphan)',
     },
     {
       name: 'isPodTerminationRequested',
@@ -250,7 +254,13 @@ export function predicatesOf(view: PodSyncStatusView | undefined, isStatic: bool
     {
       name: 'shouldPodContentBeRemoved',
       value: tracked ? view.evicted || (view.deleted && terminated) : true,
-      meaning: tracked ? (view.evicted ? 'evicted: content goes' : view.deleted ? 'deleted: content goes once terminated' : 'content stays (not evicted or deleted)') : 'untracked: content may be removed',
+      meaning: tracked
+        ? view.evicted
+          ? 'evicted: content goes'
+          : view.deleted
+            ? 'deleted: content goes once terminated'
+            : 'content stays (not evicted or deleted)'
+        : 'untracked: content may be removed',
     },
     {
       name: 'shouldPodBeFinished',
@@ -340,7 +350,8 @@ export async function podStatus(options: StatusOptions): Promise<StatusResult> {
   const { targets, missing } = resolveSelection(await session.listPods(options.signal ? { signal: options.signal } : undefined), options.selection);
   const kubelet = options.kubelet ? await options.kubelet : undefined;
   const apiPods = new Map(((options.apiPods ? await options.apiPods : undefined) ?? []).flatMap((p) => (p.metadata?.uid ? [[p.metadata.uid, p] as const] : [])));
-  const base = options.nodeFacts === false ? { ...NO_NODE_FACTS, kubeletRunning: kubelet?.state === 'running' } : await gatherNodeFacts(session, targets, kubelet, apiPods, options.signal, options.kubeletRoot);
+  const base =
+    options.nodeFacts === false ? { ...NO_NODE_FACTS, kubeletRunning: kubelet?.state === 'running' } : await gatherNodeFacts(session, targets, kubelet, apiPods, options.signal, options.kubeletRoot);
   const facts: NodeFacts = { ...base, api: apiPods };
   const result: StatusResult = {
     endpoint: session.endpoint,
@@ -484,10 +495,25 @@ export function statusCells(r: StatusRow, wide: boolean, styler: Styler, options
     r.lastError === null ? '' : styler.red(truncate(r.lastError, wide ? 80 : 40)),
   ];
   if (wide) {
-    cells.push(`${r.containersRunning}/${r.containersTotal}`, sandboxCell(r.ready), r.priority === null ? '-' : String(r.priority), r.static ? 'yes' : 'no', r.evicted ? 'yes' : 'no', r.nextRetryAt ?? '-', r.blockedBy?.kind ?? '-');
+    cells.push(
+      `${r.containersRunning}/${r.containersTotal}`,
+      sandboxCell(r.ready),
+      r.priority === null ? '-' : String(r.priority),
+      r.static ? 'yes' : 'no',
+      r.evicted ? 'yes' : 'no',
+      r.nextRetryAt ?? '-',
+      r.blockedBy?.kind ?? '-',
+    );
   }
   for (const key of options.labelColumns ?? []) cells.push(r.labels?.[key] ?? '');
-  if (options.showLabels) cells.push(r.labels === null || Object.keys(r.labels).length === 0 ? '<none>' : Object.entries(r.labels).map(([k, v]) => `${k}=${v}`).join(','));
+  if (options.showLabels)
+    cells.push(
+      r.labels === null || Object.keys(r.labels).length === 0
+        ? '<none>'
+        : Object.entries(r.labels)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(','),
+    );
   return cells;
 }
 
@@ -513,7 +539,7 @@ export function explainText(e: Explanation, styler: Styler, now: number): string
   lines.push('  engine predicates:');
   const width = Math.max(...e.predicates.map((p) => p.name.length));
   for (const p of e.predicates) {
-    lines.push(`    ${p.name.padEnd(width)}  ${(p.value ? styler.green('true ') : styler.dim('false'))}  ${styler.dim(p.meaning)}`);
+    lines.push(`    ${p.name.padEnd(width)}  ${p.value ? styler.green('true ') : styler.dim('false')}  ${styler.dim(p.meaning)}`);
   }
   lines.push(`  timeline${e.timeline.length === 0 ? ': (empty)' : ':'}`);
   for (const t of e.timeline) lines.push(`    ${t.at}  ${t.type.padEnd(22)} ${t.detail}${t.pid ? styler.dim(`  [pid ${t.pid}]`) : ''}`);

@@ -133,7 +133,10 @@ export async function parseDesiredPods(text: string, where: string): Promise<V1P
   pods.forEach((pod, i) => {
     const m = pod.metadata;
     if (!m?.uid || !m.name) {
-      throw new UsageError(`--desired ${where}: pod #${i + 1}${m?.name ? ` (${m.name})` : ''} has no metadata.${m?.uid ? 'name' : 'uid'}`, 'podctl keys pods by UID: export them with `kubectl get pods -o yaml`');
+      throw new UsageError(
+        `--desired ${where}: pod #${i + 1}${m?.name ? ` (${m.name})` : ''} has no metadata.${m?.uid ? 'name' : 'uid'}`,
+        'podctl keys pods by UID: export them with `kubectl get pods -o yaml`',
+      );
     }
   });
   return pods.map((pod) => ({ ...pod, metadata: { ...pod.metadata, namespace: pod.metadata?.namespace ?? 'default' } }));
@@ -224,14 +227,21 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
   const nameless = new Set([...listedUids, ...keptStatic.map((p) => p.uid), ...self.map((p) => p.uid)]);
   const candidates = before.filter((p) => !nameless.has(p.uid) && !isStaticInfo(p) && p.owner?.alive !== true && (p.state === 'runtime' ? runsSomething(p) : p.state === 'sync'));
   const orphans = options.kubelet
-    ? await decideOrphans({ candidates, kubelet: options.kubelet.state, api: options.api, stateDir: options.session.stateDir, force: options.force === true, persist: !options.dryRun, ...(signal ? { signal } : {}) })
+    ? await decideOrphans({
+        candidates,
+        kubelet: options.kubelet.state,
+        api: options.api,
+        stateDir: options.session.stateDir,
+        force: options.force === true,
+        persist: !options.dryRun,
+        ...(signal ? { signal } : {}),
+      })
     : { kept: [], released: [] };
   const waiting = new Set(orphans.kept.map((o) => o.uid));
   for (const o of orphans.kept) reporter.info(`sync-known: ${o.namespace}/${o.name} kept: ${o.reason}`);
   const desired = [...listed, ...keptStatic.map(staticDesired), ...before.filter((p) => waiting.has(p.uid)).map(keptDesired), ...self.map(keptDesired)];
   reporter.info(
-    `sync-known: ${listed.length} desired pod(s) from ${sourceName(options.source)}` +
-      (keptStatic.length > 0 ? `, ${keptStatic.length} static pod(s) kept (--include-static to let them go)` : ''),
+    `sync-known: ${listed.length} desired pod(s) from ${sourceName(options.source)}` + (keptStatic.length > 0 ? `, ${keptStatic.length} static pod(s) kept (--include-static to let them go)` : ''),
   );
   const names = new Map<string, PodName>();
   for (const p of before) names.set(p.uid, { uid: p.uid, namespace: p.namespace, name: p.name });
@@ -240,11 +250,33 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
     if (!names.has(uid)) names.set(uid, { uid, namespace: p.metadata?.namespace ?? 'default', name: p.metadata?.name ?? '' });
   }
   const nameOf = (uid: string): PodName => names.get(uid) ?? { uid, namespace: '', name: '' };
-  const common = { source: options.source.kind, desiredPods: desired.length, desiredStatic: desired.filter((p) => isStaticPod(p)).length, keptStatic: keptStatic.map((p) => nameOf(p.uid)).sort(comparePods), waitingForKubelet: orphans.kept, skipped: self.map((p) => ({ ...nameOf(p.uid), reason: 'self' as const })), ...(options.kubelet ? { kubelet: options.kubelet } : {}) };
+  const common = {
+    source: options.source.kind,
+    desiredPods: desired.length,
+    desiredStatic: desired.filter((p) => isStaticPod(p)).length,
+    keptStatic: keptStatic.map((p) => nameOf(p.uid)).sort(comparePods),
+    waitingForKubelet: orphans.kept,
+    skipped: self.map((p) => ({ ...nameOf(p.uid), reason: 'self' as const })),
+    ...(options.kubelet ? { kubelet: options.kubelet } : {}),
+  };
 
   if (options.dryRun) return { dryRun: true, unfinished: [], ...common, ...predictSync(before, new Set(desired.map((p) => p.metadata?.uid ?? '')), nameOf) };
 
-  const apiRun = apiSync && apiPlan && options.api ? await apiSync.startApiSync({ session: options.session, api: options.api, before, reporter, leaveToKubelet: options.kubelet !== undefined && options.kubelet.state !== 'down', ...(options.kubeletRoot ? { kubeletRoot: options.kubeletRoot } : {}), ...(signal ? { signal } : {}) }, apiPlan) : undefined;
+  const apiRun =
+    apiSync && apiPlan && options.api
+      ? await apiSync.startApiSync(
+          {
+            session: options.session,
+            api: options.api,
+            before,
+            reporter,
+            leaveToKubelet: options.kubelet !== undefined && options.kubelet.state !== 'down',
+            ...(options.kubeletRoot ? { kubeletRoot: options.kubeletRoot } : {}),
+            ...(signal ? { signal } : {}),
+          },
+          apiPlan,
+        )
+      : undefined;
 
   let outcome;
   try {
@@ -254,9 +286,7 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
     throw new RuntimeFailure(`sync-known failed: ${(error as Error).message}`, undefined, { cause: error });
   }
   const api = apiRun ? await apiRun.finish() : undefined;
-  const workers: KnownWorker[] = [...outcome.workers.entries()]
-    .map(([uid, w]) => ({ ...nameOf(uid), state: w.state, orphan: w.orphan, hasConfig: w.hasConfig, static: w.static }))
-    .sort(comparePods);
+  const workers: KnownWorker[] = [...outcome.workers.entries()].map(([uid, w]) => ({ ...nameOf(uid), state: w.state, orphan: w.orphan, hasConfig: w.hasConfig, static: w.static })).sort(comparePods);
   // every pod this sync drove that is still on its way out says why (the runtime's last error, or
   // what holds it): the workers still terminating, and the runtime orphans and resumed pods not done
   const unfinished: (PodName & { error: string })[] = [];
@@ -306,11 +336,7 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
  * driven to termination (finished ones are forgotten), runtime pods no worker knows are terminated,
  * and pods whose owner died are resumed. Pods a live podctl process drives are that process's.
  */
-function predictSync(
-  pods: PodInfo[],
-  desiredUids: Set<string>,
-  nameOf: (uid: string) => PodName,
-): Pick<SyncKnownResult, 'workers' | 'orphanedRuntimePods' | 'resumed' | 'forgotten'> {
+function predictSync(pods: PodInfo[], desiredUids: Set<string>, nameOf: (uid: string) => PodName): Pick<SyncKnownResult, 'workers' | 'orphanedRuntimePods' | 'resumed' | 'forgotten'> {
   const workers: KnownWorker[] = [];
   const orphanedRuntimePods: PodName[] = [];
   const resumed: PodName[] = [];
@@ -366,7 +392,11 @@ export function syncKnownSummary(result: SyncKnownResult): string {
     `  finished workers ${would}forgotten: ${result.forgotten.length}${names(result.forgotten)}`,
     `  static pods kept (never orphans without --include-static): ${result.keptStatic.length}${names(result.keptStatic)}`,
     ...(result.unfinished.length > 0 ? [`  still terminating: ${result.unfinished.length}: ${result.unfinished.map((p) => `${p.namespace}/${p.name} (${p.error})`).join(', ')}`] : []),
-    ...(result.waitingForKubelet.length > 0 ? [`  kept for the kubelet (${result.kubelet?.state ?? 'running'}): ${result.waitingForKubelet.length}: ${result.waitingForKubelet.map((o) => `${o.namespace}/${o.name} (${o.reason})`).join(', ')}`] : []),
+    ...(result.waitingForKubelet.length > 0
+      ? [
+          `  kept for the kubelet (${result.kubelet?.state ?? 'running'}): ${result.waitingForKubelet.length}: ${result.waitingForKubelet.map((o) => `${o.namespace}/${o.name} (${o.reason})`).join(', ')}`,
+        ]
+      : []),
     ...(result.api ? apiSummaryLines(result.api, names) : []),
   ].join('\n');
 }

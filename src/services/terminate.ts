@@ -152,10 +152,7 @@ async function elsewhereHint(session: NodeSession, selection: PodSelection): Pro
   const everywhere = { ...selection, namespace: undefined } as PodSelection;
   const widened = selection.refs.length > 0 ? { ...everywhere, refs: selection.refs.map((r) => (r.kind === 'name' ? { ...r, namespace: '' } : r)) } : everywhere;
   const pods = await session.listPods({ runtimeMaxAgeMs: SELECTION_LISTING_MAX_AGE_MS }).catch(() => []);
-  const hits =
-    selection.refs.length > 0
-      ? pods.filter((p) => selection.refs.some((r) => r.kind === 'name' && r.name === p.name))
-      : resolveSelection(pods, widened).targets;
+  const hits = selection.refs.length > 0 ? pods.filter((p) => selection.refs.some((r) => r.kind === 'name' && r.name === p.name)) : resolveSelection(pods, widened).targets;
   const namespaces = [...new Set(hits.map((p) => p.namespace))].sort();
   if (namespaces.length === 0) return undefined;
   const count = `${hits.length} match${hits.length === 1 ? 'es' : ''} in ${namespaces.length === 1 ? `namespace ${namespaces[0]}` : `namespaces ${namespaces.join(', ')}`}`;
@@ -179,7 +176,11 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     throw new PodNotFoundError(missing.length > 0 ? missing : [`no pod matches ${describeSelection(options.selection)}`], await elsewhereHint(session, options.selection));
   }
   for (const ref of missing) reporter.warn(`pod not found: ${ref}`);
-  await passSafetyGate(options, targets.filter((p) => !isFinal(p)), action);
+  await passSafetyGate(
+    options,
+    targets.filter((p) => !isFinal(p)),
+    action,
+  );
 
   const results = new Map<string, TerminatedPod>();
   const requestedAt = new Map<string, number>();
@@ -234,7 +235,9 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
       entry.ownerPid = handle.ownerPid;
       requestedAt.set(pod.uid, now());
       if (pod.state === 'sync' || pod.state === 'runtime') podsByUid.set(pod.uid, { ...pod, state: 'terminating' });
-      reporter.debug(`${action} ${pod.namespace}/${pod.name}: grace ${entry.gracePeriodSeconds}s, ${handle.handledBy === 'local' ? 'driven by this process' : `handed to owner pid ${handle.ownerPid}`}`);
+      reporter.debug(
+        `${action} ${pod.namespace}/${pod.name}: grace ${entry.gracePeriodSeconds}s, ${handle.handledBy === 'local' ? 'driven by this process' : `handed to owner pid ${handle.ownerPid}`}`,
+      );
     } catch (error) {
       entry.outcome = 'failed';
       entry.error = (error as Error)?.message?.split('\n')[0] ?? String(error);
@@ -277,19 +280,21 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   // on a terminal the status line keeps counting between events; elsewhere only changes are printed
   const ticker = reporter.interactive ? setInterval(render, 1000) : undefined;
   ticker?.unref();
-  const outcomes = await session.waitTerminated(pending, {
-    timeoutMs,
-    ...(options.signal ? { signal: options.signal } : {}),
-    onProgress: (pod) => {
-      podsByUid.set(pod.uid, pod);
-      if ((pod.state === 'terminated' || pod.state === 'finished') && !terminatedSeen.has(pod.uid)) {
-        terminatedSeen.add(pod.uid);
-        const entry = results.get(pod.uid);
-        if (entry) entry.elapsedMs = now() - (requestedAt.get(pod.uid) ?? startedWait);
-      }
-      render();
-    },
-  }).finally(() => clearInterval(ticker));
+  const outcomes = await session
+    .waitTerminated(pending, {
+      timeoutMs,
+      ...(options.signal ? { signal: options.signal } : {}),
+      onProgress: (pod) => {
+        podsByUid.set(pod.uid, pod);
+        if ((pod.state === 'terminated' || pod.state === 'finished') && !terminatedSeen.has(pod.uid)) {
+          terminatedSeen.add(pod.uid);
+          const entry = results.get(pod.uid);
+          if (entry) entry.elapsedMs = now() - (requestedAt.get(pod.uid) ?? startedWait);
+        }
+        render();
+      },
+    })
+    .finally(() => clearInterval(ticker));
   reporter.done();
   const interrupted = options.signal?.aborted === true;
 
@@ -318,7 +323,11 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   // every pod that did not finish says why (the runtime's last error, or what holds it)
   const unfinished = [...results.values()].filter((p) => (p.outcome === 'timeout' || p.outcome === 'interrupted') && p.error === undefined);
   const { reasonsForUnfinished } = await import('./unfinished.js');
-  for (const [uid, reason] of await reasonsForUnfinished(session, unfinished.map((p) => p.uid), now)) {
+  for (const [uid, reason] of await reasonsForUnfinished(
+    session,
+    unfinished.map((p) => p.uid),
+    now,
+  )) {
     const entry = results.get(uid);
     if (entry) entry.error = reason;
   }
@@ -345,7 +354,10 @@ function destructiveReason(pod: PodInfo): CriticalReason | undefined {
 export async function passSafetyGate(options: TerminateOptions, targets: PodInfo[], action: 'kill' | 'evict'): Promise<void> {
   const critical = targets.map((p) => ({ pod: p, reason: destructiveReason(p) })).filter((c): c is { pod: PodInfo; reason: CriticalReason } => c.reason !== undefined);
   const names = (list: { pod: PodInfo; reason: CriticalReason }[]): string =>
-    list.slice(0, 5).map((c) => `${c.pod.namespace}/${c.pod.name} (${c.reason === 'priority' ? 'system-critical' : c.reason})`).join(', ') + (list.length > 5 ? `, and ${list.length - 5} more` : '');
+    list
+      .slice(0, 5)
+      .map((c) => `${c.pod.namespace}/${c.pod.name} (${c.reason === 'priority' ? 'system-critical' : c.reason})`)
+      .join(', ') + (list.length > 5 ? `, and ${list.length - 5} more` : '');
   if (action === 'evict' && critical.length > 0 && !options.force) {
     throw new UsageError(`evict refuses static and system-critical pods, as the kubelet's eviction manager does: ${names(critical)}`, 'use kill, or pass --force to evict them anyway');
   }
@@ -382,7 +394,6 @@ async function reportEvictionStatus(kube: KubeClient, pod: PodInfo, evict: { rea
     reporter.warn(`status of ${pod.namespace}/${pod.name} not updated: ${(error as Error).message}`);
   }
 }
-
 
 /** The human view of a kill/evict result: one row per pod. */
 export function terminateTable(result: TerminateResult, styler: Styler): TableSpec {
@@ -423,11 +434,7 @@ export function terminateSummary(result: TerminateResult): string {
  * containers (uid → running count): a terminated pod must have nothing running, so podctl checks
  * before it tells the operator so.
  */
-export async function stillRunning(
-  session: NodeSession,
-  uids: string[],
-  terminated?: { since: number; now: () => number },
-): Promise<Map<string, number>> {
+export async function stillRunning(session: NodeSession, uids: string[], terminated?: { since: number; now: () => number }): Promise<Map<string, number>> {
   const found = new Map<string, number>();
   if (uids.length === 0) return found;
   // One runtime listing for all of them (a lookup per pod would cost a relist each), started after

@@ -25,15 +25,7 @@ export interface FeedEntry {
 }
 
 /** Engine events worth a line in the events pane; the others are the worker's routine. */
-const NOTABLE_ENGINE_EVENTS = new Set<PodWorkerEvent['type']>([
-  'termination-requested',
-  'grace-shortened',
-  'restart-requested',
-  'sync-failed',
-  'state-changed',
-  'finished',
-  'forgotten',
-]);
+const NOTABLE_ENGINE_EVENTS = new Set<PodWorkerEvent['type']>(['termination-requested', 'grace-shortened', 'restart-requested', 'sync-failed', 'state-changed', 'finished', 'forgotten']);
 
 /** `name_namespace` (the engine's fullname) → `namespace/name`. */
 function refOfFullname(fullname: string): string {

@@ -351,7 +351,14 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
       // the events pane says when a pod's cause changes; the table reads the facts itself
       const offFacts = facts.subscribe(() => {
         for (const { pod, cause } of facts.causeChanges(view.snapshot().pods, Date.now())) {
-          feed.note({ source: 'watch', level: cause.kind === 'grace' ? 'info' : 'warn', uid: pod.uid, pod: `${pod.namespace}/${pod.name}`, kind: 'blocked-by', detail: `${cause.kind}: ${cause.detail}; next: ${cause.next}` });
+          feed.note({
+            source: 'watch',
+            level: cause.kind === 'grace' ? 'info' : 'warn',
+            uid: pod.uid,
+            pod: `${pod.namespace}/${pod.name}`,
+            kind: 'blocked-by',
+            detail: `${cause.kind}: ${cause.detail}; next: ${cause.next}`,
+          });
         }
       });
       try {

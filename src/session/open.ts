@@ -19,12 +19,7 @@ export type { SessionSeams } from './seams.js';
 export type { RuntimePodRecord, SessionRuntime } from './runtime.js';
 
 /** Builds the default CRI-backed runtime (lazy: grpc-js is loaded only here). */
-async function connectDefaultRuntime(
-  options: SessionOptions,
-  stateDir: string,
-  isEvicted: (uid: string) => boolean,
-  needsExitCodes: (uid: string) => boolean,
-): Promise<SessionRuntime> {
+async function connectDefaultRuntime(options: SessionOptions, stateDir: string, isEvicted: (uid: string) => boolean, needsExitCodes: (uid: string) => boolean): Promise<SessionRuntime> {
   const { connectRuntime } = await import('./cri-runtime.js');
   return connectRuntime(options, stateDir, {
     isEvicted,

@@ -85,11 +85,7 @@ export class Ownership {
     const now = clock();
     const owned = memory.takenOver(uid, checkpoint);
     const previous = result.previous;
-    const from = previous?.record
-      ? previous.released
-        ? `after pid ${previous.record.pid} released it`
-        : `from pid ${previous.record.pid} (gone)`
-      : 'first owner';
+    const from = previous?.record ? (previous.released ? `after pid ${previous.record.pid} released it` : `from pid ${previous.record.pid} (gone)`) : 'first owner';
     memory.record(owned, sessionTransition('lease-taken', `${why}: lease taken ${from}`, now, pid));
     if (checkpoint && !engine.snapshot().has(uid)) {
       persistence.markIntent(uid);

@@ -268,11 +268,13 @@ export class Session implements NodeSession {
    */
   drivenUnfinished(): string[] {
     if (this.#closed || this.#options.readOnly) return [];
-    return [...this.#engine.snapshot().values()]
-      // still terminating: a terminated pod's cleanup is what close() waits for (bounded), and what
-      // housekeeping finishes; handing it on would say "still terminating" of a pod that is not
-      .filter((v) => this.#store.leases.holds(v.uid) && !v.finished && workerStateOf(v) === 'terminating')
-      .map((v) => v.uid);
+    return (
+      [...this.#engine.snapshot().values()]
+        // still terminating: a terminated pod's cleanup is what close() waits for (bounded), and what
+        // housekeeping finishes; handing it on would say "still terminating" of a pod that is not
+        .filter((v) => this.#store.leases.holds(v.uid) && !v.finished && workerStateOf(v) === 'terminating')
+        .map((v) => v.uid)
+    );
   }
 
   /** The desired pods the API server lists for this node (sync-known's `api` source). */

@@ -107,13 +107,7 @@ export class PodView {
     return [stored, leaseViews];
   }
 
-  #podInfo(
-    uid: string,
-    snapshot: Map<string, PodSyncStatusView>,
-    checkpoint: PodCheckpoint | undefined,
-    lease: LeaseView | undefined,
-    runtime: RuntimePodRecord | undefined,
-  ): PodInfo | undefined {
+  #podInfo(uid: string, snapshot: Map<string, PodSyncStatusView>, checkpoint: PodCheckpoint | undefined, lease: LeaseView | undefined, runtime: RuntimePodRecord | undefined): PodInfo | undefined {
     const { store, memory, persistence, now } = this.#deps;
     const ownedView = store.leases.holds(uid) ? snapshot.get(uid) : undefined;
     const owned = ownedView ? memory.get(uid) : undefined;

@@ -137,8 +137,7 @@ export interface CompletionDeps {
  * killPodNow bound of the longest grace plus 5 s; an abort ends the wait.
  */
 export async function driveToCompletion(deps: CompletionDeps, signal?: AbortSignal): Promise<void> {
-  const unfinished = (): PodSyncStatusView[] =>
-    [...deps.engine.snapshot().values()].filter((v) => deps.holds(v.uid) && !v.finished && workerStateOf(v) !== 'sync');
+  const unfinished = (): PodSyncStatusView[] => [...deps.engine.snapshot().values()].filter((v) => deps.holds(v.uid) && !v.finished && workerStateOf(v) !== 'sync');
   const first = unfinished();
   if (first.length === 0 || signal?.aborted) return;
   const bound = deps.now() + killTimeoutMs(Math.max(1, ...first.map((v) => v.gracePeriod))) + 5_000;

@@ -31,7 +31,7 @@ export class StoreError extends Error {
 /** The errno code of a Node system error, or undefined. */
 export function errnoOf(error: unknown): string | undefined {
   if (typeof error === 'object' && error !== null && 'code' in error) {
-    const code = (error).code;
+    const code = error.code;
     return typeof code === 'string' ? code : undefined;
   }
   return undefined;
@@ -41,12 +41,7 @@ export function errnoOf(error: unknown): string | undefined {
 export function writeError(path: string, error: unknown, what: string): StoreError {
   const code = errnoOf(error);
   if (code === 'ENOSPC' || code === 'EDQUOT') {
-    return new StoreError(
-      'ENOSPC',
-      path,
-      `no space left on device writing ${what} ${path}; the previous version is kept — free space and retry`,
-      { cause: error },
-    );
+    return new StoreError('ENOSPC', path, `no space left on device writing ${what} ${path}; the previous version is kept — free space and retry`, { cause: error });
   }
   if (code === 'ELOOP') {
     return new StoreError('ESYMLINK', path, `refusing to follow a symlink at ${path}`, { cause: error });

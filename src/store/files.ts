@@ -119,13 +119,7 @@ async function removeQuietly(ops: FileOps, path: string): Promise<void> {
  * the folder is fsynced: the replacement is still atomic for every reader and survives podctl being
  * killed (the page cache holds it), but a power cut may undo or lose it.
  */
-export async function writeFileAtomic(
-  path: string,
-  data: Uint8Array,
-  what: string,
-  ops: FileOps = nodeFileOps,
-  options: { syncFolder?: boolean; durable?: boolean } = {},
-): Promise<void> {
+export async function writeFileAtomic(path: string, data: Uint8Array, what: string, ops: FileOps = nodeFileOps, options: { syncFolder?: boolean; durable?: boolean } = {}): Promise<void> {
   const durable = options.durable !== false;
   const temp = temporaryNameFor(path);
   try {
@@ -154,13 +148,7 @@ export async function syncFolder(folder: string, what: string, ops: FileOps = no
  * `durable: false` skips both fsyncs, for files whose loss in a power cut is harmless (leases:
  * every holder dies in it too); the name still appears complete or not at all.
  */
-export async function createExclusive(
-  path: string,
-  data: Uint8Array,
-  what: string,
-  ops: FileOps = nodeFileOps,
-  options: { durable?: boolean } = {},
-): Promise<boolean> {
+export async function createExclusive(path: string, data: Uint8Array, what: string, ops: FileOps = nodeFileOps, options: { durable?: boolean } = {}): Promise<boolean> {
   const durable = options.durable !== false;
   const temp = temporaryNameFor(path);
   let created = false;

@@ -51,9 +51,7 @@ export function encodeCheckpoint(checkpoint: PodCheckpoint): Buffer {
   return Buffer.concat([Buffer.from(`${header}\n`, 'utf8'), payload]);
 }
 
-export type DecodeOutcome =
-  | { kind: 'ok'; checkpoint: PodCheckpoint }
-  | { kind: 'rejected'; reason: string };
+export type DecodeOutcome = { kind: 'ok'; checkpoint: PodCheckpoint } | { kind: 'rejected'; reason: string };
 
 function rejected(reason: string): DecodeOutcome {
   return { kind: 'rejected', reason };

@@ -86,9 +86,7 @@ export class Inbox {
   /** Pending requests for `uid`, oldest first; invalid files are quarantined and skipped. */
   async pending(uid: string): Promise<InboxRequest[]> {
     const prefix = `${encodeUid(uid)}${SEPARATOR}`;
-    const names = (await listNames(this.#layout.inbox))
-      .filter((n) => n.startsWith(prefix) && n.endsWith(REQUEST_SUFFIX))
-      .sort();
+    const names = (await listNames(this.#layout.inbox)).filter((n) => n.startsWith(prefix) && n.endsWith(REQUEST_SUFFIX)).sort();
     const out: InboxRequest[] = [];
     for (const name of names) {
       const path = join(this.#layout.inbox, name);

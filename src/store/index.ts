@@ -43,12 +43,10 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   };
 }
 
-export { CheckpointStore,  } from './checkpoints.js';
-export {  type InboxRequest,  } from './inbox.js';
-export { LeaseManager, leaseInfoOf,   type LeaseView } from './lease.js';
-export { StoreError,  } from './errors.js';
-export {     type PodCheckpoint } from './format.js';
+export { CheckpointStore } from './checkpoints.js';
+export { type InboxRequest } from './inbox.js';
+export { LeaseManager, leaseInfoOf, type LeaseView } from './lease.js';
+export { StoreError } from './errors.js';
+export { type PodCheckpoint } from './format.js';
 export { nodeFileOps, type FileOps } from './files.js';
-;
 export { watchFolder, type FolderWatch } from './watch.js';
-;

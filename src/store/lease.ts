@@ -59,9 +59,7 @@ export interface LeaseView {
   released: boolean;
 }
 
-export type AcquireResult =
-  | { acquired: true; generation: number; previous?: LeaseView }
-  | { acquired: false; owner: LeaseView };
+export type AcquireResult = { acquired: true; generation: number; previous?: LeaseView } | { acquired: false; owner: LeaseView };
 
 export interface LeaseManagerOptions {
   layout: StateLayout;

@@ -52,7 +52,9 @@ export function pidNamespaceOf(pid: number | 'self' = 'self'): string | undefine
 /** The innermost PID of a process (last field of NSpid in /proc/<pid>/status). */
 function innermostPid(hostPid: string): number | undefined {
   try {
-    const line = readFileSync(`/proc/${hostPid}/status`, 'utf8').split('\n').find((l) => l.startsWith('NSpid:'));
+    const line = readFileSync(`/proc/${hostPid}/status`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('NSpid:'));
     const last = line?.trim().split(/\s+/).at(-1);
     return last === undefined ? undefined : Number(last);
   } catch {
@@ -130,7 +132,9 @@ function bootTime(): number {
   if (bootTimeMs === undefined) {
     bootTimeMs = 0;
     try {
-      const line = readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith('btime '));
+      const line = readFileSync('/proc/stat', 'utf8')
+        .split('\n')
+        .find((l) => l.startsWith('btime '));
       if (line) bootTimeMs = Number(line.slice(6)) * 1000;
     } catch {
       // No /proc: start times stay 0 and liveness falls back to signal 0.

@@ -34,8 +34,7 @@ export const CHECKPOINT_FORMAT = 'podctl/pod-checkpoint';
 /** The latest instant a Date can hold (ms since the epoch): later times on disk are damage. */
 const MAX_EPOCH_MS = 8.64e15;
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * A JSON object with these members. valibot's `object` also takes an array, which can only pass
@@ -53,7 +52,10 @@ const nonEmpty = () => v.pipe(v.string(), v.minLength(1));
 // Range checks are one `check` each (not finite + minValue + maxValue): a third of the reading cost.
 /** Epoch milliseconds a Date can hold. */
 const epochMs = () =>
-  v.pipe(v.number(), v.check((ms) => Number.isFinite(ms) && ms >= 0 && ms <= MAX_EPOCH_MS, `not a time in 0…${MAX_EPOCH_MS} ms since the epoch`));
+  v.pipe(
+    v.number(),
+    v.check((ms) => Number.isFinite(ms) && ms >= 0 && ms <= MAX_EPOCH_MS, `not a time in 0…${MAX_EPOCH_MS} ms since the epoch`),
+  );
 /** A grace period (seconds) podctl can act on, by the engine's rule: one past MAX_GRACE_SECONDS on disk is damage, not intent. */
 const grace = () => v.pipe(v.number(), v.check(isGraceInRange, `grace period negative or past the maximum of ${MAX_GRACE_SECONDS} s`));
 /** The schema's own rules for one stored time and one stored grace, for code that repairs a record (salvage.ts). */

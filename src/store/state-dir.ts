@@ -56,18 +56,10 @@ async function checkFolder(path: string, isRoot: boolean): Promise<void> {
   }
   const uid = process.getuid?.();
   if (uid !== undefined && stat.uid !== uid) {
-    throw new StoreError(
-      'EPERMS',
-      path,
-      `${isRoot ? 'state dir' : 'state folder'} ${path} is owned by uid ${stat.uid}, not by the current user (uid ${uid}); run: chown ${uid} ${path}`,
-    );
+    throw new StoreError('EPERMS', path, `${isRoot ? 'state dir' : 'state folder'} ${path} is owned by uid ${stat.uid}, not by the current user (uid ${uid}); run: chown ${uid} ${path}`);
   }
   if ((stat.mode & 0o022) !== 0) {
-    throw new StoreError(
-      'EPERMS',
-      path,
-      `${isRoot ? 'state dir' : 'state folder'} ${path} is writable by group or others (mode ${octal(stat.mode)}); run: chmod 0700 ${path}`,
-    );
+    throw new StoreError('EPERMS', path, `${isRoot ? 'state dir' : 'state folder'} ${path} is writable by group or others (mode ${octal(stat.mode)}); run: chmod 0700 ${path}`);
   }
 }
 
@@ -111,7 +103,9 @@ function cannotCreate(path: string, isRoot: boolean, error: unknown): StoreError
           ? 'a part of the path is not a directory'
           : code === 'ENOENT'
             ? 'its file system does not allow creating it'
-            : error instanceof Error ? error.message : String(error);
+            : error instanceof Error
+              ? error.message
+              : String(error);
   const storeCode = code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || code === 'ENOTDIR' || code === 'ENOENT' ? 'EPERMS' : 'EIO';
   return new StoreError(storeCode, path, `cannot create ${what} ${path}: ${why} (${code}); choose another with --state-dir or PODCTL_STATE_DIR`, { cause: error });
 }

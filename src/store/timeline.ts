@@ -25,9 +25,7 @@ function detailOf(event: PodWorkerEvent): string | undefined {
     case 'sync-succeeded':
       return event.phase === 'sync' ? undefined : `${event.phase} sync succeeded`;
     case 'sync-failed':
-      return event.aborted
-        ? `${event.phase} sync cancelled (new intent: re-running at once)`
-        : `${event.phase} sync failed: ${event.error} (retry in ${Math.round(event.retryInMs)} ms)`;
+      return event.aborted ? `${event.phase} sync cancelled (new intent: re-running at once)` : `${event.phase} sync failed: ${event.error} (retry in ${Math.round(event.retryInMs)} ms)`;
     case 'state-changed':
       return `${event.from} → ${event.to}`;
     case 'finished':

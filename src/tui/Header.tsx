@@ -47,9 +47,7 @@ export function Header(props: HeaderProps) {
   if (props.compact) {
     const c = counts.byLifecycle;
     if (banner) return banner;
-    return (
-      <Text wrap="truncate">{truncate(`podctl${props.kubelet ? ` · kubelet ${props.kubelet}` : ''} · sync ${c.sync} term ${c.terminating} done ${c.terminated} · ${view}`, width)}</Text>
-    );
+    return <Text wrap="truncate">{truncate(`podctl${props.kubelet ? ` · kubelet ${props.kubelet}` : ''} · sync ${c.sync} term ${c.terminating} done ${c.terminated} · ${view}`, width)}</Text>;
   }
   return (
     <Box flexDirection="column">
@@ -57,15 +55,16 @@ export function Header(props: HeaderProps) {
         <Text bold>podctl watch</Text>
         {truncate(` · ${where} · ${view}`, Math.max(0, width - 12))}
       </Text>
-      {banner ?? (props.listError !== undefined ? (
-        <Text wrap="truncate" color={props.color ? 'red' : undefined}>
-          {truncate(`listing failed: ${props.listError}`, width)}
-        </Text>
-      ) : (
-        <Text wrap="truncate" dimColor={props.color}>
-          {truncate(`${countsLine(counts)}${props.kubelet ? ` │ kubelet ${props.kubelet}` : ''}`, width)}
-        </Text>
-      ))}
+      {banner ??
+        (props.listError !== undefined ? (
+          <Text wrap="truncate" color={props.color ? 'red' : undefined}>
+            {truncate(`listing failed: ${props.listError}`, width)}
+          </Text>
+        ) : (
+          <Text wrap="truncate" dimColor={props.color}>
+            {truncate(`${countsLine(counts)}${props.kubelet ? ` │ kubelet ${props.kubelet}` : ''}`, width)}
+          </Text>
+        ))}
     </Box>
   );
 }

@@ -29,9 +29,8 @@ export function HelpOverlay({ width, color }: { width: number; color: boolean })
       ))}
       <Text wrap="truncate">
         {'states: '}
-        <Text color={color ? 'green' : undefined}>sync</Text> <Text color={color ? 'yellow' : undefined}>terminating</Text>{' '}
-        <Text color={color ? 'red' : undefined}>terminated</Text> <Text color={color ? 'gray' : undefined}>finished</Text>{' '}
-        <Text color={color ? 'magenta' : undefined}>runtime</Text>
+        <Text color={color ? 'green' : undefined}>sync</Text> <Text color={color ? 'yellow' : undefined}>terminating</Text> <Text color={color ? 'red' : undefined}>terminated</Text>{' '}
+        <Text color={color ? 'gray' : undefined}>finished</Text> <Text color={color ? 'magenta' : undefined}>runtime</Text>
         {' (runtime: no worker tracks it)'}
       </Text>
     </Box>

@@ -195,9 +195,7 @@ export function WatchApp(props: WatchAppProps) {
       />
       <PodTable pods={visible} layout={layout} now={at} selected={sel} window={window} color={props.color} emptyText={emptyText} facts={facts} />
       {screen.eventLines > 0 ? <EventsPane entries={snapshot.entries} lines={screen.eventLines} width={columns} color={props.color} /> : null}
-      {screen.showHelpLine || promptText(ui.mode) !== undefined ? (
-        <HelpLine prompt={promptText(ui.mode)} message={ui.message} interactive={interactive} width={columns} color={props.color} />
-      ) : null}
+      {screen.showHelpLine || promptText(ui.mode) !== undefined ? <HelpLine prompt={promptText(ui.mode)} message={ui.message} interactive={interactive} width={columns} color={props.color} /> : null}
     </Box>
   );
 }

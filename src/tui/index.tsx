@@ -42,7 +42,16 @@ export async function renderWatch(options: RenderWatchOptions): Promise<'quit' |
   if (altScreen) stdout.write(ENTER_ALT_SCREEN);
   let endedBy: 'quit' | 'signal' = 'quit';
   const instance = render(
-    <WatchApp source={options.source} requestKill={options.requestKill} color={options.color} {...(options.node !== undefined ? { node: options.node } : {})} {...(options.kubelet !== undefined ? { kubelet: options.kubelet } : {})} {...(options.facts !== undefined ? { facts: options.facts } : {})} {...(options.runtime !== undefined ? { runtime: options.runtime } : {})} {...(options.scope !== undefined ? { scope: options.scope } : {})} />,
+    <WatchApp
+      source={options.source}
+      requestKill={options.requestKill}
+      color={options.color}
+      {...(options.node !== undefined ? { node: options.node } : {})}
+      {...(options.kubelet !== undefined ? { kubelet: options.kubelet } : {})}
+      {...(options.facts !== undefined ? { facts: options.facts } : {})}
+      {...(options.runtime !== undefined ? { runtime: options.runtime } : {})}
+      {...(options.scope !== undefined ? { scope: options.scope } : {})}
+    />,
     {
       stdout,
       ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),

@@ -15,7 +15,12 @@ describe('imports in src/', () => {
       ['d.ts', []],
       ['e.ts', ['e.ts']],
     ]);
-    expect(importCycles(graph)).toEqual(expect.arrayContaining([['a.ts', 'b.ts', 'c.ts', 'a.ts'], ['e.ts', 'e.ts']]));
+    expect(importCycles(graph)).toEqual(
+      expect.arrayContaining([
+        ['a.ts', 'b.ts', 'c.ts', 'a.ts'],
+        ['e.ts', 'e.ts'],
+      ]),
+    );
     expect(importCycles(graph)).toHaveLength(2);
   });
 });

@@ -42,7 +42,11 @@ describe('the bundled CLI', { timeout: 60_000 }, () => {
     for (const run of [table, json, yaml]) expect(run.code, run.stderr).toBe(0);
     const fromJson = (JSON.parse(json.stdout) as { pods: { namespace: string; name: string }[] }).pods.map((p) => `${p.namespace}/${p.name}`);
     const fromYaml = (parse(yaml.stdout) as { pods: { namespace: string; name: string }[] }).pods.map((p) => `${p.namespace}/${p.name}`);
-    const fromTable = table.stdout.trim().split('\n').slice(1).map((line) => line.split(/\s+/)[0]);
+    const fromTable = table.stdout
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((line) => line.split(/\s+/)[0]);
     expect(fromJson).toHaveLength(12);
     expect(fromYaml).toEqual(fromJson);
     expect(fromTable).toEqual(fromJson);
@@ -60,7 +64,12 @@ describe('the bundled CLI', { timeout: 60_000 }, () => {
   it('status lists the runtime with ListPodSandbox and ListContainers only: no ContainerStatus, no event stream', async () => {
     const before = sim.state.journal().length;
     expect((await podctl(['status', ...common])).code).toBe(0);
-    const methods = new Set(sim.state.journal().slice(before).flatMap((r) => (r.kind === 'rpc' ? [r.method] : [])));
+    const methods = new Set(
+      sim.state
+        .journal()
+        .slice(before)
+        .flatMap((r) => (r.kind === 'rpc' ? [r.method] : [])),
+    );
     expect([...methods].sort()).toEqual(['ListContainers', 'ListPodSandbox', 'Version']);
   });
 });

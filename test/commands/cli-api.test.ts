@@ -60,9 +60,20 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ action: 'evict', apiServer: { eventsPosted: 1, statusPatched: 1, errors: [] }, pods: [{ outcome: 'terminated' }] });
     expect(server.eventsFor('batch', 'evictee')).toEqual([
-      expect.objectContaining({ type: 'Warning', reason: 'DiskPressure', message: 'node is low on disk', involvedObject: expect.objectContaining({ name: 'evictee', uid: 'uid-evictee' }), source: { component: 'podctl', host: 'node-7' } }),
+      expect.objectContaining({
+        type: 'Warning',
+        reason: 'DiskPressure',
+        message: 'node is low on disk',
+        involvedObject: expect.objectContaining({ name: 'evictee', uid: 'uid-evictee' }),
+        source: { component: 'podctl', host: 'node-7' },
+      }),
     ]);
-    expect(server.getPod('batch', 'evictee')?.status).toMatchObject({ phase: 'Failed', reason: 'DiskPressure', message: 'node is low on disk', conditions: [expect.objectContaining({ type: 'DisruptionTarget', status: 'True' })] });
+    expect(server.getPod('batch', 'evictee')?.status).toMatchObject({
+      phase: 'Failed',
+      reason: 'DiskPressure',
+      message: 'node is low on disk',
+      conditions: [expect.objectContaining({ type: 'DisruptionTarget', status: 'True' })],
+    });
   });
 
   it('sync-known takes desired pods from the API server (this node only) and terminates the undesired runtime pod', async () => {
@@ -104,7 +115,7 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
     }
   });
 
-  it('drain --shutdown-status sets the kubelet\'s node-shutdown status on the pods it stopped', async () => {
+  it("drain --shutdown-status sets the kubelet's node-shutdown status on the pods it stopped", async () => {
     server.addPod({ metadata: { name: 'stray', namespace: 'web', uid: 'uid-stray' }, spec: { nodeName: 'node-7', containers: [{ name: 'c' }] }, status: { phase: 'Running' } });
     const patchesBefore = server.requests.filter((r) => r.method === 'PATCH').length;
     const run = await podctl(['drain', '--grace-period', '2', '--critical-grace-period', '1', '--shutdown-status', '--json']);
@@ -137,5 +148,4 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
       healthz.close();
     }
   });
-
 });

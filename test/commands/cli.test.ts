@@ -76,7 +76,11 @@ describe('crictl habits', { timeout: 60_000 }, () => {
 
 describe('contradictions are usage errors, not silently resolved', { timeout: 60_000 }, () => {
   it('-o yaml with --json, and -A with pod names: exit 2, one line', async () => {
-    for (const args of [['status', '-o', 'yaml', '--json'], ['status', '-oyaml', '--json'], ['kill', 'web/api', '-A', '--dry-run']]) {
+    for (const args of [
+      ['status', '-o', 'yaml', '--json'],
+      ['status', '-oyaml', '--json'],
+      ['kill', 'web/api', '-A', '--dry-run'],
+    ]) {
       const run = await podctl(args);
       expect(run.code, args.join(' ')).toBe(2);
     }
@@ -117,11 +121,15 @@ describe('exit codes and streams', { timeout: 60_000 }, () => {
 
   it.each([
     ['under /proc (a file system that refuses new names)', () => `/proc/podctl-no-such-dir-${process.pid}`, 'ENOENT'],
-    ['below a regular file', () => {
-      const file = path.join(mkdtempSync(path.join(tmpdir(), 'podctl-cli-')), 'file');
-      writeFileSync(file, 'x');
-      return path.join(file, 'state');
-    }, 'ENOTDIR'],
+    [
+      'below a regular file',
+      () => {
+        const file = path.join(mkdtempSync(path.join(tmpdir(), 'podctl-cli-')), 'file');
+        writeFileSync(file, 'x');
+        return path.join(file, 'state');
+      },
+      'ENOTDIR',
+    ],
   ])('an unusable state dir %s: exit 1 at once, one line naming the path, the cause and --state-dir', async (_what, stateDir, code) => {
     const dir = stateDir();
     // Bounded below the session-open bound (30 s), so a hang cannot pass as its timeout message.
@@ -157,7 +165,15 @@ describe('against the embedded simulator', { timeout: 90_000 }, () => {
         { name: 'stubborn-2', namespace: 'default', terminationGracePeriodSeconds: 600, containers: [{ name: 'c', onSigterm: 'ignore' }] },
         { name: 'stubborn-3', namespace: 'default', terminationGracePeriodSeconds: 600, containers: [{ name: 'c', onSigterm: 'ignore' }] },
         { name: 'batch-1', namespace: 'batch', priority: -5, terminationGracePeriodSeconds: 10, containers: [{ name: 'c', onSigterm: { exitAfterSeconds: 2 } }] },
-        { name: 'watched', namespace: 'follow', terminationGracePeriodSeconds: 30, containers: [{ name: 'a', onSigterm: 'exit' }, { name: 'b', onSigterm: 'exit' }] },
+        {
+          name: 'watched',
+          namespace: 'follow',
+          terminationGracePeriodSeconds: 30,
+          containers: [
+            { name: 'a', onSigterm: 'exit' },
+            { name: 'b', onSigterm: 'exit' },
+          ],
+        },
         { name: 'etcd', namespace: 'kube-system', static: true, priority: 2_000_001_000, containers: [{ name: 'etcd', onSigterm: 'exit' }] },
       ],
     });
@@ -182,7 +198,11 @@ describe('against the embedded simulator', { timeout: 90_000 }, () => {
     let stdout = '';
     let stderr = '';
     const waiters: { test: (lines: WatchLine[]) => boolean; resolve: () => void }[] = [];
-    const lines = (): WatchLine[] => stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as WatchLine);
+    const lines = (): WatchLine[] =>
+      stdout
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as WatchLine);
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
       for (const w of waiters.splice(0)) {
@@ -347,7 +367,15 @@ describe('a real drain against the embedded simulator', { timeout: 90_000 }, () 
       timeScale: 0.1,
       pods: [
         { name: 'batch', namespace: 'jobs', priority: -5, terminationGracePeriodSeconds: 60, containers: [{ name: 'c', onSigterm: { exitAfterSeconds: 3 } }] },
-        { name: 'web', namespace: 'web', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }, { name: 'd', onSigterm: 'exit' }] },
+        {
+          name: 'web',
+          namespace: 'web',
+          terminationGracePeriodSeconds: 30,
+          containers: [
+            { name: 'c', onSigterm: 'exit' },
+            { name: 'd', onSigterm: 'exit' },
+          ],
+        },
         { name: 'deaf', namespace: 'web', priority: 1000, terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'ignore' }] },
         { name: 'dns', namespace: 'kube-system', priority: 2_000_000_000, terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] },
       ],

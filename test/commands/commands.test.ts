@@ -132,7 +132,7 @@ describe('kill', () => {
   it('exit 4 when a pod is not on the node', async () => {
     const run = await runCommand(Kill, ['web/nope'], node());
     expect(run.exitCode).toBe(4);
-    expect(run.stderr).toBe('error: pod not found on this node: web/nope (list the node\'s pods with `podctl status -A`)\n');
+    expect(run.stderr).toBe("error: pod not found on this node: web/nope (list the node's pods with `podctl status -A`)\n");
   });
 
   it('exit 1 when the runtime fails', async () => {

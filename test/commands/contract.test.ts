@@ -20,7 +20,12 @@ type Shape = string | { [key: string]: Shape } | Shape[];
 function shapeOf(value: unknown): Shape {
   if (value === null) return 'null';
   if (Array.isArray(value)) return value.length === 0 ? [] : [value.map(shapeOf).reduce(mergeShapes)];
-  if (typeof value === 'object') return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, shapeOf(v)]));
+  if (typeof value === 'object')
+    return Object.fromEntries(
+      Object.entries(value)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => [k, shapeOf(v)]),
+    );
   return typeof value;
 }
 
@@ -67,10 +72,19 @@ async function commandClasses(): Promise<Map<string, typeof PodctlCommand>> {
   const dir = path.join(process.cwd(), 'src', 'commands');
   const classes = new Map<string, typeof PodctlCommand>();
   // src/commands/<id>.ts and src/commands/<topic>/<sub>.ts (<topic>/index.ts is the topic's own command)
-  const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).sort();
+  const files = readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts'))
+    .sort();
   for (const file of files) {
     const mod = (await import(path.join(dir, file))) as { default: typeof PodctlCommand };
-    classes.set(file.replace(/\.ts$/, '').replace(/\/index$/, '').split(path.sep).join(':'), mod.default);
+    classes.set(
+      file
+        .replace(/\.ts$/, '')
+        .replace(/\/index$/, '')
+        .split(path.sep)
+        .join(':'),
+      mod.default,
+    );
   }
   return classes;
 }
@@ -121,7 +135,12 @@ async function resultShapes(): Promise<Record<string, Shape>> {
     }
     shapes[id] = merged ?? 'none';
   };
-  await sample('kill', [['web/frontend', 'web/nope'], ['web/api', '--timeout', '1s'], ['web/api', '--no-wait'], ['-A', '--all']]);
+  await sample('kill', [
+    ['web/frontend', 'web/nope'],
+    ['web/api', '--timeout', '1s'],
+    ['web/api', '--no-wait'],
+    ['-A', '--all'],
+  ]);
   await sample('evict', [['web/frontend'], ['web/api', '--no-wait']]);
   await sample('drain', [[], ['--dry-run']]);
   await sample('sync-known', [['--desired-from', 'runtime', '--yes']]);

@@ -17,7 +17,11 @@ describe('npm run demo (scripts/demo.sh)', { timeout: 180_000 }, () => {
       execFile(
         'bash',
         ['scripts/demo.sh'],
-        { cwd: process.cwd(), env: { ...process.env, TMPDIR: tmp, DEMO_PODS: '10', DEMO_TIME_SCALE: '0.05', DEMO_GRACE: '6', DEMO_CRITICAL_GRACE: '2', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '' }, timeout: 170_000 },
+        {
+          cwd: process.cwd(),
+          env: { ...process.env, TMPDIR: tmp, DEMO_PODS: '10', DEMO_TIME_SCALE: '0.05', DEMO_GRACE: '6', DEMO_CRITICAL_GRACE: '2', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '' },
+          timeout: 170_000,
+        },
         (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
       );
     });

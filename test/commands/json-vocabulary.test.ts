@@ -48,7 +48,7 @@ describe('results: documented fields are null, never absent', () => {
     expect(evict).toHaveProperty('handedOffTo', null);
   });
 
-  it('drain -o json and --json give the same shape, with null for a pod\'s error and a group never started', async () => {
+  it("drain -o json and --json give the same shape, with null for a pod's error and a group never started", async () => {
     const viaOutput = JSON.parse((await runCommand(Drain, ['--dry-run', '-o', 'json'], node(), { KUBECONFIG: '' })).stdout) as { groups: { pods: Record<string, unknown>[] }[] };
     const viaJson = JSON.parse((await runCommand(Drain, ['--dry-run', '--json'], node(), { KUBECONFIG: '' })).stdout) as typeof viaOutput;
     expect(Object.keys(viaOutput).sort()).toEqual(Object.keys(viaJson).sort());
@@ -83,7 +83,7 @@ describe('results: documented fields are null, never absent', () => {
     expect((await runCommand(Status, ['web/frontend'], node())).stdout).toMatch(/web\/frontend\s+\S+\s+running\s/);
   });
 
-  it('status and watch name a pod\'s state and times alike', () => {
+  it("status and watch name a pod's state and times alike", () => {
     const now = Date.parse('2026-01-01T00:00:00Z');
     for (const state of POD_STATES) {
       const p = pod('web/a', { state, since: now - 5_000, gracePeriod: 30, graceDeadline: now + 25_000 });
@@ -98,7 +98,9 @@ describe('results: documented fields are null, never absent', () => {
     }
     // a record without the optional values has the same keys, with nulls
     const bare = podRecord(pod('web/b'), now);
-    expect(Object.keys(bare).sort()).toEqual(Object.keys(podRecord(pod('web/a', { gracePeriod: 1, graceDeadline: now, owner: { pid: 1, startedAt: 0, heartbeatAt: 0, alive: true }, lastError: { message: 'x', at: now } }), now)).sort());
+    expect(Object.keys(bare).sort()).toEqual(
+      Object.keys(podRecord(pod('web/a', { gracePeriod: 1, graceDeadline: now, owner: { pid: 1, startedAt: 0, heartbeatAt: 0, alive: true }, lastError: { message: 'x', at: now } }), now)).sort(),
+    );
     expect(bare).toMatchObject({ gracePeriodSeconds: null, graceDeadline: null, ownerPid: null, lastError: null, blockedBy: null });
   });
 });
@@ -116,7 +118,10 @@ describe('status -w', () => {
     for (const format of [['-o', 'json'], ['--json']]) {
       const run = await runCommand(Status, ['-w', '--watch-for', '1ms', ...format], node());
       expect(run.exitCode).toBe(0);
-      const records = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; at: string; pod: Record<string, unknown> });
+      const records = run.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { type: string; at: string; pod: Record<string, unknown> });
       expect(records.map((r) => r.type)).toEqual(['added', 'added', 'added', 'added']);
       const rows = (JSON.parse((await runCommand(Status, ['-o', 'json'], node())).stdout) as { pods: Record<string, unknown>[] }).pods;
       expect(records.map((r) => Object.keys(r.pod))).toEqual(rows.map((r) => Object.keys(r)));
@@ -125,7 +130,12 @@ describe('status -w', () => {
   });
 
   it('contradictions are usage errors: exit 2, one line', async () => {
-    for (const argv of [['-w', 'web/api', '--explain'], ['-w', '-o', 'yaml'], ['--watch-for', '10s'], ['-w', '--watch-for', 'soon']]) {
+    for (const argv of [
+      ['-w', 'web/api', '--explain'],
+      ['-w', '-o', 'yaml'],
+      ['--watch-for', '10s'],
+      ['-w', '--watch-for', 'soon'],
+    ]) {
       const run = await runCommand(Status, argv, node());
       expect(run.exitCode, argv.join(' ')).toBe(2);
       expect(run.stderr.trim().split('\n'), argv.join(' ')).toHaveLength(1);
@@ -144,18 +154,31 @@ describe('error records', () => {
   });
 
   it('a JSON stream (watch --json, watch -o json, status -w -o json) ends with one error line on stdout and one line on stderr', async () => {
-    for (const [command, argv] of [[Watch, ['--json']], [Watch, ['-o', 'json']], [Status, ['-w', '-o', 'json']], [Status, ['-w', '--json']]] as const) {
+    for (const [command, argv] of [
+      [Watch, ['--json']],
+      [Watch, ['-o', 'json']],
+      [Status, ['-w', '-o', 'json']],
+      [Status, ['-w', '--json']],
+    ] as const) {
       const run = await runCommand(command as typeof Status, [...argv], unreachable);
       const label = `${command.name} ${argv.join(' ')}`;
       expect(run.exitCode, label).toBe(1);
       expect(run.stdout.trim().split('\n'), label).toHaveLength(1);
-      expect(JSON.parse(run.stdout), label).toEqual({ type: 'error', at: expect.stringMatching(ISO), error: { name: 'RuntimeError', message: expect.stringContaining('connection refused'), exitCode: 1 } });
+      expect(JSON.parse(run.stdout), label).toEqual({
+        type: 'error',
+        at: expect.stringMatching(ISO),
+        error: { name: 'RuntimeError', message: expect.stringContaining('connection refused'), exitCode: 1 },
+      });
       expect(run.stderr.trim().split('\n'), label).toEqual([expect.stringMatching(/^error: Version: .*connection refused$/)]);
     }
   });
 
   it('--json with another -o: one line on stderr, nothing on stdout, exit 2', async () => {
-    for (const argv of [['-o', 'yaml', '--json'], ['-o', 'wide', '--json'], ['-w', '-o', 'name', '--json']]) {
+    for (const argv of [
+      ['-o', 'yaml', '--json'],
+      ['-o', 'wide', '--json'],
+      ['-w', '-o', 'name', '--json'],
+    ]) {
       const run = await runCommand(Status, argv, node());
       expect(run.exitCode, argv.join(' ')).toBe(2);
       expect(run.stdout, argv.join(' ')).toBe('');

@@ -52,7 +52,7 @@ afterAll(async () => {
 });
 
 describe('paths', { timeout: 60_000 }, () => {
-  it('--state-dir \'\' is exit 2 with one line; a relative --state-dir is resolved against the current directory and said', async () => {
+  it("--state-dir '' is exit 2 with one line; a relative --state-dir is resolved against the current directory and said", async () => {
     const empty = await podctl(['status', '--runtime-endpoint', sim.endpoint, '--state-dir', '']);
     expect(empty.code).toBe(2);
     expect(empty.stderr.trim().split('\n')).toHaveLength(1);
@@ -120,4 +120,3 @@ describe('the last resort', { timeout: 60_000 }, () => {
     expect(debug.stderr).toMatch(/\n\s+at /);
   });
 });
-

@@ -113,7 +113,10 @@ describe.concurrent('a socket that is not a CRI runtime fails fast, in one line'
     ['sync-known', ['sync-known', '--desired-from', 'runtime', '--yes']],
   ];
 
-  for (const [what, socket] of [['accepts and never speaks', () => deaf], ['speaks something else', () => garbage]] as const) {
+  for (const [what, socket] of [
+    ['accepts and never speaks', () => deaf],
+    ['speaks something else', () => garbage],
+  ] as const) {
     it.each(commands)(`${what}: %s ends with exit 1 and one line naming the endpoint and --runtime-endpoint`, async (_name, args) => {
       const run = await podctl([...args, '--runtime-endpoint', `unix://${socket()}`]);
       expect(run.code, `the run did not end by itself within ${RUN_BOUND_MS} ms: ${run.stderr}`).not.toBeNull();
@@ -131,12 +134,15 @@ describe.concurrent('a socket that is not a CRI runtime fails fast, in one line'
     });
   });
 
-  it('watch -o json: the same line on stderr, and as the stream\'s error record on stdout', async () => {
+  it("watch -o json: the same line on stderr, and as the stream's error record on stdout", async () => {
     const run = await podctl(['watch', '-o', 'json', '-r', deaf]);
     expect(run.code, `the run did not end by itself within ${RUN_BOUND_MS} ms`).toBe(1);
     const line = `the runtime at unix://${deaf} did not answer as a CRI runtime within 2s (is --runtime-endpoint right?)`;
     expect(run.stderr).toBe(`error: ${line}\n`);
-    const records = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; error?: unknown });
+    const records = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; error?: unknown });
     expect(records).toHaveLength(1);
     expect(records[0]).toMatchObject({ type: 'error', error: { name: 'RuntimeError', message: line, exitCode: 1 } });
   });
@@ -188,7 +194,7 @@ describe('the request deadline: flag, then $PODCTL_REQUEST_TIMEOUT, then crictl.
     expect(waited(run)).toBe('1s');
   });
 
-  it('crictl\'s own $CRI_CONFIG_FILE names the file too', async () => {
+  it("crictl's own $CRI_CONFIG_FILE names the file too", async () => {
     const run = await podctl(['version'], { PODCTL_CRICTL_CONFIG: '', CRI_CONFIG_FILE: config });
     expect(waited(run)).toBe('1s');
   });
@@ -216,9 +222,7 @@ describe('the request deadline: flag, then $PODCTL_REQUEST_TIMEOUT, then crictl.
     writeFileSync(bad, `runtime-endpoint: ${sim!.endpoint}\ntimeout: 2s\n`);
     const run = await podctl(['status'], { PODCTL_CRICTL_CONFIG: bad });
     expect(run.code).toBe(1);
-    expect(run.stderr.trim().split('\n')).toEqual([
-      `error: timeout in ${bad}: "2s" is not a whole number of seconds (crictl's timeout: 2 is 2s); fix it, or pass --request-timeout`,
-    ]);
+    expect(run.stderr.trim().split('\n')).toEqual([`error: timeout in ${bad}: "2s" is not a whole number of seconds (crictl's timeout: 2 is 2s); fix it, or pass --request-timeout`]);
   });
 });
 

@@ -27,8 +27,11 @@ interface Run {
 
 function podctl(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '', ...env }, timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '', ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -99,10 +102,15 @@ async function stuck(n: Node, ref: string, grace: number, kind: string, env: Rec
   const kill = await podctl(['kill', ref, '--grace', String(grace), '--timeout', '2s', ...n.common], env);
   rememberDriver(kill);
   expect(kill.code, kill.stderr).toBe(3);
-  const blocked = await poll(['status', ref, '-o', 'json', ...n.common], env, (run) => {
-    const b = JSON.parse(run.stdout).pods[0]?.blockedBy as Blocked | null;
-    return b?.kind === kind ? b : undefined;
-  }, `blockedBy ${kind}`);
+  const blocked = await poll(
+    ['status', ref, '-o', 'json', ...n.common],
+    env,
+    (run) => {
+      const b = JSON.parse(run.stdout).pods[0]?.blockedBy as Blocked | null;
+      return b?.kind === kind ? b : undefined;
+    },
+    `blockedBy ${kind}`,
+  );
   const text = await poll(['status', ref, '--explain', ...n.common], env, (run) => (run.stdout.includes(`blocked by:   ${kind}: `) ? run.stdout : undefined), `--explain naming ${kind}`);
   expect(text).toContain(`next step:    ${blocked.next}`);
   if (kind !== 'grace') expect(text).toContain(`blocked by:   ${kind}: ${blocked.detail}`);
@@ -204,7 +212,7 @@ describe('every cause of a stuck pod, from the simulator', { timeout: 120_000 },
     expect(blocked.next).toContain('fuser -vm');
   });
 
-  it.skipIf(process.getuid?.() !== 0)('volume-busy: a mount under the pod\'s kubelet directory is still held', async () => {
+  it.skipIf(process.getuid?.() !== 0)("volume-busy: a mount under the pod's kubelet directory is still held", async () => {
     const uid = 'c0ffee00-0000-4000-8000-000000000001';
     const kubeletDir = mkdtempSync(path.join(tmpdir(), 'podctl-kubelet-'));
     const mount = path.join(kubeletDir, 'pods', uid, 'volumes', 'kubernetes.io~empty-dir', 'cache');
@@ -225,7 +233,7 @@ describe('every cause of a stuck pod, from the simulator', { timeout: 120_000 },
 
 const hasTmux = spawnSync('tmux', ['-V']).status === 0;
 
-describe.skipIf(!hasTmux)('the watch screen names a cause from the node\'s facts (tmux)', { timeout: 120_000 }, () => {
+describe.skipIf(!hasTmux)("the watch screen names a cause from the node's facts (tmux)", { timeout: 120_000 }, () => {
   const server = `podctl-stuck-tmux-${process.pid}`;
   const tmux = (...args: string[]) => execFileSync('tmux', ['-L', server, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   afterAll(() => {
@@ -297,7 +305,9 @@ describe('the API-side causes, with the local API server', { timeout: 120_000 },
     expect(json.pods[0].blockedBy).toMatchObject({ kind: 'finalizer', detail: expect.stringContaining('example.com/snapshot') });
     const text = (await podctl(['status', 'db/backup', '--explain', ...common])).stdout;
     expect(text).toContain('blocked by:   finalizer');
-    expect(text).toContain("next step:    have the controllers that own them finish (or remove a finalizer whose controller is gone): kubectl -n db get pod backup -o jsonpath='{.metadata.finalizers}'");
+    expect(text).toContain(
+      "next step:    have the controllers that own them finish (or remove a finalizer whose controller is gone): kubectl -n db get pod backup -o jsonpath='{.metadata.finalizers}'",
+    );
   });
 
   it('kubelet-owns: a kubelet runs and the API object is being deleted, no podctl process drives it', async () => {
@@ -313,7 +323,7 @@ describe('the API-side causes, with the local API server', { timeout: 120_000 },
     expect(json.pods[0].blockedBy).toMatchObject({ kind: 'kubelet-owns' });
     const text = (await podctl(['status', 'web/kube-owned', '--explain', ...common])).stdout;
     expect(text).toContain('blocked by:   kubelet-owns');
-    expect(text).toContain('next step:    read the kubelet\'s log for the pod (journalctl -u kubelet | grep kube-owned)');
+    expect(text).toContain("next step:    read the kubelet's log for the pod (journalctl -u kubelet | grep kube-owned)");
   });
 });
 
@@ -321,7 +331,8 @@ describe('podctl simulator --fault', { timeout: 60_000 }, () => {
   it('--list-faults lists every fault kind with an example; a bad --fault is a usage error', async () => {
     const list = await podctl(['simulator', '--list-faults']);
     expect(list.code).toBe(0);
-    for (const needle of ['METHOD=CODE[:MESSAGE]', 'METHOD=hang', 'METHOD=delay:SECONDS', 'container:NAME=stuck', 'container:NAME=vanished', 'plugin type="calico"']) expect(list.stdout).toContain(needle);
+    for (const needle of ['METHOD=CODE[:MESSAGE]', 'METHOD=hang', 'METHOD=delay:SECONDS', 'container:NAME=stuck', 'container:NAME=vanished', 'plugin type="calico"'])
+      expect(list.stdout).toContain(needle);
     const bad = await podctl(['simulator', '--fault', 'StopEverything=UNKNOWN']);
     expect(bad.code).toBe(2);
     expect(bad.stderr.trim().split('\n')).toHaveLength(1);
@@ -334,9 +345,13 @@ describe('podctl simulator --fault', { timeout: 60_000 }, () => {
   it('a served simulator applies its faults: a demo pod whose network teardown fails is cni-teardown', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'podctl-sim-fault-'));
     const socket = path.join(dir, 'sim.sock');
-    const child: ChildProcess = spawn(process.execPath, [BIN, 'simulator', '--socket', socket, '--pods', '8', '--time-scale', '0.05', '--fault', 'StopPodSandbox=UNKNOWN:failed to destroy network for sandbox: plugin type="cilium" failed (delete)'], {
-      env: { ...process.env, NO_COLOR: '1' },
-    });
+    const child: ChildProcess = spawn(
+      process.execPath,
+      [BIN, 'simulator', '--socket', socket, '--pods', '8', '--time-scale', '0.05', '--fault', 'StopPodSandbox=UNKNOWN:failed to destroy network for sandbox: plugin type="cilium" failed (delete)'],
+      {
+        env: { ...process.env, NO_COLOR: '1' },
+      },
+    );
     try {
       await new Promise<void>((resolve, reject) => {
         let err = '';
@@ -353,10 +368,15 @@ describe('podctl simulator --fault', { timeout: 60_000 }, () => {
       const kill = await podctl(['kill', ref, '--grace', '1', '--timeout', '2s', ...common]);
       rememberDriver(kill);
       expect(kill.code, kill.stderr).toBe(3);
-      const blocked = await poll(['status', ref, '-o', 'json', ...common], {}, (run) => {
-        const b = JSON.parse(run.stdout).pods[0]?.blockedBy as Blocked | null;
-        return b?.kind === 'cni-teardown' ? b : undefined;
-      }, 'cni-teardown');
+      const blocked = await poll(
+        ['status', ref, '-o', 'json', ...common],
+        {},
+        (run) => {
+          const b = JSON.parse(run.stdout).pods[0]?.blockedBy as Blocked | null;
+          return b?.kind === 'cni-teardown' ? b : undefined;
+        },
+        'cni-teardown',
+      );
       expect(blocked.detail).toContain('StopPodSandbox failed in the network plugin "cilium"');
     } finally {
       child.kill('SIGTERM');

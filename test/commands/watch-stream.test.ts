@@ -126,7 +126,12 @@ describe.skipIf(!built)(`podctl watch as a JSON stream${built ? '' : ' (skipped:
     try {
       const pods = await until(() => ns.lines().length >= 1 && ns.lines(), 'the pod records');
       await new Promise((r) => setTimeout(r, 500));
-      expect(ns.lines().filter((r) => r.type === 'pod').map((r) => `${String(r.namespace)}/${String(r.name)}`)).toEqual(['batch/report']);
+      expect(
+        ns
+          .lines()
+          .filter((r) => r.type === 'pod')
+          .map((r) => `${String(r.namespace)}/${String(r.name)}`),
+      ).toEqual(['batch/report']);
       expect(pods.length).toBeGreaterThan(0);
     } finally {
       ns.child.kill('SIGKILL');
@@ -139,7 +144,11 @@ describe.skipIf(!built)(`podctl watch as a JSON stream${built ? '' : ' (skipped:
     } finally {
       none.child.kill('SIGKILL');
     }
-    for (const args of [['-A', '-n', 'web'], ['-n', ''], ['-l', 'app=(x']]) {
+    for (const args of [
+      ['-A', '-n', 'web'],
+      ['-n', ''],
+      ['-l', 'app=(x'],
+    ]) {
       const run = await podctl(['watch', ...args, '--runtime-endpoint', sim!.endpoint, '--state-dir', stateDir]);
       expect(run.status, `${args.join(' ')}: ${run.stderr}`).toBe(2);
       expect(run.stderr.trim().split('\n'), run.stderr).toHaveLength(1);
@@ -154,7 +163,10 @@ describe.skipIf(!built)(`podctl watch as a JSON stream${built ? '' : ' (skipped:
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
     expect(code).toBe(1);
-    const records = out.trim().split('\n').map((l) => JSON.parse(l) as { type: string; error?: { name: string; message: string; exitCode: number } });
+    const records = out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; error?: { name: string; message: string; exitCode: number } });
     expect(records.at(-1)).toMatchObject({ type: 'error', at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/), error: { name: 'RuntimeError', exitCode: 1 } });
     expect(records.at(-1)?.error?.message).toContain('no such socket');
     expect(err.trim().split('\n')).toHaveLength(1);

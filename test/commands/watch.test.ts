@@ -30,12 +30,12 @@ describe('podctl watch (command)', () => {
     const written: string[] = [];
     let sawPods: () => void = () => undefined;
     const podsWritten = new Promise<void>((r) => (sawPods = r));
-    vi.spyOn(process.stdout, 'write').mockImplementation(((chunk: string | Uint8Array) => {
+    vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
       written.push(String(chunk));
       if (written.join('').split('\n').length > 2) sawPods();
       return true;
-    }));
-    vi.spyOn(process.stderr, 'write').mockImplementation((() => true));
+    });
+    vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     expect(process.stdout.isTTY).not.toBe(true);
 
     const run = Watch.run(['--state-dir', dir, '--runtime-endpoint', 'unix:///tmp/x.sock', '--no-color'], root);
@@ -46,17 +46,14 @@ describe('podctl watch (command)', () => {
     expect(result).toBeUndefined();
     expect(opened[0]).toMatchObject({ stateDir: dir, runtimeEndpoint: 'unix:///tmp/x.sock' });
     const lines = written.join('').trim().split('\n');
-    expect(lines.map((l) => JSON.parse(l) as { type: string; name: string })).toEqual([
-      expect.objectContaining({ type: 'pod', name: 'a' }),
-      expect.objectContaining({ type: 'pod', name: 'b' }),
-    ]);
+    expect(lines.map((l) => JSON.parse(l) as { type: string; name: string })).toEqual([expect.objectContaining({ type: 'pod', name: 'a' }), expect.objectContaining({ type: 'pod', name: 'b' })]);
     expect(session.closed).toBe(true);
     expect(process.exitCode ?? 0).toBe(0);
     await rm(dir, { recursive: true, force: true });
   });
 
   it('rejects an unknown output format as a usage error', async () => {
-    vi.spyOn(process.stderr, 'write').mockImplementation((() => true));
+    vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     await expect(Watch.run(['-o', 'yaml'], root)).rejects.toMatchObject({ oclif: { exit: 2 } });
     process.exitCode = undefined;
   });

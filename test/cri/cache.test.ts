@@ -199,7 +199,12 @@ describe('RuntimePodCache', () => {
     const cache = new RuntimePodCache({ client });
     const pods = await cache.listPods();
     expect(pods).toHaveLength(10);
-    expect(pods.filter((p) => p.static).map((p) => p.name).sort()).toEqual(['etcd-node-1', 'kube-apiserver-node-1']);
+    expect(
+      pods
+        .filter((p) => p.static)
+        .map((p) => p.name)
+        .sort(),
+    ).toEqual(['etcd-node-1', 'kube-apiserver-node-1']);
     cache.close();
   });
 

@@ -117,7 +117,7 @@ describe('CRI client against the simulator', () => {
     await expect(client.listPodSandbox()).resolves.toEqual([]); // count 3: the next call is fine
   });
 
-  it('retries a call that ended UNAVAILABLE (twice, within its deadline); other codes are the engine\'s to retry', async () => {
+  it("retries a call that ended UNAVAILABLE (twice, within its deadline); other codes are the engine's to retry", async () => {
     const { sim, client } = await simulator({ faults: [{ method: 'Version', code: GrpcStatus.UNAVAILABLE, details: 'connection reset', count: 2 }] });
     await expect(client.version()).resolves.toMatchObject({ runtimeApiVersion: 'v1' });
     const versions = () => sim.state.journal().filter((r) => r.kind === 'fault' && r.method === 'Version').length;

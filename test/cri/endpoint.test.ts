@@ -65,7 +65,7 @@ describe('parseEndpoint', () => {
 describe('resolveEndpoint', () => {
   const dir = useTempDir();
 
-  it('reads crictl\'s runtime-endpoint when no flag or environment names one; the flag and the environment win', async () => {
+  it("reads crictl's runtime-endpoint when no flag or environment names one; the flag and the environment win", async () => {
     const crictlSock = path.join(dir(), 'crictl.sock');
     const flagSock = path.join(dir(), 'flag2.sock');
     await serve(crictlSock);
@@ -86,7 +86,7 @@ describe('resolveEndpoint', () => {
     expect((await resolveEndpoint({ env, wellKnown: [crictlSock] })).path).toBe(crictlSock);
   });
 
-  it('takes the request deadline from the caller (flag or its variable), else crictl\'s timeout (seconds), else 10 s', async () => {
+  it("takes the request deadline from the caller (flag or its variable), else crictl's timeout (seconds), else 10 s", async () => {
     const sock = path.join(dir(), 'timeout.sock');
     await serve(sock);
     const config = path.join(dir(), 'crictl-timeout.yaml');
@@ -127,9 +127,7 @@ describe('resolveEndpoint', () => {
     expect(CONNECT_TIMEOUT_MS).toBe(2000);
     expect(connectTimeoutFor(500)).toBe(500);
     const resolved = { endpoint: 'unix:///x.sock', path: '/x.sock' };
-    expect(notCriError({ ...resolved, source: '--runtime-endpoint' }, 2000).message).toBe(
-      'the runtime at unix:///x.sock did not answer as a CRI runtime within 2s (is --runtime-endpoint right?)',
-    );
+    expect(notCriError({ ...resolved, source: '--runtime-endpoint' }, 2000).message).toBe('the runtime at unix:///x.sock did not answer as a CRI runtime within 2s (is --runtime-endpoint right?)');
     expect(notCriError({ ...resolved, source: 'runtime-endpoint in /etc/crictl.yaml' }, 500).message).toBe(
       'the runtime at unix:///x.sock did not answer as a CRI runtime within 500ms (is runtime-endpoint in /etc/crictl.yaml right? --runtime-endpoint overrides it)',
     );
@@ -197,7 +195,7 @@ describe('resolveEndpoint', () => {
     const stateDir = path.join(dir(), 'state');
     await serve(path.join(stateDir, 'simulator.sock'));
     const res = await resolveEndpoint({ env: {}, wellKnown: [path.join(dir(), 'absent.sock')], stateDir });
-    expect(res).toMatchObject({ endpoint: `unix://${stateDir}/simulator.sock`, path: `${stateDir}/simulator.sock`, simulated: true, source: 'the simulator\'s default socket' });
+    expect(res).toMatchObject({ endpoint: `unix://${stateDir}/simulator.sock`, path: `${stateDir}/simulator.sock`, simulated: true, source: "the simulator's default socket" });
   });
 
   it('marks an explicit endpoint that is the simulator socket as simulated', async () => {

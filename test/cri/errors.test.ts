@@ -1,15 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  CriError,
-  GrpcStatus,
-  isCriError,
-  isDeadlineExceeded,
-  isNotFound,
-  isUnavailable,
-  isUnimplemented,
-  statusName,
-  toCriError,
-} from '../../src/cri/errors.js';
+import { CriError, GrpcStatus, isCriError, isDeadlineExceeded, isNotFound, isUnavailable, isUnimplemented, statusName, toCriError } from '../../src/cri/errors.js';
 
 describe('CriError', () => {
   it('carries method, code and details, and names the status in its message', () => {

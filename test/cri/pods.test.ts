@@ -1,14 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Container, PodSandbox } from '../../src/cri/client.js';
-import {
-  groupRuntimePods,
-  latestContainers,
-  parseContainerHash,
-  podPhaseOf,
-  toPodStatus,
-  toRunningPod,
-  toV1Pod,
-} from '../../src/cri/pods.js';
+import { groupRuntimePods, latestContainers, parseContainerHash, podPhaseOf, toPodStatus, toRunningPod, toV1Pod } from '../../src/cri/pods.js';
 import { kubeletContainerConfig, kubeletSandboxConfig } from '../../src/cri/kubelet-labels.js';
 import { useSimulator } from './support.js';
 
@@ -69,10 +61,7 @@ describe('pod rebuild from kubelet labels and annotations', () => {
   });
 
   it('skips objects that carry no pod UID at all', () => {
-    const pods = groupRuntimePods(
-      [sandbox({ id: 'x', metadata: undefined, labels: {} })],
-      [container({ id: 'y', name: 'n', podSandboxId: 'unknown', labels: {} })],
-    );
+    const pods = groupRuntimePods([sandbox({ id: 'x', metadata: undefined, labels: {} })], [container({ id: 'y', name: 'n', podSandboxId: 'unknown', labels: {} })]);
     expect(pods.size).toBe(0);
   });
 
@@ -246,11 +235,7 @@ describe('pod rebuild through the CRI', () => {
     const sbConfig = kubeletSandboxConfig(meta);
     const sandboxId = await client.runPodSandbox(sbConfig);
     const preStop = { exec: { command: ['sleep', '1'] } };
-    const cid = await client.createContainer(
-      sandboxId,
-      kubeletContainerConfig(meta, { name: 'redis', image: 'redis:7', restartCount: 2, hash: 0xdeadbeefcafef00dn, preStop }),
-      sbConfig,
-    );
+    const cid = await client.createContainer(sandboxId, kubeletContainerConfig(meta, { name: 'redis', image: 'redis:7', restartCount: 2, hash: 0xdeadbeefcafef00dn, preStop }), sbConfig);
     await client.startContainer(cid);
 
     const pods = groupRuntimePods(await client.listPodSandbox(), await client.listContainers());

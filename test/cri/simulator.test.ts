@@ -4,15 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { connectCri } from '../../src/cri/client.js';
 import { GrpcStatus } from '../../src/cri/errors.js';
 import { groupRuntimePods } from '../../src/cri/pods.js';
-import {
-  behaviourOf,
-  demoNode,
-  FaultInjector,
-  runSimulator,
-  seedPods,
-  SimRuntime,
-  startSimulator,
-} from '../../src/cri/simulator/index.js';
+import { behaviourOf, demoNode, FaultInjector, runSimulator, seedPods, SimRuntime, startSimulator } from '../../src/cri/simulator/index.js';
 import { until, useTempDir } from './support.js';
 
 function model(): SimRuntime {
@@ -55,11 +47,24 @@ describe('simulated containers', () => {
 
   it('StopPodSandbox SIGKILLs every running container at once', () => {
     const state = model();
-    const [pod] = seedPods(state, [{ name: 'x', containers: [{ name: 'a', onSigterm: 'ignore' }, { name: 'b', onSigterm: { exitAfterSeconds: 5 } }] }]);
+    const [pod] = seedPods(state, [
+      {
+        name: 'x',
+        containers: [
+          { name: 'a', onSigterm: 'ignore' },
+          { name: 'b', onSigterm: { exitAfterSeconds: 5 } },
+        ],
+      },
+    ]);
     state.stopPodSandbox(pod!.sandboxId);
     expect(pod!.containerIds.map((id) => state.container(id)?.exitCode)).toEqual([137, 137]);
     expect(state.sandbox(pod!.sandboxId)?.state).toBe(1);
-    expect(state.journal().filter((r) => r.kind === 'signal').map((r) => (r as { signal: string }).signal)).toEqual(['SIGKILL', 'SIGKILL']);
+    expect(
+      state
+        .journal()
+        .filter((r) => r.kind === 'signal')
+        .map((r) => (r as { signal: string }).signal),
+    ).toEqual(['SIGKILL', 'SIGKILL']);
     state.close();
   });
 

@@ -18,10 +18,7 @@ export function useTempDir(prefix = 'podctl-cri-'): () => string {
 let seq = 0;
 
 /** Starts a simulator (closed after the test) and a client on it. */
-export function useSimulator(): (
-  options?: Omit<StartSimulatorOptions, 'socketPath'>,
-  clientTimeoutMs?: number,
-) => Promise<{ sim: RunningSimulator; client: CriClient }> {
+export function useSimulator(): (options?: Omit<StartSimulatorOptions, 'socketPath'>, clientTimeoutMs?: number) => Promise<{ sim: RunningSimulator; client: CriClient }> {
   const dir = useTempDir();
   const open: { sim: RunningSimulator; client: CriClient }[] = [];
   afterEach(async () => {

@@ -124,7 +124,7 @@ describe('httpGet preStop hooks', () => {
     return { port: (s.address() as AddressInfo).port, requests };
   }
 
-  it('a host-network pod\'s hook reaches the node with path and headers before SIGTERM; its outcome is journaled', async () => {
+  it("a host-network pod's hook reaches the node with path and headers before SIGTERM; its outcome is journaled", async () => {
     const { port, requests } = await server();
     const { sim, client } = await simulator({
       pods: [{ name: 'h', uid: 'h1', hostNetwork: true, containers: [{ name: 'app', preStop: { httpGet: { path: '/drain?x=1', port, httpHeaders: [{ name: 'X-Drain', value: 'yes' }] } } }] }],

@@ -82,12 +82,9 @@ describe('RuntimeSyncer.syncTerminatingPod', () => {
     cache.close();
   });
 
-  it('without a grace from the engine, uses the pod\'s deletion grace, else its termination grace', async () => {
+  it("without a grace from the engine, uses the pod's deletion grace, else its termination grace", async () => {
     const { sim, client } = await simulator({
-      pods: [
-        spec({ uid: 'g1', terminationGracePeriodSeconds: 7 }),
-        spec({ uid: 'g2', terminationGracePeriodSeconds: 7, deletionGracePeriodSeconds: 3 }),
-      ],
+      pods: [spec({ uid: 'g1', terminationGracePeriodSeconds: 7 }), spec({ uid: 'g2', terminationGracePeriodSeconds: 7, deletionGracePeriodSeconds: 3 })],
     });
     const syncer = new RuntimeSyncer({ client });
     await syncer.syncTerminatingPod(never, await podOf(client, 'g1'), undefined, undefined, undefined);
@@ -104,7 +101,10 @@ describe('RuntimeSyncer.syncTerminatingPod', () => {
     const elapsed = Date.now() - started;
     expect(elapsed).toBeGreaterThanOrEqual(950);
     expect(sim.state.container(cid!)).toMatchObject({ state: 2, exitCode: 137 });
-    const signals = sim.state.journal().filter((r) => r.kind === 'signal').map((r) => (r as { signal: string }).signal);
+    const signals = sim.state
+      .journal()
+      .filter((r) => r.kind === 'signal')
+      .map((r) => (r as { signal: string }).signal);
     expect(signals).toEqual(['SIGTERM', 'SIGKILL']);
   });
 

@@ -25,7 +25,9 @@ const DEPLOY = path.join(process.cwd(), 'deploy');
 type Obj = Record<string, any>;
 
 function load(file: string): Obj[] {
-  return parseAllDocuments(readFileSync(path.join(DEPLOY, file), 'utf8')).map((d) => d.toJSON() as Obj).filter(Boolean);
+  return parseAllDocuments(readFileSync(path.join(DEPLOY, file), 'utf8'))
+    .map((d) => d.toJSON() as Obj)
+    .filter(Boolean);
 }
 
 const MODELS: Record<string, new (o: any) => { validate(): void }> = {
@@ -53,7 +55,9 @@ function cel(value: unknown): unknown {
 
 describe('deploy/ manifests', () => {
   it('kustomization.yaml lists every manifest (the optional PodMonitor aside)', () => {
-    const files = readdirSync(DEPLOY).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml').sort();
+    const files = readdirSync(DEPLOY)
+      .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+      .sort();
     expect([...(kustomization.resources as string[])].sort()).toEqual(files);
   });
 
@@ -139,7 +143,9 @@ describe('deploy/ manifests', () => {
     it('own node: deleting or patching the status of its pods, and patching its Node, are allowed', () => {
       expect(admit({ operation: 'DELETE', userInfo: userInfo('node-1'), resource: { resource: 'pods' }, name: 'web' }, null, pod('node-1'))).toEqual({ matched: true, allowed: true });
       expect(admit({ operation: 'UPDATE', subResource: 'status', userInfo: userInfo('node-1'), resource: { resource: 'pods' }, name: 'web' }, pod('node-1'), pod('node-1')).allowed).toBe(true);
-      expect(admit({ operation: 'UPDATE', userInfo: userInfo('node-1'), resource: { resource: 'nodes' }, name: 'node-1' }, { metadata: { name: 'node-1' } }, { metadata: { name: 'node-1' } }).allowed).toBe(true);
+      expect(
+        admit({ operation: 'UPDATE', userInfo: userInfo('node-1'), resource: { resource: 'nodes' }, name: 'node-1' }, { metadata: { name: 'node-1' } }, { metadata: { name: 'node-1' } }).allowed,
+      ).toBe(true);
     });
 
     it('another node: its pods and its Node are denied, with a message naming the node', () => {
@@ -150,7 +156,7 @@ describe('deploy/ manifests', () => {
       expect(node.message).toBe('podctl on node node-1 may change only its own Node, not node-2');
     });
 
-    it('a token without the node claim is denied; other users are not this policy\'s business', () => {
+    it("a token without the node claim is denied; other users are not this policy's business", () => {
       const noClaim = admit({ operation: 'DELETE', userInfo: userInfo(), resource: { resource: 'pods' }, name: 'web' }, null, pod('node-1'));
       expect(noClaim.allowed).toBe(false);
       expect(noClaim.message).toMatch(/not bound to a node/);
@@ -182,14 +188,18 @@ describe('deploy/ manifests', () => {
     expect(ds.spec.template.metadata.annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9640' });
   });
 
-  it('the optional ServiceMonitor: a headless Service (valid) over the agents\' metrics port, and the monitor selecting it', () => {
+  it("the optional ServiceMonitor: a headless Service (valid) over the agents' metrics port, and the monitor selecting it", () => {
     const [service, monitor] = load('optional/servicemonitor.yaml');
     expect(() => new Service(service).validate()).not.toThrow();
     expect(service).toMatchObject({ spec: { clusterIP: 'None', selector: { 'app.kubernetes.io/name': 'podctl' }, ports: [{ name: 'metrics', port: 9640 }] } });
-    expect(monitor).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', spec: { selector: { matchLabels: service!.metadata.labels }, endpoints: [{ port: 'metrics', path: '/metrics' }] } });
+    expect(monitor).toMatchObject({
+      apiVersion: 'monitoring.coreos.com/v1',
+      kind: 'ServiceMonitor',
+      spec: { selector: { matchLabels: service!.metadata.labels }, endpoints: [{ port: 'metrics', path: '/metrics' }] },
+    });
   });
 
-  it('the optional PodMonitor scrapes the agents\' metrics port', () => {
+  it("the optional PodMonitor scrapes the agents' metrics port", () => {
     const [monitor] = load('optional/podmonitor.yaml');
     expect(monitor).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'PodMonitor', spec: { selector: { matchLabels: { 'app.kubernetes.io/name': 'podctl' } } } });
     expect(monitor!.spec.podMetricsEndpoints[0]).toMatchObject({ port: 'metrics', path: '/metrics' });

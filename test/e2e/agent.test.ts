@@ -99,22 +99,30 @@ describeContainerd(import.meta.url, 'podctl agent against containerd', () => {
     children.push(kill);
     const killRun = collect(kill, 30_000);
     // once the kill owns the pod (its lease and checkpoint), SIGKILL it: nothing hands the pod on
-    await waitFor(async () => {
-      const s = await runPodctl(['status', '--uid', pod.uid, '-o', 'json'], { endpoint: endpoint(), stateDir });
-      return s.stdout.includes(`"ownerPid": ${kill.pid}`);
-    }, 15_000, 'the kill owns the pod');
+    await waitFor(
+      async () => {
+        const s = await runPodctl(['status', '--uid', pod.uid, '-o', 'json'], { endpoint: endpoint(), stateDir });
+        return s.stdout.includes(`"ownerPid": ${kill.pid}`);
+      },
+      15_000,
+      'the kill owns the pod',
+    );
     kill.kill('SIGKILL');
     const killedAt = Date.now();
     expect((await killRun).signal).toBe('SIGKILL');
 
     let takenOverAt = 0;
-    await waitFor(async () => {
-      if (/took over default\/abandoned|took over [^ ]*abandoned/.test(agent.stderr())) {
-        takenOverAt ||= Date.now();
-        return true;
-      }
-      return false;
-    }, 10_000, 'the agent took the pod over');
+    await waitFor(
+      async () => {
+        if (/took over default\/abandoned|took over [^ ]*abandoned/.test(agent.stderr())) {
+          takenOverAt ||= Date.now();
+          return true;
+        }
+        return false;
+      },
+      10_000,
+      'the agent took the pod over',
+    );
     expect(takenOverAt - killedAt, agent.stderr()).toBeLessThanOrEqual(2 * 1_000 + 500); // 2 × interval (+ the probe's own pace)
     await waitFor(async () => !(await running(pod)), 20_000, 'the agent finished the termination');
 
@@ -138,15 +146,10 @@ describeContainerd(import.meta.url, 'podctl agent against containerd', () => {
     const promDir = join(stateDir, 'prometheus');
     await mkdir(promDir);
     const promPort = await freePort();
-    await writeFile(
-      join(promDir, 'prometheus.yml'),
-      `global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: podctl\n    static_configs:\n      - targets: ['127.0.0.1:${agentPort}']\n`,
-    );
-    const prometheus = spawn('prometheus', [
-      `--config.file=${join(promDir, 'prometheus.yml')}`,
-      `--storage.tsdb.path=${join(promDir, 'data')}`,
-      `--web.listen-address=127.0.0.1:${promPort}`,
-    ], { stdio: ['ignore', 'ignore', 'pipe'] });
+    await writeFile(join(promDir, 'prometheus.yml'), `global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: podctl\n    static_configs:\n      - targets: ['127.0.0.1:${agentPort}']\n`);
+    const prometheus = spawn('prometheus', [`--config.file=${join(promDir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(promDir, 'data')}`, `--web.listen-address=127.0.0.1:${promPort}`], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     children.push(prometheus);
     let promLog = '';
     prometheus.stderr?.setEncoding('utf8').on('data', (d: string) => (promLog += d));
@@ -165,7 +168,7 @@ describeContainerd(import.meta.url, 'podctl agent against containerd', () => {
     expect((await stop(agent.child)).code).toBe(0);
   });
 
-  it.skipIf(!PROM_TOOLS)('node_exporter\'s textfile collector reads the metrics a one-shot kill wrote with --metrics-textfile', async () => {
+  it.skipIf(!PROM_TOOLS)("node_exporter's textfile collector reads the metrics a one-shot kill wrote with --metrics-textfile", async () => {
     const pod = await node.pods.create({ name: 'textfile', terminationGracePeriodSeconds: 1 });
     const textDir = join(stateDir, 'textfile');
     const missing = await runPodctl(['kill', `${pod.namespace}/${pod.name}`, '--metrics-textfile', join(textDir, 'podctl.prom')], { endpoint: endpoint(), stateDir });
@@ -177,13 +180,21 @@ describeContainerd(import.meta.url, 'podctl agent against containerd', () => {
     const run = await runPodctl(['kill', `${pod.namespace}/${pod.name}`, '--metrics-textfile', join(textDir, 'podctl.prom')], { endpoint: endpoint(), stateDir });
     expect(run.code, run.stderr).toBe(0);
     const port = await freePort();
-    const exporter = spawn('prometheus-node-exporter', ['--collector.disable-defaults', '--collector.textfile', `--collector.textfile.directory=${textDir}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: 'ignore' });
+    const exporter = spawn(
+      'prometheus-node-exporter',
+      ['--collector.disable-defaults', '--collector.textfile', `--collector.textfile.directory=${textDir}`, `--web.listen-address=127.0.0.1:${port}`],
+      { stdio: 'ignore' },
+    );
     children.push(exporter);
     let text = '';
-    await waitFor(async () => {
-      text = (await httpText(`http://127.0.0.1:${port}/metrics`)).text;
-      return text.includes('podctl_');
-    }, 15_000, 'node_exporter serves the textfile');
+    await waitFor(
+      async () => {
+        text = (await httpText(`http://127.0.0.1:${port}/metrics`)).text;
+        return text.includes('podctl_');
+      },
+      15_000,
+      'node_exporter serves the textfile',
+    );
     expect(text).toMatch(/^podctl_runtime_operations_total\{operation_type="stop_container"\} [1-9]/m);
     expect(text).toMatch(/^podctl_working_pods\{config="desired",lifecycle="terminated",static="false"\} 1$/m);
     // node_exporter found no error in the file

@@ -67,15 +67,14 @@ describeContainerd(import.meta.url, 'podctl with an API server against container
     await rm(stateDir, { recursive: true, force: true });
   });
 
-  const podctl = (args: string[], timeoutMs = 60_000) =>
-    runPodctl([...args, '--kubeconfig', kubeconfig, '--node', NODE], { endpoint: `unix://${node.socket}`, stateDir, timeoutMs });
+  const podctl = (args: string[], timeoutMs = 60_000) => runPodctl([...args, '--kubeconfig', kubeconfig, '--node', NODE], { endpoint: `unix://${node.socket}`, stateDir, timeoutMs });
   const inApi = (real: RealPod, extra: (pod: Record<string, any>) => void = () => {}) => {
     const pod = structuredClone(real.pod) as Record<string, any>;
     extra(pod);
     return api.addPod(pod);
   };
 
-  it('a pod deleted in the API is terminated with the API\'s grace (3 s, not its own 30 s), then finally deleted', async () => {
+  it("a pod deleted in the API is terminated with the API's grace (3 s, not its own 30 s), then finally deleted", async () => {
     const real = await pods!.create({ name: 'deleted', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
     const bystander = await pods!.create({ name: 'bystander' });
     inApi(real);
@@ -101,7 +100,7 @@ describeContainerd(import.meta.url, 'podctl with an API server against container
     const finalDelete = api.requests.find((r) => r.method === 'DELETE');
     expect(finalDelete?.body).toEqual({ kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 0, preconditions: { uid: real.uid } });
     const killing = api.eventsFor(real.namespace, real.name).find((e) => e.reason === 'Killing');
-    expect(killing).toMatchObject({ type: 'Normal', message: 'Stopping pod\'s containers with a grace period of 3s', source: { component: 'podctl' } });
+    expect(killing).toMatchObject({ type: 'Normal', message: "Stopping pod's containers with a grace period of 3s", source: { component: 'podctl' } });
     expect(api.getPod(bystander.namespace, bystander.name)?.metadata?.deletionTimestamp).toBeUndefined();
   }, 90_000);
 
@@ -128,7 +127,7 @@ describeContainerd(import.meta.url, 'podctl with an API server against container
     expect(api.requests.filter((r) => r.method !== 'GET')).toEqual([]);
   }, 90_000);
 
-  it('evict: the kubelet\'s eviction status (Failed, Evicted, DisruptionTarget) and one Evicted Event per pod', async () => {
+  it("evict: the kubelet's eviction status (Failed, Evicted, DisruptionTarget) and one Evicted Event per pod", async () => {
     const real = await pods!.create({ name: 'evicted' });
     inApi(real);
     const message = 'The node was low on resource: memory.';
@@ -142,7 +141,14 @@ describeContainerd(import.meta.url, 'podctl with an API server against container
     expect(patch?.contentType).toBe('application/strategic-merge-patch+json');
     const events = api.eventsFor(real.namespace, real.name);
     expect(events).toEqual([
-      expect.objectContaining({ type: 'Warning', reason: 'Evicted', message, count: 1, source: { component: 'podctl', host: NODE }, involvedObject: expect.objectContaining({ kind: 'Pod', uid: real.uid }) }),
+      expect.objectContaining({
+        type: 'Warning',
+        reason: 'Evicted',
+        message,
+        count: 1,
+        source: { component: 'podctl', host: NODE },
+        involvedObject: expect.objectContaining({ kind: 'Pod', uid: real.uid }),
+      }),
     ]);
     // evicted: stopped, then its containers removed from the runtime
     await expect(exitInfo(cri!, real.containers[0]!.id)).rejects.toThrow(/not found/i);
@@ -211,7 +217,11 @@ describeContainerd(import.meta.url, 'podctl with an API server against container
       expect(finisher.code, finisher.stderr).toBe(0);
       const result = await killed;
       expect(result.code, result.stderr).toBe(0);
-      expect(JSON.parse(result.stdout)).toMatchObject({ status: 'done', kubelet: { action: 'via-api' }, pods: [expect.objectContaining({ uid: real.uid, outcome: 'terminated', gracePeriodSeconds: 2 })] });
+      expect(JSON.parse(result.stdout)).toMatchObject({
+        status: 'done',
+        kubelet: { action: 'via-api' },
+        pods: [expect.objectContaining({ uid: real.uid, outcome: 'terminated', gracePeriodSeconds: 2 })],
+      });
       const deletes = api.requests.filter((r) => r.method === 'DELETE');
       expect(deletes[0]?.body).toEqual({ kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 2, preconditions: { uid: real.uid } });
       expect(deletes[1]?.body).toMatchObject({ gracePeriodSeconds: 0 });
@@ -221,7 +231,7 @@ describeContainerd(import.meta.url, 'podctl with an API server against container
     }
   }, 120_000);
 
-  it('drain follows the API: a pod deleted there during the drain is killed with the API\'s grace (2 s, not the drain\'s 15 s) and finally deleted', async () => {
+  it("drain follows the API: a pod deleted there during the drain is killed with the API's grace (2 s, not the drain's 15 s) and finally deleted", async () => {
     const real = await pods!.create({ name: 'draindel', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
     inApi(real);
     api.deletePod(real.namespace, real.name, 2);

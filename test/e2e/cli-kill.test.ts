@@ -65,7 +65,7 @@ describeContainerd(import.meta.url, 'podctl kill against containerd', () => {
     expect(await exitInfo(node.cri, bystander.containers[0]!.id)).toMatchObject({ state: 'running' });
   });
 
-  it('a second `podctl kill --grace 1` shortens a first process\'s in-flight kill (grace 30)', async () => {
+  it("a second `podctl kill --grace 1` shortens a first process's in-flight kill (grace 30)", async () => {
     const real = await node.pods.create({ name: 'shorten', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
     const [stubborn] = real.containers;
     const ref = `${real.namespace}/${real.name}`;

@@ -56,9 +56,7 @@ describeContainerd(import.meta.url, 'containerd restarted during a termination',
 
       await node.stopRuntime();
       // the worker keeps failing while the runtime is away, and retries
-      await waitFor('a failed sync while containerd is down', () =>
-        stack.eventsFor(real.uid, 'sync-failed').length > 0 ? true : undefined,
-      );
+      await waitFor('a failed sync while containerd is down', () => (stack.eventsFor(real.uid, 'sync-failed').length > 0 ? true : undefined));
       expect(completedAt).toBeUndefined();
       await node.up();
 

@@ -53,7 +53,7 @@ describeContainerd(import.meta.url, 'httpGet preStop hooks on containerd', () =>
     await rm(stateDir, { recursive: true, force: true });
   });
 
-  it('a host-network pod\'s httpGet hook reaches the node\'s server before SIGTERM; the result says so', async () => {
+  it("a host-network pod's httpGet hook reaches the node's server before SIGTERM; the result says so", async () => {
     const real = await node.pods.create({
       name: 'hook',
       hostNetwork: true,
@@ -81,7 +81,7 @@ describeContainerd(import.meta.url, 'httpGet preStop hooks on containerd', () =>
   }, 90_000);
 });
 
-describeContainerd(import.meta.url, 'sidecars last on containerd, with the API server\'s spec', () => {
+describeContainerd(import.meta.url, "sidecars last on containerd, with the API server's spec", () => {
   const node = new PrivateNode(`/tmp/podctl-e2e-order-${process.pid}`);
   let cri: CriClient | undefined;
   let pods: PodFactory | undefined;

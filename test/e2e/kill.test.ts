@@ -137,9 +137,7 @@ describeContainerd(import.meta.url, 'kill on containerd through the engine', () 
     expect(sigterm!.time - started).toBeGreaterThanOrEqual(900);
     expect(sigterm!.time - started).toBeLessThan(4_000);
     expect(await exitInfo(node.cri, app!.id)).toMatchObject({ state: 'exited', exitCode: 0 });
-    expect(stack.hooks.filter((h) => h.uid === real.uid)).toEqual([
-      expect.objectContaining({ container: 'app', ok: true }),
-    ]);
+    expect(stack.hooks.filter((h) => h.uid === real.uid)).toEqual([expect.objectContaining({ container: 'app', ok: true })]);
   });
 
   it('runs an exec preStop hook in the container through ExecSync, then stops it', async () => {
@@ -156,9 +154,7 @@ describeContainerd(import.meta.url, 'kill on containerd through the engine', () 
 
     await stack.kill(rebuilt, false, 5);
 
-    expect(stack.hooks.filter((h) => h.uid === real.uid)).toEqual([
-      expect.objectContaining({ container: 'app', ok: false, message: expect.stringMatching(/exit(ed)? 2/) }),
-    ]);
+    expect(stack.hooks.filter((h) => h.uid === real.uid)).toEqual([expect.objectContaining({ container: 'app', ok: false, message: expect.stringMatching(/exit(ed)? 2/) })]);
     expect(await exitInfo(node.cri, app!.id)).toMatchObject({ state: 'exited', exitCode: 0 });
     expect(stack.workers.isPodKnownTerminated(real.uid)).toBe(true);
   });
@@ -192,7 +188,12 @@ describeContainerd(import.meta.url, 'kill on containerd through the engine', () 
     expect(await sandboxReady(node.cri, real.sandboxId)).toBe(false);
 
     // nothing to remember about a pod with no spec: finished and forgotten at once
-    expect(stack.eventsFor(real.uid).map((e) => e.type).slice(-2)).toEqual(['finished', 'forgotten']);
+    expect(
+      stack
+        .eventsFor(real.uid)
+        .map((e) => e.type)
+        .slice(-2),
+    ).toEqual(['finished', 'forgotten']);
     expect(stack.workers.snapshot().has(real.uid)).toBe(false);
     expect(stack.workers.syncKnownPods([]).has(real.uid)).toBe(false);
   });

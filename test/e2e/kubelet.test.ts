@@ -102,7 +102,11 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
   });
 
   const podctl = (args: string[], api = true) =>
-    runPodctl([...args, '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', ...(api ? ['--kubeconfig', kubeconfig] : [])], { endpoint: `unix://${privateNode.socket}`, stateDir, timeoutMs: 90_000 });
+    runPodctl([...args, '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', ...(api ? ['--kubeconfig', kubeconfig] : [])], {
+      endpoint: `unix://${privateNode.socket}`,
+      stateDir,
+      timeoutMs: 90_000,
+    });
   // a container the played kubelet removed is not running either
   const running = async (pod: RealPod): Promise<boolean> => (await exitInfo(cri, pod.containers[0]!.id).catch(() => ({ state: 'removed' }))).state === 'running';
 
@@ -123,7 +127,9 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
       for (const pod of real) {
         const inApi = server.getPod(pod.namespace, pod.name);
         if (inApi?.metadata?.deletionTimestamp) {
-          void removeSandbox(cri, pod.sandboxId).then(() => server.deletePod(pod.namespace, pod.name, 0)).catch(() => undefined);
+          void removeSandbox(cri, pod.sandboxId)
+            .then(() => server.deletePod(pod.namespace, pod.name, 0))
+            .catch(() => undefined);
         }
       }
     }, 200);
@@ -133,7 +139,12 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     const etcd = await pods.create({ name: 'etcd', namespace: 'kube-system', configSource: 'file', terminationGracePeriodSeconds: 1 });
     const refused = await podctl(['kill', `${etcd.namespace}/${etcd.name}`, '--yes'], false);
     expect(refused.code).toBe(2);
-    expect(refused.stderr.trim().split('\n').filter((l) => l.startsWith('error:'))).toHaveLength(1);
+    expect(
+      refused.stderr
+        .trim()
+        .split('\n')
+        .filter((l) => l.startsWith('error:')),
+    ).toHaveLength(1);
     expect(refused.stderr).toMatch(/kubelet is running .*--force/);
     expect(await running(etcd)).toBe(true);
 
@@ -197,7 +208,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     expect(run.stderr).toContain('kubectl uncordon node-1');
   });
 
-  it('an orphan is left alone until a fresh GET says it is gone and the kubelet\'s cleanup time passed, then terminated', async () => {
+  it("an orphan is left alone until a fresh GET says it is gone and the kubelet's cleanup time passed, then terminated", async () => {
     const desired = await apiPod({ name: 'desired' });
     const orphan = await pods.create({ name: 'orphan', terminationGracePeriodSeconds: 1 });
     const first = await podctl(['sync-known', '--json']);
@@ -217,7 +228,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     expect(await running(desired)).toBe(true);
   });
 
-  it('the final delete is withheld while a volume is mounted at the pod\'s volume path, issued once it is unmounted; a finalizer is explained, never patched', async () => {
+  it("the final delete is withheld while a volume is mounted at the pod's volume path, issued once it is unmounted; a finalizer is explained, never patched", async () => {
     await kubelet.down(); // the kubelet failed to finish: podctl does
     const pod = await apiPod({ name: 'mounted', terminationGracePeriodSeconds: 1 });
     const held = await apiPod({ name: 'held', terminationGracePeriodSeconds: 1, finalizers: ['example.com/keep'] });
@@ -257,7 +268,10 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     const c = await apiPod({ name: 'steady-deleted', terminationGracePeriodSeconds: 120 });
     server.deletePod(c.namespace, c.name, 120);
     const port = 20000 + (process.pid % 20000);
-    const agent = spawnPodctl(['agent', '--interval', '1s', '--metrics-addr', `127.0.0.1:${port}`, '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', '--kubeconfig', kubeconfig], { endpoint: `unix://${privateNode.socket}`, stateDir });
+    const agent = spawnPodctl(['agent', '--interval', '1s', '--metrics-addr', `127.0.0.1:${port}`, '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', '--kubeconfig', kubeconfig], {
+      endpoint: `unix://${privateNode.socket}`,
+      stateDir,
+    });
     const done = collect(agent, 120_000);
     let metrics = '';
     try {
@@ -284,7 +298,10 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
   const nodeEvents = (): string[] => [...server.events.values()].filter((e) => e.involvedObject?.kind === 'Node' && e.involvedObject?.name === 'node-1').map((e) => e.reason as string);
 
   async function withAgent<T>(body: () => Promise<T>): Promise<T> {
-    const agent = spawnPodctl(['agent', '--interval', '500ms', '--metrics-addr', '127.0.0.1:0', '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', '--kubeconfig', kubeconfig], { endpoint: `unix://${privateNode.socket}`, stateDir });
+    const agent = spawnPodctl(['agent', '--interval', '500ms', '--metrics-addr', '127.0.0.1:0', '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', '--kubeconfig', kubeconfig], {
+      endpoint: `unix://${privateNode.socket}`,
+      stateDir,
+    });
     const done = collect(agent, 120_000);
     try {
       return await body();

@@ -39,10 +39,15 @@ describeContainerd(import.meta.url, 'resume after a crash mid-grace (containerd)
     const resume = await runPodctl(['sync-known', '--desired-from', 'runtime', '--json'], { endpoint, stateDir, timeoutMs: 60_000 });
     expect(resume.code, resume.stderr).toBe(0);
     expect((JSON.parse(resume.stdout) as { resumed: { uid: string }[] }).resumed.map((p) => p.uid)).toEqual([pod.uid]);
-    const exit = await waitForValue('the container exited', async () => {
-      const info = await exitInfo(node.cri, pod.containers[0]!.id);
-      return info.state === 'exited' ? info : undefined;
-    }, 30_000, 100);
+    const exit = await waitForValue(
+      'the container exited',
+      async () => {
+        const info = await exitInfo(node.cri, pod.containers[0]!.id);
+        return info.state === 'exited' ? info : undefined;
+      },
+      30_000,
+      100,
+    );
     expect(exit.exitCode).toBe(137);
     const termToKill = exit.finishedAt! - sigterm.time;
     console.info(`[figure] crash mid-grace: SIGTERM → SIGKILL ${termToKill} ms for a ${grace} s grace (podctl SIGKILLed 3 s in, resumed by sync-known)`);
@@ -61,7 +66,11 @@ describeContainerd(import.meta.url, 'resume after a crash mid-grace (containerd)
     kill.kill('SIGKILL');
     expect((await killed).signal).toBe('SIGKILL');
     // one flipped bit in the payload: the checksum no longer matches
-    const file = join(stateDir, 'pods', (await readdir(join(stateDir, 'pods'))).find((n) => n.startsWith(pod.uid))!);
+    const file = join(
+      stateDir,
+      'pods',
+      (await readdir(join(stateDir, 'pods'))).find((n) => n.startsWith(pod.uid))!,
+    );
     const bytes = await readFile(file);
     bytes[bytes.length - 3] = bytes[bytes.length - 3]! ^ 0x01;
     await writeFile(file, bytes);
@@ -69,10 +78,15 @@ describeContainerd(import.meta.url, 'resume after a crash mid-grace (containerd)
     const resume = await runPodctl(['sync-known', '--desired-from', 'runtime', '--json'], { endpoint, stateDir, timeoutMs: 60_000 });
     expect(resume.code, resume.stderr).toBe(0);
     // its fate: SIGKILLed at the end of its grace, not left running as a desired pod
-    const exit = await waitForValue('the container exited', async () => {
-      const info = await exitInfo(node.cri, pod.containers[0]!.id);
-      return info.state === 'exited' ? info : undefined;
-    }, 30_000, 100);
+    const exit = await waitForValue(
+      'the container exited',
+      async () => {
+        const info = await exitInfo(node.cri, pod.containers[0]!.id);
+        return info.state === 'exited' ? info : undefined;
+      },
+      30_000,
+      100,
+    );
     expect(resume.stderr).toMatch(/checksum mismatch; kept terminating with grace \d+s/);
     expect(exit.exitCode).toBe(137);
     // and no longer than the grace it had: the stored deadline (or a shorter one) held

@@ -65,10 +65,7 @@ describeContainerd(import.meta.url, 'kubelet-style pods on containerd', () => {
   });
 
   it('runs host-network pods (empty hostname) next to pod-network ones', async () => {
-    const [host, podNet] = await Promise.all([
-      node.pods.create({ name: 'hostnet', hostNetwork: true }),
-      node.pods.create({ name: 'podnet' }),
-    ]);
+    const [host, podNet] = await Promise.all([node.pods.create({ name: 'hostnet', hostNetwork: true }), node.pods.create({ name: 'podnet' })]);
     for (const real of [host, podNet]) {
       const status = await node.cri.podSandboxStatus(real.sandboxId);
       expect(status.status?.state).toBe(0); // SANDBOX_READY
@@ -95,9 +92,6 @@ describeContainerd(import.meta.url, 'kubelet-style pods on containerd', () => {
       expect.stringContaining('received SIGTERM'),
       expect.stringContaining('exiting 0'),
     ]);
-    expect((await readContainerLog(ignores!)).map((l) => l.message)).toEqual([
-      expect.stringContaining('started mode=ignore'),
-      expect.stringContaining('received SIGTERM, ignoring it'),
-    ]);
+    expect((await readContainerLog(ignores!)).map((l) => l.message)).toEqual([expect.stringContaining('started mode=ignore'), expect.stringContaining('received SIGTERM, ignoring it')]);
   });
 });

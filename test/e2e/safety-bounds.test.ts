@@ -94,7 +94,7 @@ describeContainerd(import.meta.url, 'bounded grace and safe paths against contai
     expect(run.stdout).toMatch(new RegExp(`${pod.name}\\s+\\S+\\s+terminated\\s+2s\\s`));
   });
 
-  it('--state-dir \'\' is exit 2 with one line; a relative --state-dir is resolved and shown', async () => {
+  it("--state-dir '' is exit 2 with one line; a relative --state-dir is resolved and shown", async () => {
     const empty = await runPodctl(['status'], { endpoint: `unix://${node.socket}`, stateDir: '', timeoutMs: 30_000 });
     expect(empty.code).toBe(2);
     expect(empty.stderr.trim().split('\n')).toHaveLength(1);

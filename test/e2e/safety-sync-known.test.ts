@@ -129,7 +129,8 @@ describeContainerd(import.meta.url, 'sync-known safety against containerd', () =
     let withMirror = true;
     const server = http.createServer((req, res) => {
       res.setHeader('content-type', 'application/json');
-      if (req.method === 'GET' && req.url?.startsWith('/api/v1/pods')) res.end(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '7' }, items: withMirror ? [mirror, ...keep] : keep }));
+      if (req.method === 'GET' && req.url?.startsWith('/api/v1/pods'))
+        res.end(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '7' }, items: withMirror ? [mirror, ...keep] : keep }));
       else {
         res.statusCode = 404;
         res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404 }));
@@ -157,5 +158,4 @@ describeContainerd(import.meta.url, 'sync-known safety against containerd', () =
       server.close();
     }
   });
-
 });

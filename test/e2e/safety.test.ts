@@ -57,8 +57,7 @@ describeContainerd(import.meta.url, 'safety rules against containerd', () => {
     await rm(stateDir, { recursive: true, force: true });
   });
 
-  const podctl = (args: string[], env?: Record<string, string>) =>
-    runPodctl(args, { endpoint: `unix://${node.socket}`, stateDir, timeoutMs: 60_000, ...(env ? { env } : {}) });
+  const podctl = (args: string[], env?: Record<string, string>) => runPodctl(args, { endpoint: `unix://${node.socket}`, stateDir, timeoutMs: 60_000, ...(env ? { env } : {}) });
   const running = async (pod: RealPod): Promise<boolean> => (await exitInfo(node.cri, pod.containers[0]!.id)).state === 'running';
 
   it('an empty desired list is refused: exit 2, one line naming --yes, nothing stopped', async () => {
@@ -72,7 +71,7 @@ describeContainerd(import.meta.url, 'safety rules against containerd', () => {
     expect(await running(pod)).toBe(true);
   });
 
-  it('kill --dry-run stops nothing, writes nothing, and has the real result\'s shape', async () => {
+  it("kill --dry-run stops nothing, writes nothing, and has the real result's shape", async () => {
     const pod = await node.pods.create({ name: 'dry', terminationGracePeriodSeconds: 1 });
     const plan = await podctl(['kill', `${pod.namespace}/${pod.name}`, '--dry-run', '--json']);
     expect(plan.code, plan.stderr).toBe(0);
@@ -82,7 +81,11 @@ describeContainerd(import.meta.url, 'safety rules against containerd', () => {
     expect(existsSync(join(stateDir, 'checkpoints')) ? readdirSync(join(stateDir, 'checkpoints')) : []).toEqual([]);
 
     const real = JSON.parse((await podctl(['kill', `${pod.namespace}/${pod.name}`, '--json'])).stdout) as KillJson;
-    expect(Object.keys(planned).sort()).toEqual(Object.keys(real).filter((k) => k !== 'handedOffTo').sort());
+    expect(Object.keys(planned).sort()).toEqual(
+      Object.keys(real)
+        .filter((k) => k !== 'handedOffTo')
+        .sort(),
+    );
     expect(Object.keys(planned.pods[0]!).sort()).toEqual(expect.arrayContaining(['gracePeriodSeconds', 'name', 'namespace', 'outcome', 'uid']));
     expect(real.pods[0]?.outcome).toBe('terminated');
   });
@@ -127,10 +130,14 @@ describeContainerd(import.meta.url, 'safety rules against containerd', () => {
     expect(run.stderr).toContain(`handed to background podctl pid ${driver}`);
     expect(alive(driver!)).toBe(true);
     // the driver owns the pod (status shows it) and really stops it, then exits
-    await waitFor(async () => {
-      const status = await podctl(['status', '--uid', pod.uid, '-o', 'json']);
-      return status.stdout.includes(`"ownerPid": ${driver}`) || status.stdout.includes(`"ownerPid":${driver}`) || !(await running(pod));
-    }, 10_000, 'the driver owns the pod');
+    await waitFor(
+      async () => {
+        const status = await podctl(['status', '--uid', pod.uid, '-o', 'json']);
+        return status.stdout.includes(`"ownerPid": ${driver}`) || status.stdout.includes(`"ownerPid":${driver}`) || !(await running(pod));
+      },
+      10_000,
+      'the driver owns the pod',
+    );
     await waitFor(async () => !(await running(pod)), 20_000, 'the driver stopped the container');
     expect((await exitInfo(node.cri, pod.containers[0]!.id)).exitCode).toBe(137);
     await waitFor(async () => !alive(driver!), 20_000, 'the driver exited after the pod terminated');

@@ -79,9 +79,7 @@ describe('transition events', () => {
     h.workers.updatePod({ updateType: 'kill', pod });
     h.workers.updatePod({ updateType: 'kill', pod, killPodOptions: { gracePeriodSecondsOverride: 2 } });
     h.workers.updatePod({ updateType: 'create', pod });
-    expect(h.events.filter((e) => e.type === 'grace-shortened')).toEqual([
-      { type: 'grace-shortened', uid: 'g', fullname: 'g_ns', at: SECOND, from: 30, to: 2 },
-    ]);
+    expect(h.events.filter((e) => e.type === 'grace-shortened')).toEqual([{ type: 'grace-shortened', uid: 'g', fullname: 'g_ns', at: SECOND, from: 30, to: 2 }]);
     expect(h.events.at(-1)).toMatchObject({ type: 'restart-requested', uid: 'g' });
     h.release('g');
     await h.workers.whenIdle();

@@ -12,19 +12,7 @@
  */
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { PodWorkerEngine, type EngineInternals } from '../../src/engine/workers.js';
-import type {
-  Clock,
-  EventRecorder,
-  PodStatus,
-  PodStatusCache,
-  PodSyncer,
-  PodSyncStatusView,
-  PodWorkerEvent,
-  RunningPod,
-  SyncPodType,
-  UpdatePodOptions,
-  WorkQueue,
-} from '../../src/engine/types.js';
+import type { Clock, EventRecorder, PodStatus, PodStatusCache, PodSyncer, PodSyncStatusView, PodWorkerEvent, RunningPod, SyncPodType, UpdatePodOptions, WorkQueue } from '../../src/engine/types.js';
 
 export const SECOND = 1000;
 const CONFIG_SOURCE = 'kubernetes.io/config.source';
@@ -152,8 +140,7 @@ export class RecordingSyncer implements PodSyncer {
     return last && { pod: last.pod, mirrorPod: last.mirrorPod, status: last.podStatus };
   }
 
-  async syncPod(signal: AbortSignal, updateType: SyncPodType, pod: V1Pod, mirrorPod: V1Pod | undefined,
-    podStatus: PodStatus | undefined): Promise<boolean> {
+  async syncPod(signal: AbortSignal, updateType: SyncPodType, pod: V1Pod, mirrorPod: V1Pod | undefined, podStatus: PodStatus | undefined): Promise<boolean> {
     const uid = pod.metadata?.uid ?? '';
     this.#record(uid, { name: pod.metadata?.name ?? '', updateType });
     this.syncPodArgs.push({ uid, pod, mirrorPod, podStatus });
@@ -162,8 +149,13 @@ export class RecordingSyncer implements PodSyncer {
     if (err) throw err;
     return this.terminal.has(uid);
   }
-  async syncTerminatingPod(signal: AbortSignal, pod: V1Pod, podStatus: PodStatus | undefined,
-    gracePeriodSeconds: number | undefined, podStatusFn: ((s: V1PodStatus) => void) | undefined): Promise<void> {
+  async syncTerminatingPod(
+    signal: AbortSignal,
+    pod: V1Pod,
+    podStatus: PodStatus | undefined,
+    gracePeriodSeconds: number | undefined,
+    podStatusFn: ((s: V1PodStatus) => void) | undefined,
+  ): Promise<void> {
     void podStatus;
     const uid = pod.metadata?.uid ?? '';
     this.#record(uid, { name: pod.metadata?.name ?? '', updateType: 'kill', gracePeriod: gracePeriodSeconds });
@@ -270,7 +262,14 @@ export function createHarness(opts: HarnessOptions = {}): Harness {
     opts.internals,
   );
   return {
-    workers, clock, queue, cache, syncer, recorder, events, wakes,
+    workers,
+    clock,
+    queue,
+    cache,
+    syncer,
+    recorder,
+    events,
+    wakes,
     hold(...uids) {
       for (const uid of uids) if (!holds.has(uid)) holds.set(uid, deferred());
     },

@@ -5,23 +5,10 @@
 import { describe, expect, it, vi } from 'vitest';
 import { mergeLastUpdate } from '../../src/engine/merge.js';
 import { newUpdate, PodSyncRecord } from '../../src/engine/status.js';
-import {
-  SECOND,
-  untilAborted,
-  createHarness,
-  deferred,
-  emptyStatus,
-  newNamedPod,
-  newPodWithPhase,
-  nextEvent,
-  runningPod,
-  withDeletionTimestamp,
-} from './harness.js';
+import { SECOND, untilAborted, createHarness, deferred, emptyStatus, newNamedPod, newPodWithPhase, nextEvent, runningPod, withDeletionTimestamp } from './harness.js';
 
 const steps = (h: ReturnType<typeof createHarness>, uid: string): string[] =>
-  (h.syncer.processed.get(uid) ?? []).map((r) =>
-    r.terminated ? 'terminated' : r.runningPod ? 'kill-runtime' : r.updateType === 'kill' ? `kill(${r.gracePeriod})` : `sync(${r.updateType})`,
-  );
+  (h.syncer.processed.get(uid) ?? []).map((r) => (r.terminated ? 'terminated' : r.runningPod ? 'kill-runtime' : r.updateType === 'kill' ? `kill(${r.gracePeriod})` : `sync(${r.updateType})`));
 
 describe('1. updatePod admission rules', () => {
   it('ignores every non-kill update of a runtime-only pod, completing its kill options at once', async () => {
@@ -402,7 +389,7 @@ describe('6. worker loop', () => {
     const pod = newNamedPod('n', 'ns', 'n', false);
     const failed = nextEvent(h.workers, (e) => e.type === 'sync-failed');
     h.workers.updatePod({ updateType: 'create', pod });
-    const f = (await failed);
+    const f = await failed;
     await h.workers.whenIdle();
     expect(f.error).toContain('network is not ready');
     expect(f.retryInMs).toBeGreaterThanOrEqual(1_000);

@@ -8,9 +8,7 @@ import type { PodSyncStatusView } from '../../src/engine/types.js';
 import { SECOND, untilAborted, createHarness, expectedView, newNamedPod, runningPod } from './harness.js';
 
 const steps = (h: ReturnType<typeof createHarness>, uid: string): string[] =>
-  (h.syncer.processed.get(uid) ?? []).map((r) =>
-    r.terminated ? 'terminated' : r.runningPod ? 'kill-runtime' : r.updateType === 'kill' ? `kill(${r.gracePeriod})` : `sync(${r.updateType})`,
-  );
+  (h.syncer.processed.get(uid) ?? []).map((r) => (r.terminated ? 'terminated' : r.runningPod ? 'kill-runtime' : r.updateType === 'kill' ? `kill(${r.gracePeriod})` : `sync(${r.updateType})`));
 
 const pod = (uid: string, isStatic = false) => newNamedPod(uid, 'ns', uid, isStatic);
 
@@ -88,9 +86,7 @@ describe('restore', () => {
       const grace = h.syncer.processed.get('g')!.at(-1)!.gracePeriod!;
       return grace > 2 ? untilAborted(signal) : undefined;
     };
-    h.workers.restore([
-      view('g', { startedAt: SECOND, terminatingAt: 2 * SECOND, gracePeriod: 7, activeUpdate: { updateType: 'sync', pod: pod('g') } }),
-    ]);
+    h.workers.restore([view('g', { startedAt: SECOND, terminatingAt: 2 * SECOND, gracePeriod: 7, activeUpdate: { updateType: 'sync', pod: pod('g') } })]);
     h.workers.updatePod({ updateType: 'kill', pod: pod('g'), killPodOptions: { gracePeriodSecondsOverride: 20 } });
     expect(h.workers.statusOf('g')!.gracePeriod).toBe(7);
     h.workers.updatePod({ updateType: 'kill', pod: pod('g'), killPodOptions: { gracePeriodSecondsOverride: 2 } });
@@ -174,9 +170,7 @@ describe('restore', () => {
       });
     });
     // as a checkpoint stores it: the view's fields plus its UID (the snapshot's key)
-    const saved = JSON.parse(
-      JSON.stringify([...first.workers.snapshot()].map(([uid, view]) => ({ ...view, uid }))),
-    ) as PodSyncStatusView[];
+    const saved = JSON.parse(JSON.stringify([...first.workers.snapshot()].map(([uid, view]) => ({ ...view, uid })))) as PodSyncStatusView[];
 
     const second = createHarness();
     second.workers.restore(saved);

@@ -26,7 +26,7 @@ describe('randomised interleavings keep the invariants', () => {
   for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
     it(`seed ${seed}`, async () => {
       const random = rng(seed);
-      const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+      const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
       const h = createHarness();
       const uids = ['a', 'b', 'c', 'd', 'e'];
       const inFlight = new Map<string, number>();
@@ -121,8 +121,7 @@ describe('randomised interleavings keep the invariants', () => {
       await h.workers.whenIdle();
 
       // the run exercised the races it is meant to: aborted syncs, shortened graces, restarts, forgetting
-      const count = (type: string, aborted?: boolean): number =>
-        h.events.filter((e) => e.type === type && (aborted === undefined || (e as { aborted?: boolean }).aborted === aborted)).length;
+      const count = (type: string, aborted?: boolean): number => h.events.filter((e) => e.type === type && (aborted === undefined || (e as { aborted?: boolean }).aborted === aborted)).length;
       expect(count('sync-failed', true)).toBeGreaterThan(0);
       expect(count('sync-failed', false)).toBeGreaterThan(0);
       expect(count('grace-shortened')).toBeGreaterThan(0);

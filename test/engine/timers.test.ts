@@ -15,7 +15,7 @@ describe('setLongTimeout', () => {
     vi.useRealTimers();
   });
 
-  it('fires after a delay past setTimeout\'s limit, not before', () => {
+  it("fires after a delay past setTimeout's limit, not before", () => {
     const fired = vi.fn();
     const thirtyDays = 30 * 24 * 3_600_000;
     expect(thirtyDays).toBeGreaterThan(MAX_TIMER_MS);

@@ -28,7 +28,13 @@ function request(method: string, pathname: string, body?: unknown, headers: Reco
   return new Promise((resolve, reject) => {
     const data = body === undefined ? undefined : JSON.stringify(body);
     const req = http.request(
-      { host: '127.0.0.1', port: server.port, method, path: pathname, headers: { authorization: 'Bearer abc', ...(data ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(data)) } : {}), ...headers } },
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        method,
+        path: pathname,
+        headers: { authorization: 'Bearer abc', ...(data ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(data)) } : {}), ...headers },
+      },
       (res) => {
         let raw = '';
         res.on('data', (c: Buffer) => (raw += c.toString()));
@@ -52,7 +58,16 @@ describe('the local API server', () => {
   it('errors are Status objects; every object and list has a resourceVersion that rises', async () => {
     const missing = await request('GET', '/api/v1/namespaces/web/pods/nope');
     expect(missing.status).toBe(404);
-    expect(missing.body).toEqual({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'pods "nope" not found', reason: 'NotFound', details: { name: 'nope', kind: 'pods' }, code: 404 });
+    expect(missing.body).toEqual({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: 'pods "nope" not found',
+      reason: 'NotFound',
+      details: { name: 'nope', kind: 'pods' },
+      code: 404,
+    });
     const a = server.addPod(pod('a'));
     const list = await request('GET', '/api/v1/pods?fieldSelector=spec.nodeName%3Dn1');
     expect(list.body.metadata.resourceVersion).toBe(a.metadata.resourceVersion);
@@ -85,9 +100,22 @@ describe('the local API server', () => {
     expect(jsonPatch.body).toMatchObject({ kind: 'Status', reason: 'UnsupportedMediaType', code: 415 });
     const base = { status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } };
     expect(mergePatch(base, { status: { conditions: [{ type: 'X', status: 'True' }] } }).status.conditions).toEqual([{ type: 'X', status: 'True' }]);
-    expect(strategicMergePatch(base, { status: { phase: 'Failed', conditions: [{ type: 'Ready', status: 'False' }, { type: 'X', status: 'True' }] } }).status).toEqual({
+    expect(
+      strategicMergePatch(base, {
+        status: {
+          phase: 'Failed',
+          conditions: [
+            { type: 'Ready', status: 'False' },
+            { type: 'X', status: 'True' },
+          ],
+        },
+      }).status,
+    ).toEqual({
       phase: 'Failed',
-      conditions: [{ type: 'Ready', status: 'False' }, { type: 'X', status: 'True' }],
+      conditions: [
+        { type: 'Ready', status: 'False' },
+        { type: 'X', status: 'True' },
+      ],
     });
   });
 

@@ -18,7 +18,13 @@ describe('planDesired', () => {
   it('a mirror pod stands for the runtime static pod of the same full name, never itself', () => {
     const mirror = apiPod('etcd-node1', 'api-uid', { annotations: { 'kubernetes.io/config.mirror': 'hash1' } });
     const staticSpec = { metadata: { name: 'etcd-node1', namespace: 'kube-system', uid: 'hash1' } };
-    const plan = planDesired([mirror], [{ uid: 'hash1', name: 'etcd-node1', namespace: 'kube-system', static: true, pod: staticSpec }, { uid: 'x', name: 'other', namespace: 'kube-system', static: true }]);
+    const plan = planDesired(
+      [mirror],
+      [
+        { uid: 'hash1', name: 'etcd-node1', namespace: 'kube-system', static: true, pod: staticSpec },
+        { uid: 'x', name: 'other', namespace: 'kube-system', static: true },
+      ],
+    );
     expect(plan.desired).toEqual([staticSpec]);
     expect(plan.mirrors).toEqual([{ mirror: { namespace: 'kube-system', name: 'etcd-node1', uid: 'api-uid' }, staticUid: 'hash1' }]);
     expect(plan.deletions).toEqual([]);

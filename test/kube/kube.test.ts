@@ -48,7 +48,7 @@ describe('detectKube', () => {
 });
 
 describe('connectKube against the local API server', () => {
-  it('lists only this node\'s pods (fieldSelector spec.nodeName) with the list\'s resourceVersion', async () => {
+  it("lists only this node's pods (fieldSelector spec.nodeName) with the list's resourceVersion", async () => {
     const mine = server.addPod(podOn('a'));
     server.addPod(podOn('b', 'node-2'));
     const kube = await connect();
@@ -62,8 +62,8 @@ describe('connectKube against the local API server', () => {
   it('Events: component podctl, one Event per pod and reason whose count rises', async () => {
     const pod = server.addPod(podOn('a'));
     const kube = await connect();
-    await kube.postEvent(pod, 'Normal', 'Killing', 'Stopping pod\'s containers with a grace period of 3s');
-    await kube.postEvent(pod, 'Normal', 'Killing', 'Stopping pod\'s containers with a grace period of 2s');
+    await kube.postEvent(pod, 'Normal', 'Killing', "Stopping pod's containers with a grace period of 3s");
+    await kube.postEvent(pod, 'Normal', 'Killing', "Stopping pod's containers with a grace period of 2s");
     await kube.postEvent(pod, 'Warning', 'FailedKillPod', 'error killing pod: x');
     const events = server.eventsFor('web', 'a');
     expect(events).toHaveLength(2);
@@ -71,7 +71,7 @@ describe('connectKube against the local API server', () => {
     expect(killing).toMatchObject({
       type: 'Normal',
       count: 2,
-      message: 'Stopping pod\'s containers with a grace period of 2s',
+      message: "Stopping pod's containers with a grace period of 2s",
       involvedObject: { kind: 'Pod', name: 'a', namespace: 'web', uid: pod.metadata.uid },
       source: { component: 'podctl', host: 'node-1' },
     });
@@ -135,7 +135,7 @@ describe('connectKube against the local API server', () => {
     expect(deletes[1]?.body).toEqual({ kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } });
   });
 
-  it('429 waits the server\'s Retry-After before retrying', async () => {
+  it("429 waits the server's Retry-After before retrying", async () => {
     server.addPod(podOn('a'));
     server.inject({ method: 'GET', path: /\/pods\/a$/, status: 429, retryAfter: 1 });
     const kube = await connect();

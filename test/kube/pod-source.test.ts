@@ -37,12 +37,16 @@ describe('NodePodSource', () => {
     const running = source.run(controller.signal);
     try {
       await source.synced();
-      const names = (): string[] => source.pods().map((p) => p.metadata?.name ?? '').sort();
+      const names = (): string[] =>
+        source
+          .pods()
+          .map((p) => p.metadata?.name ?? '')
+          .sort();
       expect(names()).toEqual(['a']);
 
       server.addPod(pod('b'));
       server.deletePod('web', 'a', 5); // graceful: MODIFIED with deletionTimestamp
-      await until('b and a\'s deletion', () => names().join() === 'a,b' && source.pods().some((p) => p.metadata?.deletionGracePeriodSeconds === 5));
+      await until("b and a's deletion", () => names().join() === 'a,b' && source.pods().some((p) => p.metadata?.deletionGracePeriodSeconds === 5));
 
       server.bookmark();
       await until('a bookmark', () => events.some((e) => e.kind === 'bookmark'));

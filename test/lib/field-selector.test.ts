@@ -51,8 +51,22 @@ describe('podPhase', () => {
   });
 
   it('Succeeded when every container exited 0; Failed when one exited otherwise or the pod was evicted', () => {
-    expect(podPhase(pod('a', { state: 'terminated' }, [{ state: 'exited', exitCode: 0 }, { state: 'exited', exitCode: 0 }]))).toBe('Succeeded');
-    expect(podPhase(pod('a', { state: 'terminated' }, [{ state: 'exited', exitCode: 0 }, { state: 'exited', exitCode: 137 }]))).toBe('Failed');
+    expect(
+      podPhase(
+        pod('a', { state: 'terminated' }, [
+          { state: 'exited', exitCode: 0 },
+          { state: 'exited', exitCode: 0 },
+        ]),
+      ),
+    ).toBe('Succeeded');
+    expect(
+      podPhase(
+        pod('a', { state: 'terminated' }, [
+          { state: 'exited', exitCode: 0 },
+          { state: 'exited', exitCode: 137 },
+        ]),
+      ),
+    ).toBe('Failed');
     const evicted = pod('a', { state: 'finished', worker: { evicted: true } as PodInfo['worker'] });
     expect(podPhase(evicted)).toBe('Failed');
   });

@@ -79,7 +79,7 @@ const container = (id: string, name: string, state: number, createdMs: bigint, s
 });
 
 describe('READY and AGE (status, watch records)', () => {
-  it('READY counts the newest attempt of each container; the sandbox is the newest one; the age is the oldest sandbox\'s', () => {
+  it("READY counts the newest attempt of each container; the sandbox is the newest one; the age is the oldest sandbox's", () => {
     // a restarted pod: an old sandbox (not ready) and a new one (ready); app exited once and runs again; side exited
     const pod = groupRuntimePods(
       [sandbox('sb-old', 1_000n, 1), sandbox('sb-new', 5_000n, 0)],
@@ -108,9 +108,25 @@ describe('READY and AGE (status, watch records)', () => {
     expect(createdAtOf({})).toBeUndefined();
   });
 
-  it('AGE reads as kubectl\'s', () => {
+  it("AGE reads as kubectl's", () => {
     expect([0, 59, 119, 120, 185, 600, 10_799, 10_800, 14_460, 28_800, 172_799, 172_800, 200_000, 691_200, 63_072_000, 64_000_000, 300_000_000].map(formatAge)).toEqual([
-      '0s', '59s', '119s', '2m', '3m5s', '10m', '179m', '3h', '4h1m', '8h', '47h', '2d', '2d7h', '8d', '2y', '2y10d', '9y',
+      '0s',
+      '59s',
+      '119s',
+      '2m',
+      '3m5s',
+      '10m',
+      '179m',
+      '3h',
+      '4h1m',
+      '8h',
+      '47h',
+      '2d',
+      '2d7h',
+      '8d',
+      '2y',
+      '2y10d',
+      '9y',
     ]);
   });
 });

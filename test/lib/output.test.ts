@@ -14,7 +14,16 @@ describe('output', () => {
   });
 
   it('tables are borderless, aligned and free of colour codes when colour is off', async () => {
-    const text = await renderTable({ head: ['NAME', 'STATE'], rows: [['a', 'running'], ['long-name', 'x']] }, createStyler(false));
+    const text = await renderTable(
+      {
+        head: ['NAME', 'STATE'],
+        rows: [
+          ['a', 'running'],
+          ['long-name', 'x'],
+        ],
+      },
+      createStyler(false),
+    );
     const lines = text.split('\n');
     expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(/^NAME\s+STATE$/);
@@ -25,14 +34,32 @@ describe('output', () => {
 
   it('tables align by what the terminal shows: colour codes take no room, wide characters two', async () => {
     const styler = createStyler(true);
-    const text = await renderTable({ head: ['NAME', 'STATE', 'ERROR'], rows: [[styler.green('a'), styler.red('stopped'), 'x'], ['日本', 'ok', 'y…']] }, styler);
+    const text = await renderTable(
+      {
+        head: ['NAME', 'STATE', 'ERROR'],
+        rows: [
+          [styler.green('a'), styler.red('stopped'), 'x'],
+          ['日本', 'ok', 'y…'],
+        ],
+      },
+      styler,
+    );
     const visible = text.split('\n').map((l) => l.replace(/\u001b\[\d+m/g, ''));
     expect(visible).toEqual(['NAME  STATE    ERROR', 'a     stopped  x', '日本  ok       y…']);
     expect(text).toContain('\u001b[32ma\u001b[39m');
   });
 
   it('a multi-line cell spans lines of its row; the other cells stay in their columns', async () => {
-    const text = await renderTable({ head: ['A', 'B', 'C'], rows: [['one', 'two\nlines', 'end'], ['x', 'y', 'z']] }, createStyler(false));
+    const text = await renderTable(
+      {
+        head: ['A', 'B', 'C'],
+        rows: [
+          ['one', 'two\nlines', 'end'],
+          ['x', 'y', 'z'],
+        ],
+      },
+      createStyler(false),
+    );
     expect(text.split('\n')).toEqual(['A    B      C', 'one  two    end', '     lines', 'x    y      z']);
   });
 
@@ -64,9 +91,7 @@ describe('errors and exit codes', () => {
   it('shows one line, with the hint', () => {
     expect(oneLine(new Error('first\nsecond'))).toBe('first');
     // oclif's flag-value errors keep their reason on the one line
-    expect(oneLine(new Error('Parsing --grace \n\tExpected an integer but received: abc\nSee more help with --help'))).toBe(
-      'Parsing --grace: Expected an integer but received: abc',
-    );
+    expect(oneLine(new Error('Parsing --grace \n\tExpected an integer but received: abc\nSee more help with --help'))).toBe('Parsing --grace: Expected an integer but received: abc');
     expect(oneLine(new UsageError('--timeout: "x" is not a duration', 'use e.g. 30s'))).toBe('--timeout: "x" is not a duration (use e.g. 30s)');
   });
 

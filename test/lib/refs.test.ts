@@ -21,7 +21,7 @@ describe('parseRef', () => {
     expect(parseRef('web/api-1', 'web')).toEqual({ kind: 'name', namespace: 'web', name: 'api-1' });
   });
 
-  it('reads kubectl\'s pod/NAME (also pods/, po/) as the pod NAME in -n\'s namespace', () => {
+  it("reads kubectl's pod/NAME (also pods/, po/) as the pod NAME in -n's namespace", () => {
     expect(parseRef('pod/api-1', undefined)).toEqual({ kind: 'name', namespace: 'default', name: 'api-1' });
     expect(parseRef('pods/api-1', 'web')).toEqual({ kind: 'name', namespace: 'web', name: 'api-1' });
     expect(parseRef('po/api-1', 'web')).toEqual({ kind: 'name', namespace: 'web', name: 'api-1' });
@@ -96,10 +96,7 @@ describe('resolveSelection', () => {
 
   it('applies -l within the namespace scope', () => {
     expect(names(resolveSelection(pods, parseSelection({ args: [], selector: 'app=frontend' })).targets)).toEqual(['default/frontend-1']);
-    expect(names(resolveSelection(pods, parseSelection({ args: [], selector: 'app=frontend', allNamespaces: true })).targets)).toEqual([
-      'default/frontend-1',
-      'web/frontend-1',
-    ]);
+    expect(names(resolveSelection(pods, parseSelection({ args: [], selector: 'app=frontend', allNamespaces: true })).targets)).toEqual(['default/frontend-1', 'web/frontend-1']);
   });
 
   it('--all -A takes every pod, sorted by namespace then name', () => {

@@ -44,7 +44,13 @@ describe('working pods breakdown', () => {
 describe('metrics registry', () => {
   it('names CRI operations as the kubelet does and counts calls, errors and durations', async () => {
     expect(['StopPodSandbox', 'ListContainers', 'ContainerStatus', 'PodSandboxStatus', 'ExecSync', 'Version', 'RemovePodSandbox'].map(operationType)).toEqual([
-      'stop_podsandbox', 'list_containers', 'container_status', 'podsandbox_status', 'exec_sync', 'version', 'remove_podsandbox',
+      'stop_podsandbox',
+      'list_containers',
+      'container_status',
+      'podsandbox_status',
+      'exec_sync',
+      'version',
+      'remove_podsandbox',
     ]);
     const m = createMetrics();
     m.observeRuntimeOperation({ method: 'StopContainer', ms: 1500, error: false });

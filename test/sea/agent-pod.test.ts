@@ -112,34 +112,48 @@ describeContainerd(import.meta.url, 'podctl agent as a pod from the image', () =
 
   const agentLog = (): string => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
 
-  it.skipIf(skipReason !== undefined)('answers /healthz on the host, takes over a SIGKILLed host-side kill, and shows as its owner; never stops its own pod', async () => {
-    await waitFor(async () => (await healthz(port)) === 200, 60_000, `the agent pod is healthy (log: ${agentLog().slice(-400)})`);
+  it.skipIf(skipReason !== undefined)(
+    'answers /healthz on the host, takes over a SIGKILLed host-side kill, and shows as its owner; never stops its own pod',
+    async () => {
+      await waitFor(async () => (await healthz(port)) === 200, 60_000, `the agent pod is healthy (log: ${agentLog().slice(-400)})`);
 
-    const pod = await node.pods.create({ name: 'host-kill', terminationGracePeriodSeconds: 8, containers: [{ name: 'stubborn', mode: 'ignore' }] });
-    const endpoint = `unix://${node.socket}`;
-    const kill = spawnPodctl(['kill', `${pod.namespace}/${pod.name}`], { endpoint, stateDir });
-    const killRun = collect(kill, 30_000);
-    await waitFor(async () => (await runPodctl(['status', '--uid', pod.uid, '-o', 'json'], { endpoint, stateDir })).stdout.includes(`"ownerPid": ${kill.pid}`), 15_000, 'the host-side kill owns the pod');
-    kill.kill('SIGKILL');
-    expect((await killRun).signal).toBe('SIGKILL');
+      const pod = await node.pods.create({ name: 'host-kill', terminationGracePeriodSeconds: 8, containers: [{ name: 'stubborn', mode: 'ignore' }] });
+      const endpoint = `unix://${node.socket}`;
+      const kill = spawnPodctl(['kill', `${pod.namespace}/${pod.name}`], { endpoint, stateDir });
+      const killRun = collect(kill, 30_000);
+      await waitFor(
+        async () => (await runPodctl(['status', '--uid', pod.uid, '-o', 'json'], { endpoint, stateDir })).stdout.includes(`"ownerPid": ${kill.pid}`),
+        15_000,
+        'the host-side kill owns the pod',
+      );
+      kill.kill('SIGKILL');
+      expect((await killRun).signal).toBe('SIGKILL');
 
-    let owner = 0;
-    await waitFor(async () => {
-      const status = JSON.parse((await runPodctl(['status', '--uid', pod.uid, '-o', 'json'], { endpoint, stateDir })).stdout) as { pods: { ownerPid: number | null; ownerAlive: boolean | null; state: string }[] };
-      const row = status.pods[0];
-      owner = row?.ownerPid ?? 0;
-      return owner !== 0 && owner !== kill.pid && row?.ownerAlive === true;
-    }, 10_000, `the agent took the pod over (log: ${agentLog().slice(-400)})`);
-    // the owner is the agent in its pod, seen through the shared host PID namespace
-    expect(readFileSync(`/proc/${owner}/cmdline`, 'utf8').split('\0')).toEqual(expect.arrayContaining(['agent']));
-    await waitFor(async () => (await exitInfo(node.cri, pod.containers[0]!.id)).state !== 'running', 30_000, 'the agent finished the termination');
+      let owner = 0;
+      await waitFor(
+        async () => {
+          const status = JSON.parse((await runPodctl(['status', '--uid', pod.uid, '-o', 'json'], { endpoint, stateDir })).stdout) as {
+            pods: { ownerPid: number | null; ownerAlive: boolean | null; state: string }[];
+          };
+          const row = status.pods[0];
+          owner = row?.ownerPid ?? 0;
+          return owner !== 0 && owner !== kill.pid && row?.ownerAlive === true;
+        },
+        10_000,
+        `the agent took the pod over (log: ${agentLog().slice(-400)})`,
+      );
+      // the owner is the agent in its pod, seen through the shared host PID namespace
+      expect(readFileSync(`/proc/${owner}/cmdline`, 'utf8').split('\0')).toEqual(expect.arrayContaining(['agent']));
+      await waitFor(async () => (await exitInfo(node.cri, pod.containers[0]!.id)).state !== 'running', 30_000, 'the agent finished the termination');
 
-    // its own pod still runs
-    expect(await healthz(port)).toBe(200);
-    const sandboxes = await node.cri.listPodSandbox({ id: sandboxId });
-    expect(sandboxes[0]?.state).toBe(0); // SANDBOX_READY
-    expect(agentLog()).toMatch(/took over .*host-kill/);
-  }, 120_000);
+      // its own pod still runs
+      expect(await healthz(port)).toBe(200);
+      const sandboxes = await node.cri.listPodSandbox({ id: sandboxId });
+      expect(sandboxes[0]?.state).toBe(0); // SANDBOX_READY
+      expect(agentLog()).toMatch(/took over .*host-kill/);
+    },
+    120_000,
+  );
 });
 
 /** Runs `podctl agent` from the image as a pod through CRI, as deploy/daemonset.yaml does. */
@@ -205,25 +219,39 @@ describeContainerd(import.meta.url, 'podctl agent as a pod drains its node on re
     }
   }, 120_000);
 
-  it.skipIf(skipReason !== undefined)('drains the annotated node (kubelet down: over CRI), says done, and its own pod keeps running', async () => {
-    const work = await pods.create({ name: 'work', terminationGracePeriodSeconds: 1 });
-    server.addPod({ metadata: { name: work.name, namespace: work.namespace, uid: work.uid }, spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: 'x' }] }, status: { phase: 'Running' } });
-    const kubeconfig = writeKubeconfig(stateDir, server.port);
-    const port = await freePort();
-    const agent = await runAgentPod(cri, privateNode.nodeDir, privateNode.socket, ['--interval', '500ms', '--metrics-addr', `127.0.0.1:${port}`, '--state-dir', stateDir, '--kubeconfig', kubeconfig, '--node', 'node-1', '--kubelet-healthz', '127.0.0.1:1/healthz'], [stateDir]);
-    const log = (): string => (existsSync(agent.logFile) ? readFileSync(agent.logFile, 'utf8') : '');
-    await waitFor(async () => (await healthz(port)) === 200, 60_000, `the agent pod is healthy (log: ${log().slice(-400)})`);
-    // housekeeping ran a few times: the API does not list the agent's pod, yet it still runs
-    await new Promise((r) => setTimeout(r, 2_000));
-    expect((await cri.listPodSandbox({ id: agent.sandboxId }))[0]?.state).toBe(0);
+  it.skipIf(skipReason !== undefined)(
+    'drains the annotated node (kubelet down: over CRI), says done, and its own pod keeps running',
+    async () => {
+      const work = await pods.create({ name: 'work', terminationGracePeriodSeconds: 1 });
+      server.addPod({
+        metadata: { name: work.name, namespace: work.namespace, uid: work.uid },
+        spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: 'x' }] },
+        status: { phase: 'Running' },
+      });
+      const kubeconfig = writeKubeconfig(stateDir, server.port);
+      const port = await freePort();
+      const agent = await runAgentPod(
+        cri,
+        privateNode.nodeDir,
+        privateNode.socket,
+        ['--interval', '500ms', '--metrics-addr', `127.0.0.1:${port}`, '--state-dir', stateDir, '--kubeconfig', kubeconfig, '--node', 'node-1', '--kubelet-healthz', '127.0.0.1:1/healthz'],
+        [stateDir],
+      );
+      const log = (): string => (existsSync(agent.logFile) ? readFileSync(agent.logFile, 'utf8') : '');
+      await waitFor(async () => (await healthz(port)) === 200, 60_000, `the agent pod is healthy (log: ${log().slice(-400)})`);
+      // housekeeping ran a few times: the API does not list the agent's pod, yet it still runs
+      await new Promise((r) => setTimeout(r, 2_000));
+      expect((await cri.listPodSandbox({ id: agent.sandboxId }))[0]?.state).toBe(0);
 
-    const node = server.nodes.get('node-1')!;
-    node.metadata.annotations = { 'podctl.io/drain': 'requested' };
-    await waitFor(() => server.nodes.get('node-1')?.metadata?.annotations?.['podctl.io/drain'] === 'done', 60_000, `the drain is done (log: ${log().slice(-600)})`);
-    expect((await exitInfo(cri, work.containers[0]!.id)).state).not.toBe('running');
-    expect((await cri.listPodSandbox({ id: agent.sandboxId }))[0]?.state).toBe(0);
-    expect(await healthz(port)).toBe(200);
-    const events = [...server.events.values()].filter((e) => e.involvedObject?.kind === 'Node').map((e) => e.reason);
-    expect(events).toEqual(expect.arrayContaining(['DrainStarted', 'DrainCompleted']));
-  }, 180_000);
+      const node = server.nodes.get('node-1')!;
+      node.metadata.annotations = { 'podctl.io/drain': 'requested' };
+      await waitFor(() => server.nodes.get('node-1')?.metadata?.annotations?.['podctl.io/drain'] === 'done', 60_000, `the drain is done (log: ${log().slice(-600)})`);
+      expect((await exitInfo(cri, work.containers[0]!.id)).state).not.toBe('running');
+      expect((await cri.listPodSandbox({ id: agent.sandboxId }))[0]?.state).toBe(0);
+      expect(await healthz(port)).toBe(200);
+      const events = [...server.events.values()].filter((e) => e.involvedObject?.kind === 'Node').map((e) => e.reason);
+      expect(events).toEqual(expect.arrayContaining(['DrainStarted', 'DrainCompleted']));
+    },
+    180_000,
+  );
 });

@@ -12,19 +12,7 @@ import { describeContainerd } from '../e2e/support/env.js';
 import { useContainerd } from '../e2e/support/context.js';
 import { waitFor } from '../e2e/support/engine.js';
 import { exitInfo, sandboxReady } from '../e2e/support/observe.js';
-import {
-  PACKAGE_VERSION,
-  REPO_ROOT,
-  SEA_NODE_VERSION,
-  createSeaHost,
-  entries,
-  removeSeaHost,
-  runSea,
-  seaSkipReason,
-  warnIfSeaSkipped,
-  whichNode,
-  type SeaHost,
-} from './support.js';
+import { PACKAGE_VERSION, REPO_ROOT, SEA_NODE_VERSION, createSeaHost, entries, removeSeaHost, runSea, seaSkipReason, warnIfSeaSkipped, whichNode, type SeaHost } from './support.js';
 
 warnIfSeaSkipped('test/sea/executable.test.ts');
 const skip = seaSkipReason !== undefined;
@@ -56,7 +44,7 @@ function useHost(stateDirName?: string): () => SeaHost {
 describe.skipIf(skip)(title('the single executable without Node.js'), () => {
   const host = useHost();
 
-  it('--version names podctl\'s version and the Node.js it carries', async () => {
+  it("--version names podctl's version and the Node.js it carries", async () => {
     const run = await runSea(host(), ['--version']);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
@@ -108,8 +96,7 @@ describeContainerd(import.meta.url, 'the single executable against containerd', 
     const node = useContainerd();
     const host = useHost('state');
     const stateDir = () => join(host().root, 'state');
-    const podctl = (args: string[], timeoutMs = 60_000) =>
-      runSea(host(), [...args, '--runtime-endpoint', `unix://${node.socket}`, '--state-dir', stateDir()], { timeoutMs });
+    const podctl = (args: string[], timeoutMs = 60_000) => runSea(host(), [...args, '--runtime-endpoint', `unix://${node.socket}`, '--state-dir', stateDir()], { timeoutMs });
 
     it('version reports the runtime as CRI Version does', async () => {
       const expected = await node.cri.version();
@@ -154,10 +141,15 @@ describeContainerd(import.meta.url, 'the single executable against containerd', 
       const pid = result.handedOffTo!.pid;
       // the background driver is this executable, not a `node` (there is none on PATH)
       expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]).toBe(host().exe);
-      const exit = await waitFor('the handed-off pod\'s container to exit', async () => {
-        const info = await exitInfo(node.cri, real.containers[0]!.id);
-        return info.state === 'exited' ? info : undefined;
-      }, 30_000, 100);
+      const exit = await waitFor(
+        "the handed-off pod's container to exit",
+        async () => {
+          const info = await exitInfo(node.cri, real.containers[0]!.id);
+          return info.state === 'exited' ? info : undefined;
+        },
+        30_000,
+        100,
+      );
       expect(exit.exitCode).toBe(137);
       await waitFor('the background podctl to exit', () => (readFileSafe(`/proc/${pid}/stat`) === undefined ? true : undefined), 30_000, 100);
       const log = readFileSync(result.handedOffTo!.log, 'utf8');

@@ -66,7 +66,7 @@ describe.skipIf(skipReason !== undefined)(title('the OCI image archive'), () => 
     blob(manifest.layers[0]!);
   });
 
-  it('config: linux/amd64, entrypoint podctl with args agent, fixed creation time, the layer\'s diff_id', () => {
+  it("config: linux/amd64, entrypoint podctl with args agent, fixed creation time, the layer's diff_id", () => {
     const config = JSON.parse(blob(manifest.config).toString('utf8')) as {
       created: string;
       architecture: string;

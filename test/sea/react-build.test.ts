@@ -14,7 +14,7 @@ const BUNDLE = join(REPO_ROOT, 'dist', 'sea', 'podctl.mjs');
 /** Warnings only the development build of the reconciler has. */
 const DEVELOPMENT_ONLY = ['while rendering a different component', 'Each child in a list should have a unique'];
 
-describe.skipIf(seaSkipReason !== undefined)('the executable\'s React build', () => {
+describe.skipIf(seaSkipReason !== undefined)("the executable's React build", () => {
   it('is the production one', () => {
     expect(existsSync(BUNDLE)).toBe(true);
     const bundle = readFileSync(BUNDLE, 'utf8');

@@ -35,7 +35,7 @@ async function until(predicate: (s: string) => boolean, what: string, timeoutMs 
 
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-describeContainerd(import.meta.url, 'the single executable\'s watch screen against containerd', () => {
+describeContainerd(import.meta.url, "the single executable's watch screen against containerd", () => {
   describe.skipIf(skipReason !== undefined)(`podctl-linux-x64 watch in tmux${skipReason ? ` (SKIPPED: ${skipReason})` : ''}`, () => {
     const node = useContainerd();
     let host: SeaHost | undefined;
@@ -52,7 +52,7 @@ describeContainerd(import.meta.url, 'the single executable\'s watch screen again
       removeSeaHost(host);
     });
 
-    it('shows the node\'s pods, kills the selected one after confirmation, and quits with exit 0', async () => {
+    it("shows the node's pods, kills the selected one after confirmation, and quits with exit 0", async () => {
       const h = host!;
       const real = await node.pods.create({ name: 'sea-watch', containers: [{ name: 'stubborn', mode: 'ignore' }] });
       const ref = `${real.namespace}/${real.name}`;

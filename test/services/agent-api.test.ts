@@ -44,9 +44,17 @@ afterAll(async () => {
 describe('podctl agent with the API server', () => {
   it('finishes a deletion, keeps the static pod its mirror stands for, and posts one Event for a stuck pod', async () => {
     for (const name of ['web', 'gone', 'wedged']) {
-      server.addPod({ metadata: { name, namespace: 'app', uid: `uid-${name}` }, spec: { nodeName: 'node-1', terminationGracePeriodSeconds: name === 'wedged' ? 1 : 30, containers: [{ name: 'c' }] }, status: { phase: 'Running' } });
+      server.addPod({
+        metadata: { name, namespace: 'app', uid: `uid-${name}` },
+        spec: { nodeName: 'node-1', terminationGracePeriodSeconds: name === 'wedged' ? 1 : 30, containers: [{ name: 'c' }] },
+        status: { phase: 'Running' },
+      });
     }
-    server.addPod({ metadata: { name: 'etcd-node-1', namespace: 'kube-system', uid: 'mirror-etcd', annotations: { 'kubernetes.io/config.mirror': 'h', 'kubernetes.io/config.source': 'api' } }, spec: { nodeName: 'node-1', containers: [{ name: 'etcd' }] }, status: { phase: 'Running' } });
+    server.addPod({
+      metadata: { name: 'etcd-node-1', namespace: 'kube-system', uid: 'mirror-etcd', annotations: { 'kubernetes.io/config.mirror': 'h', 'kubernetes.io/config.source': 'api' } },
+      spec: { nodeName: 'node-1', containers: [{ name: 'etcd' }] },
+      status: { phase: 'Running' },
+    });
     server.deletePod('app', 'gone', 2);
 
     const kube = await connectKube({ kind: 'kubeconfig', path: writeKubeconfig(dir, server.port) }, { node: 'node-1', timeoutMs: 2_000 });

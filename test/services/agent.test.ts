@@ -145,7 +145,10 @@ describe('podctl agent (service)', () => {
   });
 
   it('refuses a step whose desired list is empty while pods run: nothing is stopped, said once', async () => {
-    const session = await node([{ name: 'a', uid: 'uid-a' }, { name: 'b', uid: 'uid-b' }]);
+    const session = await node([
+      { name: 'a', uid: 'uid-a' },
+      { name: 'b', uid: 'uid-b' },
+    ]);
     const desired = join(dir.path, 'empty.json');
     await writeFile(desired, '[]');
     const { reporter, lines } = captureReporter();
@@ -158,19 +161,26 @@ describe('podctl agent (service)', () => {
 
   it('logs a pod stuck past its grace + stuck-after once, and counts it in podctl_stuck_pods', async () => {
     // StopContainer always fails: the pod stays terminating past its 1 s grace
-    const session = await node([{ name: 'stuck', uid: 'uid-stuck', terminationGracePeriodSeconds: 1, containers: [{ name: 'c', onSigterm: 'ignore' }] }], [
-      { method: 'StopContainer', code: 2, details: 'failed to kill: device busy' },
-    ]);
+    const session = await node(
+      [{ name: 'stuck', uid: 'uid-stuck', terminationGracePeriodSeconds: 1, containers: [{ name: 'c', onSigterm: 'ignore' }] }],
+      [{ method: 'StopContainer', code: 2, details: 'failed to kill: device busy' }],
+    );
     await session.requestKill({ uid: 'uid-stuck', gracePeriodSeconds: 1 });
     const { reporter, lines } = captureReporter();
     const metrics = createMetrics();
     let stuckGauge = '';
     const { steps } = await runUntil({ session, source: { kind: 'runtime' }, intervalMs: 150, stuckAfterMs: 300, reporter, metrics }, async (s) => {
       if (s.filter((x) => x.stuck.includes('uid-stuck')).length < 3) return false;
-      stuckGauge = (await metrics.exposition()).split('\n').filter((l) => l.startsWith('podctl_stuck_pods{') && !l.endsWith(' 0')).join('\n');
+      stuckGauge = (await metrics.exposition())
+        .split('\n')
+        .filter((l) => l.startsWith('podctl_stuck_pods{') && !l.endsWith(' 0'))
+        .join('\n');
       return true;
     });
-    expect(steps.some((s) => s.stuck.includes('uid-stuck')), JSON.stringify(steps.slice(0, 3))).toBe(true);
+    expect(
+      steps.some((s) => s.stuck.includes('uid-stuck')),
+      JSON.stringify(steps.slice(0, 3)),
+    ).toBe(true);
     expect(stuckGauge).toMatch(/^podctl_stuck_pods\{reason="[a-z-]+"\} 1$/); // one stuck pod, under what holds it
     expect(lines.filter((l) => l.includes('default/stuck is stuck')).length).toBe(1);
     expect(steps[0]?.stuck).toEqual([]); // within grace + stuck-after at first
@@ -203,7 +213,7 @@ describe('podctl agent (service)', () => {
     expect(after.text).toMatch(/^the container runtime has not answered for .+\n$/);
   });
 
-  it('finds the container it runs in from its cgroup (containerd\'s path), and none on a host', async () => {
+  it("finds the container it runs in from its cgroup (containerd's path), and none on a host", async () => {
     const id = 'a'.repeat(12) + '0123456789abcdef'.repeat(3) + 'b'.repeat(4);
     const inPod = join(dir.path, 'cgroup-pod');
     await writeFile(inPod, `0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1234.slice/cri-containerd-${id}.scope\n`);

@@ -31,7 +31,7 @@ describe('ApiNode', () => {
 
     await server.stop();
     const apiNode = new ApiNode(kube, { node: 'node-1', stateDir, reporter });
-    expect(await apiNode.event(pod, 'Normal', 'Killing', 'Stopping pod\'s containers with a grace period of 3s')).toBe('pending');
+    expect(await apiNode.event(pod, 'Normal', 'Killing', "Stopping pod's containers with a grace period of 3s")).toBe('pending');
     expect(await new ApiNode(kube, { node: 'node-1', stateDir, reporter }).event(pod, 'Normal', 'Killing', 'again')).toBe('pending');
     expect(await apiNode.status(ref, { phase: 'Failed', reason: 'Evicted', message: 'm' })).toBe('pending');
     expect(await apiNode.finalDelete(ref)).toBe('pending');

@@ -42,7 +42,11 @@ afterAll(async () => {
 describe('startApiSync through sync-known', () => {
   it('a deleted pod: Killing with the API grace, FailedKillPod for a failed stop, then the final delete; the other pod stays', async () => {
     for (const name of ['a', 'b', 'wedged']) {
-      server.addPod({ metadata: { name, namespace: 'web', uid: `uid-${name}` }, spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 30, containers: [{ name: 'c' }] }, status: { phase: 'Running' } });
+      server.addPod({
+        metadata: { name, namespace: 'web', uid: `uid-${name}` },
+        spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 30, containers: [{ name: 'c' }] },
+        status: { phase: 'Running' },
+      });
     }
     server.deletePod('web', 'a', 2);
     const kube = await connectKube({ kind: 'kubeconfig', path: writeKubeconfig(dir, server.port) }, { node: 'node-1', timeoutMs: 2_000 });
@@ -53,7 +57,7 @@ describe('startApiSync through sync-known', () => {
       expect(result.api?.finallyDeleted.map((p) => p.uid)).toEqual(['uid-a']);
       expect(result.orphanedRuntimePods).toEqual([]);
       const events = server.eventsFor('web', 'a');
-      expect(events.find((e) => e.reason === 'Killing')).toMatchObject({ type: 'Normal', message: 'Stopping pod\'s containers with a grace period of 2s', count: 1 });
+      expect(events.find((e) => e.reason === 'Killing')).toMatchObject({ type: 'Normal', message: "Stopping pod's containers with a grace period of 2s", count: 1 });
       expect(events.find((e) => e.reason === 'FailedKillPod')).toMatchObject({ type: 'Warning', source: { component: 'podctl' } });
       expect(events.find((e) => e.reason === 'FailedKillPod')?.message).toMatch(/^error killing pod: .*runtime hiccup/);
       expect(server.getPod('web', 'a')).toBeUndefined();
@@ -76,7 +80,10 @@ describe('startApiSync through sync-known', () => {
       expect(result.api?.finallyDeleted).toEqual([]);
       expect(server.requests.filter((r) => r.method === 'DELETE')).toEqual([]);
       expect(server.getPod('web', 'wedged')?.metadata?.deletionTimestamp).toBeDefined();
-      const reasons = server.eventsFor('web', 'wedged').map((e) => e.reason).sort();
+      const reasons = server
+        .eventsFor('web', 'wedged')
+        .map((e) => e.reason)
+        .sort();
       expect(reasons).toEqual(['ExceededGracePeriod', 'FailedKillPod', 'Killing']);
       expect(server.eventsFor('web', 'wedged').find((e) => e.reason === 'ExceededGracePeriod')?.message).toBe('Container runtime did not kill the pod within specified grace period.');
     } finally {

@@ -1,14 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  SYSTEM_CRITICAL_PRIORITY,
-  criticalReason,
-  defaultGroups,
-  groupIndexFor,
-  parseExcludes,
-  parseGroups,
-  planDrain,
-  type DrainPlan,
-} from '../../src/services/drain-plan.js';
+import { SYSTEM_CRITICAL_PRIORITY, criticalReason, defaultGroups, groupIndexFor, parseExcludes, parseGroups, planDrain, type DrainPlan } from '../../src/services/drain-plan.js';
 import { UsageError } from '../../src/lib/errors.js';
 import { FakeSession, type FakePod } from './fake-session.js';
 
@@ -19,7 +10,7 @@ async function plan(pods: FakePod[], groups = defaultGroups(30, 10), extra: Part
 
 const layout = (p: DrainPlan): string[][] => p.groups.map((g) => g.pods.map((x) => `${x.namespace}/${x.name}:${x.gracePeriodSeconds}`));
 
-describe('defaultGroups (the kubelet\'s two-group layout)', () => {
+describe("defaultGroups (the kubelet's two-group layout)", () => {
   it('splits the budget: priority 0 gets total − critical, critical priority gets the rest', () => {
     expect(defaultGroups(30, 10)).toEqual([
       { priority: 0, budgetSeconds: 20 },
@@ -56,7 +47,7 @@ describe('parseGroups (--group PRIORITY:SECONDS)', () => {
   });
 });
 
-describe('groupIndexFor (the kubelet\'s groupByPriority search)', () => {
+describe("groupIndexFor (the kubelet's groupByPriority search)", () => {
   const groups = parseGroups(['0:1', '100:1', '1000:1']);
   it.each([
     [-50, 0, 'below every group → the lowest'],
@@ -71,7 +62,7 @@ describe('groupIndexFor (the kubelet\'s groupByPriority search)', () => {
   });
 });
 
-describe('criticalReason (the kubelet\'s IsCriticalPod)', () => {
+describe("criticalReason (the kubelet's IsCriticalPod)", () => {
   it('static, mirror and system-critical priority pods are critical; others are not', async () => {
     const session = new FakeSession([
       { namespace: 'kube-system', name: 'etcd', static: true },
@@ -147,20 +138,22 @@ describe('planDrain', () => {
     });
     expect(p.groups).toHaveLength(1);
     expect(layout(p)).toEqual([['web/a:20']]);
-    expect(p.skipped.map((s) => `${s.namespace}/${s.name}:${s.reason}`)).toEqual([
-      'default/c:already-terminated',
-      'kube-system/x:excluded',
-      'kube-system/y:excluded',
-      'web/b:already-terminated',
-    ]);
+    expect(p.skipped.map((s) => `${s.namespace}/${s.name}:${s.reason}`)).toEqual(['default/c:already-terminated', 'kube-system/x:excluded', 'kube-system/y:excluded', 'web/b:already-terminated']);
     const all = [...p.groups.flatMap((g) => g.pods), ...p.skipped].map((x) => x.uid).sort();
     expect(new Set(all).size).toBe(pods.length);
   });
 
-  it('the drainer\'s own pod (the agent\'s) is skipped as self, never planned', async () => {
-    const p = await plan([{ namespace: 'podctl-system', name: 'podctl-agent-x' }, { namespace: 'web', name: 'a' }], defaultGroups(30, 10), {
-      isSelf: (pod) => pod.name === 'podctl-agent-x',
-    });
+  it("the drainer's own pod (the agent's) is skipped as self, never planned", async () => {
+    const p = await plan(
+      [
+        { namespace: 'podctl-system', name: 'podctl-agent-x' },
+        { namespace: 'web', name: 'a' },
+      ],
+      defaultGroups(30, 10),
+      {
+        isSelf: (pod) => pod.name === 'podctl-agent-x',
+      },
+    );
     expect(layout(p)).toEqual([['web/a:20']]);
     expect(p.skipped.map((s) => `${s.namespace}/${s.name}:${s.reason}`)).toEqual(['podctl-system/podctl-agent-x:self']);
   });
@@ -171,7 +164,7 @@ describe('planDrain', () => {
     expect(p.groups[0]?.pods[0]?.priority).toBe(0);
   });
 
-  it('the default bound is every non-empty group\'s budget plus the longest killPodNow bound', async () => {
+  it("the default bound is every non-empty group's budget plus the longest killPodNow bound", async () => {
     const p = await plan(
       [
         { namespace: 'a', name: 'x', grace: 40 },
@@ -186,7 +179,7 @@ describe('planDrain', () => {
   });
 
   it('is deterministic whatever the input order', async () => {
-    const pods: FakePod[] = Array.from({ length: 20 }, (_, i) => ({ namespace: `ns${i % 3}`, name: `p${i}`, priority: (i * 37) % 7 * 100, grace: i }));
+    const pods: FakePod[] = Array.from({ length: 20 }, (_, i) => ({ namespace: `ns${i % 3}`, name: `p${i}`, priority: ((i * 37) % 7) * 100, grace: i }));
     const groups = parseGroups(['0:5', '300:5', '600:5']);
     const a = await plan(pods, groups);
     const b = await plan([...pods].reverse(), groups);

@@ -26,13 +26,7 @@ describe('drain service', () => {
     const reporter = new Reporter('info', { write: (s: string) => lines.push(s) > 0, isTTY: false });
     const result = await drainNode({ session, selection: everything, groups: defaultGroups(30, 10), dryRun: false, reporter, now: session.now });
     const name = (uid: string): string => `${session.pod(uid)?.namespace}/${session.pod(uid)?.name}`;
-    expect(session.kills.map((k) => `${name(k.uid)}:${k.gracePeriodSeconds}`)).toEqual([
-      'batch/report:20',
-      'web/api:5',
-      'web/frontend:20',
-      'kube-system/coredns:10',
-      'kube-system/etcd:10',
-    ]);
+    expect(session.kills.map((k) => `${name(k.uid)}:${k.gracePeriodSeconds}`)).toEqual(['batch/report:20', 'web/api:5', 'web/frontend:20', 'kube-system/coredns:10', 'kube-system/etcd:10']);
     // one wait per group, bounded by the group's budget
     expect(session.waits.map((w) => [w.uids.length, w.timeoutMs])).toEqual([
       [3, 20_000],
@@ -85,7 +79,7 @@ describe('drain service', () => {
     expect(last?.timeoutMs).toBeGreaterThan(0);
   });
 
-  it('a failed kill request is that pod\'s outcome; the drain goes on → partial', async () => {
+  it("a failed kill request is that pod's outcome; the drain goes on → partial", async () => {
     const session = demo({ api: { behaviour: 'fails' } });
     const result = await drainNode({ session, selection: everything, groups: defaultGroups(30, 10), dryRun: false, now: session.now });
     const api = result.groups[0]?.pods.find((p) => p.name === 'api');
@@ -94,7 +88,7 @@ describe('drain service', () => {
     expect(drainExitCode(result)).toBe(5);
   });
 
-  it('the drain\'s own --timeout cuts it short: later groups not started → timed-out, exit 3', async () => {
+  it("the drain's own --timeout cuts it short: later groups not started → timed-out, exit 3", async () => {
     const session = demo({ report: { behaviour: 'stuck' } });
     const result = await drainNode({ session, selection: everything, groups: defaultGroups(30, 10), dryRun: false, timeoutMs: 5_000, now: session.now });
     expect(result.timeoutSource).toBe('flag');

@@ -7,17 +7,7 @@
  * 'fails' — requestKill throws, as a runtime error would.
  */
 import type { V1Pod } from '../../src/engine/types.js';
-import type {
-  KillHandle,
-  KillRequest,
-  ListPodsOptions,
-  NodeSession,
-  PodInfo,
-  SessionEvent,
-  SyncKnownResult,
-  WaitOptions,
-  WaitOutcome,
-} from '../../src/domain/session-api.js';
+import type { KillHandle, KillRequest, ListPodsOptions, NodeSession, PodInfo, SessionEvent, SyncKnownResult, WaitOptions, WaitOutcome } from '../../src/domain/session-api.js';
 
 type Behaviour = 'exits' | 'stuck' | 'late' | 'gone' | 'fails';
 
@@ -204,9 +194,7 @@ export class FakeSession implements NodeSession {
 
   /** Pods killed here (not delegated) that have not terminated. */
   drivenUnfinished(): string[] {
-    return [...this.#pods.values()]
-      .filter((t) => t.killed && t.ownerPid === undefined && t.info.state === 'terminating')
-      .map((t) => t.info.uid);
+    return [...this.#pods.values()].filter((t) => t.killed && t.ownerPid === undefined && t.info.state === 'terminating').map((t) => t.info.uid);
   }
 
   async close(): Promise<void> {

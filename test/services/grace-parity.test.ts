@@ -48,13 +48,13 @@ const cases: GraceCase[] = [
   { desc: 'a negative deletion grace is the minimum, 1', spec: 30, deletion: -3, expected: 1, boundSeconds: 10 },
   { desc: 'a spec that names no grace and no overrides: the minimum, 1', expected: 1, boundSeconds: 10 },
   { desc: 'an override on a spec that names no grace', override: 20, expected: 20, boundSeconds: 30 },
-  { desc: 'an operator override longer than the pod\'s own grace does not lengthen it', spec: 45, override: 90, expected: 45, boundSeconds: 67 },
+  { desc: "an operator override longer than the pod's own grace does not lengthen it", spec: 45, override: 90, expected: 45, boundSeconds: 67 },
   { desc: 'an override longer than the deletion grace does not lengthen it', spec: 30, deletion: 8, override: 20, expected: 8, boundSeconds: 12 },
   { desc: 'a fractional override is whole seconds, rounded down', spec: 30, override: 2.7, expected: 2, boundSeconds: 10 },
   { desc: 'killPodNow bound: grace 7 → the 10 s minimum (7 + 7/2 = 10)', spec: 30, override: 7, expected: 7, boundSeconds: 10 },
   { desc: 'killPodNow bound: grace 11 → 16 s (integer division)', spec: 11, expected: 11, boundSeconds: 16 },
   { desc: 'killPodNow bound: grace 15 → 22 s', spec: 30, override: 15, expected: 15, boundSeconds: 22 },
-  { desc: 'eviction keeps the pod\'s grace', spec: 30, evict: true, expected: 30, boundSeconds: 45 },
+  { desc: "eviction keeps the pod's grace", spec: 30, evict: true, expected: 30, boundSeconds: 45 },
   { desc: 'eviction with an override', spec: 30, override: 4, evict: true, expected: 4, boundSeconds: 10 },
   { desc: 'grace only shrinks: a longer override leaves the grace in force', spec: 30, inForce: 10, override: 20, expected: 10, boundSeconds: 15 },
   { desc: 'grace only shrinks: a shorter override shortens the grace in force', spec: 30, inForce: 10, override: 3, expected: 3, boundSeconds: 10 },
@@ -114,7 +114,12 @@ async function engineGrace(tc: GraceCase, override: number | undefined, uid: str
   stuck.resolve();
   await h.drain();
   // the runtime was last asked to stop the pod with the same value
-  expect(h.syncer.records(uid)!.filter((r) => r.updateType === 'kill').at(-1)!.gracePeriod).toBe(decided);
+  expect(
+    h.syncer
+      .records(uid)!
+      .filter((r) => r.updateType === 'kill')
+      .at(-1)!.gracePeriod,
+  ).toBe(decided);
   expect(h.workers.statusOf(uid)!.finished).toBe(true);
   await h.workers.close();
   return decided;
@@ -150,7 +155,14 @@ describe('the grace table: kill/evict --dry-run plan = engine', () => {
     it(tc.desc, async () => {
       const uid = 'p';
       const session = sessionWith(tc, uid);
-      const run = { session, selection: parseSelection({ args: [`ns/${uid}`] }), wait: true, dryRun: true, now: session.now, ...(tc.override !== undefined ? { gracePeriodSeconds: tc.override } : {}) };
+      const run = {
+        session,
+        selection: parseSelection({ args: [`ns/${uid}`] }),
+        wait: true,
+        dryRun: true,
+        now: session.now,
+        ...(tc.override !== undefined ? { gracePeriodSeconds: tc.override } : {}),
+      };
       const plan = tc.evict ? await evictPods(run) : await killPods(run);
       expect(plan.status).toBe('planned');
       expect(session.kills).toEqual([]);
@@ -200,7 +212,7 @@ describe('the grace table: drain plan = engine (critical pods in their own group
   }
 });
 
-describe('the grace table: watch\'s kill prompt = engine', () => {
+describe("the grace table: watch's kill prompt = engine", () => {
   // the prompt offers the grace of a kill without --grace; Enter sends it as the kill's grace
   for (const tc of cases.filter((c) => c.override === undefined && c.evict !== true)) {
     it(tc.desc, async () => {

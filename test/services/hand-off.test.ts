@@ -8,7 +8,24 @@ import { podsToHandOff, type TerminateResult } from '../../src/services/terminat
 describe('hand-off to a background driver', () => {
   it('builds an unbounded `kill --uid … --drive` that waits for the handing process, with the same node, runtime and state dir (no --grace: grace only shrinks)', () => {
     expect(handOffArgs({ uids: ['a', 'b'], bin: 'x', stateDir: '/s', runtimeEndpoint: 'unix:///r.sock', node: 'n1', afterPid: 123 })).toEqual([
-      'kill', '--uid', 'a', '--uid', 'b', '--drive', '--after-pid', '123', '--yes', '--state-dir', '/s', '--runtime-endpoint', 'unix:///r.sock', '--node', 'n1', '--log-level', 'warn', '--json',
+      'kill',
+      '--uid',
+      'a',
+      '--uid',
+      'b',
+      '--drive',
+      '--after-pid',
+      '123',
+      '--yes',
+      '--state-dir',
+      '/s',
+      '--runtime-endpoint',
+      'unix:///r.sock',
+      '--node',
+      'n1',
+      '--log-level',
+      'warn',
+      '--json',
     ]);
     expect(handOffArgs({ uids: ['a'], bin: 'x', stateDir: '/s' })).not.toContain('--grace');
   });
@@ -25,12 +42,16 @@ describe('hand-off to a background driver', () => {
       ],
     } as unknown as TerminateResult;
     expect(podsToHandOff(result)).toEqual(['local']);
-    const waited = { ...result, waited: true, pods: [
-      { uid: 'timed-out', outcome: 'timeout', handledBy: 'local' },
-      { uid: 'interrupted', outcome: 'interrupted', handledBy: 'local' },
-      { uid: 'theirs', outcome: 'timeout', handledBy: 'delegated' },
-      { uid: 'terminated', outcome: 'terminated', handledBy: 'local' },
-    ] } as unknown as TerminateResult;
+    const waited = {
+      ...result,
+      waited: true,
+      pods: [
+        { uid: 'timed-out', outcome: 'timeout', handledBy: 'local' },
+        { uid: 'interrupted', outcome: 'interrupted', handledBy: 'local' },
+        { uid: 'theirs', outcome: 'timeout', handledBy: 'delegated' },
+        { uid: 'terminated', outcome: 'terminated', handledBy: 'local' },
+      ],
+    } as unknown as TerminateResult;
     expect(podsToHandOff(waited)).toEqual(['timed-out', 'interrupted']);
   });
 

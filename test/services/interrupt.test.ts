@@ -59,7 +59,13 @@ async function settleWithin<T>(promise: Promise<T>, what: string): Promise<{ err
     timer = setTimeout(() => reject(new Error(`${what} still running ${PROMPT_MS} ms after the abort`)), PROMPT_MS);
   });
   try {
-    const error = await Promise.race([promise.then(() => undefined, (e: unknown) => e), hung]);
+    const error = await Promise.race([
+      promise.then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+      hung,
+    ]);
     return { error, ms: Date.now() - started };
   } finally {
     clearTimeout(timer);

@@ -49,9 +49,9 @@ describe('the destructive-scope gate of kill and evict', () => {
   it('--all -A asks, and the answer decides: no requests nothing, yes proceeds', async () => {
     const questions: string[] = [];
     const no = node();
-    await expect(
-      killPods({ session: no, selection: parseSelection({ args: [], all: true, allNamespaces: true }), wait: false, confirm: async (q) => (questions.push(q), false) }),
-    ).rejects.toThrow(/not confirmed; nothing was done/);
+    await expect(killPods({ session: no, selection: parseSelection({ args: [], all: true, allNamespaces: true }), wait: false, confirm: async (q) => (questions.push(q), false) })).rejects.toThrow(
+      /not confirmed; nothing was done/,
+    );
     expect(no.kills).toEqual([]);
     expect(questions[0]).toMatch(/^kill every pod on the node \(4\) and 2 static or system-critical pod\(s\)/);
 
@@ -69,7 +69,10 @@ describe('the destructive-scope gate of kill and evict', () => {
 
   it('evict refuses static and critical pods even with --yes, unless --force', async () => {
     const session = node();
-    await expect(evictPods({ session, selection: parseSelection({ args: ['kube-system/etcd'] }), wait: false, yes: true })).rejects.toMatchObject({ message: expect.stringMatching(/^evict refuses static and system-critical pods/), hint: expect.stringMatching(/--force/) });
+    await expect(evictPods({ session, selection: parseSelection({ args: ['kube-system/etcd'] }), wait: false, yes: true })).rejects.toMatchObject({
+      message: expect.stringMatching(/^evict refuses static and system-critical pods/),
+      hint: expect.stringMatching(/--force/),
+    });
     expect(session.kills).toEqual([]);
     await evictPods({ session, selection: parseSelection({ args: ['kube-system/etcd'] }), wait: false, yes: true, force: true });
     expect(session.kills).toHaveLength(1);
@@ -149,7 +152,14 @@ describe('drain says only what is true', () => {
       controller.abort(new DOMException('interrupted by SIGINT', 'AbortError'));
       return original(uids, options);
     };
-    const result = await drainNode({ session, selection: parseSelection({ args: [], allNamespaces: true, allowEmpty: true }), groups: defaultGroups(30, 10), dryRun: false, signal: controller.signal, now: session.now });
+    const result = await drainNode({
+      session,
+      selection: parseSelection({ args: [], allNamespaces: true, allowEmpty: true }),
+      groups: defaultGroups(30, 10),
+      dryRun: false,
+      signal: controller.signal,
+      now: session.now,
+    });
     expect(result.status).toBe('interrupted');
     expect(drainExitCode(result)).toBe(130);
     const outcomes = Object.fromEntries(result.groups.flatMap((g) => g.pods).map((p) => [p.name, p.outcome]));
@@ -165,7 +175,15 @@ describe('drain says only what is true', () => {
 
     const bound = capture();
     const s2 = node();
-    await drainNode({ session: s2, selection: parseSelection({ args: [], all: true, namespace: 'web' }), groups: defaultGroups(30, 10), dryRun: false, timeoutMs: 5_000, reporter: bound.reporter, now: s2.now });
+    await drainNode({
+      session: s2,
+      selection: parseSelection({ args: [], all: true, namespace: 'web' }),
+      groups: defaultGroups(30, 10),
+      dryRun: false,
+      timeoutMs: 5_000,
+      reporter: bound.reporter,
+      now: s2.now,
+    });
     expect(bound.lines.join('')).not.toMatch(/budget spent/);
     expect(bound.lines.join('')).toMatch(/drain bound 5s reached, 1 pod\(s\) still terminating/);
   });

@@ -53,7 +53,13 @@ describe('session under the command services', () => {
     const noWait = await killPods({ session: first, selection: { refs: [{ kind: 'uid', uid: victim.uid }], all: false, namespace: undefined }, gracePeriodSeconds: 20, wait: false });
     expect(noWait.pods[0]).toMatchObject({ handledBy: 'local', outcome: 'requested' });
     const second = await session();
-    const shorter = await killPods({ session: second, selection: { refs: [{ kind: 'uid', uid: victim.uid }], all: false, namespace: undefined }, gracePeriodSeconds: 1, wait: true, timeoutMs: 15_000 });
+    const shorter = await killPods({
+      session: second,
+      selection: { refs: [{ kind: 'uid', uid: victim.uid }], all: false, namespace: undefined },
+      gracePeriodSeconds: 1,
+      wait: true,
+      timeoutMs: 15_000,
+    });
     expect(shorter.pods[0]).toMatchObject({ handledBy: 'delegated', ownerPid: process.pid, outcome: 'terminated' });
 
     const explained = await podStatus({ session: second, selection: { refs: [{ kind: 'uid', uid: victim.uid }], all: false, namespace: undefined }, explain: true });

@@ -48,7 +48,11 @@ describe('read-only session', () => {
       ['u-job', 'runtime', 0, 1],
       ['u-web', 'runtime', 1, 1],
     ]);
-    expect(rpcMethods().filter((m) => m !== 'Version').sort()).toEqual(['ListContainers', 'ListPodSandbox']);
+    expect(
+      rpcMethods()
+        .filter((m) => m !== 'Version')
+        .sort(),
+    ).toEqual(['ListContainers', 'ListPodSandbox']);
   });
 
   it('shows what a driving session left in the store, and refuses to act on pods', async () => {

@@ -149,7 +149,10 @@ describe('session: hand-over between processes', () => {
     const second = await open();
     const result = await second.syncKnown([]);
     expect(result.resumed).toEqual(['p4']);
-    const resumedGraces = runtime.attempts.slice(attemptsBefore).filter((a) => a.uid === 'p4').map((a) => a.grace);
+    const resumedGraces = runtime.attempts
+      .slice(attemptsBefore)
+      .filter((a) => a.uid === 'p4')
+      .map((a) => a.grace);
     expect(resumedGraces.length).toBeGreaterThan(0);
     expect(resumedGraces.every((g) => g !== undefined && g <= 7)).toBe(true);
     expect(runtime.pods.get('p4')!.running).toBe(false);
@@ -218,7 +221,7 @@ describe('session: following other processes', () => {
     expect(runtime.attempts.filter((a) => a.uid === 'w1').every((a) => (a.grace ?? 99) <= 6)).toBe(true);
   });
 
-  it('subscribers see other sessions\' checkpoint and lease changes, but not heartbeats', async () => {
+  it("subscribers see other sessions' checkpoint and lease changes, but not heartbeats", async () => {
     runtime.add({ uid: 's1', stopDelayMs: 60_000 });
     const watcher = await open();
     const events: string[] = [];
@@ -260,7 +263,13 @@ describe('session: write-ahead', () => {
     // Slow fsyncs keep batches in flight while other pods' intents arrive.
     const s = await open({
       runtime: { ...runtime.session(), syncer },
-      storeOps: { ...nodeFileOps, fsync: async (handle) => { await new Promise((r) => setTimeout(r, 15)); return nodeFileOps.fsync(handle); } },
+      storeOps: {
+        ...nodeFileOps,
+        fsync: async (handle) => {
+          await new Promise((r) => setTimeout(r, 15));
+          return nodeFileOps.fsync(handle);
+        },
+      },
     });
     await Promise.all(uids.map((uid, i) => s.requestKill({ uid, gracePeriodSeconds: 2 + (i % 3) })));
     const outcomes = await s.waitTerminated(uids, WAIT);
@@ -330,10 +339,7 @@ describe('session: persistence failures', () => {
     const { truncate } = await import('node:fs/promises');
     await truncate(store.checkpoints.pathOf('c1'), 40);
     const warnings: string[] = [];
-    const second = await openSession(
-      { stateDir, log: (level, message) => level === 'warn' && warnings.push(message) },
-      { runtime: runtime.session(), rescanMs: 200 },
-    );
+    const second = await openSession({ stateDir, log: (level, message) => level === 'warn' && warnings.push(message) }, { runtime: runtime.session(), rescanMs: 200 });
     sessions.push(second);
     const pods = new Map((await second.listPods()).map((p) => [p.uid, p]));
     expect(pods.get('c2')?.state).toBe('terminating');
@@ -345,7 +351,6 @@ describe('session: persistence failures', () => {
     expect(result.resumed).toEqual(['c2']);
     expect(runtime.pods.get('c2')!.running).toBe(false);
   });
-
 
   it('disk full while persisting: the kill reports it in one line, old checkpoints stay intact, nothing is done to the pod; with space back the kill works', async () => {
     runtime.add({ uid: 'd1', stopDelayMs: 60_000 });

@@ -14,7 +14,9 @@ describe('simulator service', () => {
     const info = await readyP;
     expect(info.endpoint).toBe(`unix://${socketPath}`);
     expect(await socketIsLive(socketPath)).toBe(true);
-    await expect(serveSimulator({ socketPath, pods: 1 })).rejects.toThrow(expect.objectContaining({ message: expect.stringMatching(/already served by another process/), hint: expect.stringMatching(/--socket/) }));
+    await expect(serveSimulator({ socketPath, pods: 1 })).rejects.toThrow(
+      expect.objectContaining({ message: expect.stringMatching(/already served by another process/), hint: expect.stringMatching(/--socket/) }),
+    );
     controller.abort();
     const result = await serving;
     expect(result).toMatchObject({ socketPath, pods: 3, endpoint: `unix://${socketPath}` });

@@ -20,7 +20,13 @@ const NOW = Date.parse('2026-01-01T00:10:00Z');
 /** A pod with a runtime status: `running` of its containers running, its sandbox ready or not. */
 const withRuntime = (p: PodInfo, containers: { name: string; state: 'running' | 'exited' }[], sandboxReady = true): PodInfo => ({
   ...p,
-  runtime: { id: p.uid, name: p.name, namespace: p.namespace, containerStatuses: containers.map((c, i) => ({ id: `c${i}`, ...c })), sandboxStatuses: [{ id: 's0', state: sandboxReady ? 'ready' : 'notready' }] },
+  runtime: {
+    id: p.uid,
+    name: p.name,
+    namespace: p.namespace,
+    containerStatuses: containers.map((c, i) => ({ id: `c${i}`, ...c })),
+    sandboxStatuses: [{ id: 's0', state: sandboxReady ? 'ready' : 'notready' }],
+  },
 });
 
 /** Captures written lines; `waitLines(n)` resolves once n lines were written. */
@@ -43,7 +49,9 @@ const rowsOf = (pods: PodInfo[], now = NOW): StatusRow[] => pods.map((p) => stat
 
 describe('status -w: what is a change', () => {
   it('a state, READY, sandbox or grace-in-force change is one; a grace counting down or time passing is not', () => {
-    const base = withRuntime(pod('web/a', { state: 'terminating', gracePeriod: 30, graceDeadline: NOW + 20_000, owner: { pid: 1, startedAt: 0, heartbeatAt: NOW, alive: true } }), [{ name: 'app', state: 'running' }]);
+    const base = withRuntime(pod('web/a', { state: 'terminating', gracePeriod: 30, graceDeadline: NOW + 20_000, owner: { pid: 1, startedAt: 0, heartbeatAt: NOW, alive: true } }), [
+      { name: 'app', state: 'running' },
+    ]);
     const before = new Map(rowsOf([base]).map((r) => [r.uid, r]));
     // 5 s later: the grace left and the time in state changed, nothing else
     expect(rowChanges(before, rowsOf([base], NOW + 5_000))).toEqual([]);
@@ -100,14 +108,22 @@ describe('status -w: the stream', () => {
     expect(session.listenerCount).toBe(0);
   });
 
-  it('table: a change is one row aligned under the first table\'s header; a pod gone says so', async () => {
-    const a = withRuntime(pod('web/a'), [{ name: 'app', state: 'running' }, { name: 'side', state: 'running' }]);
+  it("table: a change is one row aligned under the first table's header; a pod gone says so", async () => {
+    const a = withRuntime(pod('web/a'), [
+      { name: 'app', state: 'running' },
+      { name: 'side', state: 'running' },
+    ]);
     const session = new FakeSession([a]);
     const out = new Out();
     const abort = new AbortController();
     const done = watchStatus({ session, selection: all, format: 'table', initial: rowsOf([a]), out, signal: abort.signal, styler: createStyler(false), now: () => NOW });
     await vi.waitFor(() => expect(session.listenerCount).toBe(1));
-    session.set(withRuntime(a, [{ name: 'app', state: 'running' }, { name: 'side', state: 'exited' }]));
+    session.set(
+      withRuntime(a, [
+        { name: 'app', state: 'running' },
+        { name: 'side', state: 'exited' },
+      ]),
+    );
     session.emit({ source: 'runtime', at: NOW, kind: 'container-event', uids: [a.uid] });
     await out.waitLines(1);
     session.pods.delete(a.uid);

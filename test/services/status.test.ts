@@ -48,7 +48,10 @@ describe('status rows', () => {
     const past = statusRow({ ...terminatingPod(), graceDeadline: NOW - 31_000 }, NOW);
     expect(within.stuck).toBe(false);
     expect(past.stuck).toBe(true);
-    const text = await renderTable(statusTable({ endpoint: 'x', simulated: true, stateDir: '/s', generatedAt: '', missing: [], pods: [past, within] }, false, createStyler(false)), createStyler(false));
+    const text = await renderTable(
+      statusTable({ endpoint: 'x', simulated: true, stateDir: '/s', generatedAt: '', missing: [], pods: [past, within] }, false, createStyler(false)),
+      createStyler(false),
+    );
     const lines = text.split('\n');
     expect(lines[1]).toMatch(/terminating \(stuck\)/);
     expect(lines[2]).not.toMatch(/stuck/);

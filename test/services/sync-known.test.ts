@@ -71,7 +71,7 @@ describe('sync-known service', () => {
     expect(syncKnownSummary(result)).toContain('orphaned runtime pods terminated: 1: default/orphan');
   });
 
-  it('the caller\'s own pod (the agent\'s) is never a target: kept desired and reported as skipped: self', async () => {
+  it("the caller's own pod (the agent's) is never a target: kept desired and reported as skipped: self", async () => {
     const session = node();
     const desired = file('self.json', JSON.stringify({ kind: 'PodList', items: [{ metadata: { name: 'a', namespace: 'web', uid: 'ua' } }] }));
     const result = await syncKnown({ session, source: { kind: 'file', path: desired }, isSelf: (p) => p.uid === 'uo' });

@@ -45,13 +45,11 @@ describe('watch feed', () => {
     session.emit({ source: 'store', uid: a.uid, at: 5_000, kind: 'checkpoint-changed' });
     await changed;
     const transitions = changes.flatMap((c) => c.transitions);
-    expect(transitions).toEqual([
-      { at: 5_000, uid: a.uid, namespace: 'default', name: 'a', from: 'sync', to: 'terminating', fromSince: 1, source: 'store', gracePeriod: 10, ownerPid: 777 },
-    ]);
+    expect(transitions).toEqual([{ at: 5_000, uid: a.uid, namespace: 'default', name: 'a', from: 'sync', to: 'terminating', fromSince: 1, source: 'store', gracePeriod: 10, ownerPid: 777 }]);
     expect(feed.snapshot().entries.at(-1)).toMatchObject({ kind: 'transition', pod: 'default/a', detail: 'sync → terminating (pid 777)' });
   });
 
-  it('reads another process\'s steps between two listings from the pod\'s timeline', async () => {
+  it("reads another process's steps between two listings from the pod's timeline", async () => {
     const a = pod('default/a', { state: 'runtime', since: 1, history: [] });
     const session = new FakeSession([a]);
     const { feed, changes } = feedOf(session, 1);
@@ -85,13 +83,18 @@ describe('watch feed', () => {
     session.set({ ...b, state: 'terminated', since: 6_000, history: [{ at: 5_500, type: 'state-changed', detail: 'sync → terminating', pid: 77 }] });
     session.emit({ source: 'store', uid: b.uid, at: 6_000, kind: 'checkpoint-changed' });
     await feed.whenSettled();
-    expect(changes.flatMap((c) => c.transitions).filter((t) => t.name === 'b').map((t) => [t.from, t.to])).toEqual([
+    expect(
+      changes
+        .flatMap((c) => c.transitions)
+        .filter((t) => t.name === 'b')
+        .map((t) => [t.from, t.to]),
+    ).toEqual([
       ['new', 'sync'],
       ['sync', 'terminated'],
     ]);
   });
 
-  it('labels transitions of this process\'s engine as engine, and pods that vanished as gone', async () => {
+  it("labels transitions of this process's engine as engine, and pods that vanished as gone", async () => {
     const a = pod('default/a');
     const b = pod('default/b');
     const session = new FakeSession([a, b]);
@@ -111,7 +114,7 @@ describe('watch feed', () => {
     expect(kinds).toEqual(['engine:termination-requested', 'engine:state-changed', 'runtime:transition']);
   });
 
-  it('shows this engine\'s transition at once, and a listing that started before it does not undo it', async () => {
+  it("shows this engine's transition at once, and a listing that started before it does not undo it", async () => {
     const a = pod('default/a');
     const session = new FakeSession([a]);
     const { feed, changes } = feedOf(session, 1);
@@ -214,7 +217,7 @@ describe('watch feed', () => {
     expect(feed.snapshot().pods).toHaveLength(1);
   });
 
-  it('reports another process\'s new error once, and not this engine\'s', async () => {
+  it("reports another process's new error once, and not this engine's", async () => {
     const a = pod('default/a');
     const b = pod('default/b');
     const session = new FakeSession([a, b]);
@@ -261,7 +264,10 @@ describe('watch feed', () => {
     expect(snap.pods.some((p) => p.uid === c.uid)).toBe(false);
     // Pods that no event named are the same objects as before (nothing was rebuilt for them).
     expect(snap.pods[1]).toBe(untouched);
-    const transitions = changes.flatMap((x) => x.transitions).map((t) => `${t.name}:${t.from}→${t.to}`).sort();
+    const transitions = changes
+      .flatMap((x) => x.transitions)
+      .map((t) => `${t.name}:${t.from}→${t.to}`)
+      .sort();
     expect(transitions).toEqual(['p03:sync→terminating', 'p17:sync→terminated', 'p40:sync→gone']);
     // refresh() reads the whole listing again, and then sees the unnamed change.
     await feed.refresh();
@@ -319,7 +325,10 @@ describe('watch feed', () => {
     feeds.push(feed);
     await feed.start();
     for (const [i, p] of pods.entries()) {
-      for (const [from, to] of [['sync', 'terminating'], ['terminating', 'terminated']] as const) {
+      for (const [from, to] of [
+        ['sync', 'terminating'],
+        ['terminating', 'terminated'],
+      ] as const) {
         session.set({ ...session.pods.get(p.uid)!, state: to, since: 2_000 + i });
         session.emitEngine({ type: 'state-changed', uid: p.uid, fullname: `${p.name}_default`, at: 2_000 + i, from, to });
       }

@@ -114,7 +114,7 @@ describe('watch JSON stream', () => {
   });
 });
 
-describe('the screen\'s React build', () => {
+describe("the screen's React build", () => {
   it('is the production one unless the environment names another mode', async () => {
     const { useProductionReact } = await import('../../src/services/watch.js');
     const unset: NodeJS.ProcessEnv = {};

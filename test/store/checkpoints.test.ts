@@ -210,9 +210,7 @@ describe('checkpoint store', () => {
     const error = await fullStore.checkpoints.write(checkpointFor('b-2', { writerPid: 99 })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).code).toBe('ENOSPC');
-    expect((error as StoreError).message).toBe(
-      `no space left on device writing checkpoint ${store.checkpoints.pathOf('b-2')}; the previous version is kept — free space and retry`,
-    );
+    expect((error as StoreError).message).toBe(`no space left on device writing checkpoint ${store.checkpoints.pathOf('b-2')}; the previous version is kept — free space and retry`);
     expect(await readFile(store.checkpoints.pathOf('b-2'))).toEqual(before);
     expect((await readdir(store.layout.pods)).filter((n) => n.startsWith('.'))).toEqual([]);
     expect([...(await store.checkpoints.readAll()).keys()].sort()).toEqual(['a-1', 'b-2', 'c-3']);

@@ -127,17 +127,21 @@ async function runLane(lane: number, random: () => number): Promise<TrialReport[
 }
 
 describe('crash injection', () => {
-  it(`${LANES * TRIALS_PER_LANE} SIGKILLs at random instants: sync-known recovers every pod, no checkpoint is corrupt`, async () => {
-    const base = Number(process.env.PODCTL_CRASH_SEED ?? Date.now() % 100_000);
-    const lanes = await Promise.all(Array.from({ length: LANES }, (_, lane) => runLane(lane, prng(base + lane))));
-    const reports = lanes.flat();
-    expect(reports).toHaveLength(LANES * TRIALS_PER_LANE);
-    // The random instants must have hit all three phases, or the test proves little.
-    const killedBeforeAnyRequest = reports.filter((r) => r.reportedDone.length === 0).length;
-    const killedMidTermination = reports.filter((r) => r.resumed.length > 0).length;
-    await writeFile(join(dir.path, 'report.json'), JSON.stringify({ seed: base, reports }, null, 1));
-    if (process.env.PODCTL_CRASH_REPORT) console.info(JSON.stringify({ seed: base, killedBeforeAnyRequest, killedMidTermination, orphans: reports.filter((r) => r.orphaned.length > 0).length }));
-    expect(killedMidTermination, `seed ${base}`).toBeGreaterThan(0);
-    expect(killedBeforeAnyRequest + killedMidTermination, `seed ${base}`).toBeLessThanOrEqual(reports.length);
-  }, 120_000 + LANES * TRIALS_PER_LANE * 3_000);
+  it(
+    `${LANES * TRIALS_PER_LANE} SIGKILLs at random instants: sync-known recovers every pod, no checkpoint is corrupt`,
+    async () => {
+      const base = Number(process.env.PODCTL_CRASH_SEED ?? Date.now() % 100_000);
+      const lanes = await Promise.all(Array.from({ length: LANES }, (_, lane) => runLane(lane, prng(base + lane))));
+      const reports = lanes.flat();
+      expect(reports).toHaveLength(LANES * TRIALS_PER_LANE);
+      // The random instants must have hit all three phases, or the test proves little.
+      const killedBeforeAnyRequest = reports.filter((r) => r.reportedDone.length === 0).length;
+      const killedMidTermination = reports.filter((r) => r.resumed.length > 0).length;
+      await writeFile(join(dir.path, 'report.json'), JSON.stringify({ seed: base, reports }, null, 1));
+      if (process.env.PODCTL_CRASH_REPORT) console.info(JSON.stringify({ seed: base, killedBeforeAnyRequest, killedMidTermination, orphans: reports.filter((r) => r.orphaned.length > 0).length }));
+      expect(killedMidTermination, `seed ${base}`).toBeGreaterThan(0);
+      expect(killedBeforeAnyRequest + killedMidTermination, `seed ${base}`).toBeLessThanOrEqual(reports.length);
+    },
+    120_000 + LANES * TRIALS_PER_LANE * 3_000,
+  );
 });

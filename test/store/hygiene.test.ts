@@ -65,7 +65,7 @@ describe('readers do not move files', () => {
     expect(await reader.checkpoints.read('bad-1')).toBeUndefined();
     expect(readerReports).toHaveLength(1);
     expect(readerReports[0]).toMatch(/left in place \(read-only: the next podctl that writes moves it to quarantine\)/);
-    expect((await readFile(path, 'utf8'))).toBe('not a checkpoint');
+    expect(await readFile(path, 'utf8')).toBe('not a checkpoint');
     expect(await store.checkpoints.read('bad-1')).toBeUndefined();
     await expect(lstat(path)).rejects.toMatchObject({ code: 'ENOENT' });
   });
@@ -106,7 +106,7 @@ describe('housekeeping', () => {
     expect(await store.inbox.pending('known-1')).toHaveLength(1);
   });
 
-  it('leases: a dead owner\'s lease of a pod without a checkpoint, untouched for an hour, is swept; a fresh one is not', async () => {
+  it("leases: a dead owner's lease of a pod without a checkpoint, untouched for an hour, is swept; a fresh one is not", async () => {
     const dead = await openStore({ stateDir: root, leases: { isAlive: () => false } });
     await store.leases.tryAcquire('live-1');
     const crashed = await openStore({ stateDir: root });

@@ -171,9 +171,7 @@ describe('leases', () => {
     for (const uid of uids.slice(0, 20)) await dead.tryAcquire(uid);
     const goFile = join(dir.path, 'go');
     const script = join(import.meta.dirname, 'support/lease-racer.ts');
-    const children = Array.from({ length: 8 }, () =>
-      spawn(process.execPath, ['--import', 'tsx', script, store.layout.root, goFile, ...uids], { stdio: ['pipe', 'pipe', 'inherit'] }),
-    );
+    const children = Array.from({ length: 8 }, () => spawn(process.execPath, ['--import', 'tsx', script, store.layout.root, goFile, ...uids], { stdio: ['pipe', 'pipe', 'inherit'] }));
     const outputs = children.map(
       (child) =>
         new Promise<string[]>((resolve, reject) => {

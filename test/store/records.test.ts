@@ -9,16 +9,7 @@ import type { InferOutput } from 'valibot';
 import type { PodSyncStatusView } from '../../src/engine/types.js';
 import type { RuntimeErrorInfo, TransitionRecord } from '../../src/domain/session-api.js';
 import { MAX_GRACE_SECONDS } from '../../src/engine/grace.js';
-import {
-  HISTORY_LIMIT,
-  checkRecord,
-  checkpointHeaderSchema,
-  checkpointSchema,
-  inboxRequestSchema,
-  leaseRecordSchema,
-  podSyncStatusSchema,
-  type PodCheckpoint,
-} from '../../src/store/records.js';
+import { HISTORY_LIMIT, checkRecord, checkpointHeaderSchema, checkpointSchema, inboxRequestSchema, leaseRecordSchema, podSyncStatusSchema, type PodCheckpoint } from '../../src/store/records.js';
 import { checkpointFor, podFor } from './support/fixtures.js';
 
 const json = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;

@@ -19,7 +19,13 @@ async function openFailure(stateDir: string): Promise<StoreError> {
     timer = setTimeout(() => reject(new Error(`opening ${stateDir} still had no answer after ${HANG_BOUND_MS} ms`)), HANG_BOUND_MS);
   });
   try {
-    const outcome = await Promise.race([openStore({ stateDir }).then(() => undefined, (e: unknown) => e), hung]);
+    const outcome = await Promise.race([
+      openStore({ stateDir }).then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+      hung,
+    ]);
     expect(outcome, `opening ${stateDir} should fail`).toBeInstanceOf(StoreError);
     return outcome as StoreError;
   } finally {

@@ -25,7 +25,6 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
- 
 type Obj = Record<string, any>;
 
 export interface Fault {
@@ -346,7 +345,11 @@ export class KubeApiServer {
         }
         const code = fault.status ?? 500;
         const reason = code === 429 ? 'TooManyRequests' : code === 503 ? 'ServiceUnavailable' : 'InternalError';
-        send(code, status(code, reason, code === 429 ? 'the server has received too many requests and has asked us to try again later' : 'an error on the server has prevented the request from succeeding'), fault.retryAfter !== undefined ? { 'retry-after': String(fault.retryAfter) } : {});
+        send(
+          code,
+          status(code, reason, code === 429 ? 'the server has received too many requests and has asked us to try again later' : 'an error on the server has prevented the request from succeeding'),
+          fault.retryAfter !== undefined ? { 'retry-after': String(fault.retryAfter) } : {},
+        );
         return;
       }
       if (this.token !== '' && req.headers.authorization !== `Bearer ${this.token}`) {
@@ -451,7 +454,7 @@ export class KubeApiServer {
           if (pdb.status.disruptionsAllowed <= 0) {
             send(
               429,
-              status(429, 'TooManyRequests', 'Cannot evict pod as it would violate the pod\'s disruption budget.', {
+              status(429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget.", {
                 causes: [{ reason: 'DisruptionBudget', message: `The disruption budget ${pdb.metadata.name} needs ${1} healthy pods and has ${0} currently` }],
               }),
               { 'retry-after': '1' },
@@ -477,19 +480,38 @@ export class KubeApiServer {
           let next: Obj;
           if (method === 'PUT') {
             if (body?.metadata?.resourceVersion !== pod.metadata.resourceVersion) {
-              send(409, status(409, 'Conflict', `Operation cannot be fulfilled on pods "${name}": the object has been modified; please apply your changes to the latest version and try again`, { name, kind: 'pods' }));
+              send(
+                409,
+                status(409, 'Conflict', `Operation cannot be fulfilled on pods "${name}": the object has been modified; please apply your changes to the latest version and try again`, {
+                  name,
+                  kind: 'pods',
+                }),
+              );
               return;
             }
             next = { ...clone(pod), status: clone(body.status) };
           } else if (contentType.startsWith('application/merge-patch+json')) next = mergePatch(pod, body);
           else if (contentType.startsWith('application/strategic-merge-patch+json')) next = strategicMergePatch(pod, body);
           else {
-            send(415, status(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json`));
+            send(
+              415,
+              status(
+                415,
+                'UnsupportedMediaType',
+                `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json`,
+              ),
+            );
             return;
           }
           const rvWanted = body?.metadata?.resourceVersion;
           if (method === 'PATCH' && rvWanted !== undefined && rvWanted !== pod.metadata.resourceVersion) {
-            send(409, status(409, 'Conflict', `Operation cannot be fulfilled on pods "${name}": the object has been modified; please apply your changes to the latest version and try again`, { name, kind: 'pods' }));
+            send(
+              409,
+              status(409, 'Conflict', `Operation cannot be fulfilled on pods "${name}": the object has been modified; please apply your changes to the latest version and try again`, {
+                name,
+                kind: 'pods',
+              }),
+            );
             return;
           }
           // only the status changes through this subresource

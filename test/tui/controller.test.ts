@@ -54,11 +54,9 @@ describe('watch keys', () => {
     expect(state.mode).toMatchObject({ kind: 'grace', error: expect.stringContaining('whole seconds') });
   });
 
-  it('evict confirms and sends an evict request with the pod\'s own grace', () => {
+  it("evict confirms and sends an evict request with the pod's own grace", () => {
     const { effects } = press(initialUiState, 'e', 'y');
-    expect(effects).toEqual([
-      { type: 'request', action: 'evict', ref: 'default/web', request: { uid: web.uid, evict: true, reason: 'Evicted', message: 'Evicted from podctl watch' } },
-    ]);
+    expect(effects).toEqual([{ type: 'request', action: 'evict', ref: 'default/web', request: { uid: web.uid, evict: true, reason: 'Evicted', message: 'Evicted from podctl watch' } }]);
   });
 
   it('g only shortens a terminating pod, and only to a shorter grace', () => {
@@ -129,7 +127,7 @@ describe('watch keys', () => {
     expect(press(initialUiState, { input: 'e', ctrl: true }).state.mode.kind).toBe('normal');
   });
 
-  it('enter or d opens the selected pod\'s explain view; arrows scroll it, any other key closes it', () => {
+  it("enter or d opens the selected pod's explain view; arrows scroll it, any other key closes it", () => {
     let { state } = press(initialUiState, { downArrow: true }, { return: true });
     expect(state.mode).toEqual({ kind: 'explain', uid: db.uid, ref: 'default/db', scroll: 0 });
     ({ state } = press(state, { downArrow: true }, 'j', { pageDown: true }));

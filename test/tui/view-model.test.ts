@@ -1,17 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  filterPods,
-  formatDuration,
-  graceBar,
-  parseGrace,
-  rowCells,
-  screenLayout,
-  sortPods,
-  tableLayout,
-  fitName,
-  tableWindow,
-  truncate,
-} from '../../src/tui/view-model.js';
+import { filterPods, formatDuration, graceBar, parseGrace, rowCells, screenLayout, sortPods, tableLayout, fitName, tableWindow, truncate } from '../../src/tui/view-model.js';
 import { pod } from './support/fake-session.js';
 
 describe('view model', () => {
@@ -70,7 +58,14 @@ describe('view model', () => {
   });
 
   it('fills a terminating row with the bar and the seconds left', () => {
-    const p = pod('default/web', { state: 'terminating', gracePeriod: 10, graceDeadline: 15_000, containersRunning: 1, containersTotal: 2, owner: { pid: 7, startedAt: 0, heartbeatAt: 0, alive: true } });
+    const p = pod('default/web', {
+      state: 'terminating',
+      gracePeriod: 10,
+      graceDeadline: 15_000,
+      containersRunning: 1,
+      containersTotal: 2,
+      owner: { pid: 7, startedAt: 0, heartbeatAt: 0, alive: true },
+    });
     const cells = rowCells(p, tableLayout(120), 10_000);
     expect(cells.grace.trim()).toBe('█████░░░░░ 5s');
     expect(cells.ctrs.trim()).toBe('1/2');

@@ -58,7 +58,9 @@ async function mount(pods: PodInfo[], size = { columns: 140, rows: 30 }, kubelet
   feeds.push(feed);
   await feed.start();
   const quits: number[] = [];
-  const app = render(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} node="node-1" {...(kubelet ? { kubelet } : {})} color={true} now={() => NOW} size={size} onQuit={() => quits.push(1)} />);
+  const app = render(
+    <WatchApp source={feed} requestKill={(r) => session.requestKill(r)} node="node-1" {...(kubelet ? { kubelet } : {})} color={true} now={() => NOW} size={size} onQuit={() => quits.push(1)} />,
+  );
   const first = await until(app.lastFrame, (f) => f.includes('NAMESPACE/NAME'), 'the table');
   return { app, session, feed, quits, first };
 }
@@ -91,7 +93,7 @@ describe('watch screen', () => {
     expect(firstRow.startsWith('▶ default/db')).toBe(true);
   });
 
-  it('opens the selected pod\'s --explain view with enter, live, and goes back on a key', async () => {
+  it("opens the selected pod's --explain view with enter, live, and goes back on a key", async () => {
     const { app, session } = await mount(nodePods());
     app.stdin.write(ENTER); // default/db, terminating, is selected first
     const view = await until(app.lastFrame, (f) => f.includes('explain default/db'), 'the explain view');
@@ -176,7 +178,10 @@ describe('watch screen', () => {
     frame = await until(app.lastFrame, (f) => f.includes('5/5 pods'), 'the full list');
     app.stdin.write('s'); // age: longest in its state first
     frame = await until(app.lastFrame, (f) => f.includes('sort age'), 'sorted by age');
-    const names = frame.split('\n').slice(3, 8).map((l) => l.slice(2).split(/\s+/)[0]);
+    const names = frame
+      .split('\n')
+      .slice(3, 8)
+      .map((l) => l.slice(2).split(/\s+/)[0]);
     expect(names).toEqual(['kube-system/etcd', 'default/web', 'default/old', 'default/db', 'default/stray']);
   });
 
@@ -188,7 +193,11 @@ describe('watch screen', () => {
     app.stdin.write('x');
     await until(app.lastFrame, (f) => f.includes('NAMESPACE/NAME'), 'the table again');
     app.stdin.write('q');
-    await until(() => String(quits.length), (n) => n === '1', 'quit');
+    await until(
+      () => String(quits.length),
+      (n) => n === '1',
+      'quit',
+    );
   });
 
   it('fits a small terminal: fewer columns, no events pane, a "more" line', async () => {
@@ -227,7 +236,15 @@ describe('watch screen', () => {
     await feed.start();
     // A plain pipe as stdin: no isTTY, no setRawMode. Ink throws if raw mode is asked of it.
     const stdin = new PassThrough() as unknown as NodeJS.ReadStream;
-    const out = Object.assign(new EventEmitter(), { columns: 120, rows: 30, frames: [] as string[], write(f: string) { out.frames.push(f); return true; } });
+    const out = Object.assign(new EventEmitter(), {
+      columns: 120,
+      rows: 30,
+      frames: [] as string[],
+      write(f: string) {
+        out.frames.push(f);
+        return true;
+      },
+    });
     const errors: unknown[] = [];
     const instance = inkRender(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} color={false} now={() => NOW} />, {
       stdout: out as unknown as NodeJS.WriteStream,
@@ -238,7 +255,11 @@ describe('watch screen', () => {
       exitOnCtrlC: false,
     });
     instance.waitUntilExit().catch((e: unknown) => errors.push(e));
-    const frame = await until(() => out.frames.at(-1) ?? '', (f) => f.includes('NAMESPACE/NAME'), 'the table');
+    const frame = await until(
+      () => out.frames.at(-1) ?? '',
+      (f) => f.includes('NAMESPACE/NAME'),
+      'the table',
+    );
     expect(frame).toContain('read-only: stdin is not a terminal');
     stdin.write(CTRL_K);
     await new Promise((r) => setTimeout(r, 20));

@@ -34,7 +34,12 @@ function podctl(args: string[]): Promise<{ code: number; stdout: string; stderr:
   });
 }
 
-const LONG_NAMES = ['kube-system/kube-controller-manager-node-1', 'kube-system/kube-controller-manager-node-2', 'monitoring/prometheus-node-exporter-7x2kq', 'monitoring/prometheus-node-exporter-9bqzd'];
+const LONG_NAMES = [
+  'kube-system/kube-controller-manager-node-1',
+  'kube-system/kube-controller-manager-node-2',
+  'monitoring/prometheus-node-exporter-7x2kq',
+  'monitoring/prometheus-node-exporter-9bqzd',
+];
 
 describe.skipIf(skipReason !== undefined)(`podctl watch keys, scope and banner${skipReason ? ` (skipped: ${skipReason})` : ''}`, { timeout: 90_000 }, () => {
   afterAll(() => {
@@ -148,7 +153,12 @@ describe.skipIf(skipReason !== undefined)(`podctl watch keys, scope and banner${
       }
 
       // sorted by state: web/api-1 (terminating) first and selected; j moves down, k back up
-      const selected = (s: string) => s.split('\n').find((l) => l.startsWith('▶ '))?.slice(2).split(/\s+/)[0];
+      const selected = (s: string) =>
+        s
+          .split('\n')
+          .find((l) => l.startsWith('▶ '))
+          ?.slice(2)
+          .split(/\s+/)[0];
       expect(selected(screen)).toBe('web/api-1');
       t.keys('j');
       const down = await t.until((s) => selected(s) !== 'web/api-1', 'j to move down');

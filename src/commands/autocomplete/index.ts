@@ -10,7 +10,7 @@
 import Index from '../../../node_modules/@oclif/plugin-autocomplete/lib/commands/autocomplete/index.js';
 
 export default class Autocomplete extends Index {
-  static override summary = 'Set up bash or zsh completion of podctl\'s commands and flags.';
+  static override summary = "Set up bash or zsh completion of podctl's commands and flags.";
   // the plugin types its examples as plain command lines
   static override examples = ['<%= config.bin %> <%= command.id %> bash', '<%= config.bin %> <%= command.id %> zsh', '<%= config.bin %> <%= command.id %> --refresh-cache'];
 

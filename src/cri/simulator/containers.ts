@@ -267,12 +267,7 @@ export class SimContainers {
    * `echo ...`, and `sh -c "<one of those>"`; anything else exits 127. A `timeoutSeconds` > 0
    * that passes first fails with DeadlineExceeded; the container exiting ends it with 137.
    */
-  async execSync(
-    id: string,
-    cmd: string[],
-    timeoutSeconds: number,
-    signal?: AbortSignal,
-  ): Promise<{ stdout: string; stderr: string; exitCode: number }> {
+  async execSync(id: string, cmd: string[], timeoutSeconds: number, signal?: AbortSignal): Promise<{ stdout: string; stderr: string; exitCode: number }> {
     const c = this.#container(id);
     if (c.state !== ContainerStateCode.RUNNING) {
       throw new SimError(GrpcStatus.FAILED_PRECONDITION, `container ${id} is not running`);
@@ -295,12 +290,7 @@ export class SimContainers {
     return result;
   }
 
-  #execSleep(
-    c: SimContainer,
-    seconds: number,
-    timeoutSeconds: number,
-    signal?: AbortSignal,
-  ): Promise<{ stdout: string; stderr: string; exitCode: number }> {
+  #execSleep(c: SimContainer, seconds: number, timeoutSeconds: number, signal?: AbortSignal): Promise<{ stdout: string; stderr: string; exitCode: number }> {
     return new Promise((resolve, reject) => {
       const timers: NodeJS.Timeout[] = [];
       const finish = (): void => {

@@ -46,7 +46,7 @@ const FAULT_KINDS: readonly { syntax: string; effect: string; example: string }[
     effect: 'every call of METHOD fails with gRPC status CODE (e.g. UNKNOWN, UNAVAILABLE, DEADLINE_EXCEEDED) and MESSAGE',
     example: 'StopPodSandbox=UNKNOWN:failed to destroy network for sandbox: plugin type="calico" failed (delete)',
   },
-  { syntax: 'METHOD=hang', effect: 'every call of METHOD stays unanswered until the caller\'s deadline', example: 'StopContainer=hang' },
+  { syntax: 'METHOD=hang', effect: "every call of METHOD stays unanswered until the caller's deadline", example: 'StopContainer=hang' },
   { syntax: 'METHOD=delay:SECONDS', effect: 'every call of METHOD does its work, then answers SECONDS late', example: 'StopPodSandbox=delay:3' },
   { syntax: 'container:NAME=stuck', effect: 'containers named NAME are in uninterruptible sleep (state D): SIGTERM and SIGKILL do nothing', example: 'container:postgres=stuck' },
   { syntax: 'container:NAME=vanished', effect: 'containers named NAME are gone while the runtime reports them running (a stale shim)', example: 'container:worker=vanished' },
@@ -69,7 +69,11 @@ function codeOf(text: string): number {
   } else if (name in GrpcStatus && name !== 'OK') {
     return GrpcStatus[name as GrpcStatusName];
   }
-  throw new Error(`"${text}" is not a gRPC error status (one of ${Object.keys(GrpcStatus).filter((n) => n !== 'OK').join(', ')})`);
+  throw new Error(
+    `"${text}" is not a gRPC error status (one of ${Object.keys(GrpcStatus)
+      .filter((n) => n !== 'OK')
+      .join(', ')})`,
+  );
 }
 
 /** Parses one `--fault` specification. */

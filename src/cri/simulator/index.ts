@@ -12,12 +12,12 @@ import type { FaultRule, SimPodSpec } from './types.js';
 import type { ProcessMode } from './process.js';
 
 export { startSimulator, type RunningSimulator, type StartSimulatorOptions } from './server.js';
-export { demoNode, seedPods,  pauseCommand,   } from './seed.js';
+export { demoNode, seedPods, pauseCommand } from './seed.js';
 export { SimRuntime } from './state.js';
-export { behaviourOf,     } from './process.js';
-export { parseFault,    } from './fault-spec.js';
+export { behaviourOf } from './process.js';
+export { parseFault } from './fault-spec.js';
 export { FaultInjector } from './faults.js';
-export {   type FaultRule,    type SimPodSpec, type SimRecord } from './types.js';
+export { type FaultRule, type SimPodSpec, type SimRecord } from './types.js';
 
 export interface RunSimulatorOptions {
   /** Socket path; default `<stateDir>/simulator.sock`. */

@@ -47,9 +47,7 @@ function withProcessMode(c: SimContainerSpec, config: DeepPartial<ContainerConfi
 }
 
 /** The CRI configs a kubelet would send for one pod and its containers. */
-function podConfigs(
-  spec: SimPodSpec,
-): {
+function podConfigs(spec: SimPodSpec): {
   uid: string;
   sandbox: DeepPartial<PodSandboxConfig>;
   containers: { spec: SimContainerSpec; config: DeepPartial<ContainerConfig> }[];
@@ -61,22 +59,22 @@ function podConfigs(
     sandbox: kubeletSandboxConfig(meta),
     containers: containers.map((c) => ({
       spec: c,
-      config: withProcessMode(c, kubeletContainerConfig(meta, {
-        name: c.name,
-        image: c.image ?? SIM_IMAGE,
-        ...pauseCommand(c.onSigterm),
-        ...(c.restartCount !== undefined ? { restartCount: c.restartCount } : {}),
-        ...(c.preStop ? { preStop: c.preStop } : {}),
-      })),
+      config: withProcessMode(
+        c,
+        kubeletContainerConfig(meta, {
+          name: c.name,
+          image: c.image ?? SIM_IMAGE,
+          ...pauseCommand(c.onSigterm),
+          ...(c.restartCount !== undefined ? { restartCount: c.restartCount } : {}),
+          ...(c.preStop ? { preStop: c.preStop } : {}),
+        }),
+      ),
     })),
   };
 }
 
 /** Creates the pods in the model; returns their UIDs and IDs in spec order. */
-export function seedPods(
-  state: SimRuntime,
-  specs: SimPodSpec[],
-): { uid: string; sandboxId: string; containerIds: string[] }[] {
+export function seedPods(state: SimRuntime, specs: SimPodSpec[]): { uid: string; sandboxId: string; containerIds: string[] }[] {
   const out: { uid: string; sandboxId: string; containerIds: string[] }[] = [];
   for (const spec of specs) {
     const { uid, sandbox, containers } = podConfigs(spec);
@@ -151,11 +149,7 @@ const TEMPLATES: Template[] = [
       priority: -10,
       restartPolicy: i % 2 === 0 ? 'Never' : 'OnFailure',
       terminationGracePeriodSeconds: 60,
-      containers: [
-        i % 3 === 0
-          ? { name: 'job', state: 'exited', exitCode: i % 2 === 0 ? 0 : 1 }
-          : { name: 'job', onSigterm: { exitAfterSeconds: 8 } },
-      ],
+      containers: [i % 3 === 0 ? { name: 'job', state: 'exited', exitCode: i % 2 === 0 ? 0 : 1 } : { name: 'job', onSigterm: { exitAfterSeconds: 8 } }],
     }),
   },
   {

@@ -122,37 +122,69 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
   };
 
   const impl: Partial<RuntimeServiceServer> = {
-    version: unary('Version', () => undefined, () => ({
-      version: '0.1.0',
-      runtimeName: 'podctl-simulator',
-      runtimeVersion: '0.1.0',
-      runtimeApiVersion: 'v1',
-    })),
-    runPodSandbox: unary('RunPodSandbox', (r) => r.config?.metadata?.uid, (r) => ({
-      podSandboxId: state.runPodSandbox(r.config ?? {}, r.runtimeHandler),
-    })),
-    stopPodSandbox: unary('StopPodSandbox', (r) => r.podSandboxId, (r) => {
-      state.stopPodSandbox(r.podSandboxId);
-      return {};
-    }),
-    removePodSandbox: unary('RemovePodSandbox', (r) => r.podSandboxId, (r) => {
-      state.removePodSandbox(r.podSandboxId);
-      return {};
-    }),
-    podSandboxStatus: unary('PodSandboxStatus', (r) => r.podSandboxId, (r) => ({
-      status: state.podSandboxStatus(r.podSandboxId),
-      info: {},
-      containersStatuses: [],
-      timestamp: 0n,
-    })),
-    listPodSandbox: unary('ListPodSandbox', () => undefined, (r) => ({ items: state.listPodSandbox(r.filter) })),
-    createContainer: unary('CreateContainer', (r) => r.podSandboxId, (r) => ({
-      containerId: state.createContainer(r.podSandboxId, r.config ?? {}),
-    })),
-    startContainer: unary('StartContainer', (r) => r.containerId, (r) => {
-      state.startContainer(r.containerId);
-      return {};
-    }),
+    version: unary(
+      'Version',
+      () => undefined,
+      () => ({
+        version: '0.1.0',
+        runtimeName: 'podctl-simulator',
+        runtimeVersion: '0.1.0',
+        runtimeApiVersion: 'v1',
+      }),
+    ),
+    runPodSandbox: unary(
+      'RunPodSandbox',
+      (r) => r.config?.metadata?.uid,
+      (r) => ({
+        podSandboxId: state.runPodSandbox(r.config ?? {}, r.runtimeHandler),
+      }),
+    ),
+    stopPodSandbox: unary(
+      'StopPodSandbox',
+      (r) => r.podSandboxId,
+      (r) => {
+        state.stopPodSandbox(r.podSandboxId);
+        return {};
+      },
+    ),
+    removePodSandbox: unary(
+      'RemovePodSandbox',
+      (r) => r.podSandboxId,
+      (r) => {
+        state.removePodSandbox(r.podSandboxId);
+        return {};
+      },
+    ),
+    podSandboxStatus: unary(
+      'PodSandboxStatus',
+      (r) => r.podSandboxId,
+      (r) => ({
+        status: state.podSandboxStatus(r.podSandboxId),
+        info: {},
+        containersStatuses: [],
+        timestamp: 0n,
+      }),
+    ),
+    listPodSandbox: unary(
+      'ListPodSandbox',
+      () => undefined,
+      (r) => ({ items: state.listPodSandbox(r.filter) }),
+    ),
+    createContainer: unary(
+      'CreateContainer',
+      (r) => r.podSandboxId,
+      (r) => ({
+        containerId: state.createContainer(r.podSandboxId, r.config ?? {}),
+      }),
+    ),
+    startContainer: unary(
+      'StartContainer',
+      (r) => r.containerId,
+      (r) => {
+        state.startContainer(r.containerId);
+        return {};
+      },
+    ),
     stopContainer: unary(
       'StopContainer',
       (r) => r.containerId,
@@ -162,15 +194,27 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
       },
       (r) => `timeout=${r.timeout}`,
     ),
-    removeContainer: unary('RemoveContainer', (r) => r.containerId, (r) => {
-      state.removeContainer(r.containerId);
-      return {};
-    }),
-    listContainers: unary('ListContainers', () => undefined, (r) => ({ containers: state.listContainers(r.filter) })),
-    containerStatus: unary('ContainerStatus', (r) => r.containerId, (r) => ({
-      status: state.containerStatus(r.containerId),
-      info: r.verbose ? state.containerInfo(r.containerId) : {},
-    })),
+    removeContainer: unary(
+      'RemoveContainer',
+      (r) => r.containerId,
+      (r) => {
+        state.removeContainer(r.containerId);
+        return {};
+      },
+    ),
+    listContainers: unary(
+      'ListContainers',
+      () => undefined,
+      (r) => ({ containers: state.listContainers(r.filter) }),
+    ),
+    containerStatus: unary(
+      'ContainerStatus',
+      (r) => r.containerId,
+      (r) => ({
+        status: state.containerStatus(r.containerId),
+        info: r.verbose ? state.containerInfo(r.containerId) : {},
+      }),
+    ),
     execSync: unary(
       'ExecSync',
       (r) => r.containerId,

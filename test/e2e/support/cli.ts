@@ -57,11 +57,11 @@ function childEnv(options: PodctlOptions): NodeJS.ProcessEnv {
 
 /** Starts `podctl <args> --runtime-endpoint … --state-dir …` without waiting for it. */
 export function spawnPodctl(args: string[], options: PodctlOptions): ChildProcess {
-  return spawn(
-    process.execPath,
-    [PODCTL_BIN, ...args, '--runtime-endpoint', options.endpoint, '--state-dir', options.stateDir],
-    { cwd: CLI_ROOT, env: childEnv(options), stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  return spawn(process.execPath, [PODCTL_BIN, ...args, '--runtime-endpoint', options.endpoint, '--state-dir', options.stateDir], {
+    cwd: CLI_ROOT,
+    env: childEnv(options),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 /** Runs podctl to completion (or kills it after timeoutMs) and collects its output. */

@@ -9,13 +9,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { connectCri, type CriClient } from '../../../src/cri/client.js';
 import { RuntimePodCache } from '../../../src/cri/cache.js';
 import { RuntimeSyncer } from '../../../src/cri/syncer.js';
-import {
-  createPodWorkers,
-  killPodNow,
-  type KillPodFunc,
-  type PodWorkerEvent,
-  type PodWorkers,
-} from '../../../src/engine/index.js';
+import { createPodWorkers, killPodNow, type KillPodFunc, type PodWorkerEvent, type PodWorkers } from '../../../src/engine/index.js';
 
 export interface EngineStackOptions {
   /** Engine backoff after a failed sync, ms (the kubelet's 10 s by default). */
@@ -76,12 +70,7 @@ export class EngineStack {
 }
 
 /** Polls `probe` every `intervalMs` until it returns a value; rejects after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 10_000,
-  intervalMs = 25,
-): Promise<T> {
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000, intervalMs = 25): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

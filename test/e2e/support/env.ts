@@ -69,15 +69,7 @@ function warnIfSkipped(file: string): void {
   if (e2e.socket || warned) return;
   warned = true;
   const line = '#'.repeat(78);
-  console.warn(
-    [
-      line,
-      `# E2E SKIPPED: ${file}`,
-      `# ${e2e.skipReason}`,
-      '# These tests exercise podctl against a REAL containerd; nothing here was tested.',
-      line,
-    ].join('\n'),
-  );
+  console.warn([line, `# E2E SKIPPED: ${file}`, `# ${e2e.skipReason}`, '# These tests exercise podctl against a REAL containerd; nothing here was tested.', line].join('\n'));
 }
 
 /**

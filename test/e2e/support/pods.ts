@@ -158,9 +158,7 @@ export function buildPod(input: PodInput, name: string, uid: string): V1Pod {
       uid,
       labels: { app: 'podctl-e2e', ...input.labels },
       annotations,
-      ...(input.deletionGracePeriodSeconds !== undefined
-        ? { deletionGracePeriodSeconds: input.deletionGracePeriodSeconds, deletionTimestamp: new Date() }
-        : {}),
+      ...(input.deletionGracePeriodSeconds !== undefined ? { deletionGracePeriodSeconds: input.deletionGracePeriodSeconds, deletionTimestamp: new Date() } : {}),
     },
     spec: {
       containers,

@@ -28,7 +28,7 @@ const RUNTIME_UIDS = ['r1', 'r2'];
 
 async function runScenario(seed: number, steps: number): Promise<string[]> {
   const rand = mulberry32(seed);
-  const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
   const violations: string[] = [];
   const h = createHarness();
   const { workers, syncer } = h;
@@ -240,9 +240,18 @@ async function runScenario(seed: number, steps: number): Promise<string[]> {
     await h.drain();
   }
   if (workers.snapshot().size > 0) {
-    violations.push(`not everything was driven to completion: ${JSON.stringify([...workers.snapshot().values()].map((s) => ({
-      fullname: s.fullname, working: s.working, terminatingAt: s.terminatingAt, terminatedAt: s.terminatedAt, finished: s.finished, pending: s.pendingUpdate?.updateType,
-    })))}`);
+    violations.push(
+      `not everything was driven to completion: ${JSON.stringify(
+        [...workers.snapshot().values()].map((s) => ({
+          fullname: s.fullname,
+          working: s.working,
+          terminatingAt: s.terminatingAt,
+          terminatedAt: s.terminatedAt,
+          finished: s.finished,
+          pending: s.pendingUpdate?.updateType,
+        })),
+      )}`,
+    );
   }
   if (process.env.CONFORMANCE_STATS) console.log('seed', seed, JSON.stringify(calls), 'static starts', staticStarts, 'kills with onComplete', completionsSeen);
   await workers.close();

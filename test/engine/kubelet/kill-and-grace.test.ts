@@ -106,15 +106,16 @@ describe('TestKillPodNowFunc', () => {
       const pod = newNamedPod('slow', 'ns', 'slow', false);
       pod.spec!.terminationGracePeriodSeconds = tc.specGrace;
       let outcome: 'pending' | 'resolved' | Error = 'pending';
-      kill(pod, false, tc.override).then(() => (outcome = 'resolved'), (e: Error) => (outcome = e));
+      kill(pod, false, tc.override).then(
+        () => (outcome = 'resolved'),
+        (e: Error) => (outcome = e),
+      );
       await vi.advanceTimersByTimeAsync(tc.timeoutMs - 1);
       expect(outcome).toBe('pending');
       expect(h.syncer.records('slow')?.[0]?.updateType).toBe('kill');
       await vi.advanceTimersByTimeAsync(1);
       expect(outcome).toBeInstanceOf(KillPodTimeoutError);
-      expect(recorder.events).toEqual([
-        { pod, type: 'Warning', reason: 'ExceededGracePeriod', message: 'Container runtime did not kill the pod within specified grace period.' },
-      ]);
+      expect(recorder.events).toEqual([{ pod, type: 'Warning', reason: 'ExceededGracePeriod', message: 'Container runtime did not kill the pod within specified grace period.' }]);
       expect(recorder.events[0]!.pod).toBe(pod);
       await h.workers.close();
     });
@@ -130,7 +131,10 @@ describe('TestKillPodNowFunc', () => {
     vi.useFakeTimers();
     const recorder = new FakeRecorder();
     let outcome: 'pending' | 'resolved' | Error = 'pending';
-    killPodNow(h.workers, recorder)(pod, false).then(() => (outcome = 'resolved'), (e: Error) => (outcome = e));
+    killPodNow(h.workers, recorder)(pod, false).then(
+      () => (outcome = 'resolved'),
+      (e: Error) => (outcome = e),
+    );
     await vi.advanceTimersByTimeAsync(0);
     expect(outcome).toBe('resolved');
     expect(recorder.events).toEqual([]);
@@ -385,7 +389,10 @@ describe('onComplete on the less common termination paths (ENGINE-API: called ex
     const h = createHarness();
     h.syncer.onTerminating = (_uid, signal) => untilAborted(signal);
     let outcome: 'pending' | 'resolved' | Error = 'pending';
-    killPodNow(h.workers)(newNamedPod('slow', 'ns', 'slow', false), false, 1).then(() => (outcome = 'resolved'), (e: Error) => (outcome = e));
+    killPodNow(h.workers)(newNamedPod('slow', 'ns', 'slow', false), false, 1).then(
+      () => (outcome = 'resolved'),
+      (e: Error) => (outcome = e),
+    );
     await vi.advanceTimersByTimeAsync(10_000);
     expect(outcome).toBeInstanceOf(Error);
     await h.workers.close();
@@ -398,7 +405,10 @@ describe('killPodNow leaves no timer behind', () => {
     const h = createHarness();
     const recorder = new FakeRecorder();
     let outcome: 'pending' | 'resolved' | Error = 'pending';
-    killPodNow(h.workers, recorder)(newNamedPod('1', 'ns', 'p', false), false).then(() => (outcome = 'resolved'), (e: Error) => (outcome = e));
+    killPodNow(h.workers, recorder)(newNamedPod('1', 'ns', 'p', false), false).then(
+      () => (outcome = 'resolved'),
+      (e: Error) => (outcome = e),
+    );
     for (let i = 0; i < 100 && outcome === 'pending'; i++) await vi.advanceTimersByTimeAsync(0);
     expect(outcome).toBe('resolved');
     for (let i = 0; i < 100 && !h.workers.snapshot().get('1')!.finished; i++) await vi.advanceTimersByTimeAsync(0);

@@ -78,7 +78,12 @@ describe('requeue via the WorkQueue', () => {
     h.workers.updatePod({ pod: newNamedPod('1', 'ns', 'p', false), updateType: 'sync' });
     await h.drain();
     expect(h.workers.snapshot().get('1')!.finished).toBe(true);
-    expect(h.syncer.records('1')!.filter((r) => r.updateType === 'kill').map((r) => r.gracePeriod)).toEqual([30, 30]);
+    expect(
+      h.syncer
+        .records('1')!
+        .filter((r) => r.updateType === 'kill')
+        .map((r) => r.gracePeriod),
+    ).toEqual([30, 30]);
     await h.workers.close();
   });
 

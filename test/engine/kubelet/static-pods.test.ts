@@ -119,9 +119,7 @@ describe('TestStaticPodExclusion', () => {
     maps({ [FULLNAME]: '4-static' }, {});
 
     // a sync with all pods remaining
-    let state = workers.syncKnownPods([
-      newNamedPod('1-normal', 'test1', 'pod1', false), sp('2-static'), sp('3-static'), sp('4-static'),
-    ]);
+    let state = workers.syncKnownPods([newNamedPod('1-normal', 'test1', 'pod1', false), sp('2-static'), sp('3-static'), sp('4-static')]);
     await h.drain();
     expect(asObject(state)).toEqual({
       '1-normal': { state: 'sync', orphan: false, hasConfig: true, static: false },
@@ -442,8 +440,7 @@ describe('which pods are static', () => {
     await h.drain();
     expect(started(h, 'a')).toBe(true);
     expect(waiting(h, 'b')).toBe(true);
-    expect(h.workers.syncKnownPods([withSource('a', 'http'), withSource('b', 'http')]).get('b')).toEqual(
-      { state: 'sync', orphan: false, hasConfig: true, static: true });
+    expect(h.workers.syncKnownPods([withSource('a', 'http'), withSource('b', 'http')]).get('b')).toEqual({ state: 'sync', orphan: false, hasConfig: true, static: true });
     await h.workers.close();
   });
 });

@@ -54,7 +54,7 @@ describe('surface robustness', () => {
     await workers.close();
   });
 
-  it('a cached status given as an empty object (Go\'s `&kubecontainer.PodStatus{}`) counts as terminal', async () => {
+  it("a cached status given as an empty object (Go's `&kubecontainer.PodStatus{}`) counts as terminal", async () => {
     const cache = new FakeCache();
     cache.runtimeStatus = {} as PodStatus;
     const syncer = new RecordingSyncer();
@@ -68,7 +68,7 @@ describe('surface robustness', () => {
     await workers.close();
   });
 
-  it('a pod with no spec (Go\'s zero PodSpec) gets the minimum grace period of 1', async () => {
+  it("a pod with no spec (Go's zero PodSpec) gets the minimum grace period of 1", async () => {
     const bare: V1Pod = { metadata: { uid: 'pod-uid', name: '1' } };
     expect(calculateEffectiveGracePeriod({ gracePeriod: 0 }, bare)).toEqual({ gracePeriod: 1, shortened: false });
     const syncer = new RecordingSyncer();

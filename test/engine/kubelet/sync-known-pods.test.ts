@@ -424,8 +424,7 @@ describe('Test_removeTerminatedWorker', () => {
     },
     {
       desc: 'orphaned terminating worker with pendingUpdate',
-      record: () =>
-        record({ fullname: 'fake-fullname', startedAt: 1 * SECOND, terminatingAt: 2 * SECOND, working: true, pending: '2', active: '1' }),
+      record: () => record({ fullname: 'fake-fullname', startedAt: 1 * SECOND, terminatingAt: 2 * SECOND, working: true, pending: '2', active: '1' }),
       orphan: true,
       removed: false,
       expectPending: { updateType: 'sync', pod: podNamed('2') },
@@ -438,8 +437,7 @@ describe('Test_removeTerminatedWorker', () => {
     },
     {
       desc: 'orphaned terminated worker',
-      record: () =>
-        record({ fullname: 'fake-fullname', startedAt: 1 * SECOND, terminatingAt: 2 * SECOND, terminatedAt: 3 * SECOND, active: '1' }),
+      record: () => record({ fullname: 'fake-fullname', startedAt: 1 * SECOND, terminatingAt: 2 * SECOND, terminatedAt: 3 * SECOND, active: '1' }),
       orphan: true,
       removed: false,
       expectPending: { updateType: 'sync', pod: podNamed('1') },

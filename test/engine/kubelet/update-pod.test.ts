@@ -7,21 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PodSyncStatusView, UpdatePodOptions } from '../../../src/engine/types.js';
 import { PodSyncRecord } from '../../../src/engine/status.js';
-import {
-  SECOND,
-  createHarness,
-  emptyStatus,
-  expectedView,
-  newNamedPod,
-  newPodWithPhase,
-  runningPod,
-  unix,
-  until,
-  updateAndDrain,
-  withDeletionTimestamp,
-  withLabel,
-  type Harness,
-} from '../harness.js';
+import { SECOND, createHarness, emptyStatus, expectedView, newNamedPod, newPodWithPhase, runningPod, unix, until, updateAndDrain, withDeletionTimestamp, withLabel, type Harness } from '../harness.js';
 
 interface UpdatePodCase {
   name: string;
@@ -335,11 +321,21 @@ describe('TestUpdatePodDoesNotForgetSyncPodKill', () => {
     for (let i = 0; i < numPods; i++) {
       const uid = String(i);
       const possible = [
-        [{ name: uid, updateType: 'kill', gracePeriod: 30 }, { name: uid, terminated: true }],
-        [{ name: uid, updateType: 'create' }, { name: uid, updateType: 'kill', gracePeriod: 30 }, { name: uid, terminated: true }],
+        [
+          { name: uid, updateType: 'kill', gracePeriod: 30 },
+          { name: uid, terminated: true },
+        ],
+        [
+          { name: uid, updateType: 'create' },
+          { name: uid, updateType: 'kill', gracePeriod: 30 },
+          { name: uid, terminated: true },
+        ],
       ];
       const history = h.syncer.records(uid);
-      expect(possible.some((p) => JSON.stringify(p) === JSON.stringify(history)), `pod ${uid}: ${JSON.stringify(history)}`).toBe(true);
+      expect(
+        possible.some((p) => JSON.stringify(p) === JSON.stringify(history)),
+        `pod ${uid}: ${JSON.stringify(history)}`,
+      ).toBe(true);
     }
     await h.workers.close();
   });
@@ -387,8 +383,7 @@ describe('TestTerminalPhaseTransition', () => {
     expect(h.workers.isPodTerminationRequested('1')).toBe(true);
     expect(h.workers.isPodKnownTerminated('1')).toBe(true);
     // the natural completion runs the termination steps without another updatePod
-    expect(h.syncer.records('1')!.map((r) => r.terminated ? 'terminated' : r.updateType)).toEqual(
-      ['update', 'update', 'update', 'kill', 'terminated']);
+    expect(h.syncer.records('1')!.map((r) => (r.terminated ? 'terminated' : r.updateType))).toEqual(['update', 'update', 'update', 'kill', 'terminated']);
     await h.workers.close();
   });
 });

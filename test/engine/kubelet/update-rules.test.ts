@@ -31,7 +31,7 @@ describe('runtime-pod kills for a pod the worker knows with a spec', () => {
     await h.workers.close();
   });
 
-  it('before the pod started, a runtime kill uses the pending update\'s pod', async () => {
+  it("before the pod started, a runtime kill uses the pending update's pod", async () => {
     const h = createHarness();
     const pod = newNamedPod('1', 'ns', 'real', false);
     h.hold('1');
@@ -229,7 +229,7 @@ describe('more reference details', () => {
     await h.workers.close();
   });
 
-  it('a static pod killed before it could start: terminated and finished at the worker\'s wake-up, never acknowledged as terminating', async () => {
+  it("a static pod killed before it could start: terminated and finished at the worker's wake-up, never acknowledged as terminating", async () => {
     const h = createHarness();
     h.workers.updatePod({ pod: newNamedPod('a', 'ns', 'st', true), updateType: 'update' });
     h.workers.updatePod({ pod: newNamedPod('b', 'ns', 'st', true), updateType: 'update' });

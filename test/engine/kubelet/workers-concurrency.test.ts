@@ -56,11 +56,11 @@ describe('robustness', () => {
   it('a syncer that throws synchronously is treated as a failed sync and retried', async () => {
     const h = createHarness({ backOffPeriodMs: 10_000 });
     let calls = 0;
-    h.syncer.syncPod = (() => {
+    h.syncer.syncPod = () => {
       calls++;
       if (calls === 1) throw new Error('boom');
       return Promise.resolve(false);
-    });
+    };
     const pod = newNamedPod('1', 'ns', 'p', false);
     h.workers.updatePod({ pod, updateType: 'create' });
     await h.drain();

@@ -7,7 +7,7 @@ import type { PodWorkerEvent } from '../../../src/engine/types.js';
 import type { KillHandle, KillRequest, ListPodsOptions, NodeSession, PodInfo, SessionEvent, SyncKnownResult, WaitOutcome } from '../../../src/domain/session-api.js';
 
 export function pod(name: string, overrides: Partial<PodInfo> = {}): PodInfo {
-  const [namespace, podName] = name.includes('/') ? name.split('/') as [string, string] : ['default', name];
+  const [namespace, podName] = name.includes('/') ? (name.split('/') as [string, string]) : ['default', name];
   return {
     uid: `uid-${namespace}-${podName}`,
     namespace,
@@ -123,4 +123,3 @@ export class FakeSession implements NodeSession {
     throw new Error('no API server configured for desired pods');
   }
 }
-
