@@ -12,7 +12,8 @@
 #      carries (tools/node-lts: node-lts-26), then stops the containerd node again;
 #   4. runs the fast suite (`npm run test:fast`, without the executable's tests) on the other Node.js
 #      versions of package.json's `engines`: the machine's node (20) and node-lts-24;
-#   5. lints with type information (eslint.config.js: typescript-eslint, zero findings) and checks the import layers (.dependency-cruiser.cjs); one check;
+#   5. npm run lint, one check: typescript-eslint with type information (eslint.config.js), the import layers
+#      (.dependency-cruiser.cjs), the format (prettier --check, .prettierrc.json) and dead code (knip, knip.json); zero findings;
 #   6. ends with one line "N passed, N failed, N skipped", the sum of all runs, read by CI.
 #      Exit code: 0 if every run passed, else the first failing run's.
 #
@@ -92,7 +93,7 @@ run_vitest() { # <label> <node> <vitest args...>
 rc=0
 # lint with type information (eslint.config.js), zero findings: one check in the summary
 if [ $# = 0 ]; then
-  echo "[test] ── lint: eslint --max-warnings 0 . && depcruise src ──" >&2
+  echo "[test] ── lint: eslint, depcruise, prettier --check, knip ──" >&2
   if npm run -s lint >&2; then echo '{"numPassedTests":1}' > "$results_dir/lint.json"
   else echo "[test] lint found problems (npm run lint)" >&2; echo '{"numFailedTests":1}' > "$results_dir/lint.json"; rc=1; fi
 fi
