@@ -178,6 +178,12 @@ const killSim = await startSimulator({ socketPath: path.join(dir, 'kill.sock'), 
 const allSim = await startSimulator({ socketPath: path.join(dir, 'all.sock'), pods: demoNode(PODS) });
 const allArgs = ['--runtime-endpoint', allSim.endpoint, '--state-dir', path.join(dir, 'state-all'), '--no-color'];
 await runOnce([BIN, 'kill', '-A', '--all', '-y', '--force', '--grace', '1', '--log-level', 'error', ...allArgs]);
+// A node of 500 pods that podctl drove, every one checkpointed: `status` reads, checks and validates
+// all 500 checkpoints (the store's restore path, in a fresh process).
+const LARGE = Number(process.env.BENCH_LARGE_PODS ?? 500);
+const largeSim = await startSimulator({ socketPath: path.join(dir, 'large.sock'), pods: demoNode(LARGE) });
+const largeArgs = ['--runtime-endpoint', largeSim.endpoint, '--state-dir', path.join(dir, 'state-large'), '--no-color'];
+await runOnce([BIN, 'kill', '-A', '--all', '-y', '--force', '--grace', '1', '--log-level', 'error', ...largeArgs]);
 let killed = 0;
 interface SideCase {
   name: string;
@@ -190,6 +196,7 @@ const sideCases: SideCase[] = [
   // the state dir of the checkpoint table above, read by every runner (status only reads it)
   { name: `status (${PODS} pods, ${trackedCount} with checkpoints)`, args: () => ['status', ...trackedArgs] },
   { name: `status (${PODS} pods, all with checkpoints)`, args: () => ['status', ...allArgs] },
+  { name: `status (${LARGE} pods, ${LARGE} checkpoints)`, args: () => ['status', ...largeArgs] },
   {
     name: 'kill 1 pod (--grace 1)',
     args: (r) => {
@@ -227,6 +234,7 @@ console.table(
 );
 await killSim.close();
 await allSim.close();
+await largeSim.close();
 
 await sim.close();
 rmSync(dir, { recursive: true, force: true });
