@@ -12,7 +12,7 @@ import { describeContainerd } from './support/env.js';
 import { useContainerd } from './support/context.js';
 import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js';
 import { waitFor as waitForValue } from './support/engine.js';
-import { exitInfo, firstSigterm } from './support/observe.js';
+import { exitedInfo, firstSigterm } from './support/observe.js';
 
 describeContainerd(import.meta.url, 'resume after a crash mid-grace (containerd)', () => {
   const node = useContainerd();
@@ -39,15 +39,7 @@ describeContainerd(import.meta.url, 'resume after a crash mid-grace (containerd)
     const resume = await runPodctl(['sync-known', '--desired-from', 'runtime', '--json'], { endpoint, stateDir, timeoutMs: 60_000 });
     expect(resume.code, resume.stderr).toBe(0);
     expect((JSON.parse(resume.stdout) as { resumed: { uid: string }[] }).resumed.map((p) => p.uid)).toEqual([pod.uid]);
-    const exit = await waitForValue(
-      'the container exited',
-      async () => {
-        const info = await exitInfo(node.cri, pod.containers[0]!.id);
-        return info.state === 'exited' ? info : undefined;
-      },
-      30_000,
-      100,
-    );
+    const exit = await exitedInfo(node.cri, pod.containers[0]!.id);
     expect(exit.exitCode).toBe(137);
     const termToKill = exit.finishedAt! - sigterm.time;
     console.info(`[figure] crash mid-grace: SIGTERM → SIGKILL ${termToKill} ms for a ${grace} s grace (podctl SIGKILLed 3 s in, resumed by sync-known)`);
@@ -78,15 +70,7 @@ describeContainerd(import.meta.url, 'resume after a crash mid-grace (containerd)
     const resume = await runPodctl(['sync-known', '--desired-from', 'runtime', '--json'], { endpoint, stateDir, timeoutMs: 60_000 });
     expect(resume.code, resume.stderr).toBe(0);
     // its fate: SIGKILLed at the end of its grace, not left running as a desired pod
-    const exit = await waitForValue(
-      'the container exited',
-      async () => {
-        const info = await exitInfo(node.cri, pod.containers[0]!.id);
-        return info.state === 'exited' ? info : undefined;
-      },
-      30_000,
-      100,
-    );
+    const exit = await exitedInfo(node.cri, pod.containers[0]!.id);
     expect(resume.stderr).toMatch(/checksum mismatch; kept terminating with grace \d+s/);
     expect(exit.exitCode).toBe(137);
     // and no longer than the grace it had: the stored deadline (or a shorter one) held

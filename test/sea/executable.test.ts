@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { describeContainerd } from '../e2e/support/env.js';
 import { useContainerd } from '../e2e/support/context.js';
 import { waitFor } from '../e2e/support/engine.js';
-import { exitInfo, sandboxReady } from '../e2e/support/observe.js';
+import { exitInfo, exitedInfo, sandboxReady } from '../e2e/support/observe.js';
 import { PACKAGE_VERSION, REPO_ROOT, SEA_NODE_VERSION, createSeaHost, entries, removeSeaHost, runSea, seaSkipReason, warnIfSeaSkipped, whichNode, type SeaHost } from './support.js';
 
 warnIfSeaSkipped('test/sea/executable.test.ts');
@@ -145,15 +145,7 @@ describeContainerd(import.meta.url, 'the single executable against containerd', 
       const pid = result.handedOffTo!.pid;
       // the background driver is this executable, not a `node` (there is none on PATH)
       expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]).toBe(host().exe);
-      const exit = await waitFor(
-        "the handed-off pod's container to exit",
-        async () => {
-          const info = await exitInfo(node.cri, real.containers[0]!.id);
-          return info.state === 'exited' ? info : undefined;
-        },
-        30_000,
-        100,
-      );
+      const exit = await exitedInfo(node.cri, real.containers[0]!.id, "the handed-off pod's container to exit");
       expect(exit.exitCode).toBe(137);
       await waitFor('the background podctl to exit', () => (readFileSafe(`/proc/${pid}/stat`) === undefined ? true : undefined), 30_000, 100);
       const log = readFileSync(result.handedOffTo!.log, 'utf8');

@@ -4,6 +4,7 @@
  */
 import type { CriClient } from '../../../src/cri/client.js';
 import { readContainerLog, type LogLine, type RealContainer } from './pods.js';
+import { waitFor } from './engine.js';
 
 export interface ExitInfo {
   state: 'created' | 'running' | 'exited' | 'unknown';
@@ -37,4 +38,17 @@ export async function sigterms(container: RealContainer): Promise<LogLine[]> {
 /** The first SIGTERM line, or undefined (for waitFor). */
 export async function firstSigterm(container: RealContainer): Promise<LogLine | undefined> {
   return (await sigterms(container))[0];
+}
+
+/** The container's exit, once it has exited (polled every 100 ms, bounded by `boundMs`). */
+export function exitedInfo(cri: CriClient, containerId: string, what = 'the container exited', boundMs = 30_000): Promise<ExitInfo> {
+  return waitFor(
+    what,
+    async () => {
+      const info = await exitInfo(cri, containerId);
+      return info.state === 'exited' ? info : undefined;
+    },
+    boundMs,
+    100,
+  );
 }
