@@ -64,12 +64,21 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
 
   protected override interruptMessage = 'stopping the watch';
   protected override interruptIsNormal = true;
+  /**
+   * Exit codes are asked for only where this session decides by them (pods killed from the screen):
+   * the screen and the stream show no exit codes (as `status`), and a drain followed by a watch
+   * would otherwise cost one ContainerStatus call per exited container twice over.
+   */
+  protected override exitDetails = 'driven' as const;
 
   /** Log lines of the session while the screen is up go to its events pane, not over it. */
   #screenLog: { feed?: WatchFeed; pending: { level: LogLevel; message: string }[] } | undefined;
 
+  /** The runtime relist bound of a watch (services/watch.ts), loaded with the service before the session opens. */
+  #eventRelistIntervalMs: ((pods: number) => number) | undefined;
+
   protected override sessionOptions(): SessionOptions {
-    const options = super.sessionOptions();
+    const options: SessionOptions = { ...super.sessionOptions(), ...(this.#eventRelistIntervalMs ? { eventRelistIntervalMs: this.#eventRelistIntervalMs } : {}) };
     const screen = this.#screenLog;
     if (screen === undefined) return options;
     return {
@@ -116,8 +125,10 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       ...(flags.selector !== undefined ? { selector: parseSelector(flags.selector) } : {}),
     };
     const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], undefined);
+    const { runWatch, watchRuntimeMaxAgeMs } = await import('../services/watch.js');
+    // runtime events start relists no more often than the watch's own re-reads accept them
+    this.#eventRelistIntervalMs = watchRuntimeMaxAgeMs;
     const session = await this.session();
-    const { runWatch } = await import('../services/watch.js');
     // with an API server, this node's pods there are followed (list + watch) and their deletions shown
     const api = await apiNodeFor(flags, this.reporter).catch(() => undefined);
     let feedRef: WatchFeed | undefined;

@@ -18,7 +18,9 @@
  * - A failed relist rejects its waiters with the CriError and leaves the last good state in place.
  *   Only the listing calls can fail a relist: a failed ContainerStatus (an exited container's exit
  *   code) leaves that container's details unknown until a later relist asks again.
- * - `close()` ends the event stream and polling; later waits reject.
+ * - Container events start at most one relist per `eventRelistIntervalMs` (default 0: one per
+ *   event); a relist an event asked for is delayed by less than the interval, never dropped.
+ * - `close()` ends the event stream, polling and a delayed relist; later waits reject.
  */
 import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
@@ -64,6 +66,15 @@ export interface RuntimePodCacheOptions {
   exitDetailsFor?: (uid: string) => boolean;
   /** Upper bound of one getNewerThan wait, ms (default 60_000). */
   maxWaitMs?: number;
+  /**
+   * Least time between two relists that container events start, ms, or a function of the number of
+   * pods last listed (default 0: one relist per event, right after the one running). Events still
+   * reach listeners at once; the relist that reports what they changed comes at most once per
+   * interval. For a follower that drives nothing (watch): a drain makes thousands of events, and a
+   * relist per event was most of what following it cost. Waits (`getNewerThan`, `listPods`,
+   * `refresh`) are not bounded by it.
+   */
+  eventRelistIntervalMs?: number | ((pods: number) => number);
 }
 
 /** Pauses before a relist's listing call is tried again after a transient failure. */
@@ -98,6 +109,11 @@ export class RuntimePodCache implements PodStatusCache {
   #exitDetails: boolean;
   #exitDetailsFor: ((uid: string) => boolean) | undefined;
   #maxWaitMs: number;
+  #eventRelistIntervalMs: number | ((pods: number) => number);
+  /** When the last relist started (clock ms), for the event relist interval. */
+  #lastRelistStartedAt = Number.NEGATIVE_INFINITY;
+  /** The relist an event asked for, waiting for the interval to pass. */
+  #eventRelistTimer: NodeJS.Timeout | undefined;
 
   #pods = new Map<string, RuntimePod>();
   #statuses = new Map<string, PodStatus>();
@@ -130,6 +146,7 @@ export class RuntimePodCache implements PodStatusCache {
     this.#exitDetails = options.exitDetails ?? true;
     this.#exitDetailsFor = options.exitDetailsFor;
     this.#maxWaitMs = options.maxWaitMs ?? 60_000;
+    this.#eventRelistIntervalMs = options.eventRelistIntervalMs ?? 0;
   }
 
   // ------------------------------------------------------------------------- PodStatusCache
@@ -220,6 +237,8 @@ export class RuntimePodCache implements PodStatusCache {
     this.#closed = true;
     this.#lifecycle.abort(new Error('runtime pod cache closed'));
     this.#listeners.clear();
+    if (this.#eventRelistTimer !== undefined) clearTimeout(this.#eventRelistTimer);
+    this.#eventRelistTimer = undefined;
   }
 
   // ------------------------------------------------------------------------------ relisting
@@ -229,7 +248,24 @@ export class RuntimePodCache implements PodStatusCache {
     return this.#relists.request(minStart);
   }
 
+  /** A relist for a container event: at once, or when the event relist interval has passed. */
+  #relistForEvent(): void {
+    if (this.#eventRelistTimer !== undefined) return; // one is due already: it sees this event's change too
+    const interval = typeof this.#eventRelistIntervalMs === 'number' ? this.#eventRelistIntervalMs : this.#eventRelistIntervalMs(this.#pods.size);
+    const waitMs = this.#lastRelistStartedAt + interval - this.#clock.now();
+    if (waitMs <= 0) {
+      this.#requestRelist(this.#clock.now()).catch(() => undefined);
+      return;
+    }
+    this.#eventRelistTimer = setTimeout(() => {
+      this.#eventRelistTimer = undefined;
+      if (!this.#closed) this.#requestRelist(this.#clock.now()).catch(() => undefined);
+    }, waitMs);
+    this.#eventRelistTimer.unref();
+  }
+
   async #relist(startedAt: number): Promise<void> {
+    this.#lastRelistStartedAt = startedAt;
     const call = {
       signal: this.#lifecycle.signal,
       ...(this.#rpcTimeoutMs !== undefined ? { timeoutMs: this.#rpcTimeoutMs } : {}),
@@ -309,7 +345,7 @@ export class RuntimePodCache implements PodStatusCache {
           backoffMs = 250;
           const uid = event.podSandboxStatus?.labels?.['io.kubernetes.pod.uid'] ?? event.podSandboxStatus?.metadata?.uid;
           this.#emit({ kind: 'container-event', at: this.#clock.now(), uids: uid ? [uid] : [] });
-          this.#requestRelist(this.#clock.now()).catch(() => undefined);
+          this.#relistForEvent();
         }
         if (signal.aborted) return;
         // the runtime ended the stream (restart): reconnect and relist to catch up

@@ -52,6 +52,12 @@ export interface SessionOptions {
    * containers, and the ones these commands stop, cost no calls).
    */
   exitDetails?: 'all' | 'driven';
+  /**
+   * Least time between two runtime relists that container events start (ms, or a function of the
+   * node's pod count); default 0, a relist per event. A session that follows more than it drives
+   * (watch) bounds it: its own kills still wait on fresh relists of their own.
+   */
+  eventRelistIntervalMs?: number | ((pods: number) => number);
 }
 
 /** One entry of a pod's bounded timeline (persisted in its checkpoint). */

@@ -84,6 +84,7 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     // A read-only session reports containers running/total, never exit codes: no ContainerStatus calls.
     ...(hooks.readOnly ? { exitDetails: false } : {}),
     ...(hooks.exitDetailsFor ? { exitDetailsFor: hooks.exitDetailsFor } : {}),
+    ...(options.eventRelistIntervalMs !== undefined ? { eventRelistIntervalMs: options.eventRelistIntervalMs } : {}),
   });
   const syncer = new RuntimeSyncer({
     client,

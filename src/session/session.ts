@@ -19,7 +19,7 @@
  * checkpoint could not be written, which the next process resumes from the last good one.
  * Background timers are unref'd, so a session never keeps a process alive.
  */
-import { lstat } from 'node:fs/promises';
+import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { createPodWorkers } from '../engine/index.js';
 import { workerStateOf, type PodWorkerEvent, type PodWorkers, type PodWorkersOptions, type V1Pod } from '../engine/types.js';
@@ -53,6 +53,19 @@ import { settleTerminated, waitTerminated, type WaitDeps } from './waits.js';
 
 /** Bound of the wait, on close, for pods that just terminated to finish their cleanup. */
 const CLEANUP_ON_CLOSE_MS = 5_000;
+
+/**
+ * Whether a name a folder event reported is there (not followed if a symlink). One direct system
+ * call: a drain renames thousands of files, and a promise per name cost a thread-pool round trip each.
+ */
+function exists(file: string): boolean {
+  try {
+    lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export class Session implements NodeSession {
   readonly endpoint: string;
@@ -162,10 +175,7 @@ export class Session implements NodeSession {
           const uid = inbox.uidOfName(name);
           if (uid === undefined) return;
           // a request's removal (its owner took it) is no new request
-          void lstat(path.join(inbox.folder, name)).then(
-            () => emit({ source: 'store', uid, at: this.#now(), kind: 'request-written' }),
-            () => undefined,
-          );
+          if (exists(path.join(inbox.folder, name))) emit({ source: 'store', uid, at: this.#now(), kind: 'request-written' });
           if (leases.holds(uid)) this.#inbox.drain(uid);
         },
         onRescan: () => void this.#inbox.rescan(),
@@ -175,10 +185,7 @@ export class Session implements NodeSession {
         onName: (name) => {
           const uid = checkpoints.uidOfName(name);
           if (uid === undefined) return;
-          void lstat(checkpoints.pathOf(uid)).then(
-            () => emit({ source: 'store', uid, at: this.#now(), kind: 'checkpoint-changed' }),
-            () => emit({ source: 'store', uid, at: this.#now(), kind: 'removed' }),
-          );
+          emit({ source: 'store', uid, at: this.#now(), kind: exists(checkpoints.pathOf(uid)) ? 'checkpoint-changed' : 'removed' });
         },
         onRescan: () => {},
       }),

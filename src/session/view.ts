@@ -3,7 +3,8 @@
  * checkpoints and leases, and one runtime listing (`listPods`, `getPod`).
  *
  * Invariants:
- * - Reads never take a lease nor write anything.
+ * - Reads never take a lease nor write anything; the checkpoints they show are the store's shared
+ *   frozen copies (a pod's `worker`, `history`, `pod` and `lastError` from a checkpoint are frozen).
  * - An owned pod is shown from memory (the engine's view, the session's timeline); any other from
  *   its checkpoint and lease; a pod only the runtime has is in state `runtime`.
  * - The runtime listing and the store reads run side by side; a read of a few UIDs reads only
@@ -19,6 +20,9 @@ import type { Persistence } from './persistence.js';
 import { isStatic, namesOf, specOf, stateOfView } from './pod-views.js';
 import type { RuntimePodRecord, SessionRuntime } from './runtime.js';
 import { RECENT_LISTING_MS } from './seams.js';
+
+/** Checkpoints as the store keeps them (deep-frozen, not copied): a view only looks. */
+const SHARED = { shared: true } as const;
 
 export type RuntimeIndex = Map<string, RuntimePodRecord>;
 
@@ -85,7 +89,7 @@ export class PodView {
 
   async #readStore(only: readonly string[] | undefined): Promise<[Map<string, PodCheckpoint>, Map<string, LeaseView>]> {
     const { checkpoints, leases } = this.#deps.store;
-    if (!only) return Promise.all([checkpoints.readAll(), leases.inspectAll()]);
+    if (!only) return Promise.all([checkpoints.readAll(SHARED), leases.inspectAll()]);
     const leaseViews = new Map<string, LeaseView>();
     // A pod this session drives is known from memory: the engine's view and our own lease.
     const others = only.filter((uid) => {
@@ -94,16 +98,12 @@ export class PodView {
       return held === undefined;
     });
     if (others.length === 0) return [new Map(), leaseViews];
-    const [stored] = await Promise.all([
+    const [stored, read] = await Promise.all([
       // one look at the folder when there are several to read (most are often new to the store)
-      others.length > 1 ? checkpoints.readSome(others) : checkpoints.read(others[0]!).then((c) => new Map(c ? [[others[0]!, c]] : [])),
-      Promise.all(
-        others.map(async (uid) => {
-          const lease = await leases.inspect(uid);
-          if (lease) leaseViews.set(uid, lease);
-        }),
-      ),
+      others.length > 1 ? checkpoints.readSome(others, SHARED) : checkpoints.read(others[0]!, SHARED).then((c) => new Map(c ? [[others[0]!, c]] : [])),
+      leases.inspectSome(others),
     ]);
+    for (const [uid, lease] of read) leaseViews.set(uid, lease);
     return [stored, leaseViews];
   }
 

@@ -11,6 +11,8 @@
  *   away first, then its identity (inode) is compared with the one judged bad; a different (newer)
  *   file is put back with an exclusive link unless an even newer one already took its place.
  * - Only the pod's lease holder writes its checkpoint (enforced by the session); anyone reads.
+ * - A decoded checkpoint is kept (deep-frozen) with its file's identity; a read of an unchanged
+ *   file is one lstat. A caller gets its own copy unless it asks for the shared frozen one.
  */
 import * as fsp from 'node:fs/promises';
 import type { Stats } from 'node:fs';
@@ -23,6 +25,30 @@ import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 
 const CHECKPOINT_SUFFIX = '.ckpt';
+/** `readSome` of at most this many pods reads each directly instead of listing the folder first. */
+const DIRECT_LOOKUPS = 64;
+
+export interface ReadOptions {
+  /**
+   * The store's own decoded copy, deep-frozen and shared by every such read until the file changes,
+   * for readers that only look (the session's merged view, which a watch re-reads on every change):
+   * no copy per read. Default: a private copy the caller may change.
+   */
+  shared?: boolean;
+}
+
+/** Freezes a decoded (plain JSON) value and everything in it; returns it. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    const members = value as Record<string, unknown>;
+    for (const key in members) {
+      const member = members[key];
+      if (typeof member === 'object' && member !== null) deepFreeze(member);
+    }
+  }
+  return value;
+}
 
 export type { StoreReporter } from './records.js';
 import type { StoreReporter } from './records.js';
@@ -100,14 +126,18 @@ export class CheckpointStore {
     await syncFolder(this.#layout.pods, 'checkpoint', this.#ops);
   }
 
-  /** Reads one pod's checkpoint; bad files are quarantined and read as undefined. */
-  async read(uid: string): Promise<PodCheckpoint | undefined> {
+  /**
+   * Reads one pod's checkpoint; bad files are quarantined and read as undefined. The result is the
+   * caller's own copy, or with `shared` the store's deep-frozen one (see ReadOptions).
+   */
+  async read(uid: string, options?: ReadOptions): Promise<PodCheckpoint | undefined> {
     const path = this.pathOf(uid);
+    const own = (checkpoint: PodCheckpoint): PodCheckpoint => (options?.shared === true ? checkpoint : structuredClone(checkpoint));
     const cached = this.#decoded.get(uid);
     if (cached) {
       // Unchanged since it was decoded (same inode, size and times): no read, checksum or parse.
       const identity = await identityOf(path).catch(() => undefined);
-      if (identity && sameIdentity(identity, cached.identity)) return structuredClone(cached.checkpoint);
+      if (identity && sameIdentity(identity, cached.identity)) return own(cached.checkpoint);
       this.#decoded.delete(uid);
     }
     const outcome = await readFileNoFollow(path, MAX_RECORD_BYTES);
@@ -126,8 +156,9 @@ export class CheckpointStore {
       case 'ok': {
         const decoded = decodeCheckpoint(outcome.data, uid);
         if (decoded.kind === 'ok') {
-          this.#decoded.set(uid, { identity: outcome.identity, checkpoint: structuredClone(decoded.checkpoint) });
-          return decoded.checkpoint;
+          const checkpoint = deepFreeze(decoded.checkpoint);
+          this.#decoded.set(uid, { identity: outcome.identity, checkpoint });
+          return own(checkpoint);
         }
         // a pod on its way out stays on its way out (salvage.ts): never resurrected by a bad file
         const salvaged = salvageTerminating(outcome.data, uid, this.#now(), process.pid, decoded.reason);
@@ -158,22 +189,28 @@ export class CheckpointStore {
    * The valid checkpoints among `uids`: one listing of the folder, then a read of each that has a
    * file (pods new to the store cost no lookup each). Bad files are quarantined and skipped.
    */
-  async readSome(uids: Iterable<string>): Promise<Map<string, PodCheckpoint>> {
+  async readSome(uids: Iterable<string>, options?: ReadOptions): Promise<Map<string, PodCheckpoint>> {
+    const wanted = [...uids];
+    // a few are looked up directly (a missing one costs one failed open, less than listing the folder)
+    if (wanted.length <= DIRECT_LOOKUPS) return this.#readEach(wanted, options);
     const present = new Set(await this.uids());
     this.#forgetAbsent(present);
-    return this.#readEach([...uids].filter((uid) => present.has(uid)));
+    return this.#readEach(
+      wanted.filter((uid) => present.has(uid)),
+      options,
+    );
   }
 
   /** Every valid checkpoint; bad files are quarantined on the way and skipped. */
-  async readAll(): Promise<Map<string, PodCheckpoint>> {
+  async readAll(options?: ReadOptions): Promise<Map<string, PodCheckpoint>> {
     const uids = await this.uids();
     this.#forgetAbsent(new Set(uids));
-    return this.#readEach(uids);
+    return this.#readEach(uids, options);
   }
 
-  async #readEach(uids: readonly string[]): Promise<Map<string, PodCheckpoint>> {
+  async #readEach(uids: readonly string[], options: ReadOptions | undefined): Promise<Map<string, PodCheckpoint>> {
     const out = new Map<string, PodCheckpoint>();
-    const results = await pLimit(READ_CONCURRENCY).map(uids, async (uid) => [uid, await this.read(uid)] as const);
+    const results = await pLimit(READ_CONCURRENCY).map(uids, async (uid) => [uid, await this.read(uid, options)] as const);
     for (const [uid, checkpoint] of results) if (checkpoint) out.set(uid, checkpoint);
     return out;
   }

@@ -27,6 +27,10 @@
  * Liveness is a property of the holder process, not of heartbeat age: a live but busy process keeps
  * its pods. The heartbeat is shown to operators (`status`) and refreshed every few seconds.
  *
+ * Reading is cheap for followers (watch, the agent): a lease file whose identity (inode, size,
+ * times) has not changed since it was parsed is not read again, and a read of many leases looks
+ * each owner up in /proc once (proc.ts's `ProcReadings`).
+ *
  * Why not proper-lockfile: its staleness is an mtime age, so a live but stalled owner
  * loses its lock and a dead owner keeps it for the stale period, and its stale-lock takeover (stat,
  * rmdir, mkdir) lets two processes that both saw the stale lock both end up holding it. Ownership
@@ -38,10 +42,10 @@ import pLimit from 'p-limit';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { LeaseInfo } from '../domain/session-api.js';
-import { createExclusive, listNames, MAX_LEASE_BYTES, nodeFileOps, READ_CONCURRENCY, readFileNoFollow, type FileOps } from './files.js';
+import { createExclusive, identityOf, listNames, MAX_LEASE_BYTES, nodeFileOps, READ_CONCURRENCY, readFileNoFollow, sameIdentity, type FileIdentity, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
-import { isIdentityAlive, processIdentity, type ProcessIdentity } from './proc.js';
+import { isIdentityAlive, processIdentity, procReadings, type ProcessIdentity, type ProcReadings } from './proc.js';
 import type { StoreReporter } from './checkpoints.js';
 import { checkRecord, leaseRecordSchema, type LeaseRecord } from './records.js';
 
@@ -67,7 +71,7 @@ export interface LeaseManagerOptions {
   ops?: FileOps;
   clock?: () => number;
   /** Test seam: decides whether a recorded holder is alive (default: /proc check, proc.ts's rule). */
-  isAlive?: (record: LeaseRecord, heartbeatAt: number) => boolean;
+  isAlive?: (record: LeaseRecord, heartbeatAt: number, readings?: ProcReadings) => boolean;
   /** Test seam: the identity written into new leases (default: this process). */
   identity?: ProcessIdentity;
 }
@@ -81,6 +85,8 @@ const SEPARATOR = '@';
  */
 const NOT_DURABLE = { durable: false } as const;
 const MAX_ACQUIRE_ATTEMPTS = 16;
+/** Lease records kept parsed (see #parsed): a node's worth of pods, twice over. */
+const MAX_PARSED_LEASES = 4096;
 
 export function leaseInfoOf(view: LeaseView): LeaseInfo | undefined {
   if (!view.record) return undefined;
@@ -92,7 +98,12 @@ export class LeaseManager {
   readonly #report: StoreReporter;
   readonly #ops: FileOps;
   readonly #now: () => number;
-  readonly #isAlive: (record: LeaseRecord, heartbeatAt: number) => boolean;
+  readonly #isAlive: (record: LeaseRecord, heartbeatAt: number, readings?: ProcReadings) => boolean;
+  /**
+   * The last valid record read from each lease file, with the file's identity then: a file that
+   * still has that identity (inode, size, times) is not read nor parsed again.
+   */
+  readonly #parsed = new Map<string, { identity: FileIdentity; record: LeaseRecord }>();
   readonly #identity: ProcessIdentity;
   readonly #token = randomBytes(8).toString('hex');
   /** uid → generation we hold. */
@@ -109,7 +120,7 @@ export class LeaseManager {
     this.#report = options.report ?? (() => {});
     this.#ops = options.ops ?? nodeFileOps;
     this.#now = options.clock ?? Date.now;
-    this.#isAlive = options.isAlive ?? ((r, heartbeatAt) => isIdentityAlive(r, { heartbeatAt, now: this.#now() }));
+    this.#isAlive = options.isAlive ?? ((r, heartbeatAt, readings) => isIdentityAlive(r, { heartbeatAt, now: this.#now(), ...(readings ? { readings } : {}) }));
     this.#identity = options.identity ?? processIdentity();
   }
 
@@ -207,51 +218,81 @@ export class LeaseManager {
     return out;
   }
 
-  async #readView(uid: string, generation: number): Promise<LeaseView | 'vanished'> {
+  async #readView(uid: string, generation: number, readings?: ProcReadings): Promise<LeaseView | 'vanished'> {
     const path = this.#pathOf(uid, generation);
-    const outcome = await readFileNoFollow(path, MAX_LEASE_BYTES);
-    if (outcome.kind === 'missing') return 'vanished';
     let record: LeaseRecord | undefined;
     let heartbeatAt = 0;
-    if (outcome.kind === 'ok') {
-      try {
-        const check = checkRecord(leaseRecordSchema, JSON.parse(outcome.data.toString('utf8')));
-        if (check.ok && check.value.uid === uid && check.value.generation === generation) record = check.value;
-      } catch {
-        record = undefined;
+    const known = this.#parsed.get(path);
+    const identity = known ? await identityOf(path).catch(() => undefined) : undefined;
+    if (known && identity && sameIdentity(identity, known.identity)) {
+      // unchanged since it was read: the same record, the same heartbeat
+      record = known.record;
+      heartbeatAt = identity.mtimeMs;
+    } else {
+      this.#parsed.delete(path);
+      const outcome = await readFileNoFollow(path, MAX_LEASE_BYTES);
+      if (outcome.kind === 'missing') return 'vanished';
+      if (outcome.kind === 'ok') {
+        try {
+          const check = checkRecord(leaseRecordSchema, JSON.parse(outcome.data.toString('utf8')));
+          if (check.ok && check.value.uid === uid && check.value.generation === generation) record = check.value;
+        } catch {
+          record = undefined;
+        }
+        // the heartbeat as of the read (fstat of the same open file)
+        heartbeatAt = outcome.identity.mtimeMs;
+        if (record) this.#remember(path, outcome.identity, record);
       }
-      // the heartbeat as of the read (fstat of the same open file)
-      heartbeatAt = outcome.identity.mtimeMs;
-    }
-    if (!record && !this.#reportedUnreadable.has(path)) {
-      this.#reportedUnreadable.add(path);
-      this.#report(`lease ${path} is unreadable (${outcome.kind === 'ok' ? 'invalid content' : outcome.kind}); treating it as stale`);
+      if (!record && !this.#reportedUnreadable.has(path)) {
+        this.#reportedUnreadable.add(path);
+        this.#report(`lease ${path} is unreadable (${outcome.kind === 'ok' ? 'invalid content' : outcome.kind}); treating it as stale`);
+      }
     }
     const released = record?.released ?? false;
-    const alive = record !== undefined && !released && this.#isAlive(record, heartbeatAt);
-    return { uid, generation, record, heartbeatAt: Math.round(heartbeatAt), alive, released };
+    const alive = record !== undefined && !released && this.#isAlive(record, heartbeatAt, readings);
+    return { uid, generation, record: record && { ...record }, heartbeatAt: Math.round(heartbeatAt), alive, released };
+  }
+
+  #remember(path: string, identity: FileIdentity, record: LeaseRecord): void {
+    // superseded generations are never read again: a full cache starts over rather than grow
+    if (this.#parsed.size >= MAX_PARSED_LEASES) this.#parsed.clear();
+    this.#parsed.set(path, { identity, record });
   }
 
   /** The current lease of `uid` (highest generation), or undefined if it never had one. */
-  async inspect(uid: string): Promise<LeaseView | undefined> {
+  async inspect(uid: string, readings?: ProcReadings): Promise<LeaseView | undefined> {
     for (let attempt = 0; attempt < MAX_ACQUIRE_ATTEMPTS; attempt += 1) {
       const generations = await this.#generationsOf(uid);
       if (generations.length === 0) return undefined;
-      const view = await this.#readView(uid, Math.max(...generations));
+      const view = await this.#readView(uid, Math.max(...generations), readings);
       if (view !== 'vanished') return view;
     }
     return undefined;
+  }
+
+  /** The current leases of `uids` (those that have one), their owners looked up once each. */
+  async inspectSome(uids: readonly string[]): Promise<Map<string, LeaseView>> {
+    const readings = procReadings();
+    const out = new Map<string, LeaseView>();
+    await Promise.all(
+      uids.map(async (uid) => {
+        const view = await this.inspect(uid, readings);
+        if (view) out.set(uid, view);
+      }),
+    );
+    return out;
   }
 
   /** The current lease of every UID that has one. */
   async inspectAll(): Promise<Map<string, LeaseView>> {
     const out = new Map<string, LeaseView>();
     const byUid = await this.#generationsByUid();
+    const readings = procReadings();
     await pLimit(READ_CONCURRENCY).map([...byUid], async ([uid, generations]) => {
-      const view = await this.#readView(uid, Math.max(...generations));
+      const view = await this.#readView(uid, Math.max(...generations), readings);
       if (view !== 'vanished') out.set(uid, view);
       else {
-        const again = await this.inspect(uid);
+        const again = await this.inspect(uid, readings);
         if (again) out.set(uid, again);
       }
     });

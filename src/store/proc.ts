@@ -49,6 +49,13 @@ export function pidNamespaceOf(pid: number | 'self' = 'self'): string | undefine
   }
 }
 
+let ownNamespace: { ns: string | undefined } | undefined;
+/** This process's PID namespace, looked up once (a process never changes its own). */
+function ownPidNamespace(): string | undefined {
+  ownNamespace ??= { ns: pidNamespaceOf('self') };
+  return ownNamespace.ns;
+}
+
 /** The innermost PID of a process (last field of NSpid in /proc/<pid>/status). */
 function innermostPid(hostPid: string): number | undefined {
   try {
@@ -180,6 +187,33 @@ export interface LivenessContext {
   /** The owner's last heartbeat (the lease file's mtime, epoch ms). */
   heartbeatAt?: number;
   now?: number;
+  /**
+   * What /proc said earlier in the same read of many leases (`procReadings()`): one look per PID
+   * and namespace for the whole read, as if all were checked at its start. Never kept across reads.
+   */
+  readings?: ProcReadings;
+}
+
+/** /proc as one read of many leases found it (see LivenessContext.readings). */
+export interface ProcReadings {
+  stats: Map<number, ProcStat | undefined | 'no-proc'>;
+  namespaces: Map<string, Map<number, string> | undefined>;
+}
+
+export function procReadings(): ProcReadings {
+  return { stats: new Map(), namespaces: new Map() };
+}
+
+function statOf(pid: number, readings: ProcReadings | undefined): ProcStat | undefined | 'no-proc' {
+  if (readings === undefined) return readProcStat(pid);
+  if (!readings.stats.has(pid)) readings.stats.set(pid, readProcStat(pid));
+  return readings.stats.get(pid);
+}
+
+function namespaceOf(ns: string, readings: ProcReadings | undefined): Map<number, string> | undefined {
+  if (readings === undefined) return processesInNamespace(ns);
+  if (!readings.namespaces.has(ns)) readings.namespaces.set(ns, processesInNamespace(ns));
+  return readings.namespaces.get(ns);
 }
 
 function heartbeatFresh(context: LivenessContext | undefined): boolean {
@@ -201,16 +235,16 @@ function aliveAt(stat: ProcStat | undefined, startTicks: number, context: Livene
  */
 export function isIdentityAlive(identity: { pid: number; startTicks: number; pidNs?: string }, context?: LivenessContext): boolean {
   if (!Number.isInteger(identity.pid) || identity.pid <= 0) return false;
-  const ours = pidNamespaceOf('self');
+  const ours = ownPidNamespace();
   if (identity.pidNs !== undefined && ours !== undefined && identity.pidNs !== ours) {
-    const visible = processesInNamespace(identity.pidNs);
+    const visible = namespaceOf(identity.pidNs, context?.readings);
     if (visible === undefined) return heartbeatFresh(context);
     const hostPid = visible.get(identity.pid);
     if (hostPid === undefined) return false;
-    const stat = readProcStat(Number(hostPid));
+    const stat = statOf(Number(hostPid), context?.readings);
     return stat !== 'no-proc' && aliveAt(stat, identity.startTicks, context);
   }
-  const stat = readProcStat(identity.pid);
+  const stat = statOf(identity.pid, context?.readings);
   if (stat === 'no-proc') return identity.startTicks === 0 ? signalZeroAlive(identity.pid) && heartbeatFresh(context) : signalZeroAlive(identity.pid);
   return aliveAt(stat, identity.startTicks, context);
 }

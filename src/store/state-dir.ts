@@ -144,6 +144,7 @@ export async function openStateDir(stateDir: string): Promise<StateLayout> {
 }
 
 const SAFE_CHAR = /[A-Za-z0-9_-]/;
+const ALL_SAFE = /^[A-Za-z0-9_-]+$/;
 
 /**
  * A UID as a file-name stem: unsafe characters (and '.', '@', '%') become %XX, so the mapping is
@@ -153,6 +154,8 @@ export function encodeUid(uid: string): string {
   if (uid.length === 0 || uid.length > 200) {
     throw new StoreError('EBADUID', uid, `pod UID ${JSON.stringify(uid.slice(0, 40))} is empty or longer than 200 characters`);
   }
+  // the usual UID (a UUID) is all safe characters: itself
+  if (ALL_SAFE.test(uid)) return uid;
   let out = '';
   for (const ch of uid) {
     if (SAFE_CHAR.test(ch)) out += ch;

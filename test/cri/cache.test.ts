@@ -145,6 +145,35 @@ describe('RuntimePodCache', () => {
     cache.close();
   });
 
+  it('with an event relist interval, a burst of events reaches listeners at once and starts one relist after the interval, which reports every change', async () => {
+    const pods = ['a', 'b', 'c', 'd'].map((name) => ({ name, uid: `u${name}` }));
+    const { sim, client } = await simulator({ pods });
+    const intervalMs = 400;
+    const cache = new RuntimePodCache({ client, eventRelistIntervalMs: (n) => (n > 0 ? intervalMs : 0) });
+    const events: (RuntimeCacheEvent & { seenAt: number })[] = [];
+    cache.subscribe((e) => events.push({ ...e, seenAt: Date.now() }));
+    cache.start();
+    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    await cache.refresh();
+    const listings = () => sim.state.journal().filter((r) => r.kind === 'rpc' && r.method === 'ListContainers').length;
+    const before = listings();
+    events.length = 0;
+    const burstAt = Date.now();
+    for (const cid of sim.state.containerIds()) sim.state.markExited(cid, 0);
+    // every event is delivered as it comes, naming its pod
+    await until(() => events.filter((e) => e.kind === 'container-event').length >= pods.length);
+    expect(new Set(events.filter((e) => e.kind === 'container-event').flatMap((e) => e.uids))).toEqual(new Set(pods.map((p) => p.uid)));
+    // the relist they asked for comes once, after the interval, and reports all four pods changed
+    await until(() => events.some((e) => e.kind === 'relisted' && e.uids.length > 0));
+    const relisted = events.filter((e) => e.kind === 'relisted' && e.uids.length > 0);
+    expect(relisted).toHaveLength(1);
+    expect(new Set(relisted[0]!.uids)).toEqual(new Set(pods.map((p) => p.uid)));
+    expect(relisted[0]!.seenAt - burstAt).toBeGreaterThanOrEqual(intervalMs - 50);
+    expect(listings() - before).toBe(1);
+    for (const p of pods) expect(cache.get(p.uid)?.containerStatuses[0]?.state).toBe('exited');
+    cache.close();
+  });
+
   it('falls back to polling when the runtime has no event stream', async () => {
     const { sim, client } = await simulator({ pods: [{ name: 'a', uid: 'ua' }], events: false });
     const cache = new RuntimePodCache({ client, pollIntervalMs: 50 });
