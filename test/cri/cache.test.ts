@@ -165,7 +165,7 @@ describe('RuntimePodCache', () => {
     expect(new Set(events.filter((e) => e.kind === 'container-event').flatMap((e) => e.uids))).toEqual(new Set(pods.map((p) => p.uid)));
     // the relist they asked for comes once, after the interval, and reports all four pods changed
     await until(() => events.some((e) => e.kind === 'relisted' && e.uids.length > 0));
-    const relisted = events.filter((e) => e.kind === 'relisted' && e.uids.length > 0);
+    const relisted = events.filter((e): e is Extract<RuntimeCacheEvent, { kind: 'relisted' }> & { seenAt: number } => e.kind === 'relisted' && e.uids.length > 0);
     expect(relisted).toHaveLength(1);
     expect(new Set(relisted[0]!.uids)).toEqual(new Set(pods.map((p) => p.uid)));
     expect(relisted[0]!.seenAt - burstAt).toBeGreaterThanOrEqual(intervalMs - 50);

@@ -81,4 +81,58 @@ describe('frame gate', () => {
     expect(frames.at(-1)).toBe(2);
     gate.close();
   });
+
+  it('stretches the interval to keep drawing within its budget, up to two frames a second, and back when frames are cheap', async () => {
+    const source = new Source();
+    const gate = new FrameGate(source, { intervalMs: 100, budget: 0.1 });
+    const at: number[] = [];
+    let drawMs = 25;
+    // a screen that takes drawMs to draw each frame (the fake clock moves on while it draws)
+    gate.subscribe(() => {
+      at.push(Date.now());
+      if (drawMs > 0) vi.advanceTimersByTime(drawMs);
+    });
+    expect(gate.interval()).toBe(100);
+    for (let i = 0; i < 1_000; i += 1) {
+      source.bump();
+      await vi.advanceTimersByTimeAsync(1);
+    }
+    // frames of ≥ 25 ms: ≥ 250 ms apart (a tenth of a core)
+    expect(gate.interval()).toBeGreaterThanOrEqual(250);
+    for (let i = 2; i < at.length; i += 1) expect(at[i]! - at[i - 1]!).toBeGreaterThanOrEqual(250);
+    expect(at.length).toBeLessThanOrEqual(6);
+    // a very slow frame: never fewer than two frames a second
+    drawMs = 60;
+    source.bump();
+    await vi.advanceTimersByTimeAsync(600);
+    expect(gate.interval()).toBe(500);
+    // cheap frames: ten a second again
+    drawMs = 0;
+    source.bump();
+    await vi.advanceTimersByTimeAsync(600);
+    expect(gate.interval()).toBe(100);
+    expect(gate.snapshot().version).toBe(1_002);
+    // without a budget the interval is fixed
+    expect(new FrameGate(source, { intervalMs: 100, budget: 0 }).interval()).toBe(100);
+    gate.close();
+  });
+
+  it('measures a frame as the time its listeners and the work they queue take', async () => {
+    vi.useRealTimers();
+    const source = new Source();
+    const gate = new FrameGate(source, { intervalMs: 100, budget: 0.1 });
+    gate.subscribe(() => {
+      // a renderer that draws in a microtask, as React does
+      queueMicrotask(() => {
+        const end = performance.now() + 30;
+        while (performance.now() < end) {
+          // drawing (real time: this test runs on real timers)
+        }
+      });
+    });
+    source.bump();
+    await new Promise((r) => setImmediate(r));
+    expect(gate.interval()).toBeGreaterThanOrEqual(300);
+    gate.close();
+  });
 });
