@@ -354,6 +354,10 @@ function compileObject(node: Node, where: string): Run {
     defaults.push(dflt);
   }
   const n = keys.length;
+  if (absent.every((when) => when === 0) && tests.every((test) => test !== undefined)) {
+    const small = smallRecord(keys, tests);
+    if (small) return small;
+  }
   return (input) => {
     if (!input || typeof input !== 'object') return INVALID;
     const source = input as Record<string, unknown>;
@@ -378,6 +382,67 @@ function compileObject(node: Node, where: string): Run {
     }
     return output;
   };
+}
+
+/**
+ * A record of two to four required members, each a test (a timeline entry, a container): unrolled,
+ * so each member's reads and writes have a site of their own instead of the loop's one site that
+ * every record shape goes through (V8 then keeps them monomorphic). The same steps as the loop.
+ */
+function smallRecord(keys: string[], tests: Test[]): Run | undefined {
+  const [k0, k1, k2, k3] = keys as [string, string, string, string];
+  const [t0, t1, t2, t3] = tests as [Test, Test, Test, Test];
+  type Source = Record<string, unknown>;
+  // Each member, written out: present (valibot asks `key in input`) and valid, or the record is not.
+  switch (keys.length) {
+    case 2:
+      return (input) => {
+        if (!input || typeof input !== 'object') return INVALID;
+        const a = (input as Source)[k0];
+        if ((a === undefined && !(k0 in (input as Source))) || !t0(a)) return INVALID;
+        const b = (input as Source)[k1];
+        if ((b === undefined && !(k1 in (input as Source))) || !t1(b)) return INVALID;
+        const output: Source = {};
+        output[k0] = a;
+        output[k1] = b;
+        return output;
+      };
+    case 3:
+      return (input) => {
+        if (!input || typeof input !== 'object') return INVALID;
+        const a = (input as Source)[k0];
+        if ((a === undefined && !(k0 in (input as Source))) || !t0(a)) return INVALID;
+        const b = (input as Source)[k1];
+        if ((b === undefined && !(k1 in (input as Source))) || !t1(b)) return INVALID;
+        const c = (input as Source)[k2];
+        if ((c === undefined && !(k2 in (input as Source))) || !t2(c)) return INVALID;
+        const output: Source = {};
+        output[k0] = a;
+        output[k1] = b;
+        output[k2] = c;
+        return output;
+      };
+    case 4:
+      return (input) => {
+        if (!input || typeof input !== 'object') return INVALID;
+        const a = (input as Source)[k0];
+        if ((a === undefined && !(k0 in (input as Source))) || !t0(a)) return INVALID;
+        const b = (input as Source)[k1];
+        if ((b === undefined && !(k1 in (input as Source))) || !t1(b)) return INVALID;
+        const c = (input as Source)[k2];
+        if ((c === undefined && !(k2 in (input as Source))) || !t2(c)) return INVALID;
+        const d = (input as Source)[k3];
+        if ((d === undefined && !(k3 in (input as Source))) || !t3(d)) return INVALID;
+        const output: Source = {};
+        output[k0] = a;
+        output[k1] = b;
+        output[k2] = c;
+        output[k3] = d;
+        return output;
+      };
+    default:
+      return undefined;
+  }
 }
 
 /** Compiles `schema` afresh; throws `UnsupportedSchemaError` for anything it cannot translate. */
