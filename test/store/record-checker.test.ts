@@ -234,6 +234,17 @@ describe('compiled record checkers agree with valibot', () => {
     for (const [name, schema] of exportedSchemas) expect(() => compileSchema(schema), name).not.toThrow();
   });
 
+  it('the rules a repair asks (isStoredEpochMs, isStoredGrace) compile and say what the schema says', () => {
+    for (const value of EDGES) {
+      const isEpoch = typeof value === 'number' && Number.isFinite(value) && value >= 0 && value <= 8.64e15;
+      expect(records.isStoredEpochMs(value), String(value)).toBe(isEpoch);
+      expect(records.isStoredGrace(value), String(value)).toBe(typeof value === 'number' && value >= 0 && value <= MAX_GRACE_SECONDS);
+      const withTime = structuredClone(samples.checkpoints[0]) as { since: unknown };
+      withTime.since = value;
+      expect(checkRecord(checkpointSchema, withTime).ok).toBe(isEpoch);
+    }
+  });
+
   it('the store wrote real records of every kind, and they pass', () => {
     expect(samples.checkpoints.length).toBeGreaterThanOrEqual(3);
     expect(samples.headers).toHaveLength(3);
