@@ -329,6 +329,28 @@ function compilePipe(node: Node, where: string): Run {
   };
 }
 
+/** How the object loop checks a member: inline for the common leaves, else by its test or run. */
+const enum Check {
+  String,
+  Boolean,
+  /** A number with one requirement (finite, safe_integer, check): `owner.requirement(value)`. */
+  NumberCall,
+  Test,
+  Run,
+}
+
+/** A valibot node as the object loop checks it (the node already compiled: testOf verified it). */
+function checkOf(node: Node, test: Test | undefined): { check: Check; owner?: Node & { requirement(x: unknown): unknown } } {
+  if (!test) return { check: Check.Run };
+  if (!node.pipe && node.type === 'string') return { check: Check.String };
+  if (!node.pipe && node.type === 'boolean') return { check: Check.Boolean };
+  const items = node.pipe?.filter((item) => item.kind !== 'metadata');
+  if (items?.length === 2 && items[0]!.type === 'number' && !items[0]!.pipe && items[1]!.kind === 'validation' && isCallValidation(items[1]!)) {
+    return { check: Check.NumberCall, owner: items[1] as Node & { requirement(x: unknown): unknown } };
+  }
+  return { check: Check.Test };
+}
+
 function compileObject(node: Node, where: string): Run {
   const entries = node.entries;
   if (!entries || typeof entries !== 'object') throw new UnsupportedSchemaError(where, 'an object without entries');
@@ -338,6 +360,11 @@ function compileObject(node: Node, where: string): Run {
   /** 0: required; 1: optional, absent means absent; 2: optional with a default when absent. */
   const absent: (0 | 1 | 2)[] = [];
   const defaults: unknown[] = [];
+  /** For the loop: how each member is checked, and whether it is a plain optional (undefined passes as is). */
+  const checks: Check[] = [];
+  const owners: ((Node & { requirement(x: unknown): unknown }) | undefined)[] = [];
+  const passUndefined: boolean[] = [];
+  const loopTests: (Test | undefined)[] = [];
   // valibot walks the entries with for…in; so does this (the same key order)
   for (const key in entries) {
     const entry = entries[key]!;
@@ -348,10 +375,21 @@ function compileObject(node: Node, where: string): Run {
     keys.push(key);
     const test = testOf(entry, here);
     tests.push(test);
-    runs.push(test ? fromTest(test) : compileNode(entry, here));
+    const run = test ? fromTest(test) : compileNode(entry, here);
+    runs.push(run);
     const dflt = entry.type === 'optional' ? defaultOf(entry, here) : undefined;
     absent.push(entry.type !== 'optional' ? 0 : dflt === undefined ? 1 : 2);
     defaults.push(dflt);
+    // A plain optional without a default: undefined passes as is, anything else is its wrapped schema's.
+    const plain = entry.type === 'optional' && !entry.pipe && dflt === undefined;
+    passUndefined.push(plain);
+    const inner = plain ? wrappedOf(entry, here) : entry;
+    const innerTest = plain ? testOf(inner, here) : test;
+    // (an optional with a default, or one whose schema builds its output, runs its own node)
+    const { check, owner } = dflt === undefined ? checkOf(inner, innerTest) : { check: Check.Run };
+    checks.push(check);
+    owners.push(owner);
+    loopTests.push(innerTest);
   }
   const n = keys.length;
   if (absent.every((when) => when === 0) && tests.every((test) => test !== undefined)) {
@@ -365,18 +403,36 @@ function compileObject(node: Node, where: string): Run {
     for (let i = 0; i < n; i += 1) {
       const key = keys[i]!;
       let value = source[key];
-      if (value === undefined && !(key in source)) {
-        const when = absent[i];
-        if (when === 0) return INVALID;
-        if (when === 1) continue;
-        value = defaults[i];
+      if (value === undefined) {
+        if (key in source) {
+          if (passUndefined[i]) {
+            output[key] = undefined;
+            continue;
+          }
+        } else {
+          const when = absent[i];
+          if (when === 0) return INVALID;
+          if (when === 1) continue;
+          value = defaults[i];
+        }
       }
-      const test = tests[i];
-      if (test !== undefined) {
-        if (!test(value)) return INVALID;
-      } else {
-        value = runs[i]!(value);
-        if (value === INVALID) return INVALID;
+      switch (checks[i]) {
+        case Check.String:
+          if (typeof value !== 'string') return INVALID;
+          break;
+        case Check.Boolean:
+          if (typeof value !== 'boolean') return INVALID;
+          break;
+        case Check.NumberCall:
+          // value === value: not NaN (valibot's number refuses NaN)
+          if (typeof value !== 'number' || value !== value || !owners[i]!.requirement(value)) return INVALID;
+          break;
+        case Check.Test:
+          if (!loopTests[i]!(value)) return INVALID;
+          break;
+        default:
+          value = runs[i]!(value);
+          if (value === INVALID) return INVALID;
       }
       output[key] = value;
     }

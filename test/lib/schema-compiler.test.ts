@@ -83,6 +83,17 @@ const schemas: [string, v.GenericSchema][] = [
   ['object, three required members', v.object({ a: v.string(), b: v.number(), c: v.boolean() })],
   ['object, four members, one optional', v.object({ a: v.string(), b: v.number(), c: v.optional(v.boolean()), d: v.picklist(['y']) })],
   ['object, four required tests', v.object({ a: v.string(), b: v.number(), c: v.custom(() => true), d: v.picklist(['y']) })],
+  [
+    'object, members checked inline (string, boolean, number with a check that passes NaN)',
+    v.object({
+      a: v.optional(v.string()),
+      b: v.pipe(
+        v.number(),
+        v.check(() => true),
+      ),
+      c: v.optional(v.boolean()),
+    }),
+  ],
   ['object, all optional (an array passes)', v.object({ a: v.optional(v.string()) })],
   ['object, member order from the schema', v.object({ b: v.optional(v.number()), a: v.optional(v.string()) })],
   ['object, default when absent or undefined', v.object({ a: v.optional(v.string(), 'dflt'), b: v.optional(v.number()) })],
