@@ -12,8 +12,10 @@
  * - checkpoint writes: durable atomic writes (temp, fsync, rename, dir fsync) one at a time and
  *   50 at a time; latency p50/p99 and writes per second.
  * - checkpoint reads: `readAll()` of every checkpoint (decode + checksum + schema).
- * - record validation, side by side: the valibot schema of src/store/records.ts against the
- *   hand-written guards it replaced (bench/support/guards-baseline.ts). Each is bundled as the
+ * - record validation, side by side: the hand-written guards the schemas replaced
+ *   (bench/support/guards-baseline.ts), the store's `checkRecord` (the valibot schema of
+ *   src/store/records.ts through its compiled checker, lib/schema-compiler.ts) and valibot's own
+ *   `v.safeParse` of the same schema. Each is bundled as the
  *   build bundles it (esbuild, CommonJS, valibot included and tree-shaken) and timed as (a) its
  *   import in a fresh `node -e` process (median of STORE_BENCH_IMPORTS runs, interleaved), with the
  *   validation of 500 checkpoints right after it in the same cold process (the first 50 also
@@ -31,6 +33,7 @@ import { seedPods, startSimulator } from '../src/cri/simulator/index.js';
 import { openSession } from '../src/session/open.js';
 import { openStore } from '../src/store/index.js';
 import type { PodCheckpoint } from '../src/store/format.js';
+import * as v from 'valibot';
 import { checkRecord, checkpointSchema } from '../src/store/records.js';
 import { isCheckpointShape } from './support/guards-baseline.js';
 
@@ -184,16 +187,27 @@ interface ValidatorFigures {
  * The schema against the guards it replaced: each bundled on its own (as scripts/build.mjs bundles
  * podctl), imported in fresh processes, and run on the same 500 checkpoint payloads.
  */
-async function benchValidators(root: string): Promise<{ guards: ValidatorFigures; schema: ValidatorFigures; parseOnly: number[] }> {
+async function benchValidators(root: string): Promise<{ guards: ValidatorFigures; schema: ValidatorFigures; valibot: ValidatorFigures; parseOnly: number[] }> {
   const { build } = await import('esbuild');
   const dir = join(root, 'validators');
   mkdirSync(dir, { recursive: true });
   const payloads = Array.from({ length: VALIDATED }, (_, i) => JSON.stringify(checkpointFor(`pod-${i}`, i)));
   const payloadFile = join(dir, 'payloads.json');
   writeFileSync(payloadFile, JSON.stringify(payloads));
+  // valibot alone: records.ts's schema through v.safeParse, as checkRecord did before its compiled checker
+  const valibotEntry = join(dir, 'valibot-entry.ts');
+  writeFileSync(
+    valibotEntry,
+    [
+      `import * as v from ${JSON.stringify(join(import.meta.dirname, '../node_modules/valibot/dist/index.mjs'))};`,
+      `export { checkpointSchema } from ${JSON.stringify(join(import.meta.dirname, '../src/store/records.ts'))};`,
+      `export const safeParse = (schema: v.GenericSchema, x: unknown): boolean => v.safeParse(schema, x, { abortEarly: true }).success;`,
+    ].join('\n'),
+  );
   const variants = {
     guards: { entry: join(import.meta.dirname, 'support/guards-baseline.ts'), call: 'm.isCheckpointShape(x)' },
     schema: { entry: join(import.meta.dirname, '../src/store/records.ts'), call: 'm.checkRecord(m.checkpointSchema, x).ok' },
+    valibot: { entry: valibotEntry, call: 'm.safeParse(m.checkpointSchema, x)' },
   };
   const figures = {} as Record<keyof typeof variants, ValidatorFigures>;
   const scripts = {} as Record<keyof typeof variants, string>;
@@ -231,8 +245,9 @@ async function benchValidators(root: string): Promise<{ guards: ValidatorFigures
     parseOnly.push(time(() => true));
     figures.guards.warmMs.push(time(isCheckpointShape));
     figures.schema.warmMs.push(time((x) => checkRecord(checkpointSchema, x).ok));
+    figures.valibot.warmMs.push(time((x) => v.safeParse(checkpointSchema, x, { abortEarly: true }).success));
   }
-  return { guards: figures.guards, schema: figures.schema, parseOnly };
+  return { guards: figures.guards, schema: figures.schema, valibot: figures.valibot, parseOnly };
 }
 
 const root = mkdtempSync(join(tmpdir(), 'podctl-store-bench-'));
@@ -257,10 +272,11 @@ try {
   ];
   const p50 = (xs: number[]): number => summary(xs).p50;
   const ms2 = (v: number): string => `${v.toFixed(2)} ms`;
-  const pair = (pick: (f: ValidatorFigures) => number[]): string => `${ms2(p50(pick(validators.guards)))} / ${ms2(p50(pick(validators.schema)))}`;
+  const pair = (pick: (f: ValidatorFigures) => number[]): string => [validators.guards, validators.schema, validators.valibot].map((f) => ms2(p50(pick(f)))).join(' / ');
+  const kib = (f: ValidatorFigures): string => `${(f.bytes / 1024).toFixed(1)} KiB`;
   rows.push(
-    ['record validation: hand-written guards / valibot schema', ''],
-    [`  bundle size`, `${(validators.guards.bytes / 1024).toFixed(1)} KiB / ${(validators.schema.bytes / 1024).toFixed(1)} KiB`],
+    ['record validation: hand-written guards / compiled schema (checkRecord) / valibot safeParse', ''],
+    [`  bundle size`, [validators.guards, validators.schema, validators.valibot].map(kib).join(' / ')],
     [`  import, fresh node -e, CPU (median of ${IMPORTS})`, pair((f) => f.importMs)],
     [`  validate the first ${FIRST} checkpoints, cold (same processes), CPU`, pair((f) => f.firstMs)],
     [`  validate ${VALIDATED} checkpoints, cold (same processes), CPU`, pair((f) => f.coldMs)],
@@ -301,9 +317,10 @@ try {
         "- *until the runtime sees the shorter grace*: to the owner's StopContainer with the new timeout at",
         '  the simulator; adds the write-ahead checkpoint (durable before the worker acts) and the RPC.',
         '- *checkpoint write*: `CheckpointStore.write` — temp file, write, fsync, rename, directory fsync.',
-        '- *readAll*: list, read, checksum and validate every checkpoint (the valibot schema of store/records.ts).',
-        '- *record validation*: the checkpoint schema against the hand-written guards it replaced',
-        '  (bench/support/guards-baseline.ts), each bundled alone by esbuild as the build bundles podctl;',
+        '- *readAll*: list, read, checksum and validate every checkpoint (the schema of store/records.ts, compiled).',
+        '- *record validation*: the hand-written guards the schemas replaced (bench/support/guards-baseline.ts),',
+        "  the store's `checkRecord` (the checkpoint schema through its compiled checker, lib/schema-compiler.ts)",
+        "  and valibot's `v.safeParse` of the same schema, each bundled alone by esbuild as the build bundles podctl;",
         '  import timed inside fresh `node -e` processes, then the same 500 checkpoint payloads validated',
         "  cold in that process, and JSON.parse + validation warm in the benchmark's own process; CPU",
         "  time (user + system), so a loaded machine's waiting for a core is not counted.",
