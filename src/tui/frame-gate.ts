@@ -18,7 +18,7 @@ import type { WatchSnapshot } from '../services/watch-feed.js';
 
 export const DEFAULT_FRAME_INTERVAL_MS = 100;
 /** The longest the budget stretches the interval to (two frames a second). */
-export const MAX_FRAME_INTERVAL_MS = 500;
+const MAX_FRAME_INTERVAL_MS = 500;
 const DEFAULT_BUDGET = 0.1;
 
 export interface FrameGateOptions {
