@@ -31,6 +31,10 @@
  * - At most one `listPods()` is in flight; the feed never re-enters itself.
  * - Snapshots are immutable: a new object per change, the same object while nothing changed (so a
  *   renderer can compare by identity).
+ * - With a `readBudget`, re-reading stays within that share of one core: the least time between two
+ *   re-reads stretches to the CPU the last one cost divided by the budget (never past
+ *   MAX_READ_INTERVAL_MS). A cheap re-read keeps `coalesceMs`; intermediate states of a pod read
+ *   less often are not lost (its timeline has them).
  * - The event list is bounded (`maxEntries`); the oldest entries are dropped first.
  * - After `close()` no listener is called, no timer is left, and a listing in flight is aborted.
  */
@@ -73,12 +77,20 @@ export interface WatchFeedOptions {
    * the number of pods listed (a relist costs in proportion).
    */
   runtimeMaxAgeMs?: number | ((pods: number) => number);
+  /** Share of one core re-reads may take (see the invariants); default 0, no stretch. */
+  readBudget?: number;
   now?: () => number;
 }
+
+/** The longest a read budget stretches the time between two re-reads (ms). */
+const MAX_READ_INTERVAL_MS = 1_000;
 
 export class WatchFeed {
   readonly #session: NodeSession;
   readonly #coalesceMs: number;
+  readonly #readBudget: number;
+  /** CPU the process spent during the last re-read (ms), for the read budget. */
+  #lastReadCpuMs = 0;
   readonly #maxEntries: number;
   readonly #runtimeMaxAgeMs: number | ((pods: number) => number);
   readonly #now: () => number;
@@ -119,6 +131,7 @@ export class WatchFeed {
   constructor(session: NodeSession, options: WatchFeedOptions = {}) {
     this.#session = session;
     this.#coalesceMs = options.coalesceMs ?? 50;
+    this.#readBudget = options.readBudget ?? 0;
     this.#maxEntries = options.maxEntries ?? 200;
     this.#runtimeMaxAgeMs = options.runtimeMaxAgeMs ?? 1_000;
     this.#now = options.now ?? Date.now;
@@ -274,15 +287,22 @@ export class WatchFeed {
       this.#dirty = true;
       return;
     }
-    const delay = Math.max(0, this.#lastReadStartedAt + this.#coalesceMs - this.#now());
+    const delay = Math.max(0, this.#lastReadStartedAt + this.readInterval() - this.#now());
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       void this.#read();
     }, delay);
   }
 
+  /** The least time between two re-reads now (ms): `coalesceMs`, stretched by the read budget. */
+  readInterval(): number {
+    if (this.#readBudget <= 0) return this.#coalesceMs;
+    return Math.max(this.#coalesceMs, Math.min(MAX_READ_INTERVAL_MS, this.#lastReadCpuMs / this.#readBudget));
+  }
+
   #read(): Promise<void> {
     this.#dirty = false;
+    const cpuAtStart = process.cpuUsage();
     const startedAt = this.#now();
     this.#lastReadStartedAt = startedAt;
     const sources = this.#sources;
@@ -321,6 +341,8 @@ export class WatchFeed {
     })();
     this.#inFlight = run;
     void run.finally(() => {
+      const cpu = process.cpuUsage(cpuAtStart);
+      this.#lastReadCpuMs = (cpu.user + cpu.system) / 1000;
       this.#inFlight = undefined;
       if (this.#dirty && !this.#closed) this.#schedule();
     });

@@ -50,6 +50,8 @@ export interface WatchOptions {
   metricsFile?: string;
   /** Minimum time between two re-reads (ms); default `WATCH_COALESCE_MS`. */
   coalesceMs?: number;
+  /** Share of one core re-reads may take; default `WATCH_READ_BUDGET` (0: no stretch). */
+  readBudget?: number;
   /** Receives the feed once it exists (e.g. to show the session's log lines in the events pane). */
   onFeed?: (feed: WatchFeed) => void;
   /**
@@ -300,6 +302,13 @@ async function streamJson(feed: FeedView, facts: WatchFacts, options: WatchOptio
 export const WATCH_COALESCE_MS = 100;
 
 /**
+ * Share of one core the watch's re-reads may take while pods change (WatchFeed's read budget): a
+ * drain of hundreds of pods makes every re-read costly, and re-reading less often then (up to once
+ * a second) keeps following the node cheap; a quiet node's changes are still read within 100 ms.
+ */
+export const WATCH_READ_BUDGET = 0.1;
+
+/**
  * Runtime listing age a re-read accepts (ms), by the number of pods: a relist costs in proportion to
  * the pods (~0.1 s of CPU for 500, with its garbage), so the watch relists at most every 2 s per 500
  * pods while pods change (2 s for 500, 8 s for 2,000; at most 10 s), and never while nothing does.
@@ -315,7 +324,7 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
   const onAbort = () => stop.abort();
   options.signal.addEventListener('abort', onAbort, { once: true });
   if (options.signal.aborted) stop.abort();
-  const feed = new WatchFeed(session, { coalesceMs: options.coalesceMs ?? WATCH_COALESCE_MS, runtimeMaxAgeMs: watchRuntimeMaxAgeMs });
+  const feed = new WatchFeed(session, { coalesceMs: options.coalesceMs ?? WATCH_COALESCE_MS, runtimeMaxAgeMs: watchRuntimeMaxAgeMs, readBudget: options.readBudget ?? WATCH_READ_BUDGET });
   options.onFeed?.(feed);
   const view: FeedView = isWholeNode(options.scope) ? feed : new ScopedFeed(feed, options.scope!);
   const facts = new WatchFacts(session, {

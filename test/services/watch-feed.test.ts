@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WatchFeed, type FeedChange } from '../../src/services/watch-feed.js';
 import { FakeSession, pod } from '../tui/support/fake-session.js';
+import type { ListPodsOptions, PodInfo } from '../../src/domain/session-api.js';
 
 const feeds: WatchFeed[] = [];
 afterEach(() => {
@@ -287,6 +288,53 @@ describe('watch feed', () => {
     await feed.whenSettled();
     // The first listing knows no pods yet; the next one accepts a runtime listing 6 s old (1,200 pods).
     expect(session.runtimeAges).toEqual([2_000, 6_000]);
+  });
+
+  it('with a read budget, costly re-reads come less often (CPU / budget apart, at most a second), cheap ones every coalesceMs, and no change is lost', async () => {
+    class CostlySession extends FakeSession {
+      costMs = 30;
+      override async listPods(options?: ListPodsOptions): Promise<PodInfo[]> {
+        const end = performance.now() + this.costMs;
+        while (performance.now() < end) {
+          // a costly read (CPU, as decoding a drain's checkpoints is)
+        }
+        return super.listPods(options);
+      }
+    }
+    const pods = Array.from({ length: 20 }, (_, i) => pod(`default/p${i}`, { since: 1 }));
+    const session = new CostlySession(pods);
+    const feed = new WatchFeed(session, { coalesceMs: 50, readBudget: 0.1 });
+    feeds.push(feed);
+    const changes: FeedChange[] = [];
+    feed.onChange((c) => changes.push(c));
+    await feed.start();
+    // a read of ≥ 30 ms of CPU: the next at least 300 ms later
+    expect(feed.readInterval()).toBeGreaterThanOrEqual(300);
+    const callsBefore = session.listCalls;
+    const startedAt = Date.now();
+    for (let i = 0; i < 20; i += 1) {
+      session.set({ ...pods[i]!, state: 'terminating', since: 100 + i });
+      session.emit({ source: 'store', uid: pods[i]!.uid, at: 100 + i, kind: 'checkpoint-changed' });
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await feed.whenSettled();
+    const elapsed = Date.now() - startedAt;
+    const reads = session.listCalls - callsBefore;
+    // every ≥ 300 ms over the burst (~500 ms and the trailing read), not every 50 ms
+    expect(reads).toBeLessThanOrEqual(Math.ceil(elapsed / 300) + 1);
+    expect(feed.snapshot().pods.every((p) => p.state === 'terminating')).toBe(true);
+    expect(new Set(changes.flatMap((c) => c.transitions).map((t) => t.uid)).size).toBe(20);
+    // a very costly read: never more than a second apart
+    session.costMs = 150;
+    session.emit({ source: 'store', uid: pods[0]!.uid, at: 200, kind: 'checkpoint-changed' });
+    await feed.whenSettled();
+    expect(feed.readInterval()).toBe(1_000);
+    // cheap reads: back to coalesceMs
+    session.costMs = 0;
+    await new Promise((r) => setTimeout(r, 1_000));
+    session.emit({ source: 'store', uid: pods[0]!.uid, at: 300, kind: 'checkpoint-changed' });
+    await feed.whenSettled();
+    expect(feed.readInterval()).toBeLessThan(300);
   });
 
   it('keeps the names of a failed re-read for the next one', async () => {
