@@ -306,7 +306,7 @@ export const WATCH_COALESCE_MS = 100;
  * drain of hundreds of pods makes every re-read costly, and re-reading less often then (up to once
  * a second) keeps following the node cheap; a quiet node's changes are still read within 100 ms.
  */
-export const WATCH_READ_BUDGET = 0.1;
+const WATCH_READ_BUDGET = 0.1;
 
 /**
  * Runtime listing age a re-read accepts (ms), by the number of pods: a relist costs in proportion to
