@@ -27,7 +27,8 @@
  *   and on `refresh()`); a pod the re-read does not return is gone. A failed re-read keeps its names
  *   for the next one.
  * - The first event after a quiet period is re-read at once (leading edge); events during the next
- *   `coalesceMs`, or during a re-read in flight, produce exactly one more re-read (trailing edge).
+ *   `coalesceMs` (or the interval the read budget stretched it to), or during a re-read in flight,
+ *   produce exactly one more re-read (trailing edge).
  * - At most one `listPods()` is in flight; the feed never re-enters itself.
  * - Snapshots are immutable: a new object per change, the same object while nothing changed (so a
  *   renderer can compare by identity).
