@@ -40,6 +40,7 @@
  * - After `close()` no listener is called, no timer is left, and a listing in flight is aborted.
  */
 import type { PodWorkerEvent } from '../engine/types.js';
+import { budgetedInterval } from '../lib/budget.js';
 import type { NodeSession, PodInfo, SessionEvent } from '../domain/session-api.js';
 import { entryOfSessionEvent, refOf, REQUEST_REPEAT_MS, type FeedEntry } from './watch-entries.js';
 import { LIFECYCLE_ORDER, patchedPod, timelineSteps, type PodTransition } from './watch-transitions.js';
@@ -297,8 +298,7 @@ export class WatchFeed {
 
   /** The least time between two re-reads now (ms): `coalesceMs`, stretched by the read budget. */
   readInterval(): number {
-    if (this.#readBudget <= 0) return this.#coalesceMs;
-    return Math.max(this.#coalesceMs, Math.min(MAX_READ_INTERVAL_MS, this.#lastReadCpuMs / this.#readBudget));
+    return budgetedInterval(this.#coalesceMs, this.#lastReadCpuMs, this.#readBudget, MAX_READ_INTERVAL_MS);
   }
 
   #read(): Promise<void> {

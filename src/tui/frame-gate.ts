@@ -13,6 +13,7 @@
  *   frame per 180 ms while they change), never past MAX_FRAME_INTERVAL_MS. A cheap frame keeps the
  *   10 frames a second.
  */
+import { budgetedInterval } from '../lib/budget.js';
 import type { SnapshotSource } from './use-snapshot.js';
 import type { WatchSnapshot } from '../services/watch-feed.js';
 
@@ -104,7 +105,6 @@ export class FrameGate implements SnapshotSource {
 
   /** The least time between two frames now (ms): the interval, stretched to keep drawing within the budget. */
   interval(): number {
-    if (this.#budget <= 0) return this.#intervalMs;
-    return Math.max(this.#intervalMs, Math.min(MAX_FRAME_INTERVAL_MS, this.#drawMs / this.#budget));
+    return budgetedInterval(this.#intervalMs, this.#drawMs, this.#budget, MAX_FRAME_INTERVAL_MS);
   }
 }
