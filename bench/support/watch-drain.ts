@@ -9,7 +9,7 @@
  * - json: the same drain while `podctl watch -o json` streams into a file.
  * The watch process is measured from /proc: CPU (utime + stime) over an idle window before the drain
  * and over the drain itself, as a share of one core; RSS before the drain, at its peak and after it
- * (once the screen has settled). The terminal's last screen must show the drained node (no pod left
+ * (3 s after the screen shows the drained node, or the JSON stream stopped growing). The terminal's last screen must show the drained node (no pod left
  * terminating), so a cheap but wrong screen does not pass for a cheap one.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -43,11 +43,11 @@ function rssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-async function until(test: () => boolean, what: string, timeoutMs: number): Promise<void> {
+async function until(test: () => boolean, what: string, timeoutMs: number, everyMs = 100): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!test()) {
     if (Date.now() > deadline) throw new Error(`bench: timed out waiting for ${what}`);
-    await sleep(100);
+    await sleep(everyMs);
   }
 }
 
@@ -117,6 +117,21 @@ async function drainRun(root: string, pods: number, mode: DrainMode, idleMs: num
           () => (watch.screenOk = true),
           () => (watch.screenOk = false),
         );
+      }
+      if (mode === 'json') {
+        // the stream has read the drained node when its file stops growing (a re-read is at most 2 s apart)
+        let size = -1;
+        await until(
+          () => {
+            const now = readFileSync(jsonFile).length;
+            const still = now === size;
+            size = now;
+            return still;
+          },
+          'the stream to catch up',
+          30_000,
+          2_500,
+        ).catch(() => undefined);
       }
       await sleep(3_000);
       clearInterval(sampler);

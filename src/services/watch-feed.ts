@@ -85,7 +85,7 @@ export interface WatchFeedOptions {
 }
 
 /** The longest a read budget stretches the time between two re-reads (ms). */
-const MAX_READ_INTERVAL_MS = 1_000;
+const MAX_READ_INTERVAL_MS = 2_000;
 
 export class WatchFeed {
   readonly #session: NodeSession;

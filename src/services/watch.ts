@@ -22,6 +22,7 @@ import { WatchFacts } from './watch-facts.js';
 import { RuntimeProbe } from './runtime-probe.js';
 import { ScopedFeed, describeScope, isWholeNode, type WatchScope } from './watch-scope.js';
 import { formatDuration } from '../lib/duration.js';
+import { HeapSettler } from '../lib/heap-settle.js';
 import { isoOrNull, isoTime } from '../lib/json-vocabulary.js';
 import { createdAtOf, readyOf, type PodReady } from './pod-ready.js';
 import type { KubeletStatus } from '../kube/kubelet.js';
@@ -304,18 +305,28 @@ export const WATCH_COALESCE_MS = 100;
 /**
  * Share of one core the watch's re-reads may take while pods change (WatchFeed's read budget): a
  * drain of hundreds of pods makes every re-read costly, and re-reading less often then (up to once
- * a second) keeps following the node cheap; a quiet node's changes are still read within 100 ms.
+ * every two seconds, as top and k9s refresh) keeps following the node cheap; a quiet node's changes
+ * are still read within 100 ms.
  */
-const WATCH_READ_BUDGET = 0.1;
+const WATCH_READ_BUDGET = 0.05;
+
+/**
+ * After a burst of transitions (a drain: at least this many, then 1 s without one) the watch gives
+ * the heap it grew back to the system with one full garbage collection (lib/heap-settle.ts), so its
+ * RSS after a drain is close to where it was before.
+ */
+const WATCH_SETTLE_MIN_TRANSITIONS = 100;
+const WATCH_SETTLE_QUIET_MS = 1_000;
 
 /**
  * Runtime listing age a re-read accepts (ms), by the number of pods: a relist costs in proportion to
- * the pods (~0.1 s of CPU for 500, with its garbage), so the watch relists at most every 2 s per 500
- * pods while pods change (2 s for 500, 8 s for 2,000; at most 10 s), and never while nothing does.
- * Runtime changes found by other relists (this process's engine) still arrive as events.
+ * the pods (~0.1 s of CPU for 500, with its garbage), so the watch relists at most every 8 ms per pod
+ * while pods change (2 s up to 250 pods, 4 s for 500, 10 s from 1,250), and never while nothing
+ * does. A pod's container changes still arrive as the runtime's events, which name the pod for the
+ * next re-read.
  */
 export function watchRuntimeMaxAgeMs(pods: number): number {
-  return Math.min(10_000, 2_000 * Math.max(1, Math.ceil(pods / 500)));
+  return Math.min(10_000, Math.max(2_000, 8 * pods));
 }
 
 /** Follows the session until quit, a signal or EPIPE; see the module comment. */
@@ -326,6 +337,8 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
   if (options.signal.aborted) stop.abort();
   const feed = new WatchFeed(session, { coalesceMs: options.coalesceMs ?? WATCH_COALESCE_MS, runtimeMaxAgeMs: watchRuntimeMaxAgeMs, readBudget: options.readBudget ?? WATCH_READ_BUDGET });
   options.onFeed?.(feed);
+  const settler = new HeapSettler({ quietMs: WATCH_SETTLE_QUIET_MS, minChanges: WATCH_SETTLE_MIN_TRANSITIONS });
+  const offSettle = feed.onChange((c) => settler.note(c.transitions.length));
   const view: FeedView = isWholeNode(options.scope) ? feed : new ScopedFeed(feed, options.scope!);
   const facts = new WatchFacts(session, {
     pods: () => view.snapshot().pods,
@@ -395,6 +408,8 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
     }
   } finally {
     options.signal.removeEventListener('abort', onAbort);
+    offSettle();
+    settler.close();
     facts.close();
     probe?.close();
     feed.close();

@@ -6,8 +6,8 @@
  *
  * Invariants:
  * - Keys are read only when stdin supports raw mode; otherwise the screen is read-only (no crash).
- * - Redraws happen on a new snapshot (at most one per `frameIntervalMs`, see frame-gate.ts), a key, a resize, and on a tick: once a second only while a pod
- *   is terminating (countdowns), else once a minute (time in state is shown in minutes past the first).
+ * - Redraws happen on a new snapshot (at most one per `frameIntervalMs`, see frame-gate.ts), a key, a resize, and on a tick: a second after the
+ *   last frame only while a pod is terminating (countdowns), else a minute after it (time in state is shown in minutes past the first).
  * - Every line fits the terminal width, and the frame is one line shorter than the terminal.
  */
 import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';

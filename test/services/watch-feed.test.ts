@@ -278,7 +278,7 @@ describe('watch feed', () => {
 
   it('bounds runtime relists by the size of the node', async () => {
     const { watchRuntimeMaxAgeMs } = await import('../../src/services/watch.js');
-    expect([100, 500, 501, 2_000, 50_000].map(watchRuntimeMaxAgeMs)).toEqual([2_000, 2_000, 4_000, 8_000, 10_000]);
+    expect([0, 100, 250, 500, 501, 1_250, 2_000, 50_000].map(watchRuntimeMaxAgeMs)).toEqual([2_000, 2_000, 2_000, 4_000, 4_008, 10_000, 10_000, 10_000]);
     const pods = Array.from({ length: 1_200 }, (_, i) => pod(`default/p${i}`));
     const session = new FakeSession(pods);
     const feed = new WatchFeed(session, { coalesceMs: 1, runtimeMaxAgeMs: watchRuntimeMaxAgeMs });
@@ -286,11 +286,11 @@ describe('watch feed', () => {
     await feed.start();
     session.emit({ source: 'store', uid: pods[0]!.uid, at: 1, kind: 'checkpoint-changed' });
     await feed.whenSettled();
-    // The first listing knows no pods yet; the next one accepts a runtime listing 6 s old (1,200 pods).
-    expect(session.runtimeAges).toEqual([2_000, 6_000]);
+    // The first listing knows no pods yet; the next one accepts a runtime listing 9.6 s old (1,200 pods).
+    expect(session.runtimeAges).toEqual([2_000, 9_600]);
   });
 
-  it('with a read budget, costly re-reads come less often (CPU / budget apart, at most a second), cheap ones every coalesceMs, and no change is lost', async () => {
+  it('with a read budget, costly re-reads come less often (CPU / budget apart, at most two seconds), cheap ones every coalesceMs, and no change is lost', async () => {
     class CostlySession extends FakeSession {
       costMs = 30;
       override async listPods(options?: ListPodsOptions): Promise<PodInfo[]> {
@@ -324,11 +324,11 @@ describe('watch feed', () => {
     expect(reads).toBeLessThanOrEqual(Math.ceil(elapsed / 300) + 1);
     expect(feed.snapshot().pods.every((p) => p.state === 'terminating')).toBe(true);
     expect(new Set(changes.flatMap((c) => c.transitions).map((t) => t.uid)).size).toBe(20);
-    // a very costly read: never more than a second apart
-    session.costMs = 150;
+    // a very costly read: never more than two seconds apart
+    session.costMs = 250;
     session.emit({ source: 'store', uid: pods[0]!.uid, at: 200, kind: 'checkpoint-changed' });
     await feed.whenSettled();
-    expect(feed.readInterval()).toBe(1_000);
+    expect(feed.readInterval()).toBe(2_000);
     // cheap reads: back to coalesceMs
     session.costMs = 0;
     await new Promise((r) => setTimeout(r, 1_000));

@@ -1,0 +1,76 @@
+/**
+ * Giving memory back after a burst: a long-running follower (the watch during a drain) allocates
+ * heavily for a few seconds, and V8 then keeps the grown heap's pages for a long while. Once the
+ * burst is over (`quietMs` without a change) and it was a real burst (at least `minChanges`
+ * changes since the last settle), one full garbage collection runs, which returns the free pages
+ * to the system (a 500-pod drain: ~10 MB of RSS, ~20 ms of CPU once).
+ *
+ * Invariants:
+ * - At most one collection per burst, never while changes keep coming, never for a trickle.
+ * - No timer runs while nothing changes; `close()` leaves none.
+ * - Where the runtime offers no collector, settling does nothing (the default collector asks V8 for
+ *   its `gc` function once, in a fresh context, without changing how the process was started).
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+export interface HeapSettleOptions {
+  quietMs: number;
+  minChanges: number;
+  /** Runs a full collection (tests pass a fake). */
+  collect?: () => void;
+}
+
+export class HeapSettler {
+  readonly #quietMs: number;
+  readonly #minChanges: number;
+  readonly #collect: () => void;
+  #changes = 0;
+  #timer: NodeJS.Timeout | undefined;
+  /** Collections run, for tests and benchmarks. */
+  settled = 0;
+
+  constructor(options: HeapSettleOptions) {
+    this.#quietMs = options.quietMs;
+    this.#minChanges = options.minChanges;
+    this.#collect = options.collect ?? fullCollection;
+  }
+
+  /** `n` changes happened now: the quiet period starts again. */
+  note(n: number): void {
+    if (n <= 0) return;
+    this.#changes += n;
+    if (this.#changes < this.#minChanges) return;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.#settle(), this.#quietMs);
+    this.#timer.unref();
+  }
+
+  close(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #settle(): void {
+    this.#timer = undefined;
+    this.#changes = 0;
+    this.settled += 1;
+    this.#collect();
+  }
+}
+
+let gc: (() => void) | null | undefined;
+
+/** One full, synchronous garbage collection, if V8 lets the process ask for one. */
+function fullCollection(): void {
+  if (gc === undefined) {
+    try {
+      setFlagsFromString('--expose-gc');
+      const fn: unknown = runInNewContext('gc');
+      gc = typeof fn === 'function' ? (fn as () => void) : null;
+    } catch {
+      gc = null;
+    }
+  }
+  gc?.();
+}
