@@ -264,24 +264,28 @@ async function streamJson(feed: FeedView, facts: WatchFacts, options: WatchOptio
     stop.abort();
   };
   out.on('error', onError);
-  const write = (record: WatchRecord) => {
+  // the records of one change (or one snapshot) go out in one write: one system call for a
+  // drain's hundreds of transitions, not one each
+  const writeAll = (records: Iterable<WatchRecord>) => {
     if (stop.signal.aborted || out.destroyed) return;
-    out.write(`${JSON.stringify(record)}\n`);
+    let text = '';
+    for (const record of records) text += `${JSON.stringify(record)}\n`;
+    if (text !== '') out.write(text);
   };
   const off = feed.onChange((change) => {
     counts.transitions += change.transitions.length;
-    for (const r of recordsOfChange(change)) write(r);
+    writeAll(recordsOfChange(change));
   });
   // a pod whose cause changes (from the node's facts) is streamed again, whole, with its cause
   const offFacts = facts.subscribe(() => {
     const now = Date.now();
     const pods = new Map(feed.snapshot().pods.map((p) => [p.uid, p]));
-    for (const { pod } of facts.causeChanges([...pods.values()], now)) write(podRecord(pod, now, facts.current()));
+    writeAll(facts.causeChanges([...pods.values()], now).map(({ pod }) => podRecord(pod, now, facts.current())));
   });
   try {
     const snap = feed.snapshot();
     facts.causeChanges(snap.pods, snap.listedAt);
-    for (const pod of snap.pods) write(podRecord(pod, snap.listedAt, facts.current()));
+    writeAll(snap.pods.map((pod) => podRecord(pod, snap.listedAt, facts.current())));
     await aborted(stop.signal);
   } finally {
     off();

@@ -16,9 +16,12 @@ vi.mock('react', () => {
 
 class Capture extends Writable {
   lines: string[] = [];
+  /** Lines per write call, in order. */
+  writes: number[] = [];
   #buffer = '';
   #waiters: { n: number; resolve: () => void }[] = [];
   override _write(chunk: Buffer, _enc: BufferEncoding, done: (e?: Error | null) => void): void {
+    this.writes.push(chunk.toString().split('\n').length - 1);
     this.#buffer += chunk.toString();
     const parts = this.#buffer.split('\n');
     this.#buffer = parts.pop() ?? '';
@@ -75,6 +78,27 @@ describe('watch JSON stream', () => {
     expect(keysOf('transition')[0]).toBe('at,from,fromSince,gracePeriodSeconds,name,namespace,ownerPid,source,to,type,uid');
     expect(keysOf('event')[0]).toBe('at,detail,kind,level,pod,source,type,uid');
     expect(session.listenerCount).toBe(0);
+  });
+
+  it('writes the records of one change in one write: the pods at start, then a burst of transitions', async () => {
+    const pods = Array.from({ length: 40 }, (_, i) => pod(`default/p${i}`, { since: 10 }));
+    const session = new FakeSession(pods);
+    const out = new Capture();
+    const abort = new AbortController();
+    const done = runWatch(session, { format: 'json', signal: abort.signal, stdout: out as unknown as NodeJS.WriteStream, color: false, coalesceMs: 50, probeRuntime: false });
+    await out.waitLines(40);
+    expect(out.writes).toEqual([40]);
+    // 40 pods finished by another process at once: one re-read, one change, one write
+    for (const p of pods) {
+      session.set({ ...p, state: 'terminated', since: 99 });
+      session.emit({ source: 'store', uid: p.uid, at: 99, kind: 'checkpoint-changed' });
+    }
+    await out.waitLines(80);
+    abort.abort();
+    await done;
+    expect(out.records().filter((r) => r.type === 'transition')).toHaveLength(40);
+    expect(out.writes.length).toBeLessThanOrEqual(3);
+    expect(out.writes.reduce((a, b) => a + b, 0)).toBe(out.lines.length);
   });
 
   it('ends cleanly when the reader goes away (EPIPE)', async () => {
