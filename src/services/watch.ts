@@ -264,8 +264,9 @@ async function streamJson(feed: FeedView, facts: WatchFacts, options: WatchOptio
     stop.abort();
   };
   out.on('error', onError);
-  // the records of one change (or one snapshot) go out in one write: one system call for a
-  // drain's hundreds of transitions, not one each
+  // the records of one change go out in one write: one system call for a drain's hundreds of
+  // transitions, not one each. The first snapshot goes out a record a write, so a reader that
+  // stops early (`| head -3`) ends the stream at once (EPIPE) instead of at the next change.
   const writeAll = (records: Iterable<WatchRecord>) => {
     if (stop.signal.aborted || out.destroyed) return;
     let text = '';
@@ -285,7 +286,7 @@ async function streamJson(feed: FeedView, facts: WatchFacts, options: WatchOptio
   try {
     const snap = feed.snapshot();
     facts.causeChanges(snap.pods, snap.listedAt);
-    writeAll(snap.pods.map((pod) => podRecord(pod, snap.listedAt, facts.current())));
+    for (const pod of snap.pods) writeAll([podRecord(pod, snap.listedAt, facts.current())]);
     await aborted(stop.signal);
   } finally {
     off();
