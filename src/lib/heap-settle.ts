@@ -2,14 +2,15 @@
  * Giving memory back after a burst: a long-running follower (the watch during a drain) allocates
  * heavily for a few seconds, and V8 then keeps the grown heap's pages for a long while. Once the
  * burst is over (`quietMs` without a change) and it was a real burst (at least `minChanges`
- * changes since the last settle), one memory-reducing garbage collection runs (V8's "last resort"
- * flavour: full collections until nothing more is freed, and the young generation shrunk back),
+ * changes since the last settle), a full garbage collection runs and then a memory-reducing one
+ * (V8's "last resort" flavour: full collections until nothing more is freed, and the young
+ * generation shrunk back),
  * which returns the free pages to the system. The young generation is most of it on Node.js 24 and
  * 26, which grow it to 64-128 MB under a drain's allocation; a 500-pod drain's watch: ~40 MB of
  * RSS given back on Node.js 26, ~10 MB on 20, for 10-60 ms of CPU once.
  *
  * Invariants:
- * - At most one collection per burst, never while changes keep coming, never for a trickle.
+ * - At most one settle per burst, never while changes keep coming, never for a trickle.
  * - No timer runs while nothing changes; `close()` leaves none.
  * - Where the runtime offers no collector, settling does nothing (the default collector asks V8 for
  *   its `gc` function once, in a fresh context, without changing how the process was started).
@@ -20,7 +21,7 @@ import { runInNewContext } from 'node:vm';
 export interface HeapSettleOptions {
   quietMs: number;
   minChanges: number;
-  /** Runs a full collection (tests pass a fake). */
+  /** Runs the collections (tests pass a fake). */
   collect?: () => void;
 }
 
@@ -36,7 +37,7 @@ export class HeapSettler {
   constructor(options: HeapSettleOptions) {
     this.#quietMs = options.quietMs;
     this.#minChanges = options.minChanges;
-    this.#collect = options.collect ?? fullCollection;
+    this.#collect = options.collect ?? settleCollection;
   }
 
   /** `n` changes happened now: the quiet period starts again. */
@@ -66,8 +67,8 @@ type GcFunction = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-r
 
 let gc: GcFunction | null | undefined;
 
-/** One memory-reducing, synchronous garbage collection, if V8 lets the process ask for one. */
-function fullCollection(): void {
+/** A full and a memory-reducing synchronous garbage collection, if V8 lets the process ask for them. */
+function settleCollection(): void {
   if (gc === undefined) {
     try {
       setFlagsFromString('--expose-gc');

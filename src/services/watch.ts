@@ -280,8 +280,7 @@ async function streamJson(feed: FeedView, facts: WatchFacts, options: WatchOptio
   // a pod whose cause changes (from the node's facts) is streamed again, whole, with its cause
   const offFacts = facts.subscribe(() => {
     const now = Date.now();
-    const pods = new Map(feed.snapshot().pods.map((p) => [p.uid, p]));
-    writeAll(facts.causeChanges([...pods.values()], now).map(({ pod }) => podRecord(pod, now, facts.current())));
+    writeAll(facts.causeChanges(feed.snapshot().pods, now).map(({ pod }) => podRecord(pod, now, facts.current())));
   });
   try {
     const snap = feed.snapshot();
@@ -317,8 +316,8 @@ const WATCH_READ_BUDGET = 0.05;
 
 /**
  * After a burst of transitions (a drain: at least this many, then 1 s without one) the watch gives
- * the heap it grew back to the system with one full garbage collection (lib/heap-settle.ts), so its
- * RSS after a drain is close to where it was before.
+ * the heap it grew back to the system with a full and a memory-reducing garbage collection
+ * (lib/heap-settle.ts), so its RSS after a drain is close to where it was before.
  */
 const WATCH_SETTLE_MIN_TRANSITIONS = 100;
 const WATCH_SETTLE_QUIET_MS = 1_000;
