@@ -27,7 +27,7 @@ import pLimit from 'p-limit';
 import type { Clock, PodStatus, PodStatusCache } from '../engine/types.js';
 import type { CriClient } from './client.js';
 import { ContainerStateCode } from './codes.js';
-import { isNotFound, isTransient, isUnimplemented } from './errors.js';
+import { isNotFound, isTransient, isUnavailable, isUnimplemented } from './errors.js';
 import { LABEL_POD_UID } from './kubelet-labels.js';
 import { SingleFlight } from '../lib/single-flight.js';
 import { abortReason, raceAbort, sleep } from '../lib/abortable.js';
@@ -82,7 +82,9 @@ const LISTING_RETRY_MS: readonly number[] = [100, 300];
 
 /**
  * One listing call of a relist, tried again (twice) after a transient failure: a read is safe to
- * repeat, and one flaky answer must not fail a whole listing of the node.
+ * repeat, and one flaky answer must not fail a whole listing of the node. UNAVAILABLE is not tried
+ * again here: the client already retried it within the call's deadline (client.ts), and a runtime
+ * that is down must fail the relist in that time, not three times over.
  */
 async function listingWithRetries<T>(list: () => Promise<T>, signal: AbortSignal): Promise<T> {
   for (let attempt = 0; ; attempt += 1) {
@@ -90,7 +92,7 @@ async function listingWithRetries<T>(list: () => Promise<T>, signal: AbortSignal
       return await list();
     } catch (error) {
       const pauseMs = LISTING_RETRY_MS[attempt];
-      if (pauseMs === undefined || !isTransient(error) || signal.aborted) throw error;
+      if (pauseMs === undefined || !isTransient(error) || isUnavailable(error) || signal.aborted) throw error;
       await sleep(pauseMs, signal);
     }
   }

@@ -100,9 +100,11 @@ describe('a flaky runtime', { timeout: 120_000 }, () => {
     const common = await flakyNode('UNAVAILABLE=0.1', 11);
     // the drain's own bound is generous here: what is tested is the retries, not the machine's speed
     const run = await podctl(['drain', '--grace-period', '6', '--critical-grace-period', '2', '--timeout', '60s', '--json', ...common]);
-    expect(run.code, run.stderr).toBe(0);
     const pods = (JSON.parse(run.stdout) as DrainJson).groups.flatMap((g) => g.pods);
-    expect(pods.filter((p) => p.outcome === 'terminated')).toHaveLength(24);
+    const unfinished = pods.filter((p) => p.outcome !== 'terminated').map((p) => `${p.name} ${p.outcome}: ${p.error ?? ''}`);
+    expect(run.code, `${run.stderr}\n${unfinished.join('\n')}`).toBe(0);
+    expect(unfinished).toEqual([]);
+    expect(pods).toHaveLength(24);
   });
 
   it('10 % of calls UNKNOWN: sync-known succeeds, and every worker still terminating says why', async () => {

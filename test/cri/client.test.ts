@@ -109,15 +109,15 @@ describe('CRI client against the simulator', () => {
   });
 
   it('injected status codes reach the caller as CriError', async () => {
-    // three UNAVAILABLE answers: the call and its two retries
-    const { client } = await simulator({ faults: [{ method: 'ListPodSandbox', code: GrpcStatus.UNAVAILABLE, details: 'runtime restarting', count: 3 }] });
+    // five UNAVAILABLE answers: the call and its four retries
+    const { client } = await simulator({ faults: [{ method: 'ListPodSandbox', code: GrpcStatus.UNAVAILABLE, details: 'runtime restarting', count: 5 }] });
     const err = await client.listPodSandbox().catch((e: unknown) => e);
     expect(isUnavailable(err)).toBe(true);
     expect((err as CriError).details).toBe('runtime restarting');
-    await expect(client.listPodSandbox()).resolves.toEqual([]); // count 3: the next call is fine
+    await expect(client.listPodSandbox()).resolves.toEqual([]); // count 5: the next call is fine
   });
 
-  it("retries a call that ended UNAVAILABLE (twice, within its deadline); other codes are the engine's to retry", async () => {
+  it("retries a call that ended UNAVAILABLE (four times, within its deadline); other codes are the engine's to retry", async () => {
     const { sim, client } = await simulator({ faults: [{ method: 'Version', code: GrpcStatus.UNAVAILABLE, details: 'connection reset', count: 2 }] });
     await expect(client.version()).resolves.toMatchObject({ runtimeApiVersion: 'v1' });
     const versions = () => sim.state.journal().filter((r) => r.kind === 'fault' && r.method === 'Version').length;
@@ -125,11 +125,11 @@ describe('CRI client against the simulator', () => {
     sim.setFaults([{ method: 'Version', code: GrpcStatus.UNAVAILABLE, details: 'down' }]);
     const down = await client.version().catch((e: unknown) => e);
     expect(isUnavailable(down)).toBe(true);
-    expect(versions()).toBe(2 + 3);
+    expect(versions()).toBe(2 + 5);
     sim.setFaults([{ method: 'Version', code: GrpcStatus.UNKNOWN, details: 'boom', count: 1 }]);
     const unknown = await client.version().catch((e: unknown) => e);
     expect(unknown).toMatchObject({ code: GrpcStatus.UNKNOWN });
-    expect(versions()).toBe(2 + 3 + 1);
+    expect(versions()).toBe(2 + 5 + 1);
   });
 
   it('runs ExecSync and returns output and exit code', async () => {
