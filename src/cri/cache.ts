@@ -345,7 +345,7 @@ export class RuntimePodCache implements PodStatusCache {
         for await (const event of this.#client.containerEvents(signal)) {
           this.#eventsSupported = true;
           backoffMs = 250;
-          const uid = event.podSandboxStatus?.labels?.['io.kubernetes.pod.uid'] ?? event.podSandboxStatus?.metadata?.uid;
+          const uid = event.podUid;
           this.#emit({ kind: 'container-event', at: this.#clock.now(), uids: uid ? [uid] : [] });
           this.#relistForEvent();
         }

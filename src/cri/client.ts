@@ -19,7 +19,6 @@ import type { ClientReadableStream, ClientUnaryCall, Metadata as GrpcMetadata, S
 import type {
   Container,
   ContainerConfig,
-  ContainerEventResponse,
   ContainerFilter,
   ContainerStatusResponse,
   DeepPartial,
@@ -31,6 +30,7 @@ import type {
   RuntimeServiceClient,
   VersionResponse,
 } from './generated/runtime_v1.js';
+import type { ContainerEventSummary } from './container-event.js';
 import { CriError, GrpcStatus, toCriError } from './errors.js';
 import { DEFAULT_RPC_TIMEOUT_MS, parseEndpoint } from './endpoint.js';
 import { clampTimerMs } from '../engine/timers.js';
@@ -117,10 +117,11 @@ export interface CriClient {
   /** Runs `cmd` in the container; `timeoutSeconds` 0 = no runtime limit (the call deadline still applies). */
   execSync(containerId: string, cmd: string[], timeoutSeconds: number, options?: CallOptions): Promise<ExecResult>;
   /**
-   * The runtime's container event stream. Ends quietly when `signal` aborts; throws a CriError when
-   * the stream fails (Unimplemented on runtimes without events, Unavailable when the runtime goes).
+   * The runtime's container event stream, each event read only as far as the container, the kind
+   * of event and the pod (container-event.ts). Ends quietly when `signal` aborts; throws a CriError
+   * when the stream fails (Unimplemented on runtimes without events, Unavailable when the runtime goes).
    */
-  containerEvents(signal: AbortSignal): AsyncIterable<ContainerEventResponse>;
+  containerEvents(signal: AbortSignal): AsyncIterable<ContainerEventSummary>;
   /**
    * Connects (if not connected) and resolves once the runtime has answered as an HTTP/2 (gRPC)
    * server; rejects with CriError('Connect', DeadlineExceeded) when it has not within `timeoutMs`,
@@ -134,11 +135,13 @@ export interface CriClient {
 type GrpcModule = typeof import('@grpc/grpc-js');
 type ProtoModule = typeof import('./generated/runtime_v1.js');
 
-let modules: Promise<{ grpc: GrpcModule; proto: ProtoModule }> | undefined;
+type EventDecoder = (bytes: Uint8Array) => ContainerEventSummary;
+
+let modules: Promise<{ grpc: GrpcModule; proto: ProtoModule; decodeEvent: EventDecoder }> | undefined;
 
 /** Loads grpc-js and the generated module once (the only heavy imports of the CRI layer). */
-export function loadGrpcModules(): Promise<{ grpc: GrpcModule; proto: ProtoModule }> {
-  modules ??= import('./grpc-modules.js').then(({ grpc, proto }) => ({ grpc, proto }));
+export function loadGrpcModules(): Promise<{ grpc: GrpcModule; proto: ProtoModule; decodeEvent: EventDecoder }> {
+  modules ??= import('./grpc-modules.js').then(({ grpc, proto, decodeContainerEventSummary }) => ({ grpc, proto, decodeEvent: decodeContainerEventSummary }));
   return modules;
 }
 
@@ -154,9 +157,9 @@ const CHANNEL_OPTIONS = {
 /** Opens a client (lazily loading grpc-js). No RPC is made: a dead socket shows on the first call. */
 export async function connectCri(options: CriClientOptions): Promise<CriClient> {
   const { endpoint } = parseEndpoint(options.endpoint);
-  const { grpc, proto } = await loadGrpcModules();
+  const { grpc, proto, decodeEvent } = await loadGrpcModules();
   const raw = new proto.RuntimeServiceClient(endpoint, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
-  return new GrpcCriClient(endpoint, options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS, raw, grpc, proto);
+  return new GrpcCriClient(endpoint, options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS, raw, grpc, proto, decodeEvent);
 }
 
 type UnaryInvoker<Req, Res> = (request: Req, metadata: GrpcMetadata, options: { deadline: Date }, callback: (error: ServiceError | null, response: Res) => void) => ClientUnaryCall;
@@ -167,14 +170,16 @@ class GrpcCriClient implements CriClient {
   #raw: RuntimeServiceClient;
   #grpc: GrpcModule;
   #proto: ProtoModule;
+  #decodeEvent: EventDecoder;
   #closed = false;
 
-  constructor(endpoint: string, timeoutMs: number, raw: RuntimeServiceClient, grpc: GrpcModule, proto: ProtoModule) {
+  constructor(endpoint: string, timeoutMs: number, raw: RuntimeServiceClient, grpc: GrpcModule, proto: ProtoModule, decodeEvent: EventDecoder) {
     this.endpoint = endpoint;
     this.timeoutMs = timeoutMs;
     this.#raw = raw;
     this.#grpc = grpc;
     this.#proto = proto;
+    this.#decodeEvent = decodeEvent;
   }
 
   /**
@@ -301,13 +306,15 @@ class GrpcCriClient implements CriClient {
     return { stdout: Buffer.from(res.stdout).toString('utf8'), stderr: Buffer.from(res.stderr).toString('utf8'), exitCode: res.exitCode };
   }
 
-  async *containerEvents(signal: AbortSignal): AsyncIterable<ContainerEventResponse> {
+  async *containerEvents(signal: AbortSignal): AsyncIterable<ContainerEventSummary> {
     if (signal.aborted) return;
-    const stream: ClientReadableStream<ContainerEventResponse> = this.#raw.getContainerEvents({}, new this.#grpc.Metadata());
+    // the generated stub would decode each event whole: the same call, read by container-event.ts
+    const method = this.#proto.RuntimeServiceService.getContainerEvents;
+    const stream: ClientReadableStream<ContainerEventSummary> = this.#raw.makeServerStreamRequest(method.path, method.requestSerialize, this.#decodeEvent, {}, new this.#grpc.Metadata());
     const onAbort = (): void => stream.cancel();
     signal.addEventListener('abort', onAbort, { once: true });
     try {
-      for await (const event of stream as AsyncIterable<ContainerEventResponse>) {
+      for await (const event of stream as AsyncIterable<ContainerEventSummary>) {
         yield event;
       }
     } catch (err) {

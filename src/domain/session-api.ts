@@ -191,7 +191,7 @@ export interface SyncKnownResult {
 /** What `subscribe` delivers: this process's engine, other processes (via the store), the runtime. */
 export type SessionEvent =
   | { source: 'engine'; event: PodWorkerEvent }
-  | { source: 'store'; uid: string; at: number; kind: 'checkpoint-changed' | 'lease-changed' | 'request-written' | 'removed' }
+  | { source: 'store'; uid: string; at: number; kind: 'checkpoint-changed' | 'lease-changed' | 'request-written' }
   | { source: 'runtime'; at: number; kind: 'relisted' | 'container-event'; uids: string[] }
   | { source: 'session'; at: number; kind: 'warning'; message: string };
 

@@ -185,7 +185,8 @@ export class Session implements NodeSession {
         onName: (name) => {
           const uid = checkpoints.uidOfName(name);
           if (uid === undefined) return;
-          emit({ source: 'store', uid, at: this.#now(), kind: exists(checkpoints.pathOf(uid)) ? 'checkpoint-changed' : 'removed' });
+          // written or removed: a reader finds which when it reads it (no look at the file per event)
+          emit({ source: 'store', uid, at: this.#now(), kind: 'checkpoint-changed' });
         },
         onRescan: () => {},
       }),

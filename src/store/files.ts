@@ -179,17 +179,32 @@ export interface FileIdentity {
   size: number;
   mtimeMs: number;
   ctimeMs: number;
+  /** When the inode was made (0 where the filesystem does not say). */
+  birthtimeMs: number;
 }
 
 export function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
   return a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
 }
 
+/**
+ * Whether a file written once and never rewritten in place (a lease generation) still has the
+ * content it had: the same inode, made at the same time, of the same size. Its times may have
+ * moved (a heartbeat is a `utimes`), its content cannot have.
+ */
+export function sameWrittenOnce(a: FileIdentity, b: FileIdentity): boolean {
+  return a.ino === b.ino && a.size === b.size && a.birthtimeMs === b.birthtimeMs;
+}
+
 /** The identity of `path` (not following a symlink), or undefined when it is not a plain file. */
 export async function identityOf(path: string): Promise<FileIdentity | undefined> {
   // one system call, made directly (see readFileNoFollow)
   const stat = lstatSync(path, { throwIfNoEntry: false });
-  return stat?.isFile() === true ? { ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs } : undefined;
+  return stat?.isFile() === true ? identityOfStat(stat) : undefined;
+}
+
+function identityOfStat(stat: { ino: number; size: number; mtimeMs: number; ctimeMs: number; birthtimeMs: number }): FileIdentity {
+  return { ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs, birthtimeMs: stat.birthtimeMs };
 }
 
 export type ReadOutcome =
@@ -244,7 +259,7 @@ function readFileNoFollowNow(path: string, maxBytes: number): ReadOutcome {
     if (stat.size > maxBytes) return { kind: 'too-large', size: stat.size, ino: stat.ino };
     const data = readAllNow(fd, stat.size, maxBytes);
     if (data === undefined) return { kind: 'too-large', size: stat.size, ino: stat.ino };
-    return { kind: 'ok', data, ino: stat.ino, identity: { ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs } };
+    return { kind: 'ok', data, ino: stat.ino, identity: identityOfStat(stat) };
   } finally {
     closeSync(fd);
   }

@@ -27,8 +27,8 @@
  * Liveness is a property of the holder process, not of heartbeat age: a live but busy process keeps
  * its pods. The heartbeat is shown to operators (`status`) and refreshed every few seconds.
  *
- * Reading is cheap for followers (watch, the agent): a lease file whose identity (inode, size,
- * times) has not changed since it was parsed is not read again, and a read of many leases looks
+ * Reading is cheap for followers (watch, the agent): a lease file that is still the one parsed
+ * (inode, size, birth time: a heartbeat moves only its times) is not read again, and a read of many leases looks
  * each owner up in /proc once (proc.ts's `ProcReadings`).
  *
  * Why not proper-lockfile: its staleness is an mtime age, so a live but stalled owner
@@ -42,7 +42,7 @@ import pLimit from 'p-limit';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { LeaseInfo } from '../domain/session-api.js';
-import { createExclusive, identityOf, listNames, MAX_LEASE_BYTES, nodeFileOps, READ_CONCURRENCY, readFileNoFollow, sameIdentity, type FileIdentity, type FileOps } from './files.js';
+import { createExclusive, identityOf, listNames, MAX_LEASE_BYTES, nodeFileOps, READ_CONCURRENCY, readFileNoFollow, sameWrittenOnce, type FileIdentity, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 import { isIdentityAlive, processIdentity, procReadings, type ProcessIdentity, type ProcReadings } from './proc.js';
@@ -100,8 +100,9 @@ export class LeaseManager {
   readonly #now: () => number;
   readonly #isAlive: (record: LeaseRecord, heartbeatAt: number, readings?: ProcReadings) => boolean;
   /**
-   * The last valid record read from each lease file, with the file's identity then: a file that
-   * still has that identity (inode, size, times) is not read nor parsed again.
+   * The last valid record read from each lease file, with the file's identity then: a file that is
+   * still the same one (inode, size, birth time; see files.ts's sameWrittenOnce) is not read nor
+   * parsed again.
    */
   readonly #parsed = new Map<string, { identity: FileIdentity; record: LeaseRecord }>();
   readonly #identity: ProcessIdentity;
@@ -224,8 +225,9 @@ export class LeaseManager {
     let heartbeatAt = 0;
     const known = this.#parsed.get(path);
     const identity = known ? await identityOf(path).catch(() => undefined) : undefined;
-    if (known && identity && sameIdentity(identity, known.identity)) {
-      // unchanged since it was read: the same record, the same heartbeat
+    if (known && identity && sameWrittenOnce(identity, known.identity)) {
+      // a lease generation is written once (a release is the next generation, a heartbeat only
+      // moves the file's mtime): the same file is the same record, with the heartbeat of now
       record = known.record;
       heartbeatAt = identity.mtimeMs;
     } else {

@@ -146,9 +146,11 @@ describe('CRI client against the simulator', () => {
     const [cid] = sim.state.containerIds();
     const ac = new AbortController();
     const seen: number[] = [];
+    const pods: (string | undefined)[] = [];
     const reading = (async () => {
       for await (const ev of client.containerEvents(ac.signal)) {
         seen.push(ev.containerEventType);
+        pods.push(ev.podUid);
         if (ev.containerId === cid && ev.containerEventType === 2) ac.abort();
       }
     })();
@@ -156,6 +158,10 @@ describe('CRI client against the simulator', () => {
     await client.stopContainer(cid!, 5);
     await reading; // ends quietly on abort
     expect(seen).toContain(2);
+    // each event names its pod (read from the sandbox's status the runtime sends with it)
+    const [sandbox] = await client.listPodSandbox();
+    expect(pods.length).toBeGreaterThan(0);
+    for (const uid of pods) expect(uid).toBe(sandbox!.metadata!.uid);
   });
 
   it('reports Unimplemented for events on runtimes without them', async () => {

@@ -78,7 +78,27 @@ describe('lease reads', () => {
     expect(await reader.inspect('p-1')).toMatchObject({ generation: 2, released: true, alive: false });
   });
 
-  it('a lease rewritten in place with other content is read again', async () => {
+  it('a heartbeat alone is no new read: a lease generation is written once, so the same file (inode, birth time, size) is the same record', async () => {
+    const owner = new LeaseManager({ layout: store.layout });
+    await owner.tryAcquire('p-1');
+    const reader = new LeaseManager({ layout: store.layout });
+    const first = await reader.inspect('p-1');
+    const path = join(store.layout.leases, 'p-1@1');
+    const { readFile } = await import('node:fs/promises');
+    // what a re-read would see: the same size, another pid (podctl never writes a lease so)
+    const text = await readFile(path, 'utf8');
+    const pid = String(process.pid);
+    const other = String((Number(pid[0]) % 9) + 1) + pid.slice(1);
+    expect(other).toHaveLength(pid.length);
+    expect(text).toContain(`"pid":${pid}`);
+    await writeFile(path, text.replace(`"pid":${pid}`, `"pid":${other}`));
+    await utimes(path, new Date(), new Date(Date.now() + 60_000));
+    const beat = await reader.inspect('p-1');
+    expect(beat!.record!.pid).toBe(process.pid);
+    expect(beat!.heartbeatAt).toBeGreaterThan(first!.heartbeatAt + 30_000);
+  });
+
+  it('a lease rewritten in place with content of another size is read again', async () => {
     const owner = new LeaseManager({ layout: store.layout });
     await owner.tryAcquire('p-1');
     const reader = new LeaseManager({ layout: store.layout });
