@@ -310,14 +310,17 @@ export const WATCH_COALESCE_MS = 100;
  * Share of one core the watch's re-reads may take while pods change (WatchFeed's read budget): a
  * drain of hundreds of pods makes every re-read costly, and re-reading less often then (up to once
  * every two seconds, as top and k9s refresh) keeps following the node cheap; a quiet node's changes
- * are still read within 100 ms.
+ * are still read within 100 ms. A fortieth of a core: in a 500-pod drain a re-read costs ~50 ms, so
+ * re-reads come every ~2 s (a twentieth let them come every ~1 s, for ~3 points more of a core over
+ * the drain and no transition more: the steps in between come from the timelines).
  */
-const WATCH_READ_BUDGET = 0.05;
+const WATCH_READ_BUDGET = 0.025;
 
 /**
- * After a burst of transitions (a drain: at least this many, then 1 s without one) the watch gives
- * the heap it grew back to the system with a full and a memory-reducing garbage collection
- * (lib/heap-settle.ts), so its RSS after a drain is close to where it was before.
+ * After a burst of transitions (a drain: at least this many, then 1 s without one and no pod
+ * terminating, or 10 s without one) the watch gives the heap it grew back to the system with a full
+ * and a memory-reducing garbage collection (lib/heap-settle.ts), so its RSS after a drain is close
+ * to where it was before. Settling in a drain's pause would cost it ~50 ms of CPU for nothing.
  */
 const WATCH_SETTLE_MIN_TRANSITIONS = 100;
 const WATCH_SETTLE_QUIET_MS = 1_000;
@@ -341,7 +344,8 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
   if (options.signal.aborted) stop.abort();
   const feed = new WatchFeed(session, { coalesceMs: options.coalesceMs ?? WATCH_COALESCE_MS, runtimeMaxAgeMs: watchRuntimeMaxAgeMs, readBudget: options.readBudget ?? WATCH_READ_BUDGET });
   options.onFeed?.(feed);
-  const settler = new HeapSettler({ quietMs: WATCH_SETTLE_QUIET_MS, minChanges: WATCH_SETTLE_MIN_TRANSITIONS });
+  // a drain's pause (between its groups, pods counting down their grace) is not its end
+  const settler = new HeapSettler({ quietMs: WATCH_SETTLE_QUIET_MS, minChanges: WATCH_SETTLE_MIN_TRANSITIONS, busy: () => feed.snapshot().pods.some((p) => p.state === 'terminating') });
   const offSettle = feed.onChange((c) => settler.note(c.transitions.length));
   const view: FeedView = isWholeNode(options.scope) ? feed : new ScopedFeed(feed, options.scope!);
   const facts = new WatchFacts(session, {
