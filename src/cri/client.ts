@@ -187,8 +187,8 @@ class GrpcCriClient implements CriClient {
    * reach the runtime: a dropped connection, a restarting runtime) is retried within the same deadline
    * after 50, 200, 500 and 1000 ms — five attempts, the most gRPC's own retry policy allows: a flaky
    * socket costs a pod at most 1.75 s, not the engine's 10 s back-off (with a tenth of calls failing,
-   * one in 100,000 calls still ends UNAVAILABLE; with two retries it was one in 1,000, about one pod in
-   * five drains of 24). Other errors are the engine's to retry.
+   * one in 100,000 calls still ends UNAVAILABLE; with two retries it was one in 1,000, and a 24-pod
+   * drain makes ~210 calls). Other errors are the engine's to retry.
    */
   async #unary<Req, Res>(method: string, invoker: UnaryInvoker<Req, Res>, request: Req, options: CallOptions | undefined, extraMs = 0): Promise<Res> {
     const signal = options?.signal;

@@ -14,6 +14,7 @@
  *   cannot decode).
  */
 import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
+import { LABEL_POD_UID } from './kubelet-labels.js';
 
 /** A container event, as far as a follower of the node reads it. */
 export interface ContainerEventSummary {
@@ -23,9 +24,6 @@ export interface ContainerEventSummary {
   /** The pod the container belongs to, or undefined when the event names no sandbox. */
   podUid: string | undefined;
 }
-
-/** The kubelet's label carrying a pod's UID on its sandbox and containers. */
-const POD_UID_LABEL = 'io.kubernetes.pod.uid';
 
 // field numbers of the CRI v1 messages read here (api.proto)
 const EVENT_CONTAINER_ID = 1;
@@ -57,7 +55,7 @@ function podUidOfSandbox(reader: BinaryReader, end: number): string | undefined 
   while (reader.pos < end) {
     const [field, wireType] = reader.tag();
     if (field === SANDBOX_METADATA && wireType === WireType.LengthDelimited) fromMetadata = stringField(reader, reader.pos + reader.uint32(), METADATA_UID) ?? fromMetadata;
-    else if (field === SANDBOX_LABELS && wireType === WireType.LengthDelimited) fromLabel = labelValue(reader, reader.pos + reader.uint32(), POD_UID_LABEL) ?? fromLabel;
+    else if (field === SANDBOX_LABELS && wireType === WireType.LengthDelimited) fromLabel = labelValue(reader, reader.pos + reader.uint32(), LABEL_POD_UID) ?? fromLabel;
     else reader.skip(wireType, field);
   }
   return fromLabel ?? (fromMetadata || undefined);

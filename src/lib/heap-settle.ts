@@ -92,7 +92,7 @@ type GcFunction = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-r
 
 let gc: GcFunction | null | undefined;
 
-/** A full and a memory-reducing synchronous garbage collection, if V8 lets the process ask for them. */
+/** A compacting full and a memory-reducing synchronous garbage collection, if V8 lets the process ask for them. */
 function settleCollection(): void {
   if (gc === undefined) {
     try {

@@ -318,9 +318,10 @@ const WATCH_READ_BUDGET = 0.025;
 
 /**
  * After a burst of transitions (a drain: at least this many, then 1 s without one and no pod
- * terminating, or 10 s without one) the watch gives the heap it grew back to the system with a full
- * and a memory-reducing garbage collection (lib/heap-settle.ts), so its RSS after a drain is close
- * to where it was before. Settling in a drain's pause would cost it ~50 ms of CPU for nothing.
+ * terminating, or 10 s without one) the watch gives the heap it grew back to the system with a
+ * compacting full and a memory-reducing garbage collection (lib/heap-settle.ts), so its RSS after a
+ * drain is close to where it was before. Settling in a drain's pause would cost it ~50 ms of CPU for
+ * nothing.
  */
 const WATCH_SETTLE_MIN_TRANSITIONS = 100;
 const WATCH_SETTLE_QUIET_MS = 1_000;

@@ -28,8 +28,8 @@
  * its pods. The heartbeat is shown to operators (`status`) and refreshed every few seconds.
  *
  * Reading is cheap for followers (watch, the agent): a lease file that is still the one parsed
- * (inode, size, birth time: a heartbeat moves only its times) is not read again, and a read of many leases looks
- * each owner up in /proc once (proc.ts's `ProcReadings`).
+ * (inode, size, birth time: a heartbeat moves only its times) is not read again, and a read of many
+ * leases looks each owner up in /proc once (proc.ts's `ProcReadings`).
  *
  * Why not proper-lockfile: its staleness is an mtime age, so a live but stalled owner
  * loses its lock and a dead owner keeps it for the stale period, and its stale-lock takeover (stat,
