@@ -77,7 +77,21 @@ if [ "$node_up" = 0 ]; then
   fi
 fi
 
-results_dir=$(mktemp -d /tmp/podctl-vitest.XXXXXX)
+# Every temporary file of the run (the tests' own, vitest's results) goes under one directory that
+# is removed when the run ends, however it ends: a run leaves nothing behind in /tmp, not even from
+# a test that failed before its clean-up. (0755: one test probes a socket as an unprivileged user.)
+run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/podctl-test.XXXXXX") || { echo "0 passed, 1 failed"; exit 1; }
+chmod 0755 "$run_tmp"
+trap 'rm -rf --one-file-system "$run_tmp"' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+export TMPDIR=$run_tmp
+free_mb=$(df -Pk "$run_tmp" | awk 'NR == 2 { print int($4 / 1024) }')
+if [ "${free_mb:-0}" -lt 1024 ]; then
+  echo "[test] warning: only ${free_mb} MB free under $run_tmp; the suite needs about 1 GB there" >&2
+fi
+results_dir=$run_tmp/results
+mkdir -p "$results_dir"
 # vitest under one Node.js (its directory first on PATH, so that `node` in child processes is it too)
 run_vitest() { # <label> <node> <vitest args...>
   local label=$1 node=$2; shift 2
@@ -132,5 +146,4 @@ node -e '
   }
   console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
 ' "$results_dir"
-rm -rf "$results_dir"
 exit $rc

@@ -5,10 +5,10 @@
  * `--version`, unknown words and PODCTL_CODE_CACHE=0 write none. Needs `npm run build` first.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 const REPO = process.cwd();
 let root: string;
@@ -32,9 +32,21 @@ beforeEach(() => {
   if (!existsSync(path.join(REPO, 'dist', 'podctl.cjs'))) throw new Error('dist/ is missing: run `npm run build` first');
   root = mkdtempSync(path.join(tmpdir(), 'podctl-boot-'));
   for (const entry of ['bin', 'package.json', 'oclif.manifest.json']) cpSync(path.join(REPO, entry), path.join(root, entry), { recursive: true });
-  cpSync(path.join(REPO, 'dist'), path.join(root, 'dist'), { recursive: true, filter: (src) => !src.includes(`${path.sep}cache`) });
+  cpSync(path.join(REPO, 'dist'), path.join(root, 'dist'), { recursive: true, filter: (src) => isBundleFile(path.relative(path.join(REPO, 'dist'), src)) });
   symlinkSync(path.join(REPO, 'node_modules'), path.join(root, 'node_modules'));
 });
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+/**
+ * What bin/run.js loads from dist/: the JavaScript, never the caches, the single executable or the
+ * image archive beside it (~170 MB, which `npm test` builds before this runs).
+ */
+function isBundleFile(relative: string): boolean {
+  if (relative === '') return true;
+  const top = relative.split(path.sep)[0]!;
+  if (top === 'cache' || top === 'sea') return false;
+  return relative !== top || /\.(c?js|json)$/.test(top) || statSync(path.join(REPO, 'dist', top)).isDirectory();
+}
 
 describe('start-up with a V8 code cache', { timeout: 60_000 }, () => {
   it("a command's first run writes its cache; the next run keeps it and behaves the same", async () => {
