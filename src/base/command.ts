@@ -204,7 +204,8 @@ export abstract class PodctlCommand extends Command {
         ...(isSingleExecutable() ? {} : { bin: path.join(this.config.root, 'bin', 'run.js') }),
         stateDir: g?.['state-dir'] ?? this.#session?.stateDir ?? DEFAULT_STATE_DIR,
         afterPid: process.pid,
-        ...(g?.['runtime-endpoint'] ? { runtimeEndpoint: g['runtime-endpoint'] } : {}),
+        // the runtime this process drove, never another one the driver would find by itself
+        ...(g?.['runtime-endpoint'] || this.#session?.endpoint ? { runtimeEndpoint: g?.['runtime-endpoint'] || this.#session?.endpoint } : {}),
         ...(g?.['request-timeout'] ? { requestTimeoutMs: g['request-timeout'] } : {}),
         ...(g?.kubeconfig ? { kubeconfig: g.kubeconfig } : {}),
         ...(g?.node ? { node: g.node } : {}),

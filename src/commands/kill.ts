@@ -70,20 +70,27 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     // the kubelet check runs beside the session's opening
     const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
     const safety = this.safetyOptions(flags);
-    const session = await this.session();
+    // the background driver waits out a runtime that is away (services/drive.ts); a kill does not
+    const patient = flags.drive ? (await import('../services/drive.js')).untilRuntimeAnswers : undefined;
+    const persist = <T>(what: string, attempt: () => Promise<T>): Promise<T> => (patient ? patient(attempt, { what, reporter: this.reporter, signal: this.abort.signal }) : attempt());
+    const session = await persist('opening the session', () => this.session());
     if (api && !flags['dry-run']) await (await import('../services/api-node.js')).replayPendingApiWrites(api, session);
     const kubelet = await kubeletCheck;
-    const result = await killPods({
-      session,
-      selection,
-      ...termination,
-      ...safety,
-      ...(flags.drive ? { unbounded: true } : {}),
-      // a background driver carries on what its caller decided (it hands nothing beside a kubelet to CRI by itself)
-      kubelet: { kubelet, api, force: flags.force || flags.drive, viaApi: flags['via-api'] },
-      reporter: this.reporter,
-      signal: this.abort.signal,
-    }).finally(() => api?.close());
+    // a fresh listing the kill's own lookups (≤ 1 s old) reuse: the runtime answered just before
+    if (patient) await persist("listing the runtime's pods", () => session.listPods({ scope: 'runtime', runtimeMaxAgeMs: 0, signal: this.abort.signal }));
+    const result = await persist('driving the pods', () =>
+      killPods({
+        session,
+        selection,
+        ...termination,
+        ...safety,
+        ...(flags.drive ? { unbounded: true } : {}),
+        // a background driver carries on what its caller decided (it hands nothing beside a kubelet to CRI by itself)
+        kubelet: { kubelet, api, force: flags.force || flags.drive, viaApi: flags['via-api'] },
+        reporter: this.reporter,
+        signal: this.abort.signal,
+      }),
+    ).finally(() => api?.close());
     await this.handOffUnfinished(result.action, result, podsToHandOff(result));
     if (!this.jsonEnabled()) {
       this.log(await renderTable(terminateTable(result, this.styler), this.styler));

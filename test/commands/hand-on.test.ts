@@ -31,9 +31,17 @@ describe('handing on what a command still drives when it ends', () => {
     KillsAndLeaves.fail = false;
     const run = await runCommand(KillsAndLeaves, ['--state-dir', '/tmp/s'], session);
     expect(run.exitCode).toBe(0);
-    expect(run.handOffs).toEqual([{ uids: [session.uidOf('web', 'api')], stateDir: '/tmp/s' }]);
+    // the driver is told the runtime this process drove (it must not find another one by itself)
+    expect(run.handOffs).toEqual([{ uids: [session.uidOf('web', 'api')], stateDir: '/tmp/s', runtimeEndpoint: session.endpoint }]);
     expect(run.stderr).toContain('1 pod(s) still terminating, handed to background podctl pid 99999');
     expect(session.closed).toBe(true);
+  });
+
+  it('a --runtime-endpoint given to the command is the one the driver gets', async () => {
+    const session = stuck();
+    KillsAndLeaves.fail = false;
+    const run = await runCommand(KillsAndLeaves, ['--state-dir', '/tmp/s', '--runtime-endpoint', 'unix:///run/other.sock'], session);
+    expect(run.handOffs.map((h) => h.runtimeEndpoint)).toEqual(['unix:///run/other.sock']);
   });
 
   it('a command that fails while driving a pod hands it on too, and still reports its error', async () => {

@@ -1,0 +1,75 @@
+/**
+ * The background driver's patience (`podctl kill --drive`, started by session/hand-off.ts): a
+ * runtime that is away — containerd restarting, its socket not there yet — is waited for, not a
+ * reason to exit. The driver exists because a process that exits must not drop the pods it drives;
+ * a driver that exits on the first refused connection would drop them all the same.
+ *
+ * Invariants:
+ * - Only a runtime that cannot be reached is waited for (no socket, connection refused, no gRPC
+ *   answer, UNAVAILABLE, a deadline); any other error ends the attempt as before.
+ * - The pauses grow 0.5 s, 1 s, 2 s … up to the engine's back-off period (10 s), the pause the
+ *   engine itself keeps between a pod's failed syncs; there is no overall bound — the driver runs
+ *   until its pods are terminated — but the signal (SIGTERM, Ctrl-C) ends the wait at once.
+ * - The log says when the wait starts (with the error) and when the runtime answers again; the
+ *   attempts in between are debug lines.
+ */
+import { DEFAULT_BACKOFF_PERIOD_MS } from '../engine/index.js';
+import { EndpointError } from '../cri/endpoint.js';
+import { GrpcStatus, isCriError } from '../cri/errors.js';
+import { sleep } from '../lib/abortable.js';
+import { formatDuration } from '../lib/duration.js';
+import type { Reporter } from '../lib/reporter.js';
+
+const FIRST_PAUSE_MS = 500;
+
+/** The endpoint failures that a runtime coming back mends (an invalid path or a permission does not). */
+const AWAY: ReadonlySet<EndpointError['reason']> = new Set(['missing', 'refused', 'none', 'not-cri']);
+
+/** Whether `error` (or what caused it) says the runtime could not be reached at all. */
+export function isRuntimeAway(error: unknown): boolean {
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth += 1) {
+    if (e instanceof EndpointError) return AWAY.has(e.reason);
+    if (isCriError(e)) return e.code === GrpcStatus.UNAVAILABLE || e.code === GrpcStatus.DEADLINE_EXCEEDED;
+  }
+  return false;
+}
+
+/** The pause before attempt `attempt + 1` (attempt ≥ 1): doubling from 0.5 s, at most the engine's back-off period. */
+export function awayPauseMs(attempt: number, capMs = DEFAULT_BACKOFF_PERIOD_MS): number {
+  return Math.min(capMs, FIRST_PAUSE_MS * 2 ** Math.min(attempt - 1, 20));
+}
+
+export interface UntilRuntimeOptions {
+  /** What is attempted, for the log: "opening the session". */
+  what: string;
+  reporter: Pick<Reporter, 'warn' | 'debug'>;
+  signal: AbortSignal;
+  now?: () => number;
+  pause?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/** Runs `attempt` until it does not fail for want of a runtime; other failures and aborts propagate. */
+export async function untilRuntimeAnswers<T>(attempt: () => Promise<T>, options: UntilRuntimeOptions): Promise<T> {
+  const now = options.now ?? Date.now;
+  const pause = options.pause ?? ((ms: number, signal: AbortSignal) => sleep(ms, signal));
+  let awaySince: number | undefined;
+  let failures = 0;
+  for (;;) {
+    const startedAt = now();
+    try {
+      const value = await attempt();
+      if (awaySince !== undefined) options.reporter.warn(`${options.what}: the runtime answered again ${formatDuration(startedAt - awaySince)} after it went away`);
+      return value;
+    } catch (error) {
+      if (!isRuntimeAway(error) || options.signal.aborted) throw error;
+      failures += 1;
+      const message = (error as Error).message.split('\n')[0];
+      const ms = awayPauseMs(failures);
+      if (awaySince === undefined) {
+        awaySince = now();
+        options.reporter.warn(`${options.what}: ${message}; waiting for the runtime (retrying with back-off, at most every ${formatDuration(DEFAULT_BACKOFF_PERIOD_MS)}; SIGTERM stops)`);
+      } else options.reporter.debug(`${options.what}: still no runtime (attempt ${failures}): ${message}; next in ${formatDuration(ms)}`);
+      await pause(ms, options.signal);
+    }
+  }
+}
