@@ -3,13 +3,19 @@
  * errors, retries with backoff, and the termination completes (the container is SIGKILLed once
  * its grace is spent), as a kubelet rides out a runtime restart.
  *
+ * The same through the CLI: a `podctl kill` whose wait ends while containerd is down hands the pod
+ * to a background driver, which waits for containerd instead of exiting and finishes the pod once
+ * it is back.
+ *
  * This file runs a containerd node of its own (support/node.ts): stopping the shared one would
  * break the other e2e files running at the same time.
  */
-import { rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { connectCri, type CriClient } from '../../src/cri/client.js';
+import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js';
 import { describeContainerd } from './support/env.js';
 import { EngineStack, waitFor } from './support/engine.js';
 import { PrivateNode } from './support/node.js';
@@ -79,4 +85,63 @@ describeContainerd(import.meta.url, 'containerd restarted during a termination',
       await stack.close();
     }
   }, 120_000);
+
+  it('a background driver started while containerd is down waits for it, then finishes the pod', async () => {
+    requireBuild();
+    const stateDir = await mkdtemp(join(tmpdir(), 'podctl-e2e-restart-state-'));
+    const real = await pods!.create({ name: 'handed', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
+    const [stubborn] = real.containers;
+    const options = { endpoint: node.socket, stateDir };
+    let driver = 0;
+    let runtimeDown = false;
+    try {
+      // the kill's wait (2 s) ends while containerd is down: it hands the pod on
+      const child = spawnPodctl(['kill', `${real.namespace}/${real.name}`, '--grace', '6', '--timeout', '2s'], options);
+      const killing = collect(child, 60_000);
+      let early = '';
+      child.stderr?.on('data', (d: string) => (early += d));
+      await waitFor('the SIGTERM', () => firstSigterm(stubborn!)).catch((error: Error) => {
+        throw new Error(`${error.message}; podctl kill said:\n${early}`);
+      });
+      await node.stopRuntime();
+      runtimeDown = true;
+      const kill = await killing;
+      expect(kill.code, kill.stderr).toBe(3);
+      const handed = /handed to background podctl pid (\d+), which drives them until terminated \(log ([^)]+)\)/.exec(kill.stderr);
+      driver = Number(handed?.[1]);
+      const log = handed?.[2] ?? '';
+      expect(driver, kill.stderr).toBeGreaterThan(0);
+
+      // the driver does not exit on the missing socket: it waits, and says so
+      await waitFor('the driver to say it waits', async () => ((await readFile(log, 'utf8')).includes('waiting for the runtime') ? true : undefined), 20_000);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(isAlive(driver), await readFile(log, 'utf8')).toBe(true);
+
+      await node.up();
+      runtimeDown = false;
+      await waitFor(`driver ${driver} to finish`, () => (isAlive(driver) ? undefined : true), 60_000);
+      const written = await readFile(log, 'utf8');
+      expect(written).toContain('the runtime answered again');
+      expect(JSON.parse(written.slice(written.indexOf('{'))).pods).toMatchObject([{ name: real.name, outcome: 'terminated' }]);
+      // SIGKILLed once its 6 s grace was spent (it ignores SIGTERM), its sandbox stopped
+      expect(await exitInfo(cri!, stubborn!.id)).toMatchObject({ state: 'exited', exitCode: 137 });
+      expect(await sandboxReady(cri!, real.sandboxId)).toBe(false);
+      const status = await runPodctl(['status', `${real.namespace}/${real.name}`, '--json'], options);
+      expect(JSON.parse(status.stdout).pods[0]).toMatchObject({ containersRunning: 0 });
+    } finally {
+      if (driver > 0 && isAlive(driver)) process.kill(driver, 'SIGKILL');
+      // a failure while containerd was down: bring it back, or the pods of this file stay behind
+      if (runtimeDown) await node.up();
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  }, 150_000);
 });
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
