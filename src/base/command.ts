@@ -36,6 +36,7 @@ const defaultSessionFactory: SessionFactory = async (options) => {
   return openSession(options);
 };
 
+const DRIVING_INTERRUPT = 'stopping; pods this process drives are handed to a background podctl process';
 export abstract class PodctlCommand extends Command {
   static override enableJsonFlag = true;
   static override baseFlags = globalFlags;
@@ -50,8 +51,11 @@ export abstract class PodctlCommand extends Command {
   protected styler: Styler = createStyler(false);
   protected globals: GlobalFlags | undefined;
   protected readonly abort = new AbortController();
-  /** What the first SIGINT/SIGTERM prints (commands that stop normally on a signal override it). */
-  protected interruptMessage = 'stopping; pods this process drives are handed to a background podctl process';
+  /**
+   * What the first SIGINT/SIGTERM prints (commands that stop normally on a signal override it); the
+   * default says the hand-off only while this process drives a pod that is still terminating.
+   */
+  protected interruptMessage = DRIVING_INTERRUPT;
   /** A signal is the normal way to end this command (logged as info, not as a warning). */
   protected interruptIsNormal = false;
   /** The command only reads (status): its session takes no lease and starts no watchers. */
@@ -91,7 +95,8 @@ export abstract class PodctlCommand extends Command {
       signals += 1;
       if (signals > 1) process.exit(ExitCode.Interrupted);
       this.reporter.done();
-      this.reporter.log(this.interruptIsNormal ? 'info' : 'warn', `${signal}: ${this.interruptMessage}`);
+      const drivesNothing = this.interruptMessage === DRIVING_INTERRUPT && (this.#session?.drivenUnfinished().length ?? 0) === 0;
+      this.reporter.log(this.interruptIsNormal ? 'info' : 'warn', `${signal}: ${drivesNothing ? 'stopping; this process drives no pod' : this.interruptMessage}`);
       this.abort.abort(new DOMException(`interrupted by ${signal}`, 'AbortError'));
     };
     process.on('SIGINT', this.#onSignal);

@@ -108,4 +108,23 @@ describe('a background driver while the runtime is away', { timeout: 90_000 }, (
     expect(pod.state).toMatch(/terminated|finished/);
     expect(pod.containersRunning).toBe(0);
   });
+
+  it('SIGTERM ends the wait at once (exit 130), and the driver does not claim to hand on pods it never took', async () => {
+    const child = spawn(
+      process.execPath,
+      [BIN, 'kill', '--uid', POD.uid!, '--drive', '--yes', '--runtime-endpoint', `unix://${path.join(dir, 'none.sock')}`, '--state-dir', path.join(dir, 'state-2')],
+      { cwd: ROOT, env: ENV },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout.resume();
+    const exited = new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1))));
+    await until('the driver waits', 15_000, () => (stderr.includes('waiting for the runtime') ? true : undefined));
+    const signalled = Date.now();
+    child.kill('SIGTERM');
+    expect(await exited).toBe(130);
+    expect(Date.now() - signalled).toBeLessThan(5_000);
+    expect(stderr).toContain('SIGTERM: stopping; this process drives no pod');
+    expect(stderr).not.toContain('handed to');
+  });
 });
