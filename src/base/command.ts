@@ -36,7 +36,9 @@ const defaultSessionFactory: SessionFactory = async (options) => {
   return openSession(options);
 };
 
+/** The default interrupt message (see `interruptMessage`). */
 const DRIVING_INTERRUPT = 'stopping; pods this process drives are handed to a background podctl process';
+
 export abstract class PodctlCommand extends Command {
   static override enableJsonFlag = true;
   static override baseFlags = globalFlags;

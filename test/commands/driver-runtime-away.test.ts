@@ -13,6 +13,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import type { SimPodSpec } from '../../src/cri/simulator/types.js';
+import { alive } from '../support/process.js';
 
 const ROOT = process.cwd();
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -27,15 +28,6 @@ function podctl(args: string[]): Promise<{ code: number; stdout: string; stderr:
     });
   });
 }
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 async function until<T>(what: string, boundMs: number, probe: () => T | undefined | Promise<T | undefined>): Promise<T> {
   const end = Date.now() + boundMs;

@@ -21,6 +21,7 @@ import { EngineStack, waitFor } from './support/engine.js';
 import { PrivateNode } from './support/node.js';
 import { exitInfo, firstSigterm, sandboxReady } from './support/observe.js';
 import { PodFactory } from './support/pods.js';
+import { alive } from '../support/process.js';
 
 describeContainerd(import.meta.url, 'containerd restarted during a termination', () => {
   const node = new PrivateNode(`/tmp/podctl-e2e-restart-${process.pid}`);
@@ -115,11 +116,11 @@ describeContainerd(import.meta.url, 'containerd restarted during a termination',
       // the driver does not exit on the missing socket: it waits, and says so
       await waitFor('the driver to say it waits', async () => ((await readFile(log, 'utf8')).includes('waiting for the runtime') ? true : undefined), 20_000);
       await new Promise((resolve) => setTimeout(resolve, 1_000));
-      expect(isAlive(driver), await readFile(log, 'utf8')).toBe(true);
+      expect(alive(driver), await readFile(log, 'utf8')).toBe(true);
 
       await node.up();
       runtimeDown = false;
-      await waitFor(`driver ${driver} to finish`, () => (isAlive(driver) ? undefined : true), 60_000);
+      await waitFor(`driver ${driver} to finish`, () => (alive(driver) ? undefined : true), 60_000);
       const written = await readFile(log, 'utf8');
       expect(written).toContain('the runtime answered again');
       expect(JSON.parse(written.slice(written.indexOf('{'))).pods).toMatchObject([{ name: real.name, outcome: 'terminated' }]);
@@ -129,19 +130,10 @@ describeContainerd(import.meta.url, 'containerd restarted during a termination',
       const status = await runPodctl(['status', `${real.namespace}/${real.name}`, '--json'], options);
       expect(JSON.parse(status.stdout).pods[0]).toMatchObject({ containersRunning: 0 });
     } finally {
-      if (driver > 0 && isAlive(driver)) process.kill(driver, 'SIGKILL');
+      if (driver > 0 && alive(driver)) process.kill(driver, 'SIGKILL');
       // a failure while containerd was down: bring it back, or the pods of this file stay behind
       if (runtimeDown) await node.up();
       await rm(stateDir, { recursive: true, force: true });
     }
   }, 150_000);
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -21,6 +21,7 @@ import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js'
 import { waitFor as waitForValue } from './support/engine.js';
 import { exitInfo, firstSigterm } from './support/observe.js';
 import type { RealPod } from './support/pods.js';
+import { alive } from '../support/process.js';
 
 interface KillJson {
   status: string;
@@ -32,15 +33,6 @@ interface KillJson {
 /** Resolves once `probe` is true, or fails after `timeoutMs` naming `what`. */
 function waitFor(probe: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<true> {
   return waitForValue(what, async () => ((await probe()) ? true : undefined), timeoutMs, 100);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describeContainerd(import.meta.url, 'safety rules against containerd', () => {

@@ -13,6 +13,7 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { NODE_SCRIPT } from './env.js';
+import { alive } from '../../support/process.js';
 
 const run = promisify(execFile);
 
@@ -77,15 +78,6 @@ function signal(pid: number, sig: NodeJS.Signals): void {
     process.kill(pid, sig);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 
