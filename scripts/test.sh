@@ -82,7 +82,9 @@ fi
 # a test that failed before its clean-up. (0755: one test probes a socket as an unprivileged user.)
 run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/podctl-test.XXXXXX") || { echo "0 passed, 1 failed"; exit 1; }
 chmod 0755 "$run_tmp"
-trap 'rm -rf --one-file-system "$run_tmp"' EXIT
+# (Processes the tests left behind under it — a background driver still waiting for a simulator the
+# test closed — are stopped first: nothing the run started outlives it.)
+trap 'pkill -KILL -f -- "$run_tmp/" 2>/dev/null; rm -rf --one-file-system "$run_tmp"' EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 export TMPDIR=$run_tmp

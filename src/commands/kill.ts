@@ -71,8 +71,11 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
     const safety = this.safetyOptions(flags);
     // the background driver waits out a runtime that is away (services/drive.ts); a kill does not
-    const patient = flags.drive ? (await import('../services/drive.js')).untilRuntimeAnswers : undefined;
-    const persist = <T>(what: string, attempt: () => Promise<T>): Promise<T> => (patient ? patient(attempt, { what, reporter: this.reporter, signal: this.abort.signal }) : attempt());
+    const patient = flags.drive ? await import('../services/drive.js') : undefined;
+    const persist = <T>(what: string, attempt: () => Promise<T>): Promise<T> =>
+      patient
+        ? patient.untilRuntimeAnswers(attempt, { what, reporter: this.reporter, signal: this.abort.signal, leftToDrive: () => patient.checkpointsRemain(flags['state-dir'], flags.uid ?? []) })
+        : attempt();
     const session = await persist('opening the session', () => this.session());
     if (api && !flags['dry-run']) await (await import('../services/api-node.js')).replayPendingApiWrites(api, session);
     const kubelet = await kubeletCheck;

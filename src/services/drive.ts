@@ -12,13 +12,18 @@
  *   until its pods are terminated — but the signal (SIGTERM, Ctrl-C) ends the wait at once.
  * - The log says when the wait starts (with the error) and when the runtime answers again; the
  *   attempts in between are debug lines.
+ * - It ends when there is nothing left to drive (`leftToDrive`: none of its pods has a checkpoint
+ *   any more — the state dir was removed, or another podctl finished and forgot them): a driver
+ *   never outlives the record of its pods.
  */
+import { existsSync } from 'node:fs';
 import { DEFAULT_BACKOFF_PERIOD_MS } from '../engine/index.js';
 import { EndpointError } from '../cri/endpoint.js';
 import { GrpcStatus, isCriError } from '../cri/errors.js';
 import { sleep } from '../lib/abortable.js';
 import { formatDuration } from '../lib/duration.js';
 import type { Reporter } from '../lib/reporter.js';
+import { checkpointFile, layoutOf } from '../store/index.js';
 
 const FIRST_PAUSE_MS = 500;
 
@@ -46,6 +51,19 @@ export interface UntilRuntimeOptions {
   signal: AbortSignal;
   now?: () => number;
   pause?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Checked before each retry: false ends the wait (NothingLeftToDrive). Default: always true. */
+  leftToDrive?: () => boolean;
+}
+
+/** The wait ended because none of the driver's pods is recorded any more. */
+export class NothingLeftToDrive extends Error {
+  override readonly name = 'NothingLeftToDrive';
+}
+
+/** Whether any of `uids` still has a checkpoint in `stateDir` (the driver's pods are still recorded). */
+export function checkpointsRemain(stateDir: string, uids: readonly string[]): boolean {
+  const layout = layoutOf(stateDir);
+  return uids.some((uid) => existsSync(checkpointFile(layout, uid)));
 }
 
 /** Runs `attempt` until it does not fail for want of a runtime; other failures and aborts propagate. */
@@ -62,6 +80,8 @@ export async function untilRuntimeAnswers<T>(attempt: () => Promise<T>, options:
       return value;
     } catch (error) {
       if (!isRuntimeAway(error) || options.signal.aborted) throw error;
+      if (options.leftToDrive?.() === false)
+        throw new NothingLeftToDrive(`${options.what}: none of the pods has a checkpoint any more; nothing left to drive (the runtime: ${(error as Error).message.split('\n')[0]})`);
       failures += 1;
       const message = (error as Error).message.split('\n')[0];
       const ms = awayPauseMs(failures);

@@ -78,6 +78,11 @@ function isSameAsJudged(stat: Stats, judged: JudgedEntry): boolean {
   }
 }
 
+/** The file of a pod's checkpoint in a state dir's layout (pure: nothing is read). */
+export function checkpointFile(layout: Pick<StateLayout, 'pods'>, uid: string): string {
+  return join(layout.pods, `${encodeUid(uid)}${CHECKPOINT_SUFFIX}`);
+}
+
 export class CheckpointStore {
   readonly #layout: StateLayout;
   readonly #report: StoreReporter;
@@ -107,7 +112,7 @@ export class CheckpointStore {
   }
 
   pathOf(uid: string): string {
-    return join(this.#layout.pods, `${encodeUid(uid)}${CHECKPOINT_SUFFIX}`);
+    return checkpointFile(this.#layout, uid);
   }
 
   /** The UID a checkpoint file name stands for, or undefined for other names. */

@@ -43,7 +43,8 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   };
 }
 
-export { CheckpointStore } from './checkpoints.js';
+export { CheckpointStore, checkpointFile } from './checkpoints.js';
+export { layoutOf } from './state-dir.js';
 export { type InboxRequest } from './inbox.js';
 export { LeaseManager, leaseInfoOf, type LeaseView } from './lease.js';
 export { StoreError } from './errors.js';

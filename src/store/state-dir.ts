@@ -31,7 +31,8 @@ export interface StateLayout {
   quarantine: string;
 }
 
-function layoutOf(root: string): StateLayout {
+/** Where each part of a state dir lives (pure: nothing is created or read). */
+export function layoutOf(root: string): StateLayout {
   return {
     root,
     pods: join(root, 'pods'),

@@ -7,7 +7,7 @@
  * time. Needs `npm run build` first.
  */
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,22 +101,38 @@ describe('a background driver while the runtime is away', { timeout: 90_000 }, (
     expect(pod.containersRunning).toBe(0);
   });
 
-  it('SIGTERM ends the wait at once (exit 130), and the driver does not claim to hand on pods it never took', async () => {
-    const child = spawn(
-      process.execPath,
-      [BIN, 'kill', '--uid', POD.uid!, '--drive', '--yes', '--runtime-endpoint', `unix://${path.join(dir, 'none.sock')}`, '--state-dir', path.join(dir, 'state-2')],
-      { cwd: ROOT, env: ENV },
-    );
+  /** A driver for POD in a state dir of its own that records the pod, with no runtime at its socket. */
+  async function waitingDriver(stateDir: string): Promise<{ exited: Promise<number>; stderr: () => string; kill: (signal: NodeJS.Signals) => void }> {
+    mkdirSync(path.join(stateDir, 'pods'), { recursive: true });
+    writeFileSync(path.join(stateDir, 'pods', `${POD.uid}.ckpt`), '');
+    const args = ['kill', '--uid', POD.uid!, '--drive', '--yes', '--runtime-endpoint', `unix://${path.join(dir, 'none.sock')}`, '--state-dir', stateDir];
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: ENV });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.stdout.resume();
     const exited = new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1))));
     await until('the driver waits', 15_000, () => (stderr.includes('waiting for the runtime') ? true : undefined));
+    return { exited, stderr: () => stderr, kill: (signal) => child.kill(signal) };
+  }
+
+  it('SIGTERM ends the wait at once (exit 130), and the driver does not claim to hand on pods it never took', async () => {
+    const driver = await waitingDriver(path.join(dir, 'state-2'));
     const signalled = Date.now();
-    child.kill('SIGTERM');
-    expect(await exited).toBe(130);
+    driver.kill('SIGTERM');
+    expect(await driver.exited).toBe(130);
     expect(Date.now() - signalled).toBeLessThan(5_000);
-    expect(stderr).toContain('SIGTERM: stopping; this process drives no pod');
-    expect(stderr).not.toContain('handed to');
+    expect(driver.stderr()).toContain('SIGTERM: stopping; this process drives no pod');
+    expect(driver.stderr()).not.toContain('handed to');
+  });
+
+  it('a driver whose pods are no longer recorded (the state dir removed) stops waiting: exit 1, said why', async () => {
+    const stateDir = path.join(dir, 'state-3');
+    const driver = await waitingDriver(stateDir);
+    rmSync(stateDir, { recursive: true, force: true });
+    const removed = Date.now();
+    expect(await driver.exited).toBe(1);
+    // at its next attempt: the pauses so far are 0.5 s, 1 s, 2 s
+    expect(Date.now() - removed).toBeLessThan(10_000);
+    expect(driver.stderr()).toContain('none of the pods has a checkpoint any more; nothing left to drive');
   });
 });

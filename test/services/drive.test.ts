@@ -1,13 +1,16 @@
 /**
  * services/drive.ts: the background driver waits for a runtime that is away instead of exiting —
  * which failures count as "away", the pauses between attempts, what the log says, and that any
- * other failure or an abort still ends it.
+ * other failure or an abort still ends it, and so does a state dir that no longer records its pods.
  */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EndpointError } from '../../src/cri/endpoint.js';
 import { CriError, GrpcStatus } from '../../src/cri/errors.js';
 import { RuntimeFailure } from '../../src/lib/errors.js';
-import { awayPauseMs, isRuntimeAway, untilRuntimeAnswers } from '../../src/services/drive.js';
+import { awayPauseMs, checkpointsRemain, isRuntimeAway, NothingLeftToDrive, untilRuntimeAnswers } from '../../src/services/drive.js';
 
 function recorder(): { lines: string[]; reporter: { warn: (m: string) => void; debug: (m: string) => void } } {
   const lines: string[] = [];
@@ -97,6 +100,21 @@ describe('untilRuntimeAnswers', () => {
     expect(pauses).toEqual([]);
   });
 
+  it('ends, without another pause, once none of its pods is recorded (leftToDrive false)', async () => {
+    const { reporter } = recorder();
+    const pauses: number[] = [];
+    let recorded = 2;
+    const attempt = untilRuntimeAnswers(
+      async () => {
+        throw away();
+      },
+      { what: 'opening the session', reporter, signal: new AbortController().signal, leftToDrive: () => (recorded -= 1) > 0, pause: async (ms) => void pauses.push(ms) },
+    );
+    await expect(attempt).rejects.toBeInstanceOf(NothingLeftToDrive);
+    await expect(attempt).rejects.toThrow(/nothing left to drive \(the runtime: runtime endpoint \/run\/x\.sock/);
+    expect(pauses).toEqual([500]);
+  });
+
   it('an abort during a pause ends the wait with the abort', async () => {
     const { reporter } = recorder();
     const controller = new AbortController();
@@ -108,5 +126,22 @@ describe('untilRuntimeAnswers', () => {
     );
     setTimeout(() => controller.abort(new Error('SIGTERM')), 50);
     await expect(attempt).rejects.toThrow('SIGTERM');
+  });
+});
+
+describe('checkpointsRemain', () => {
+  it("is true while one of the driver's pods has a checkpoint file, false once none has (or the state dir is gone)", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'podctl-drive-'));
+    try {
+      expect(checkpointsRemain(dir, ['a-1', 'b-2'])).toBe(false);
+      mkdirSync(path.join(dir, 'pods'));
+      writeFileSync(path.join(dir, 'pods', 'b-2.ckpt'), '');
+      expect(checkpointsRemain(dir, ['a-1', 'b-2'])).toBe(true);
+      expect(checkpointsRemain(dir, ['a-1'])).toBe(false);
+      rmSync(dir, { recursive: true, force: true });
+      expect(checkpointsRemain(dir, ['b-2'])).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
