@@ -51,7 +51,7 @@ export interface UntilRuntimeOptions {
   signal: AbortSignal;
   now?: () => number;
   pause?: (ms: number, signal: AbortSignal) => Promise<void>;
-  /** Checked before each retry: false ends the wait (NothingLeftToDrive). Default: always true. */
+  /** Checked after each failure and again before the next attempt: false ends the wait (NothingLeftToDrive). Default: always true. */
   leftToDrive?: () => boolean;
 }
 
@@ -80,16 +80,18 @@ export async function untilRuntimeAnswers<T>(attempt: () => Promise<T>, options:
       return value;
     } catch (error) {
       if (!isRuntimeAway(error) || options.signal.aborted) throw error;
-      if (options.leftToDrive?.() === false)
-        throw new NothingLeftToDrive(`${options.what}: none of the pods has a checkpoint any more; nothing left to drive (the runtime: ${(error as Error).message.split('\n')[0]})`);
+      const message = (error as Error).message.split('\n')[0] ?? '';
+      const nothingLeft = (): NothingLeftToDrive => new NothingLeftToDrive(`${options.what}: none of the pods has a checkpoint any more; nothing left to drive (the runtime: ${message})`);
+      if (options.leftToDrive?.() === false) throw nothingLeft();
       failures += 1;
-      const message = (error as Error).message.split('\n')[0];
       const ms = awayPauseMs(failures);
       if (awaySince === undefined) {
         awaySince = now();
         options.reporter.warn(`${options.what}: ${message}; waiting for the runtime (retrying with back-off, at most every ${formatDuration(DEFAULT_BACKOFF_PERIOD_MS)}; SIGTERM stops)`);
       } else options.reporter.debug(`${options.what}: still no runtime (attempt ${failures}): ${message}; next in ${formatDuration(ms)}`);
       await pause(ms, options.signal);
+      // and again before the next attempt, which would create the state dir anew
+      if (options.leftToDrive?.() === false) throw nothingLeft();
     }
   }
 }
