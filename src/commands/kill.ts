@@ -10,6 +10,7 @@ import { globalFlagsOwnTimeout, selectionFlags, terminationFlags, terminationOpt
 import { driverFlags, safetyFlags, metricsTextfileFlags } from '../lib/safety-flags.js';
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
+import type { Persist } from '../services/drive.js';
 import { killPods, type KillResult } from '../services/kill.js';
 import { terminateJson } from '../services/json-results.js';
 import { podsToHandOff, terminateExitCode, terminateSummary, terminateTable } from '../services/terminate.js';
@@ -71,16 +72,14 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
     const safety = this.safetyOptions(flags);
     // the background driver waits out a runtime that is away (services/drive.ts); a kill does not
-    const patient = flags.drive ? await import('../services/drive.js') : undefined;
-    const persist = <T>(what: string, attempt: () => Promise<T>): Promise<T> =>
-      patient
-        ? patient.untilRuntimeAnswers(attempt, { what, reporter: this.reporter, signal: this.abort.signal, leftToDrive: () => patient.checkpointsRemain(flags['state-dir'], flags.uid ?? []) })
-        : attempt();
+    const persist: Persist = flags.drive
+      ? (await import('../services/drive.js')).driverPatience({ stateDir: flags['state-dir'], uids: flags.uid ?? [], reporter: this.reporter, signal: this.abort.signal })
+      : (_what, attempt) => attempt();
     const session = await persist('opening the session', () => this.session());
     if (api && !flags['dry-run']) await (await import('../services/api-node.js')).replayPendingApiWrites(api, session);
     const kubelet = await kubeletCheck;
     // a fresh listing the kill's own lookups (≤ 1 s old) reuse: the runtime answered just before
-    if (patient) await persist("listing the runtime's pods", () => session.listPods({ scope: 'runtime', runtimeMaxAgeMs: 0, signal: this.abort.signal }));
+    if (flags.drive) await persist("listing the runtime's pods", () => session.listPods({ scope: 'runtime', runtimeMaxAgeMs: 0, signal: this.abort.signal }));
     const result = await persist('driving the pods', () =>
       killPods({
         session,

@@ -95,3 +95,15 @@ export async function untilRuntimeAnswers<T>(attempt: () => Promise<T>, options:
     }
   }
 }
+
+/** Runs `attempt`, waiting out a runtime that is away; `what` names it in the log. */
+export type Persist = <T>(what: string, attempt: () => Promise<T>) => Promise<T>;
+
+/**
+ * How the background driver runs each step for its pods (`uids` in `stateDir`): through
+ * `untilRuntimeAnswers`, until none of them is recorded any more.
+ */
+export function driverPatience(options: { stateDir: string; uids: readonly string[]; reporter: UntilRuntimeOptions['reporter']; signal: AbortSignal }): Persist {
+  const { stateDir, uids, reporter, signal } = options;
+  return (what, attempt) => untilRuntimeAnswers(attempt, { what, reporter, signal, leftToDrive: () => checkpointsRemain(stateDir, uids) });
+}
