@@ -171,8 +171,18 @@ const config = {
   // NODE_OPTIONS is for the node of an npm install: set on a node for another tool (a --require,
   // a heap size), it must not change or break podctl.
   execArgvExtension: 'none',
+  // podctl's own Node.js flags, the same as the npm install's: those of bin/run.js's first line
+  execArgv: nodeFlagsOfLauncher(),
 };
 const configPath = out('sea/sea-config.json');
+
+/** The flags `#!/usr/bin/env -S node <flags>` in bin/run.js gives node. */
+function nodeFlagsOfLauncher() {
+  const first = readFileSync(path.join(root, 'bin/run.js'), 'utf8').split('\n', 1)[0];
+  const match = /^#!\/usr\/bin\/env(?: -S)? node((?: --[\w-]+(?:=\S+)?)*)$/.exec(first);
+  if (!match) fail(`bin/run.js: its first line is not \`#!/usr/bin/env -S node [--flag…]\`: ${first}`);
+  return match[1].trim().split(' ').filter(Boolean);
+}
 writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
 rmSync(executable, { force: true });
 try {

@@ -11,12 +11,16 @@
  * and over the drain itself, as a share of one core; RSS before the drain, at its peak and after it
  * (3 s after the screen shows the drained node, or the JSON stream stopped growing). The terminal's last screen must show the drained node (no pod left
  * terminating), so a cheap but wrong screen does not pass for a cheap one.
+ *
+ * Every podctl process is started as an operator's `podctl` of an npm install starts: bin/run.js run
+ * as an executable, its first line choosing node's flags (`env -S node …`), with the node running
+ * this benchmark first on the PATH.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 
 interface DrainRun {
   drainMs: number;
@@ -51,9 +55,15 @@ async function until(test: () => boolean, what: string, timeoutMs: number, every
   }
 }
 
+/** The PATH on which bin/run.js's `env -S node …` finds this benchmark's node. */
+const PATH_WITH_THIS_NODE = `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`;
+const podctlEnv = { ...process.env, PATH: PATH_WITH_THIS_NODE };
+const podctlBin = (root: string) => join(root, 'bin/run.js');
+
 function startSimulator(root: string, dir: string, pods: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [join(root, 'bin/run.js'), 'simulator', '--pods', String(pods), '--socket', join(dir, 'sim.sock'), '--state-dir', join(dir, 'state')], {
+  const child = spawn(podctlBin(root), ['simulator', '--pods', String(pods), '--socket', join(dir, 'sim.sock'), '--state-dir', join(dir, 'state')], {
     stdio: ['ignore', 'ignore', 'pipe'],
+    env: podctlEnv,
   });
   return new Promise((resolve, reject) => {
     child.once('exit', (c) => reject(new Error(`simulator exited with ${c}`)));
@@ -78,14 +88,14 @@ async function drainRun(root: string, pods: number, mode: DrainMode, idleMs: num
   const jsonFile = join(dir, 'watch.jsonl');
   try {
     if (mode === 'tui') {
-      const cmd = `exec ${process.execPath} ${join(root, 'bin/run.js')} watch ${common.join(' ')} --node bench`;
+      const cmd = `PATH='${PATH_WITH_THIS_NODE}' exec ${podctlBin(root)} watch ${common.join(' ')} --node bench`;
       tmux('new-session', '-d', '-s', 'w', '-x', '160', '-y', '45', '-c', root, cmd);
       watchPid = Number(tmux('display', '-p', '-t', 'w', '#{pane_pid}').trim());
       await until(() => tmux('capture-pane', '-p', '-t', 'w').includes(`${pods}/${pods} pods`), 'the watch screen', 60_000);
     } else if (mode === 'json') {
       const out = createWriteStream(jsonFile);
       await new Promise((r) => out.once('open', r));
-      jsonChild = spawn(process.execPath, [join(root, 'bin/run.js'), 'watch', '-o', 'json', ...common], { stdio: ['ignore', out, 'ignore'] });
+      jsonChild = spawn(podctlBin(root), ['watch', '-o', 'json', ...common], { stdio: ['ignore', out, 'ignore'], env: podctlEnv });
       watchPid = jsonChild.pid!;
       await until(() => existsSync(jsonFile) && readFileSync(jsonFile, 'utf8').split('\n').length > pods, 'the JSON stream', 60_000);
     }
@@ -102,8 +112,9 @@ async function drainRun(root: string, pods: number, mode: DrainMode, idleMs: num
     const t0 = performance.now();
     let peak = 0;
     const sampler = watchPid !== undefined ? setInterval(() => (peak = Math.max(peak, rssMb(watchPid!))), 100) : undefined;
-    const drain = spawn(process.execPath, [join(root, 'bin/run.js'), 'drain', '--grace-period', '3', '--critical-grace-period', '2', '-o', 'json', ...common], {
+    const drain = spawn(podctlBin(root), ['drain', '--grace-period', '3', '--critical-grace-period', '2', '-o', 'json', ...common], {
       stdio: ['ignore', 'ignore', 'ignore'],
+      env: podctlEnv,
     });
     const code = await new Promise<number | null>((r) => drain.once('exit', r));
     const drainMs = performance.now() - t0;

@@ -1,7 +1,7 @@
 /**
  * `podctl version`: what an operator checks first on a node — podctl's version, the Node.js it runs
- * on (the one inside the single executable, or the node of an npm install), and the container
- * runtime's name and version as CRI Version reports them.
+ * on (the one inside the single executable, or the node of an npm install) with the flags it was
+ * started with, and the container runtime's name and version as CRI Version reports them.
  *
  * Invariants: one Version RPC, bounded by the request deadline (`timeoutMs`, else crictl's
  * `timeout`, else 10 s) and the caller's signal, after the connect bound (a socket that is not a CRI
@@ -26,6 +26,8 @@ export interface VersionResult {
   podctl: string;
   /** process.version of the running Node.js. */
   node: string;
+  /** The flags it was started with (process.execArgv): podctl's own, from bin/run.js's first line. */
+  nodeFlags: string[];
   /** True when podctl runs as the single executable (dist/podctl-linux-x64). */
   singleExecutable: boolean;
   /** null with --client (the runtime was not asked). */
@@ -44,7 +46,7 @@ export interface VersionOptions {
 }
 
 export async function podctlVersion(options: VersionOptions): Promise<VersionResult> {
-  const result: VersionResult = { podctl: options.podctlVersion, node: process.version, singleExecutable: options.singleExecutable, runtime: null };
+  const result: VersionResult = { podctl: options.podctlVersion, node: process.version, nodeFlags: [...process.execArgv], singleExecutable: options.singleExecutable, runtime: null };
   if (options.client) return result;
   const resolved = await resolveEndpoint({
     ...(options.runtimeEndpoint ? { flag: options.runtimeEndpoint } : {}),
@@ -69,7 +71,7 @@ export async function podctlVersion(options: VersionOptions): Promise<VersionRes
 
 /** The text output: one line each. */
 export function versionLines(result: VersionResult): string[] {
-  const lines = [`podctl: ${result.podctl}${result.singleExecutable ? ' (single executable)' : ''}`, `node: ${result.node}`];
+  const lines = [`podctl: ${result.podctl}${result.singleExecutable ? ' (single executable)' : ''}`, `node: ${result.node}${result.nodeFlags.length > 0 ? ` (${result.nodeFlags.join(' ')})` : ''}`];
   if (result.runtime) lines.push(`runtime: ${result.runtime.name} ${result.runtime.version} (CRI ${result.runtime.apiVersion}, ${result.runtime.endpoint})`);
   return lines;
 }

@@ -8,24 +8,24 @@
  * - What passes is the feed's latest snapshot at that moment, never a queued older one: a row never
  *   shows a state older than the previous frame's (the feed's snapshots only move forward).
  * - No timer runs while nothing changes; `close()` leaves none.
- * - Drawing stays within a share of one core (`budget`, a twentieth by default): the interval stretches
- *   to the last frame's drawing time divided by the budget (an 18 ms frame of 500 pods at 160×45 → one
- *   frame per 360 ms while they change), never past MAX_FRAME_INTERVAL_MS. A cheap frame keeps the
- *   10 frames a second.
+ * - Drawing stays within a share of one core (`budget`, three hundredths by default): the interval
+ *   stretches to the last frame's drawing time divided by the budget (an 18 ms frame of 500 pods at
+ *   160×45 → one frame per 600 ms while they change), never past MAX_FRAME_INTERVAL_MS. A cheap frame
+ *   keeps the 10 frames a second.
  */
 import { budgetedInterval } from '../lib/budget.js';
 import type { SnapshotSource } from './use-snapshot.js';
 import type { WatchSnapshot } from '../services/watch-feed.js';
 
 export const DEFAULT_FRAME_INTERVAL_MS = 100;
-/** The longest the budget stretches the interval to (two frames a second). */
-const MAX_FRAME_INTERVAL_MS = 500;
-const DEFAULT_BUDGET = 0.05;
+/** The longest the budget stretches the interval to (one frame a second, as often as `top` refreshes at most). */
+const MAX_FRAME_INTERVAL_MS = 1_000;
+const DEFAULT_BUDGET = 0.03;
 
 export interface FrameGateOptions {
   intervalMs?: number;
   now?: () => number;
-  /** Share of one core the screen may spend drawing (default 0.05); 0 turns the stretch off. */
+  /** Share of one core the screen may spend drawing (default 0.03); 0 turns the stretch off. */
   budget?: number;
 }
 

@@ -1,8 +1,8 @@
 /**
  * `podctl version` from an npm install (`node bin/run.js`): podctl's version, the Node.js running it,
  * and the runtime's name and version from its Version call (the embedded CRI simulator here; the
- * real containerd in test/sea/executable.test.ts); --client asks no runtime; an unreachable runtime
- * is one line and exit 1.
+ * real containerd in test/sea/executable.test.ts); --client asks no runtime; bin/run.js run as an
+ * executable gives node podctl's flags; an unreachable runtime is one line and exit 1.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -42,6 +42,7 @@ describe('podctl version', () => {
     expect(result).toEqual({
       podctl: VERSION,
       node: process.version,
+      nodeFlags: [],
       singleExecutable: false,
       runtime: { endpoint: sim!.endpoint, name: 'podctl-simulator', version: '0.1.0', apiVersion: 'v1' },
     });
@@ -54,6 +55,18 @@ describe('podctl version', () => {
     const run = await podctl(['version', '--client', '--runtime-endpoint', `unix://${path.join(dir, 'none.sock')}`]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim().split('\n')).toEqual([`podctl: ${VERSION}`, `node: ${process.version}`]);
+  });
+
+  it("run as the npm install's `podctl` (bin/run.js itself, found on the PATH), node gets podctl's flags: a young generation of 2 × 2 MB", async () => {
+    const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      // the shebang's `env -S node …` finds the node first on the PATH: the one running this test
+      const env = { ...process.env, NO_COLOR: '1', PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}` };
+      execFile(path.join(ROOT, 'bin', 'run.js'), ['version', '--client'], { cwd: ROOT, env, timeout: 30_000 }, (error, stdout, stderr) =>
+        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      );
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim().split('\n')).toEqual([`podctl: ${VERSION}`, `node: ${process.version} (--max-semi-space-size=2)`]);
   });
 
   it('an unreachable runtime is one line on stderr, exit 1', async () => {

@@ -12,7 +12,7 @@ import { describeContainerd } from '../e2e/support/env.js';
 import { useContainerd } from '../e2e/support/context.js';
 import { waitFor } from '../e2e/support/engine.js';
 import { exitInfo, exitedInfo, sandboxReady } from '../e2e/support/observe.js';
-import { PACKAGE_VERSION, REPO_ROOT, SEA_NODE_VERSION, createSeaHost, entries, removeSeaHost, runSea, seaSkipReason, warnIfSeaSkipped, whichNode, type SeaHost } from './support.js';
+import { PACKAGE_VERSION, PODCTL_NODE_FLAGS, REPO_ROOT, SEA_NODE_VERSION, createSeaHost, entries, removeSeaHost, runSea, seaSkipReason, warnIfSeaSkipped, whichNode, type SeaHost } from './support.js';
 
 warnIfSeaSkipped('test/sea/executable.test.ts');
 const skip = seaSkipReason !== undefined;
@@ -71,7 +71,9 @@ describe.skipIf(skip)(title('the single executable without Node.js'), () => {
   it('version --client --json: podctl, the carried Node.js, single executable', async () => {
     const run = await runSea(host(), ['version', '--client', '--json']);
     expect(run.code, run.stderr).toBe(0);
-    expect(JSON.parse(run.stdout)).toEqual({ podctl: PACKAGE_VERSION, node: SEA_NODE_VERSION, singleExecutable: true, runtime: null });
+    expect(JSON.parse(run.stdout)).toEqual({ podctl: PACKAGE_VERSION, node: SEA_NODE_VERSION, nodeFlags: PODCTL_NODE_FLAGS, singleExecutable: true, runtime: null });
+    // the flags of bin/run.js's first line, carried by the executable
+    expect(PODCTL_NODE_FLAGS).toContain('--max-semi-space-size=2');
   });
 
   it('a bad flag is one line on stderr with the usage exit code', async () => {
@@ -84,7 +86,7 @@ describe.skipIf(skip)(title('the single executable without Node.js'), () => {
   it('ignores NODE_OPTIONS meant for a Node.js installed on the node', async () => {
     const run = await runSea(host(), ['version', '--client'], { env: { NODE_OPTIONS: '--require /nonexistent/hook.js' } });
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toContain(`node: ${SEA_NODE_VERSION}`);
+    expect(run.stdout).toContain(`node: ${SEA_NODE_VERSION} (${PODCTL_NODE_FLAGS.join(' ')})`);
   });
 
   it('starts from the code cache built into it (V8 accepts it)', async () => {
@@ -109,13 +111,14 @@ describeContainerd(import.meta.url, 'the single executable against containerd', 
       expect(JSON.parse(run.stdout)).toEqual({
         podctl: PACKAGE_VERSION,
         node: SEA_NODE_VERSION,
+        nodeFlags: PODCTL_NODE_FLAGS,
         singleExecutable: true,
         runtime: { endpoint: `unix://${node.socket}`, name: expected.runtimeName, version: expected.runtimeVersion, apiVersion: expected.runtimeApiVersion },
       });
       const text = await podctl(['version']);
       expect(text.stdout.trim().split('\n')).toEqual([
         `podctl: ${PACKAGE_VERSION} (single executable)`,
-        `node: ${SEA_NODE_VERSION}`,
+        `node: ${SEA_NODE_VERSION} (${PODCTL_NODE_FLAGS.join(' ')})`,
         `runtime: ${expected.runtimeName} ${expected.runtimeVersion} (CRI ${expected.runtimeApiVersion}, unix://${node.socket})`,
       ]);
     });

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeContainerd, requireSocket } from '../e2e/support/env.js';
-import { PACKAGE_VERSION, REPO_ROOT, SEA_NODE_VERSION, SEA_PATH } from './support.js';
+import { PACKAGE_VERSION, PODCTL_NODE_FLAGS, REPO_ROOT, SEA_NODE_VERSION, SEA_PATH } from './support.js';
 
 const ARCHIVE = join(REPO_ROOT, 'dist', 'podctl-image.oci.tar');
 const skipReason = existsSync(ARCHIVE) ? undefined : `${ARCHIVE} is not built (run \`npm run image\`; \`npm test\` builds it)`;
@@ -120,7 +120,7 @@ describeContainerd(import.meta.url, 'the image in containerd', () => {
       expect(ctr('images', 'ls', '-q').stdout.split('\n')).toContain(`localhost/podctl:${PACKAGE_VERSION}`);
       const run = ctr('run', '--rm', `localhost/podctl:${PACKAGE_VERSION}`, `podctl-image-${process.pid}`, '/usr/local/bin/podctl', 'version', '--client', '--json');
       expect(run.status, run.stderr).toBe(0);
-      expect(JSON.parse(run.stdout)).toEqual({ podctl: PACKAGE_VERSION, node: SEA_NODE_VERSION, singleExecutable: true, runtime: null });
+      expect(JSON.parse(run.stdout)).toEqual({ podctl: PACKAGE_VERSION, node: SEA_NODE_VERSION, nodeFlags: PODCTL_NODE_FLAGS, singleExecutable: true, runtime: null });
     });
   });
 });

@@ -17,6 +17,11 @@ import { collect, type PodctlRun } from '../e2e/support/cli.js';
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const SEA_PATH = join(REPO_ROOT, 'dist', 'podctl-linux-x64');
 /** The Node.js the executable carries: tools/node-lts's `node-lts-26`. */
+/** podctl's Node.js flags: those bin/run.js's first line gives node, which the executable carries too. */
+export const PODCTL_NODE_FLAGS = readFileSync(join(REPO_ROOT, 'bin', 'run.js'), 'utf8')
+  .split('\n', 1)[0]!
+  .split(' ')
+  .filter((word) => word.startsWith('--'));
 export const SEA_NODE_VERSION = `v${(JSON.parse(readFileSync(join(REPO_ROOT, 'tools', 'node-lts', 'node_modules', 'node-lts-26', 'package.json'), 'utf8')) as { version: string }).version}`;
 export const PACKAGE_VERSION = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
