@@ -15,11 +15,16 @@ import { versionLines } from '../../src/services/version.js';
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
-function podctl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/**
+ * `node bin/run.js …`, or with `asExecutable` bin/run.js itself as the npm install's `podctl` runs
+ * it: its first line's `env -S node …` finds the node first on the PATH, the one running this test.
+ */
+function podctl(args: string[], options: { asExecutable?: boolean } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const launcher = path.join(ROOT, 'bin', 'run.js');
+  const [file, argv] = options.asExecutable ? [launcher, args] : [process.execPath, [launcher, ...args]];
+  const env = { ...process.env, NO_COLOR: '1', ...(options.asExecutable ? { PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}` } : {}) };
   return new Promise((resolve) => {
-    execFile(process.execPath, [path.join(ROOT, 'bin', 'run.js'), ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, timeout: 30_000 }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
+    execFile(file, argv, { cwd: ROOT, env, timeout: 30_000 }, (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }));
   });
 }
 
@@ -58,13 +63,7 @@ describe('podctl version', () => {
   });
 
   it("run as the npm install's `podctl` (bin/run.js itself, found on the PATH), node gets podctl's flags: a young generation of 2 × 2 MB", async () => {
-    const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      // the shebang's `env -S node …` finds the node first on the PATH: the one running this test
-      const env = { ...process.env, NO_COLOR: '1', PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}` };
-      execFile(path.join(ROOT, 'bin', 'run.js'), ['version', '--client'], { cwd: ROOT, env, timeout: 30_000 }, (error, stdout, stderr) =>
-        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-      );
-    });
+    const run = await podctl(['version', '--client'], { asExecutable: true });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim().split('\n')).toEqual([`podctl: ${VERSION}`, `node: ${process.version} (--max-semi-space-size=2)`]);
   });
