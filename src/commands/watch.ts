@@ -9,6 +9,7 @@ import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { nodeName } from '../lib/flags.js';
+import { tierUpLikeAFollower } from '../lib/tier-up.js';
 import type { LogLevel, SessionOptions } from '../domain/session-api.js';
 import type { WatchFormat, WatchResult } from '../services/watch.js';
 import type { WatchFeed } from '../services/watch-feed.js';
@@ -126,6 +127,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     };
     const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], undefined);
     const { runWatch, watchRuntimeMaxAgeMs } = await import('../services/watch.js');
+    // a follower's work comes in bursts: V8 need not optimize what a burst made warm (lib/tier-up.ts)
+    tierUpLikeAFollower();
     // runtime events start relists no more often than the watch's own re-reads accept them
     this.#eventRelistIntervalMs = watchRuntimeMaxAgeMs;
     const session = await this.session();
