@@ -248,6 +248,7 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
     options.session,
     unfinished.map((p) => p.uid),
     now,
+    { onSlow: (line) => reporter.info(line) },
   )) {
     const pod = byUid.get(uid);
     if (pod) pod.error = reason;

@@ -327,6 +327,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     session,
     unfinished.map((p) => p.uid),
     now,
+    { onSlow: (line) => reporter.info(line) },
   )) {
     const entry = results.get(uid);
     if (entry) entry.error = reason;
