@@ -4,8 +4,9 @@
  * default takes a function once it has run ~66 KB of bytecode, spends a burst compiling code that
  * goes cold right after. On Node.js 20 (V8 11.3) that compiling was 200-270 ms of CPU on V8's
  * helper threads over a 500-pod drain followed by `watch -o json`, about 40 % of what the watch
- * cost; with the budget at four times the default, 70-110 ms, and the main thread within its spread
- * (docs/benchmarks.md, "Seventh step").
+ * cost; with the budget at four times the default, 70-110 ms, for a little more on the main thread
+ * (docs/benchmarks.md, "Seventh step"). At 2,000 pods (a 20 s drain) it makes no difference: a
+ * longer burst pays the compiling back.
  *
  * Node.js 24 and 26 (V8 13.6 and 14.6) tier up by invocation counts, through Maglev first; on 26,
  * four times those counts made no difference beyond the runs' spread, so nothing is set there.
@@ -25,7 +26,7 @@ const FOLLOWER_FACTOR = 4;
 /** The flag a follower sets on the V8 of `v8Version` (`process.versions.v8`), or undefined for none. */
 export function followerTierUpFlag(v8Version: string): string | undefined {
   const major = Number.parseInt(v8Version, 10);
-  if (!Number.isInteger(major) || major !== 11) return undefined;
+  if (major !== 11) return undefined;
   return `--interrupt-budget=${V8_11_INTERRUPT_BUDGET * FOLLOWER_FACTOR}`;
 }
 
