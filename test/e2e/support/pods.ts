@@ -312,19 +312,34 @@ async function waitUntilListening(container: RealContainer, signal?: AbortSignal
   }
 }
 
+/** Pauses before a cleanup call is tried again (ms). */
+const CLEANUP_RETRY_MS: readonly number[] = [250, 1_000];
+
+/**
+ * One cleanup call; "not found" counts as done, and any other failure is tried again twice: a
+ * background podctl driver a test handed a pod to may be stopping the same sandbox in containerd
+ * (killing the driver does not stop what containerd is doing for it), and two StopPodSandbox calls
+ * at once can fail one of them ("ttrpc: closed") — the kubelet retries such a failure too.
+ */
+async function cleanupCall(call: () => Promise<void>): Promise<void> {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      await call();
+      return;
+    } catch (err) {
+      if (isNotFound(err)) return;
+      const pauseMs = CLEANUP_RETRY_MS[attempt];
+      if (pauseMs === undefined) throw err;
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
+  }
+}
+
 /** StopPodSandbox then RemovePodSandbox (which removes the containers); "not found" counts as done. */
 export async function removeSandbox(cri: CriClient, sandboxId: string): Promise<void> {
   const options = { timeoutMs: 30_000 };
-  try {
-    await cri.stopPodSandbox(sandboxId, options);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
-  try {
-    await cri.removePodSandbox(sandboxId, options);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
+  await cleanupCall(() => cri.stopPodSandbox(sandboxId, options));
+  await cleanupCall(() => cri.removePodSandbox(sandboxId, options));
 }
 
 /** One line of a CRI container log: "<RFC3339Nano> <stream> <F|P> <message>". */
