@@ -97,6 +97,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const selection = parseSelection({ args: [], selector: flags.selector, allNamespaces: true, allowEmpty: true });
     const isExcluded = flags.exclude ? parseExcludes(flags.exclude) : undefined;
     const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, 'timeout');
+    // a bound of nothing starts nothing and ends "timed out": refused before anything is read
+    if (timeoutMs === 0) throw new UsageError(`--timeout: "${flags.timeout}" leaves the drain no time (no pod would be stopped)`, 'give a bound such as 2m, or leave --timeout out for the default');
     if (flags['dry-run']) this.readOnlySession = true;
     const api = await apiNodeFor(flags, this.reporter);
     if (flags['shutdown-status'] && !api) throw new UsageError('--shutdown-status needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
