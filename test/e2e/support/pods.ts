@@ -28,7 +28,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Container, V1LifecycleHandler, V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../../../src/cri/client.js';
-import { isNotFound } from '../../../src/cri/errors.js';
+import { isDeadlineExceeded, isNotFound, isTransient } from '../../../src/cri/errors.js';
 import { TEST_IMAGE } from './env.js';
 
 type PauseMode = 'default' | 'ignore' | { graceful: number };
@@ -316,10 +316,11 @@ async function waitUntilListening(container: RealContainer, signal?: AbortSignal
 const CLEANUP_RETRY_MS: readonly number[] = [250, 1_000];
 
 /**
- * One cleanup call; "not found" counts as done, and any other failure is tried again twice: a
+ * One cleanup call; "not found" counts as done, and a transient failure (cri/errors.ts, but for a
+ * passed deadline: a runtime that took 30 s will not do better at once) is tried again twice: a
  * background podctl driver a test handed a pod to may be stopping the same sandbox in containerd
  * (killing the driver does not stop what containerd is doing for it), and two StopPodSandbox calls
- * at once can fail one of them ("ttrpc: closed") — the kubelet retries such a failure too.
+ * at once can fail one of them ("ttrpc: closed", UNKNOWN) — the kubelet retries such a failure too.
  */
 async function cleanupCall(call: () => Promise<void>): Promise<void> {
   for (let attempt = 0; ; attempt += 1) {
@@ -329,7 +330,7 @@ async function cleanupCall(call: () => Promise<void>): Promise<void> {
     } catch (err) {
       if (isNotFound(err)) return;
       const pauseMs = CLEANUP_RETRY_MS[attempt];
-      if (pauseMs === undefined) throw err;
+      if (pauseMs === undefined || !isTransient(err) || isDeadlineExceeded(err)) throw err;
       await new Promise((resolve) => setTimeout(resolve, pauseMs));
     }
   }
