@@ -6,6 +6,13 @@
  * Rows are memoised: a row whose text, selection and colour are those of its last frame is not
  * re-rendered, so Ink neither rebuilds nor re-measures it. A row's segments are computed once per
  * (pod object, layout, clock) and kept beside the pod object (a WeakMap: gone with the pod).
+ *
+ * In colour the countdown bar is drawn with background colours on blanks, not with `█` and `░`:
+ * Ink measures the width of every row it draws, in every frame, and a row with any character
+ * beyond printable ASCII takes string-width's grapheme-by-grapheme path (~100 µs for a row of 160
+ * columns, against ~0.5 µs), which in a drain was a third of a frame (docs/benchmarks.md, "Eighth
+ * step"). The bar's cells get the same colour as foreground and background, so the selected row's
+ * inversion keeps them apart. Without colour the characters are the bar.
  */
 import { memo } from 'react';
 import { Text } from 'ink';
@@ -23,7 +30,17 @@ export interface PodRowProps {
   facts?: NodeFacts | undefined;
 }
 
-type Segment = { text: string; color?: string };
+/** `bar`: a run of the countdown bar, the share of the grace left or the share spent. */
+type Segment = { text: string; color?: string; bar?: 'left' | 'spent' };
+
+const BAR_COLOR = { left: 'yellow', spent: 'gray' } as const;
+
+/** The grace cell's segments: the bar's two runs apart from the seconds after them. */
+function graceSegments(text: string, color: string): Segment[] {
+  const m = /^( ?)(█*)(░*)(.*)$/su.exec(text);
+  if (m === null || m[2]!.length + m[3]!.length === 0) return [{ text, color }];
+  return [{ text: m[1]! }, { text: m[2]!, bar: 'left' }, { text: m[3]!, bar: 'spent' }, { text: m[4]!, color }];
+}
 
 /** The row as coloured segments, in column order, separated by one space. */
 function rowSegments(pod: PodInfo, layout: TableLayout, now: number, facts?: NodeFacts): Segment[] {
@@ -33,11 +50,11 @@ function rowSegments(pod: PodInfo, layout: TableLayout, now: number, facts?: Nod
     ...(pod.state === 'terminating' ? { grace: 'yellow' } : {}),
     error: 'red',
   };
-  const segments = layout.columns.map((c, i) => {
-    const seg: Segment = { text: i === 0 ? cells[c] : ` ${cells[c]}` };
+  const segments = layout.columns.flatMap((c, i): Segment[] => {
+    const text = i === 0 ? cells[c] : ` ${cells[c]}`;
     const color = colorOf[c];
-    if (color !== undefined) seg.color = color;
-    return seg;
+    if (c === 'grace' && color !== undefined) return graceSegments(text, color);
+    return [color !== undefined ? { text, color } : { text }];
   });
   const last = segments.at(-1);
   if (last !== undefined) last.text = last.text.trimEnd();
@@ -51,7 +68,7 @@ export function cachedRow(pod: PodInfo, layout: TableLayout, now: number, facts?
   const hit = segmentCache.get(pod);
   if (hit !== undefined && hit.layout === layout && hit.now === now && hit.facts === facts) return hit;
   const segments = rowSegments(pod, layout, now, facts);
-  const entry = { layout, now, facts, segments, text: segments.map((s) => `${s.color ?? ''}\u0000${s.text}`).join('\u0001') };
+  const entry = { layout, now, facts, segments, text: segments.map((s) => `${s.color ?? s.bar ?? ''}\u0000${s.text}`).join('\u0001') };
   segmentCache.set(pod, entry);
   return entry;
 }
@@ -69,7 +86,11 @@ export const PodRow = memo(function PodRow({ pod, layout, now, selected, color, 
     <Text wrap="truncate" inverse={selected && color}>
       {selected ? '▶ ' : '  '}
       {segments.map((s, i) =>
-        s.color !== undefined && color ? (
+        s.bar !== undefined && color ? (
+          <Text key={i} color={BAR_COLOR[s.bar]} backgroundColor={BAR_COLOR[s.bar]}>
+            {' '.repeat(s.text.length)}
+          </Text>
+        ) : s.color !== undefined && color ? (
           <Text key={i} color={s.color}>
             {s.text}
           </Text>

@@ -1,0 +1,68 @@
+import { cleanup, render } from 'ink-testing-library';
+import { afterEach, describe, expect, it } from 'vitest';
+import { cachedRow, PodRow, sameRow } from '../../src/tui/PodRow.js';
+import { tableLayout } from '../../src/tui/view-model.js';
+import { pod } from './support/fake-session.js';
+
+afterEach(() => cleanup());
+
+describe('pod row memo', () => {
+  const layout = tableLayout(160);
+  const now = 100_000;
+
+  it('computes a row once per pod object, layout and clock', () => {
+    const p = pod('default/a');
+    const first = cachedRow(p, layout, now);
+    expect(cachedRow(p, layout, now)).toBe(first);
+    expect(cachedRow(p, layout, now + 1_000)).not.toBe(first);
+    expect(cachedRow(p, tableLayout(100), now + 1_000)).not.toBe(first);
+  });
+
+  it('splits the countdown bar of a terminating pod into the share left and the share spent', () => {
+    const t = pod('default/a', { state: 'terminating', gracePeriod: 30, graceDeadline: now + 15_000, since: now - 15_000, owner: { pid: 42, startedAt: 0, heartbeatAt: 0, alive: true } });
+    const { segments } = cachedRow(t, layout, now);
+    expect(segments.filter((s) => s.bar !== undefined)).toEqual([
+      { text: '█████', bar: 'left' },
+      { text: '░░░░░', bar: 'spent' },
+    ]);
+    // the seconds after the bar keep the state's colour
+    expect(segments.find((s) => s.text.startsWith(' 15s'))).toMatchObject({ color: 'yellow' });
+    // a pod with no countdown has no bar
+    expect(cachedRow(pod('default/b'), layout, now).segments.some((s) => s.bar !== undefined)).toBe(false);
+  });
+
+  it('skips a redraw only when the row would read the same', () => {
+    const a = pod('default/a', { since: now - 90_000 });
+    const props = { pod: a, layout, now, selected: false, color: true };
+    // A new listing gives a new object with the same content: no redraw.
+    expect(sameRow(props, { ...props, pod: { ...a } })).toBe(true);
+    // A second later a synced pod still reads "1m": no redraw either.
+    expect(sameRow(props, { ...props, now: now + 1_000 })).toBe(true);
+    // A new state, a new selection, or a countdown second: redraw.
+    expect(sameRow(props, { ...props, pod: { ...a, state: 'terminating' } })).toBe(false);
+    expect(sameRow(props, { ...props, selected: true })).toBe(false);
+    const t = { ...a, state: 'terminating' as const, gracePeriod: 30, graceDeadline: now + 20_000 };
+    expect(sameRow({ ...props, pod: t }, { ...props, pod: t, now: now + 1_000 })).toBe(false);
+  });
+});
+
+describe('pod row text', () => {
+  // ink-testing-library draws 100 columns
+  const layout = tableLayout(100);
+  const now = 100_000;
+  const terminating = pod('default/a', { state: 'terminating', gracePeriod: 30, graceDeadline: now + 15_000, since: now - 15_000, owner: { pid: 42, startedAt: 0, heartbeatAt: 0, alive: true } });
+  const drawn = (color: boolean, selected = false) => render(<PodRow pod={terminating} layout={layout} now={now} selected={selected} color={color} />).lastFrame() ?? '';
+
+  it('draws the bar in colour with blanks, so the row is printable ASCII (Ink measures it the cheap way)', () => {
+    expect(layout.barWidth).toBe(10);
+    const row = drawn(true);
+    expect(row).toMatch(/^[\x20-\x7e]+$/);
+    // the seconds stay where the characters would put them
+    expect(row.indexOf(' 15s')).toBe(drawn(false).indexOf(' 15s'));
+    expect(row).toMatch(/terminating {12}15s/);
+  });
+
+  it('draws the bar with characters without colour', () => {
+    expect(drawn(false)).toMatch(/terminating █████░░░░░ 15s/);
+  });
+});
