@@ -131,6 +131,20 @@ describe('lease reads', () => {
     expect(seen[3]).not.toBe(seen[0]);
   });
 
+  it('inspectSome reads the highest generation of each pod it is asked about, and only those', async () => {
+    const owner = new LeaseManager({ layout: store.layout });
+    for (const uid of ['p-1', 'p-2', 'p-3']) await owner.tryAcquire(uid);
+    const { readFile } = await import('node:fs/promises');
+    // p-2 taken over twice since: generation 3 rules (a released generation 1 is still on disk)
+    const record = JSON.parse(await readFile(join(store.layout.leases, 'p-2@1'), 'utf8')) as { generation: number; pid: number };
+    await writeFile(join(store.layout.leases, 'p-2@3'), JSON.stringify({ ...record, generation: 3, pid: 4_000_000 }));
+    const reader = new LeaseManager({ layout: store.layout, isAlive: () => true });
+    const views = await reader.inspectSome(['p-2', 'p-3', 'ghost']);
+    expect([...views.keys()].sort()).toEqual(['p-2', 'p-3']);
+    expect(views.get('p-2')).toMatchObject({ generation: 3, record: { pid: 4_000_000 } });
+    expect(views.get('p-3')).toMatchObject({ generation: 1, record: { pid: process.pid } });
+  });
+
   it('the default liveness check reads /proc once per owner within one set of readings', async () => {
     const { isIdentityAlive, processIdentity, procReadings } = await import('../../src/store/proc.js');
     const readings = procReadings();
