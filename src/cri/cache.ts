@@ -289,10 +289,12 @@ export class RuntimePodCache implements PodStatusCache {
     const pods = groupRuntimePods(sandboxes, containers, this.#details);
     const changed: string[] = [];
     const statuses = new Map<string, PodStatus>();
+    const fingerprints = new Map<string, string>();
     for (const [uid, pod] of pods) {
       const status = toPodStatus(pod);
       statuses.set(uid, status);
       const fp = fingerprint(status);
+      fingerprints.set(uid, fp);
       if (this.#fingerprints.get(uid) !== fp) changed.push(uid);
     }
     for (const uid of this.#statuses.keys()) if (!pods.has(uid)) changed.push(uid);
@@ -300,7 +302,7 @@ export class RuntimePodCache implements PodStatusCache {
     if (startedAt < this.#observedAt) return;
     this.#pods = pods;
     this.#statuses = statuses;
-    this.#fingerprints = new Map([...statuses].map(([uid, s]) => [uid, fingerprint(s)]));
+    this.#fingerprints = fingerprints;
     this.#observedAt = startedAt;
     this.#relistCount += 1;
     this.#emit({ kind: 'relisted', at: startedAt, uids: changed });

@@ -35,6 +35,15 @@ const METADATA_UID = 2;
 const MAP_KEY = 1;
 const MAP_VALUE = 2;
 
+/** The label key read, as bytes: each event's labels are compared to it without decoding every key. */
+const POD_UID_KEY = new TextEncoder().encode(LABEL_POD_UID);
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i += 1) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 export function decodeContainerEventSummary(bytes: Uint8Array): ContainerEventSummary {
   const reader = new BinaryReader(bytes);
   const event: ContainerEventSummary = { containerId: '', containerEventType: 0, podUid: undefined };
@@ -55,7 +64,7 @@ function podUidOfSandbox(reader: BinaryReader, end: number): string | undefined 
   while (reader.pos < end) {
     const [field, wireType] = reader.tag();
     if (field === SANDBOX_METADATA && wireType === WireType.LengthDelimited) fromMetadata = stringField(reader, reader.pos + reader.uint32(), METADATA_UID) ?? fromMetadata;
-    else if (field === SANDBOX_LABELS && wireType === WireType.LengthDelimited) fromLabel = labelValue(reader, reader.pos + reader.uint32(), LABEL_POD_UID) ?? fromLabel;
+    else if (field === SANDBOX_LABELS && wireType === WireType.LengthDelimited) fromLabel = labelValue(reader, reader.pos + reader.uint32(), POD_UID_KEY) ?? fromLabel;
     else reader.skip(wireType, field);
   }
   return fromLabel ?? (fromMetadata || undefined);
@@ -72,18 +81,19 @@ function stringField(reader: BinaryReader, end: number, wanted: number): string 
   return value;
 }
 
-/** The value of one map<string, string> entry that ends at `end`, when its key is `key`. */
-function labelValue(reader: BinaryReader, end: number, key: string): string | undefined {
-  let entryKey = '';
+/** The value of one map<string, string> entry that ends at `end`, when its key is `key` (UTF-8). */
+function labelValue(reader: BinaryReader, end: number, key: Uint8Array): string | undefined {
+  // undefined: no key read yet (the wire allows the value first)
+  let keyMatches: boolean | undefined;
   let value = '';
   while (reader.pos < end) {
     const [field, wireType] = reader.tag();
-    if (field === MAP_KEY && wireType === WireType.LengthDelimited) entryKey = reader.string();
+    if (field === MAP_KEY && wireType === WireType.LengthDelimited) keyMatches = sameBytes(reader.bytes(), key);
     else if (field === MAP_VALUE && wireType === WireType.LengthDelimited) {
-      // a value is only worth decoding for the key wanted (or before any key: the wire allows either order)
-      if (entryKey === key || entryKey === '') value = reader.string();
+      // a value is only worth decoding for the key wanted (or before any key)
+      if (keyMatches !== false) value = reader.string();
       else reader.skip(wireType, field);
     } else reader.skip(wireType, field);
   }
-  return entryKey === key ? value : undefined;
+  return keyMatches === true ? value : undefined;
 }
