@@ -19,6 +19,12 @@ export interface HookOutcome {
   message: string;
 }
 
+/** The one line that says how a hook ended: the log line as it ends, and the warning in a command's result. */
+export function hookLine(type: HookType, pod: string, container: string, outcome: HookOutcomeKind, message: string): string {
+  const ended = outcome === 'succeeded' ? 'succeeded' : outcome === 'failed' ? 'failed' : 'did not run';
+  return `preStop ${type} hook of ${pod} container ${container} ${ended}: ${message}`;
+}
+
 const MAX_PODS = 1024;
 
 export class HookJournal {

@@ -15,10 +15,17 @@ import type { V1HTTPGetAction, V1LifecycleHandler, V1Pod } from '@kubernetes/cli
 import type { Clock } from '../engine/types.js';
 import { abortReason, sleep } from '../lib/abortable.js';
 import type { CriClient, Container } from './client.js';
-import type { HookJournal, HookOutcomeKind, HookType } from './hook-journal.js';
+import { hookLine, type HookJournal, type HookOutcomeKind, type HookType } from './hook-journal.js';
 import { HookNotRunnable, hookUrl, NODE_ADDRESS, resolveHookPort, runHttpGet } from './http-hook.js';
-import { ANN_PRESTOP } from './kubelet-labels.js';
+import { ANN_PRESTOP, LABEL_POD_NAME, LABEL_POD_NAMESPACE } from './kubelet-labels.js';
 import { parsePreStop } from './pods.js';
+
+/** `namespace/name` of the pod a hook runs in: its spec's, else the kubelet's labels on the container, else its UID. */
+function podRefOf(uid: string, c: Container, pod: V1Pod | undefined): string {
+  const namespace = pod?.metadata?.namespace ?? c.labels?.[LABEL_POD_NAMESPACE];
+  const name = pod?.metadata?.name ?? c.labels?.[LABEL_POD_NAME];
+  return namespace && name ? `${namespace}/${name}` : uid;
+}
 
 export type SyncerLog = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 
@@ -81,7 +88,7 @@ export class PreStopHooks {
     const type: HookType = hook.exec?.command?.length ? 'exec' : hook.sleep ? 'sleep' : hook.httpGet ? 'httpGet' : 'unknown';
     const report = (outcome: HookOutcomeKind, message: string): void => {
       const ok = outcome === 'succeeded';
-      this.#log(ok ? 'debug' : 'warn', `preStop hook of ${name}: ${message}`);
+      this.#log(ok ? 'debug' : 'warn', hookLine(type, podRefOf(uid, c, pod), name, outcome, message));
       this.#onHook?.({ uid, container: name, ok, message });
       this.#hookJournal.record({ uid, container: name, type, outcome, ms: Math.max(0, this.#clock.now() - started), message });
     };

@@ -4,8 +4,7 @@
  * shortens the first one's grace in flight. Beside a running kubelet the pods it desires go through
  * kubelet-guard.ts first (the API server, or refused, or --force).
  */
-import { processHookJournal, type HookOutcome } from '../cri/hook-journal.js';
-import type { Reporter } from '../lib/reporter.js';
+import { hookLine, processHookJournal, type HookOutcome } from '../cri/hook-journal.js';
 import type { KubeletGuardOptions, KubeletReport } from './kubelet-guard.js';
 import { summarizeStatus, terminatePods, type TerminateOptions, type TerminateResult } from './terminate.js';
 
@@ -32,8 +31,12 @@ export type KillResult = TerminateResult & {
   warnings: string[];
 };
 
-/** The hooks this process ran for the result's pods, and a warning (also reported) for each that did not succeed. */
-function withHooks<T extends TerminateResult>(result: T, reporter: Reporter | undefined): T & Pick<KillResult, 'hooks' | 'warnings'> {
+/**
+ * The hooks this process ran for the result's pods, and a warning for each that did not succeed.
+ * The warnings are not printed again: the session's log said each one as it happened, in the same
+ * words (cri/hook-journal.ts hookLine).
+ */
+function withHooks<T extends TerminateResult>(result: T): T & Pick<KillResult, 'hooks' | 'warnings'> {
   const names = new Map(result.pods.map((p) => [p.uid, `${p.namespace}/${p.name}`]));
   const hooks = processHookJournal.take(names.keys()).map((h) => ({
     uid: h.uid,
@@ -44,16 +47,13 @@ function withHooks<T extends TerminateResult>(result: T, reporter: Reporter | un
     ms: Math.round(h.ms),
     message: h.message,
   }));
-  const warnings = hooks
-    .filter((h) => h.outcome !== 'succeeded')
-    .map((h) => `preStop ${h.type} hook of ${h.pod} container ${h.container} ${h.outcome === 'failed' ? 'failed' : 'did not run'}: ${h.message}`);
-  for (const w of warnings) reporter?.warn(w);
+  const warnings = hooks.filter((h) => h.outcome !== 'succeeded').map((h) => hookLine(h.type, h.pod, h.container, h.outcome, h.message));
   return { ...result, hooks, warnings };
 }
 
 export async function killPods(options: KillOptions): Promise<KillResult> {
   const result = await killPodsUnreported(options);
-  return withHooks(result, options.reporter);
+  return withHooks(result);
 }
 
 async function killPodsUnreported(options: KillOptions): Promise<Omit<KillResult, 'hooks' | 'warnings'>> {
