@@ -14,13 +14,17 @@
  * - same namespace (or none recorded, as in leases of older podctl versions): PID + start tick;
  * - another namespace that this process can see (some process of it is in our /proc): alive only
  *   if that process is found with that start tick — otherwise it is gone;
- * - another namespace this process cannot see (we run in a child namespace, the owner outside): the
- *   owner cannot be checked, so its heartbeat decides: alive while the lease file's mtime is within
- *   UNVERIFIABLE_STALE_MS;
+ * - another namespace none of whose processes is in our /proc, when we run in the host's (initial)
+ *   PID namespace and could read the namespace of every process there (PID 1 aside: it is in ours):
+ *   every process of every namespace would be there, so the namespace has no process left and the
+ *   owner is gone (its last process was reaped: a heartbeat a second old must not keep it alive for
+ *   15 s, while a kill is handed to it);
+ * - otherwise (we run in a child namespace, the owner outside): the owner cannot be checked, so its
+ *   heartbeat decides: alive while the lease file's mtime is within UNVERIFIABLE_STALE_MS;
  * - a start tick of 0 (an owner that could not read /proc) proves nothing about a PID: the heartbeat
  *   decides too (and the PID must exist where we can look).
  */
-import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { errnoOf } from './errors.js';
 
 /** Linux USER_HZ; 100 on every mainstream architecture. Only used to show a wall-clock start. */
@@ -56,6 +60,9 @@ function ownPidNamespace(): string | undefined {
   return ownNamespace.ns;
 }
 
+/** The inode of the initial (host's) PID namespace: a constant of the kernel (PROC_PID_INIT_INO). */
+const INITIAL_PID_NAMESPACE = '4026531836';
+
 /** The innermost PID of a process (last field of NSpid in /proc/<pid>/status). */
 function innermostPid(hostPid: string): number | undefined {
   try {
@@ -71,9 +78,10 @@ function innermostPid(hostPid: string): number | undefined {
 
 /**
  * The processes of PID namespace `ns` that this process can see, by their innermost PID (each with
- * its host-view PID). Undefined when no process of that namespace is visible here.
+ * its host-view PID); 'none' when /proc was read whole (the namespace of every process in it, PID 1
+ * aside) and none is in `ns`; undefined when none was found in a /proc not read whole.
  */
-function processesInNamespace(ns: string): Map<number, string> | undefined {
+function processesInNamespace(ns: string): Map<number, string> | 'none' | undefined {
   let names: string[];
   try {
     names = readdirSync('/proc');
@@ -81,14 +89,18 @@ function processesInNamespace(ns: string): Map<number, string> | undefined {
     return undefined;
   }
   let found: Map<number, string> | undefined;
+  let whole = true;
   for (const name of names) {
     if (!/^\d+$/.test(name)) continue;
-    if (pidNamespaceOf(Number(name)) !== ns) continue;
+    const itsNs = pidNamespaceOf(Number(name));
+    // PID 1 is in this /proc's own namespace whatever it lets us read; a process gone meanwhile is no loss
+    if (itsNs === undefined && name !== '1' && existsSync(`/proc/${name}`)) whole = false;
+    if (itsNs !== ns) continue;
     const inner = innermostPid(name);
     if (inner === undefined) continue;
     (found ??= new Map()).set(inner, name);
   }
-  return found;
+  return found ?? (whole ? 'none' : undefined);
 }
 
 interface ProcStat {
@@ -187,6 +199,8 @@ export interface LivenessContext {
   /** The owner's last heartbeat (the lease file's mtime, epoch ms). */
   heartbeatAt?: number;
   now?: number;
+  /** Whether we run in the host's PID namespace, where every namespace's processes are in /proc (default: looked up; tests set it). */
+  seesEveryNamespace?: boolean;
   /**
    * What /proc said earlier in the same read of many leases (`procReadings()`): one look per PID
    * and namespace for the whole read, as if all were checked at its start. Never kept across reads.
@@ -197,7 +211,7 @@ export interface LivenessContext {
 /** /proc as one read of many leases found it (see LivenessContext.readings). */
 export interface ProcReadings {
   stats: Map<number, ProcStat | undefined | 'no-proc'>;
-  namespaces: Map<string, Map<number, string> | undefined>;
+  namespaces: Map<string, Map<number, string> | 'none' | undefined>;
 }
 
 export function procReadings(): ProcReadings {
@@ -210,7 +224,7 @@ function statOf(pid: number, readings: ProcReadings | undefined): ProcStat | und
   return readings.stats.get(pid);
 }
 
-function namespaceOf(ns: string, readings: ProcReadings | undefined): Map<number, string> | undefined {
+function namespaceOf(ns: string, readings: ProcReadings | undefined): Map<number, string> | 'none' | undefined {
   if (readings === undefined) return processesInNamespace(ns);
   if (!readings.namespaces.has(ns)) readings.namespaces.set(ns, processesInNamespace(ns));
   return readings.namespaces.get(ns);
@@ -238,7 +252,10 @@ export function isIdentityAlive(identity: { pid: number; startTicks: number; pid
   const ours = ownPidNamespace();
   if (identity.pidNs !== undefined && ours !== undefined && identity.pidNs !== ours) {
     const visible = namespaceOf(identity.pidNs, context?.readings);
-    if (visible === undefined) return heartbeatFresh(context);
+    if (visible === undefined || visible === 'none') {
+      const gone = visible === 'none' && (context?.seesEveryNamespace ?? ours === INITIAL_PID_NAMESPACE);
+      return gone ? false : heartbeatFresh(context);
+    }
     const hostPid = visible.get(identity.pid);
     if (hostPid === undefined) return false;
     const stat = statOf(Number(hostPid), context?.readings);

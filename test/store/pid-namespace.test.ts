@@ -3,16 +3,17 @@
  * `unshare --pid --fork --mount-proc` (as in a container with its own PID namespace) owns its pod:
  * a podctl on the host sees that owner alive and hands its own kill to it, instead of reading the
  * owner's namespace-local PID as one of its own and taking the pod over. When that owner dies, the
- * host takes the pod over. Plus the rule's unit cases: a start tick of 0 and an owner in a
- * namespace this process cannot see are decided by the heartbeat. Root only (unshare).
+ * host takes the pod over, also once its namespace is gone with it. Plus the rule's unit cases: a
+ * start tick of 0 and an owner in a namespace this process cannot see are decided by the heartbeat.
+ * Root only (unshare).
  */
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
-import { UNVERIFIABLE_STALE_MS, isIdentityAlive, pidNamespaceOf, processIdentity } from '../../src/store/proc.js';
+import { UNVERIFIABLE_STALE_MS, isIdentityAlive, parseProcStat, pidNamespaceOf, procReadings, processIdentity, type ProcReadings } from '../../src/store/proc.js';
 
 const ROOT = process.cwd();
 const BIN = join(ROOT, 'bin', 'run.js');
@@ -62,8 +63,17 @@ describe('the take-over rule, in this process', () => {
   it.skipIf(pidNamespaceOf('self') === undefined)('an owner in a namespace this process cannot see is decided by its heartbeat', () => {
     const now = Date.now();
     const unseen = { pid: 7, startTicks: 1234, pidNs: '1' };
-    expect(isIdentityAlive(unseen, { heartbeatAt: now - 2_000, now })).toBe(true);
-    expect(isIdentityAlive(unseen, { heartbeatAt: now - UNVERIFIABLE_STALE_MS - 1, now })).toBe(false);
+    // /proc read whole, no process of that namespace in it
+    const none = (): ProcReadings => ({ ...procReadings(), namespaces: new Map([['1', 'none']]) });
+    // from a child namespace (the owner may be outside it)
+    expect(isIdentityAlive(unseen, { heartbeatAt: now - 2_000, now, seesEveryNamespace: false, readings: none() })).toBe(true);
+    expect(isIdentityAlive(unseen, { heartbeatAt: now - UNVERIFIABLE_STALE_MS - 1, now, seesEveryNamespace: false, readings: none() })).toBe(false);
+    // from the host's namespace every namespace with a process in it is seen: one with none is gone,
+    // however fresh the last heartbeat
+    expect(isIdentityAlive(unseen, { heartbeatAt: now - 1_000, now, seesEveryNamespace: true, readings: none() })).toBe(false);
+    // unless some process's namespace could not be read: then the heartbeat decides
+    const partial: ProcReadings = { ...procReadings(), namespaces: new Map([['1', undefined]]) };
+    expect(isIdentityAlive(unseen, { heartbeatAt: now - 1_000, now, seesEveryNamespace: true, readings: partial })).toBe(true);
     // our own namespace, a PID that does not exist in it: gone
     expect(isIdentityAlive({ pid: 4_000_000, startTicks: 5, pidNs: pidNamespaceOf('self')! })).toBe(false);
   });
@@ -119,6 +129,24 @@ describe.skipIf(!canUnshare || !built)(`an owner in another PID namespace${!canU
     expect(entry.handledBy).toBe('delegated');
     expect(entry.ownerPid).toBe(seen.ownerPid);
     expect(entry.outcome).toBe('terminated');
+  });
+
+  it.skipIf(pidNamespaceOf('self') !== '4026531836')('an owner whose namespace is gone with it is gone at once, however fresh its heartbeat (seen from the host)', async () => {
+    const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', 'sleep', '60'], { stdio: 'ignore' });
+    owners.push(child);
+    // the namespace's first process (PID 1 inside), as a lease records its owner
+    const inner = await until('the process inside', async () => {
+      const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim();
+      return children === '' ? undefined : Number(children.split(' ')[0]);
+    });
+    const owner = { pid: 1, startTicks: parseProcStat(readFileSync(`/proc/${inner}/stat`, 'utf8'))!.startTicks, pidNs: pidNamespaceOf(inner)! };
+    expect(owner.pidNs).not.toBe(pidNamespaceOf('self'));
+    expect(isIdentityAlive(owner, { heartbeatAt: Date.now(), now: Date.now() })).toBe(true);
+    // killed, and reaped by unshare, which then exits: no process of that namespace is left
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    process.kill(inner, 'SIGKILL');
+    await exited;
+    expect(isIdentityAlive(owner, { heartbeatAt: Date.now(), now: Date.now() })).toBe(false);
   });
 
   it('when the owner dies, the host takes the pod over', async () => {
