@@ -278,34 +278,25 @@ export class LeaseManager {
    * re-read of a node's worth of pods cost pods × files.
    */
   async inspectSome(uids: readonly string[]): Promise<Map<string, LeaseView>> {
-    const readings = procReadings();
-    const out = new Map<string, LeaseView>();
-    const byUid = await this.#generationsByUid();
-    await Promise.all(
-      uids.map(async (uid) => {
-        const generations = byUid.get(uid);
-        if (generations === undefined) return;
-        const view = await this.#readView(uid, Math.max(...generations), readings);
-        // superseded meanwhile: look again, as inspect does
-        const current = view !== 'vanished' ? view : await this.inspect(uid, readings);
-        if (current) out.set(uid, current);
-      }),
-    );
-    return out;
+    return this.#inspectListed(uids);
   }
 
   /** The current lease of every UID that has one. */
   async inspectAll(): Promise<Map<string, LeaseView>> {
+    return this.#inspectListed(undefined);
+  }
+
+  /** The current leases of `uids` (all listed when undefined), from one folder listing and one set of /proc readings. */
+  async #inspectListed(uids: readonly string[] | undefined): Promise<Map<string, LeaseView>> {
     const out = new Map<string, LeaseView>();
     const byUid = await this.#generationsByUid();
     const readings = procReadings();
-    await pLimit(READ_CONCURRENCY).map([...byUid], async ([uid, generations]) => {
-      const view = await this.#readView(uid, Math.max(...generations), readings);
-      if (view !== 'vanished') out.set(uid, view);
-      else {
-        const again = await this.inspect(uid, readings);
-        if (again) out.set(uid, again);
-      }
+    const wanted = uids === undefined ? [...byUid.keys()] : uids.filter((uid) => byUid.has(uid));
+    await pLimit(READ_CONCURRENCY).map(wanted, async (uid) => {
+      const view = await this.#readView(uid, Math.max(...byUid.get(uid)!), readings);
+      // superseded meanwhile: look again, as inspect does
+      const current = view !== 'vanished' ? view : await this.inspect(uid, readings);
+      if (current) out.set(uid, current);
     });
     return out;
   }
