@@ -254,7 +254,7 @@ if (values.only !== 'latency') {
   if (!hasTmux) console.log('\n(tmux is not installed: the drain with the screen open is not measured)');
   const builds = [...(values.baseline ? [{ label: 'baseline', root: values.baseline }] : []), ...(values['baseline-only'] ? [] : [{ label: 'this tree', root }])];
   const podCounts = values['drain-pods'].split(',').map(Number);
-  const figures = await drainFigures(builds, podCounts, Number(values.runs), Number(values['idle-window']) * 1000, values.modes.split(',') as ('alone' | 'tui' | 'json')[]);
+  const figures = await drainFigures(builds, podCounts, Number(values.runs), Number(values['idle-window']) * 1000, values.modes.split(',') as ('alone' | 'tui' | 'json')[], root);
   console.log(`\ndrain --grace-period 3 --critical-grace-period 2 of podctl simulator --pods N (median of ${values.runs} run(s), range in brackets)`);
   console.log(drainTable(figures));
 }

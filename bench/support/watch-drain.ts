@@ -3,7 +3,8 @@
  *
  * For each pod count and each build (this tree's, and optionally a baseline build given with
  * `--baseline DIR`, a directory holding another build's bin/, dist/ and node_modules), three runs on a
- * fresh `podctl simulator --pods N` each:
+ * fresh `podctl simulator --pods N` each — the same simulator for every build (this tree's), so that
+ * builds differ in podctl alone (another build's simulator may send other events):
  * - alone: `podctl drain --grace-period 3 --critical-grace-period 2 -o json`, timed (wall);
  * - tui: the same drain while `podctl watch` runs in a real 160×45 terminal (tmux);
  * - json: the same drain while `podctl watch -o json` streams into a file.
@@ -75,12 +76,15 @@ function startSimulator(root: string, dir: string, pods: number): Promise<ChildP
 
 export const hasTmux = spawnSync('tmux', ['-V']).status === 0;
 
-/** One drain of `pods` simulated pods with `root`'s build, alone or followed by a watch. */
-async function drainRun(root: string, pods: number, mode: DrainMode, idleMs: number): Promise<DrainRun> {
+/**
+ * One drain of `pods` simulated pods with `root`'s build, alone or followed by a watch, on the
+ * simulator of `simRoot`'s build.
+ */
+async function drainRun(root: string, simRoot: string, pods: number, mode: DrainMode, idleMs: number): Promise<DrainRun> {
   const dir = await mkdtemp(join(tmpdir(), 'podctl-bench-drain-'));
   const endpoint = `unix://${join(dir, 'sim.sock')}`;
   const common = ['--runtime-endpoint', endpoint, '--state-dir', join(dir, 'state')];
-  const sim = await startSimulator(root, dir, pods);
+  const sim = await startSimulator(simRoot, dir, pods);
   const tmuxServer = `podctl-bench-${process.pid}`;
   const tmux = (...args: string[]) => execFileSync('tmux', ['-L', tmuxServer, ...args], { encoding: 'utf8' });
   let watchPid: number | undefined;
@@ -199,6 +203,7 @@ export async function drainFigures(
   runs: number,
   idleMs: number,
   modes: readonly DrainMode[] = ['alone', 'tui', 'json'],
+  simRoot: string = builds[0]!.root,
 ): Promise<DrainFigures[]> {
   const out: DrainFigures[] = [];
   for (const pods of podCounts) {
@@ -206,9 +211,9 @@ export async function drainFigures(
     for (let i = 0; i < runs; i += 1) {
       for (const b of builds) {
         const acc = per.get(b.label)!;
-        if (modes.includes('alone')) acc.alone.push(await drainRun(b.root, pods, 'alone', idleMs));
-        if (hasTmux && modes.includes('tui')) acc.tui.push(await drainRun(b.root, pods, 'tui', idleMs));
-        if (modes.includes('json')) acc.json.push(await drainRun(b.root, pods, 'json', idleMs));
+        if (modes.includes('alone')) acc.alone.push(await drainRun(b.root, simRoot, pods, 'alone', idleMs));
+        if (hasTmux && modes.includes('tui')) acc.tui.push(await drainRun(b.root, simRoot, pods, 'tui', idleMs));
+        if (modes.includes('json')) acc.json.push(await drainRun(b.root, simRoot, pods, 'json', idleMs));
       }
     }
     for (const b of builds) {

@@ -79,7 +79,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
   #eventRelistIntervalMs: ((pods: number) => number) | undefined;
 
   protected override sessionOptions(): SessionOptions {
-    const options: SessionOptions = { ...super.sessionOptions(), ...(this.#eventRelistIntervalMs ? { eventRelistIntervalMs: this.#eventRelistIntervalMs } : {}) };
+    // the runtime's events keep the watch's listing current (cri/cache.ts): a drain's thousands of
+    // container events change the pods they name instead of starting relists of the whole node
+    const options: SessionOptions = { ...super.sessionOptions(), runtimeEventPatches: true, ...(this.#eventRelistIntervalMs ? { eventRelistIntervalMs: this.#eventRelistIntervalMs } : {}) };
     const screen = this.#screenLog;
     if (screen === undefined) return options;
     return {

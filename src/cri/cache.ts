@@ -21,6 +21,16 @@
  * - Container events start at most one relist per `eventRelistIntervalMs` (default 0: one per
  *   event); a relist an event asked for is delayed by less than the interval, never dropped.
  * - `close()` ends the event stream, polling and a delayed relist; later waits reject.
+ *
+ * Patching from events (`patchFromEvents`, for a follower: watch): an event about a container or
+ * sandbox the last listing holds is applied to its pod at once (event-patch.ts: its state, times and
+ * exit code; its removal) instead of starting a relist; an event about anything else relists as
+ * above. Events applied while a relist runs are applied again over its result (they are monotone,
+ * so an older one never undoes a newer listing). While the event stream delivers, `listPods` with a
+ * maximum age accepts the patched listing for up to `eventedMaxAgeMs` (30 s) after the last relist — the
+ * events keep it current — and once events were applied, a relist comes when the last one is that
+ * old, as a check; `getNewerThan` and `refresh` still wait for relists (a kill decides by a listing,
+ * never by events alone).
  */
 import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
@@ -32,7 +42,9 @@ import { LABEL_POD_UID } from './kubelet-labels.js';
 import { SingleFlight } from '../lib/single-flight.js';
 import { abortReason, raceAbort, sleep } from '../lib/abortable.js';
 import type { Container } from './generated/runtime_v1.js';
-import { emptyPodStatus, groupRuntimePods, nanosToMs, toPodStatus, type ContainerDetails, type RuntimePod } from './pods.js';
+import type { ContainerEventSummary } from './container-event.js';
+import { exitDetailsOf, patchPod } from './event-patch.js';
+import { emptyPodStatus, groupRuntimePods, toPodStatus, type ContainerDetails, type RuntimePod } from './pods.js';
 
 export type RuntimeCacheEvent =
   | { kind: 'relisted'; at: number; uids: string[] }
@@ -75,7 +87,25 @@ export interface RuntimePodCacheOptions {
    * `refresh`) are not bounded by it.
    */
   eventRelistIntervalMs?: number | ((pods: number) => number);
+  /** Apply container events to the pods they name instead of relisting (see the module comment). */
+  patchFromEvents?: boolean;
+  /** With patching: how long an evented listing is accepted, and when the check relist comes (ms; default EVENTED_MAX_AGE_MS). */
+  eventedMaxAgeMs?: number;
 }
+
+/**
+ * How long a listing kept current by events is accepted for (ms) while the event stream delivers,
+ * and when the check relist comes after events were applied (the kubelet's Evented PLEG relists
+ * every 300 s).
+ */
+const EVENTED_MAX_AGE_MS = 30_000;
+
+/**
+ * An event stream open this long without failing is taken to deliver (ms), even before its first
+ * event: a runtime without events (containerd 1.6) refuses the call at once, and the stream of an
+ * idle node delivers nothing until something changes.
+ */
+const STREAM_SETTLE_MS = 1_000;
 
 /** Pauses before a relist's listing call is tried again after a transient failure. */
 const LISTING_RETRY_MS: readonly number[] = [100, 300];
@@ -102,6 +132,16 @@ function fingerprint(status: PodStatus): string {
   return JSON.stringify(status);
 }
 
+/** Which pod each container and sandbox id of a listing belongs to. */
+function ownersOf(pods: ReadonlyMap<string, RuntimePod>): Map<string, string> {
+  const owners = new Map<string, string>();
+  for (const [uid, pod] of pods) {
+    for (const c of pod.containers) owners.set(c.id, uid);
+    for (const sb of pod.sandboxes) owners.set(sb.id, uid);
+  }
+  return owners;
+}
+
 export class RuntimePodCache implements PodStatusCache {
   #client: CriClient;
   #clock: Clock;
@@ -116,10 +156,28 @@ export class RuntimePodCache implements PodStatusCache {
   #lastRelistStartedAt = Number.NEGATIVE_INFINITY;
   /** The relist an event asked for, waiting for the interval to pass. */
   #eventRelistTimer: NodeJS.Timeout | undefined;
+  readonly #patchFromEvents: boolean;
+  readonly #eventedMaxAgeMs: number;
+  /** The pod of each container and sandbox id the cache holds (patching only). */
+  #owners = new Map<string, string>();
+  /** Events applied while a relist runs (patching only), to apply again over its result. */
+  #appliedDuringRelist: Array<{ at: number; event: ContainerEventSummary }> = [];
+  /** When the running relist started (patching only; undefined: none runs). */
+  #relistRunningSince: number | undefined;
+  /** The event stream has delivered since it last (re)connected and has not failed since. */
+  #streamDelivers = false;
+  /** When the event stream was last opened (undefined: it failed or ended since). */
+  #streamOpenedAt: number | undefined;
+  /** An event was applied since the last relist (patching only): the check relist is due. */
+  #patchedSinceRelist = false;
+  /** The check relist after patches (patching only). */
+  #checkTimer: NodeJS.Timeout | undefined;
 
   #pods = new Map<string, RuntimePod>();
   #statuses = new Map<string, PodStatus>();
   #fingerprints = new Map<string, string>();
+  /** Pods patched since their status was last derived (derived when asked for, or by the next relist). */
+  #unsettled = new Set<string>();
   /** Exit details of exited containers: immutable once exited, so fetched once. */
   #details = new Map<string, ContainerDetails>();
   /** Stamp of the newest completed relist (-Infinity: none yet). */
@@ -149,11 +207,14 @@ export class RuntimePodCache implements PodStatusCache {
     this.#exitDetailsFor = options.exitDetailsFor;
     this.#maxWaitMs = options.maxWaitMs ?? 60_000;
     this.#eventRelistIntervalMs = options.eventRelistIntervalMs ?? 0;
+    this.#patchFromEvents = options.patchFromEvents ?? false;
+    this.#eventedMaxAgeMs = options.eventedMaxAgeMs ?? EVENTED_MAX_AGE_MS;
   }
 
   // ------------------------------------------------------------------------- PodStatusCache
 
   get(uid: string): PodStatus | undefined {
+    this.#settle(uid);
     return this.#statuses.get(uid);
   }
 
@@ -170,7 +231,7 @@ export class RuntimePodCache implements PodStatusCache {
       if (wait > 0) await sleep(Math.min(wait, 1000, Math.max(0, giveUpAt - Date.now())), signal);
       await raceAbort(this.#requestRelist(minTime), signal);
     }
-    return this.#statuses.get(uid) ?? emptyPodStatus(uid);
+    return this.get(uid) ?? emptyPodStatus(uid);
   }
 
   // ------------------------------------------------------------------------------ the rest
@@ -216,8 +277,16 @@ export class RuntimePodCache implements PodStatusCache {
    */
   async listPods(signal?: AbortSignal, maxAgeMs = 0): Promise<RuntimePod[]> {
     const minTime = this.#clock.now() - maxAgeMs;
-    if (this.#observedAt < minTime) await raceAbort(this.#requestRelist(minTime), signal);
+    if (this.#observedAt < minTime && !this.#keptCurrentByEvents(maxAgeMs)) await raceAbort(this.#requestRelist(minTime), signal);
     return this.pods();
+  }
+
+  /** Whether events keep the listing current enough for a listing that accepts `maxAgeMs` (patching only). */
+  #keptCurrentByEvents(maxAgeMs: number): boolean {
+    if (!this.#patchFromEvents || maxAgeMs <= 0 || this.#eventsSupported === false) return false;
+    const now = this.#clock.now();
+    const streaming = this.#streamDelivers || (this.#streamOpenedAt !== undefined && now - this.#streamOpenedAt >= STREAM_SETTLE_MS);
+    return streaming && now - this.#observedAt <= this.#eventedMaxAgeMs;
   }
 
   subscribe(listener: (event: RuntimeCacheEvent) => void): () => void {
@@ -241,6 +310,8 @@ export class RuntimePodCache implements PodStatusCache {
     this.#listeners.clear();
     if (this.#eventRelistTimer !== undefined) clearTimeout(this.#eventRelistTimer);
     this.#eventRelistTimer = undefined;
+    if (this.#checkTimer !== undefined) clearTimeout(this.#checkTimer);
+    this.#checkTimer = undefined;
   }
 
   // ------------------------------------------------------------------------------ relisting
@@ -268,6 +339,18 @@ export class RuntimePodCache implements PodStatusCache {
 
   async #relist(startedAt: number): Promise<void> {
     this.#lastRelistStartedAt = startedAt;
+    if (this.#patchFromEvents) this.#relistRunningSince = startedAt;
+    try {
+      await this.#listAndCommit(startedAt);
+    } finally {
+      if (this.#relistRunningSince === startedAt) {
+        this.#relistRunningSince = undefined;
+        this.#appliedDuringRelist = [];
+      }
+    }
+  }
+
+  async #listAndCommit(startedAt: number): Promise<void> {
     const call = {
       signal: this.#lifecycle.signal,
       ...(this.#rpcTimeoutMs !== undefined ? { timeoutMs: this.#rpcTimeoutMs } : {}),
@@ -287,6 +370,10 @@ export class RuntimePodCache implements PodStatusCache {
     for (const id of this.#details.keys()) if (!present.has(id)) this.#details.delete(id);
 
     const pods = groupRuntimePods(sandboxes, containers, this.#details);
+    const owners = ownersOf(pods);
+    // what events said since this listing started may be newer than what it found
+    for (const { at, event } of this.#appliedDuringRelist) if (at >= startedAt) this.#applyTo(pods, owners, event);
+    for (const uid of this.#unsettled) this.#settle(uid);
     const changed: string[] = [];
     const statuses = new Map<string, PodStatus>();
     const fingerprints = new Map<string, string>();
@@ -303,6 +390,9 @@ export class RuntimePodCache implements PodStatusCache {
     this.#pods = pods;
     this.#statuses = statuses;
     this.#fingerprints = fingerprints;
+    this.#unsettled.clear();
+    this.#owners = owners;
+    this.#patchedSinceRelist = false;
     this.#observedAt = startedAt;
     this.#relistCount += 1;
     this.#emit({ kind: 'relisted', at: startedAt, uids: changed });
@@ -322,13 +412,7 @@ export class RuntimePodCache implements PodStatusCache {
         const res = await this.#client.containerStatus(c.id, call);
         const s = res.status;
         if (!s) return;
-        const details: ContainerDetails = { exitCode: s.exitCode };
-        const started = nanosToMs(s.startedAt);
-        const finished = nanosToMs(s.finishedAt);
-        if (started !== undefined) details.startedAt = started;
-        if (finished !== undefined) details.finishedAt = finished;
-        if (s.reason) details.reason = s.reason;
-        this.#details.set(c.id, details);
+        this.#details.set(c.id, exitDetailsOf(s));
       } catch (err) {
         // removed since the listing: nothing to report. Any other failure leaves this container's
         // exit details unknown for now (asked again in the next relist): one container's status
@@ -344,16 +428,23 @@ export class RuntimePodCache implements PodStatusCache {
     let backoffMs = 250;
     while (!signal.aborted) {
       try {
+        this.#streamOpenedAt = this.#clock.now();
         for await (const event of this.#client.containerEvents(signal)) {
           this.#eventsSupported = true;
           backoffMs = 250;
-          const uid = event.podUid;
+          this.#streamDelivers = true;
+          const patched = this.#patchFromEvents ? this.#patch(event) : undefined;
+          const uid = patched ?? event.podUid;
           this.#emit({ kind: 'container-event', at: this.#clock.now(), uids: uid ? [uid] : [] });
-          this.#relistForEvent();
+          if (patched === undefined) this.#relistForEvent();
         }
+        this.#streamDelivers = false;
+        this.#streamOpenedAt = undefined;
         if (signal.aborted) return;
         // the runtime ended the stream (restart): reconnect and relist to catch up
       } catch (err) {
+        this.#streamDelivers = false;
+        this.#streamOpenedAt = undefined;
         if (signal.aborted) return;
         if (isUnimplemented(err)) {
           this.#eventsSupported = false;
@@ -371,6 +462,68 @@ export class RuntimePodCache implements PodStatusCache {
       backoffMs = Math.min(backoffMs * 2, 5000);
       this.#requestRelist(this.#clock.now()).catch(() => undefined);
     }
+  }
+
+  /**
+   * Applies one event to the pod it names (event-patch.ts); returns that pod's UID, or undefined
+   * when the event could not be applied (the caller relists).
+   */
+  #patch(event: ContainerEventSummary): string | undefined {
+    const uid = this.#applyTo(this.#pods, this.#owners, event);
+    if (uid === undefined) return undefined;
+    if (this.#relistRunningSince !== undefined) this.#appliedDuringRelist.push({ at: this.#clock.now(), event });
+    this.#unsettled.add(uid);
+    this.#patchedSinceRelist = true;
+    this.#scheduleCheck();
+    return uid;
+  }
+
+  /**
+   * A relist once the last one is `eventedMaxAgeMs` old, when events were applied since: what the
+   * events said is checked against a listing even when nobody asks for one (a runtime may drop
+   * events under load: containerd's queue holds 1,000). No timer runs while no event comes.
+   */
+  #scheduleCheck(): void {
+    if (this.#checkTimer !== undefined || this.#closed) return;
+    const waitMs = Math.max(0, this.#observedAt + this.#eventedMaxAgeMs - this.#clock.now());
+    this.#checkTimer = setTimeout(() => {
+      this.#checkTimer = undefined;
+      if (!this.#closed && this.#patchedSinceRelist) this.#requestRelist(this.#clock.now()).catch(() => undefined);
+    }, waitMs);
+    this.#checkTimer.unref();
+  }
+
+  /** Derives a patched pod's status (a drain's many events to one pod cost one derivation). */
+  #settle(uid: string): void {
+    if (!this.#unsettled.delete(uid)) return;
+    const pod = this.#pods.get(uid);
+    if (pod === undefined) {
+      this.#statuses.delete(uid);
+      this.#fingerprints.delete(uid);
+      return;
+    }
+    const status = toPodStatus(pod);
+    this.#statuses.set(uid, status);
+    this.#fingerprints.set(uid, fingerprint(status));
+  }
+
+  /** Applies an event to `pods` (and `owners`, and the exit details); the pod's UID, or undefined. */
+  #applyTo(pods: Map<string, RuntimePod>, owners: Map<string, string>, event: ContainerEventSummary): string | undefined {
+    const uid = owners.get(event.containerId);
+    const pod = uid === undefined ? undefined : pods.get(uid);
+    if (uid === undefined || pod === undefined) return undefined;
+    const next = patchPod(pod, event);
+    if (next === undefined) return undefined;
+    if (next === pod) return uid;
+    if (next === 'gone') {
+      pods.delete(uid);
+      for (const sb of pod.sandboxes) owners.delete(sb.id);
+      return uid;
+    }
+    pods.set(uid, next);
+    if (!next.containers.some((c) => c.id === event.containerId) && !next.sandboxes.some((sb) => sb.id === event.containerId)) owners.delete(event.containerId);
+    if (event.status !== undefined && next.containers.some((c) => c.id === event.containerId && c.state === 'exited')) this.#details.set(event.containerId, exitDetailsOf(event.status));
+    return uid;
   }
 
   async #poll(signal: AbortSignal): Promise<void> {

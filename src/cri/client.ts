@@ -313,9 +313,40 @@ class GrpcCriClient implements CriClient {
     const stream: ClientReadableStream<ContainerEventSummary> = this.#raw.makeServerStreamRequest(method.path, method.requestSerialize, this.#decodeEvent, {}, new this.#grpc.Metadata());
     const onAbort = (): void => stream.cancel();
     signal.addEventListener('abort', onAbort, { once: true });
+    // Events are taken as they arrive ('data') and handed on in the order they came: a drain sends
+    // thousands, and a stream's async iterator costs a read, a pause and a resume for each one.
+    let arrived: ContainerEventSummary[] = [];
+    let ended = false;
+    let failure: Error | undefined;
+    let wake: (() => void) | undefined;
+    const notify = (): void => {
+      const resume = wake;
+      wake = undefined;
+      resume?.();
+    };
+    stream.on('data', (event: ContainerEventSummary) => {
+      arrived.push(event);
+      notify();
+    });
+    stream.on('end', () => {
+      ended = true;
+      notify();
+    });
+    stream.on('error', (err: Error) => {
+      failure ??= err;
+      notify();
+    });
     try {
-      for await (const event of stream as AsyncIterable<ContainerEventSummary>) {
-        yield event;
+      for (;;) {
+        const batch = arrived;
+        arrived = [];
+        for (const event of batch) yield event;
+        if (arrived.length > 0) continue;
+        if (failure !== undefined) throw failure;
+        if (ended) return;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
       }
     } catch (err) {
       if (signal.aborted) return;

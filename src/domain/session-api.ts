@@ -58,6 +58,12 @@ export interface SessionOptions {
    * (watch) bounds it: its own kills still wait on fresh relists of their own.
    */
   eventRelistIntervalMs?: number | ((pods: number) => number);
+  /**
+   * Apply the runtime's container events to the pods they name instead of relisting (watch): while
+   * the event stream delivers, a listing that accepts an age is kept current by them until the last
+   * relist is 30 s old (cri/cache.ts). Kills still wait on relists.
+   */
+  runtimeEventPatches?: boolean;
 }
 
 /** One entry of a pod's bounded timeline (persisted in its checkpoint). */

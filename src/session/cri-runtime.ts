@@ -85,6 +85,7 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     ...(hooks.readOnly ? { exitDetails: false } : {}),
     ...(hooks.exitDetailsFor ? { exitDetailsFor: hooks.exitDetailsFor } : {}),
     ...(options.eventRelistIntervalMs !== undefined ? { eventRelistIntervalMs: options.eventRelistIntervalMs } : {}),
+    ...(options.runtimeEventPatches === true ? { patchFromEvents: true } : {}),
   });
   const syncer = new RuntimeSyncer({
     client,

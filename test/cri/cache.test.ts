@@ -244,3 +244,123 @@ describe('RuntimePodCache', () => {
     await expect(cache.getNewerThan('x', Date.now())).rejects.toThrow(/closed/);
   });
 });
+
+describe('RuntimePodCache patching from events (a follower: watch)', () => {
+  const simulator = useSimulator();
+  const rpcs = (sim: { state: { journal(): readonly { kind: string; method?: string }[] } }, method: string) => sim.state.journal().filter((r) => r.kind === 'rpc' && r.method === method).length;
+
+  async function following(options: Parameters<typeof simulator>[0]) {
+    const { sim, client } = await simulator(options);
+    const cache = new RuntimePodCache({ client, patchFromEvents: true });
+    const events: RuntimeCacheEvent[] = [];
+    cache.subscribe((e) => events.push(e));
+    cache.start();
+    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    await cache.refresh();
+    return { sim, cache, events };
+  }
+
+  it('applies an event about a container it holds to the pod at once: state and exit code, with no relist and no ContainerStatus call', async () => {
+    const { sim, cache, events } = await following({
+      pods: [
+        { name: 'a', uid: 'ua', containers: [{ name: 'c' }] },
+        { name: 'b', uid: 'ub' },
+      ],
+    });
+    const relists = cache.relistCount;
+    const listings = rpcs(sim, 'ListContainers');
+    const [cid] = sim.state.containerIds(sim.state.sandboxIds()[0]);
+    const uid = cache.pods().find((p) => p.containers.some((c) => c.id === cid))!.uid;
+    sim.state.markExited(cid!, 3);
+    await until(() => cache.get(uid)?.containerStatuses[0]?.state === 'exited');
+    expect(cache.get(uid)?.containerStatuses[0]?.exitCode).toBe(3);
+    expect(events.some((e) => e.kind === 'container-event' && e.uids.includes(uid))).toBe(true);
+    // a listing that accepts an age is served by what the events kept current; one that asks for a fresh one relists
+    await new Promise((r) => setTimeout(r, 1_100)); // the stream has been open a second (and delivered)
+    expect((await cache.listPods(undefined, 500)).find((p) => p.uid === uid)?.containers[0]?.exitCode).toBe(3);
+    expect(cache.relistCount).toBe(relists);
+    expect(rpcs(sim, 'ListContainers')).toBe(listings);
+    expect(rpcs(sim, 'ContainerStatus')).toBe(0);
+    await cache.listPods(undefined, 0);
+    expect(cache.relistCount).toBe(relists + 1);
+    expect(cache.get(uid)?.containerStatuses[0]).toMatchObject({ state: 'exited', exitCode: 3 });
+    expect(rpcs(sim, 'ContainerStatus')).toBe(0);
+    cache.close();
+  });
+
+  it('a stopped and removed sandbox: not ready, then the pod gone, without a relist', async () => {
+    const { sim, cache } = await following({ pods: [{ name: 'a', uid: 'ua', containers: [{ name: 'c' }] }] });
+    const relists = cache.relistCount;
+    const [sid] = sim.state.sandboxIds();
+    sim.state.stopPodSandbox(sid!);
+    await until(() => cache.get('ua')?.sandboxStatuses[0]?.state === 'notready');
+    expect(cache.get('ua')?.containerStatuses[0]?.state).toBe('exited');
+    sim.state.removePodSandbox(sid!);
+    await until(() => cache.get('ua') === undefined);
+    expect(cache.pods().map((p) => p.uid)).toEqual([]);
+    expect(cache.relistCount).toBe(relists);
+    cache.close();
+  });
+
+  it('an event about a container it does not hold (a new pod) relists', async () => {
+    const { sim, cache } = await following({ pods: [] });
+    const relists = cache.relistCount;
+    const sid = sim.state.runPodSandbox({ metadata: { name: 'n', uid: 'un', namespace: 'default', attempt: 0 } });
+    sim.state.startContainer(sim.state.createContainer(sid, { metadata: { name: 'c', attempt: 0 }, image: { image: 'pause' } }));
+    await until(() => cache.get('un')?.containerStatuses[0]?.state === 'running');
+    expect(cache.relistCount).toBeGreaterThan(relists);
+    cache.close();
+  });
+
+  it('applies the events that came during a relist again over its result, so a listing taken before them does not undo them', async () => {
+    const { sim, cache } = await following({ pods: [{ name: 'a', uid: 'ua', containers: [{ name: 'c' }] }] });
+    const [cid] = sim.state.containerIds();
+    // the next listing is taken now and answered 400 ms late
+    sim.faults.add({ method: 'ListContainers', delayMs: 400, proceed: true, count: 1 });
+    const relist = cache.refresh();
+    await until(() => sim.state.journal().some((r) => r.kind === 'fault' && r.method === 'ListContainers'));
+    sim.state.markExited(cid!, 7);
+    await until(() => cache.get('ua')?.containerStatuses[0]?.state === 'exited');
+    await relist;
+    expect(cache.get('ua')?.containerStatuses[0]).toMatchObject({ state: 'exited', exitCode: 7 });
+    expect(cache.pods()[0]?.containers[0]?.state).toBe('exited');
+    cache.close();
+  });
+
+  it('without patching, the same event relists (drivers decide by listings)', async () => {
+    const { sim, client } = await simulator({ pods: [{ name: 'a', uid: 'ua', containers: [{ name: 'c' }] }] });
+    const cache = new RuntimePodCache({ client });
+    cache.start();
+    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    await cache.refresh();
+    const relists = cache.relistCount;
+    sim.state.markExited(sim.state.containerIds()[0]!, 3);
+    await until(() => cache.get('ua')?.containerStatuses[0]?.state === 'exited');
+    expect(cache.relistCount).toBeGreaterThan(relists);
+    cache.close();
+  });
+});
+
+describe('RuntimePodCache check relist after patches', () => {
+  const simulator = useSimulator();
+
+  it('relists once the last relist is the evented age old when events were applied since, and not while none come', async () => {
+    const { sim, client } = await simulator({ pods: [{ name: 'a', uid: 'ua', containers: [{ name: 'c' }] }] });
+    const cache = new RuntimePodCache({ client, patchFromEvents: true, eventedMaxAgeMs: 400 });
+    cache.start();
+    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    await cache.refresh();
+    const relists = cache.relistCount;
+    const relistedAt = Date.now();
+    sim.state.markExited(sim.state.containerIds()[0]!, 0);
+    await until(() => cache.get('ua')?.containerStatuses[0]?.state === 'exited');
+    expect(cache.relistCount).toBe(relists);
+    // the check: one relist, the evented age after the last one
+    await until(() => cache.relistCount === relists + 1, 2_000);
+    expect(Date.now() - relistedAt).toBeGreaterThanOrEqual(350);
+    // no event since: no timer, no relist of its own
+    await new Promise((r) => setTimeout(r, 900));
+    expect(cache.relistCount).toBe(relists + 1);
+    cache.close();
+  });
+});

@@ -164,6 +164,25 @@ describe('CRI client against the simulator', () => {
     for (const uid of pods) expect(uid).toBe(sandbox!.metadata!.uid);
   });
 
+  it("hands on a burst of events whole and in the runtime's order", async () => {
+    const { sim, client } = await simulator({ pods: 20 });
+    const ac = new AbortController();
+    const sent: string[] = [];
+    sim.state.subscribe((e) => sent.push(`${e.containerId}/${e.containerEventType}`));
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const ev of client.containerEvents(ac.signal)) seen.push(`${ev.containerId}/${ev.containerEventType}`);
+    })();
+    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    // one synchronous burst: every sandbox stopped (its containers' and its own events), then removed
+    for (const id of sim.state.sandboxIds()) sim.state.stopPodSandbox(id);
+    for (const id of sim.state.sandboxIds()) sim.state.removePodSandbox(id);
+    await until(() => seen.length === sent.length && sent.length > 0);
+    expect(seen).toEqual(sent);
+    ac.abort();
+    await reading;
+  });
+
   it('reports Unimplemented for events on runtimes without them', async () => {
     const { client } = await simulator({ events: false });
     const ac = new AbortController();

@@ -1,11 +1,12 @@
 /**
  * The container-event reader against messages the generated CRI encoder writes (as a runtime would):
- * it reads the container, the kind and the pod's UID, and passes over everything else.
+ * it reads the container, the kind, the pod's UID, the sandbox's id and state and the event's own
+ * container's status, and passes over everything else.
  */
 import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { describe, expect, it } from 'vitest';
 import { decodeContainerEventSummary } from '../../src/cri/container-event.js';
-import { ContainerEventResponse, type DeepPartial } from '../../src/cri/generated/runtime_v1.js';
+import { ContainerEventResponse, ContainerStatus, type DeepPartial } from '../../src/cri/generated/runtime_v1.js';
 
 const UID = '0f9d1f0e-1111-2222-3333-444455556666';
 
@@ -46,12 +47,42 @@ function fullEvent(labels: Record<string, string>, metadataUid: string): DeepPar
 describe('decodeContainerEventSummary', () => {
   it("reads the container, the kind and the pod's UID label of a whole event", () => {
     const summary = decodeContainerEventSummary(encoded(fullEvent({ app: 'web', 'io.kubernetes.pod.uid': UID, 'io.kubernetes.pod.name': 'web' }, 'metadata-uid')));
-    expect(summary).toEqual({ containerId: 'c1', containerEventType: 2, podUid: UID });
+    expect(summary).toEqual({
+      containerId: 'c1',
+      containerEventType: 2,
+      podUid: UID,
+      sandboxId: 's1',
+      sandboxState: 0,
+      status: { state: 2, startedAt: 0n, finishedAt: 0n, exitCode: 143, reason: '' },
+    });
+  });
+
+  it("reads the event's own container's status among the pod's, wherever it comes on the wire", () => {
+    const event = fullEvent({ 'io.kubernetes.pod.uid': UID }, UID);
+    const mine = { id: 'c1', state: 2, startedAt: 1764126000000000000n, finishedAt: 1764126005000000000n, exitCode: 137, reason: 'OOMKilled', labels: { a: 'b' } };
+    event.containersStatuses = [{ id: 'c0', state: 1, exitCode: 0, reason: 'other' }, mine, { id: 'c11', state: 2, exitCode: 1, reason: 'Error' }];
+    const expected = { state: 2, startedAt: mine.startedAt, finishedAt: mine.finishedAt, exitCode: 137, reason: 'OOMKilled' };
+    expect(decodeContainerEventSummary(encoded(event)).status).toEqual(expected);
+    // the statuses before the container's id (the wire allows any order)
+    const reordered = new BinaryWriter();
+    for (const status of event.containersStatuses) reordered.uint32((5 << 3) | 2).bytes(ContainerStatus.encode(ContainerStatus.fromPartial(status)).finish());
+    reordered.uint32((1 << 3) | 2).string('c1');
+    reordered.uint32((2 << 3) | 0).int32(2);
+    expect(decodeContainerEventSummary(reordered.finish())).toEqual({ containerId: 'c1', containerEventType: 2, podUid: undefined, status: expected });
+  });
+
+  it("has no status when none is the event's container's (a sandbox's own event), and the sandbox's state", () => {
+    const event = fullEvent({ 'io.kubernetes.pod.uid': UID }, UID);
+    event.containerId = 's1';
+    event.podSandboxStatus!.state = 1;
+    const summary = decodeContainerEventSummary(encoded(event));
+    expect(summary.status).toBeUndefined();
+    expect(summary).toMatchObject({ containerId: 's1', sandboxId: 's1', sandboxState: 1, podUid: UID });
   });
 
   it("falls back to the sandbox metadata's uid without the label, and to none without a sandbox", () => {
     expect(decodeContainerEventSummary(encoded(fullEvent({ app: 'web' }, UID))).podUid).toBe(UID);
-    expect(decodeContainerEventSummary(encoded(fullEvent({}, '')))).toEqual({ containerId: 'c1', containerEventType: 2, podUid: undefined });
+    expect(decodeContainerEventSummary(encoded(fullEvent({}, '')))).toMatchObject({ containerId: 'c1', containerEventType: 2, podUid: undefined });
     expect(decodeContainerEventSummary(encoded({ containerId: 'c2', containerEventType: 3 }))).toEqual({ containerId: 'c2', containerEventType: 3, podUid: undefined });
   });
 
@@ -64,7 +95,11 @@ describe('decodeContainerEventSummary', () => {
       const bytes = encoded(fullEvent(labels, metadataUid));
       const whole = ContainerEventResponse.decode(bytes);
       const expected = whole.podSandboxStatus?.labels?.['io.kubernetes.pod.uid'] ?? whole.podSandboxStatus?.metadata?.uid;
-      expect(decodeContainerEventSummary(bytes).podUid).toBe(expected);
+      const summary = decodeContainerEventSummary(bytes);
+      expect(summary.podUid).toBe(expected);
+      const status = whole.containersStatuses.find((c) => c.id === whole.containerId)!;
+      expect(summary.status).toEqual({ state: status.state, startedAt: status.startedAt, finishedAt: status.finishedAt, exitCode: status.exitCode, reason: status.reason });
+      expect(summary.sandboxId).toBe(whole.podSandboxStatus?.id);
     }
   });
 
@@ -81,11 +116,14 @@ describe('decodeContainerEventSummary', () => {
     event.uint32((42 << 3) | 2).string('unknown');
     event.uint32((4 << 3) | 2).bytes(sandboxBytes);
     event.uint32((2 << 3) | 0).int32(1);
-    expect(decodeContainerEventSummary(event.finish())).toEqual({ containerId: 'c3', containerEventType: 1, podUid: UID });
+    expect(decodeContainerEventSummary(event.finish())).toEqual({ containerId: 'c3', containerEventType: 1, podUid: UID, sandboxState: 0 });
   });
 
   it('throws on a truncated message', () => {
     const bytes = encoded(fullEvent({ 'io.kubernetes.pod.uid': UID }, UID));
     expect(() => decodeContainerEventSummary(bytes.subarray(0, bytes.length - 5))).toThrow();
+    // cut inside a container status, whose bytes are only read after the rest
+    const statusOnly = encoded({ containerId: 'c1', containersStatuses: [{ id: 'c1', state: 2, reason: 'Completed' }] });
+    expect(() => decodeContainerEventSummary(statusOnly.subarray(0, statusOnly.length - 3))).toThrow();
   });
 });

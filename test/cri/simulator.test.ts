@@ -68,6 +68,34 @@ describe('simulated containers', () => {
     state.close();
   });
 
+  it("a sandbox's stop and removal are events under the sandbox's id, as containerd sends them, after its containers'", () => {
+    const state = model();
+    const [pod] = seedPods(state, [{ name: 'x', containers: [{ name: 'a' }, { name: 'b' }] }]);
+    const events: { id: string; type: number; sandbox?: number; statuses: string[] }[] = [];
+    state.subscribe((e) =>
+      events.push({
+        id: e.containerId,
+        type: e.containerEventType,
+        ...(e.podSandboxStatus ? { sandbox: e.podSandboxStatus.state } : {}),
+        statuses: e.containersStatuses.map((c) => `${c.id}:${c.state}`),
+      }),
+    );
+    const sid = pod!.sandboxId;
+    const [a, b] = pod!.containerIds;
+    state.stopPodSandbox(sid);
+    state.stopPodSandbox(sid); // stopping a stopped sandbox again says nothing
+    state.removePodSandbox(sid);
+    const ofSandbox = events.filter((e) => e.id === sid);
+    expect(ofSandbox).toEqual([
+      { id: sid, type: 2, sandbox: 1, statuses: [`${a}:2`, `${b}:2`] },
+      { id: sid, type: 3, statuses: [] },
+    ]);
+    // each container's own stop comes before the sandbox's, and its removal before the sandbox's
+    expect(events.findIndex((e) => e.id === a && e.type === 2)).toBeLessThan(events.indexOf(events.find((e) => e.id === sid)!));
+    expect(events.findIndex((e) => e.id === b && e.type === 3)).toBeLessThan(events.length - 1);
+    state.close();
+  });
+
   it('refuses to create containers in a stopped sandbox, and reports unknown IDs as NotFound', () => {
     const state = model();
     const [pod] = seedPods(state, [{ name: 'x' }]);

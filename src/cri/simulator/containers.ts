@@ -396,6 +396,22 @@ export class SimContainers {
     };
   }
 
+  /**
+   * A sandbox's own event, as containerd sends it: the sandbox's id as the container id, its status
+   * (none once removed) and its containers' statuses.
+   */
+  emitSandboxEvent(sandboxId: string, type: number, status: PodSandboxStatus | undefined): void {
+    if (this.#listeners.size === 0) return;
+    const event: ContainerEventResponse = {
+      containerId: sandboxId,
+      containerEventType: type,
+      createdAt: nanos(this.#host.now()),
+      podSandboxStatus: status,
+      containersStatuses: [...this.#containers.values()].filter((c) => c.sandboxId === sandboxId).map((c) => this.#statusOf(c)),
+    };
+    for (const l of this.#listeners) l(event);
+  }
+
   #emit(c: SimContainer, type: number): void {
     if (this.#listeners.size === 0) return;
     const event: ContainerEventResponse = {

@@ -29,7 +29,7 @@ import type {
   PodSandboxFilter,
   PodSandboxStatus,
 } from '../generated/runtime_v1.js';
-import { SandboxStateCode } from '../codes.js';
+import { ContainerEventCode, SandboxStateCode } from '../codes.js';
 import { GrpcStatus } from '../errors.js';
 import { matchesLabels, nanos, newId, SimContainers } from './containers.js';
 import type { ProcessMode } from './process.js';
@@ -128,7 +128,10 @@ export class SimRuntime {
     return this.#sandboxes.has(id) ? this.podSandboxStatus(id) : undefined;
   }
 
-  /** Subscribes to container events (created/started/stopped/deleted). */
+  /**
+   * Subscribes to container events (created/started/stopped/deleted), and to a sandbox's stop and
+   * removal as containerd sends them (the sandbox's id as the container's; no status once removed).
+   */
   subscribe(listener: (event: ContainerEventResponse) => void): () => void {
     return this.#containers.subscribe(listener);
   }
@@ -162,13 +165,16 @@ export class SimRuntime {
   stopPodSandbox(id: string): void {
     const sb = this.#sandbox(id);
     this.#containers.killAllIn(id);
+    if (sb.state === SandboxStateCode.NOTREADY) return;
     sb.state = SandboxStateCode.NOTREADY;
+    this.#containers.emitSandboxEvent(id, ContainerEventCode.STOPPED, this.podSandboxStatus(id));
   }
 
   removePodSandbox(id: string): void {
     if (!this.#sandboxes.has(id)) return;
     this.#containers.removeAllIn(id);
     this.#sandboxes.delete(id);
+    this.#containers.emitSandboxEvent(id, ContainerEventCode.DELETED, undefined);
   }
 
   podSandboxStatus(id: string): PodSandboxStatus {
