@@ -481,7 +481,8 @@ export class RuntimePodCache implements PodStatusCache {
   /**
    * A relist once the last one is `eventedMaxAgeMs` old, when events were applied since: what the
    * events said is checked against a listing even when nobody asks for one (a runtime may drop
-   * events under load: containerd's queue holds 1,000). No timer runs while no event comes.
+   * events when its queue to a slow reader is full: containerd counts them as dropped). No timer runs
+   * while no event comes.
    */
   #scheduleCheck(): void {
     if (this.#checkTimer !== undefined || this.#closed) return;
