@@ -27,16 +27,16 @@
  * exit code; its removal) instead of starting a relist; an event about anything else relists as
  * above. Events applied while a relist runs are applied again over its result (they are monotone,
  * so an older one never undoes a newer listing). While the event stream delivers, `listPods` with a
- * maximum age accepts the patched listing for up to `eventedMaxAgeMs` (30 s) after the last relist — the
- * events keep it current — and once events were applied, a relist comes when the last one is that
- * old, as a check; `getNewerThan` and `refresh` still wait for relists (a kill decides by a listing,
- * never by events alone).
+ * maximum age accepts the patched listing for up to `eventedMaxAgeMs` (30 s) after the last relist —
+ * the events keep it current — and once events were applied, a relist comes when the last one is
+ * that old, as a check; `getNewerThan` and `refresh` still wait for relists (a kill decides by a
+ * listing, never by events alone).
  */
 import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
 import type { Clock, PodStatus, PodStatusCache } from '../engine/types.js';
 import type { CriClient } from './client.js';
-import { ContainerStateCode } from './codes.js';
+import { ContainerEventCode, ContainerStateCode } from './codes.js';
 import { isNotFound, isTransient, isUnavailable, isUnimplemented } from './errors.js';
 import { LABEL_POD_UID } from './kubelet-labels.js';
 import { SingleFlight } from '../lib/single-flight.js';
@@ -522,8 +522,9 @@ export class RuntimePodCache implements PodStatusCache {
       return uid;
     }
     pods.set(uid, next);
-    if (!next.containers.some((c) => c.id === event.containerId) && !next.sandboxes.some((sb) => sb.id === event.containerId)) owners.delete(event.containerId);
-    if (event.status !== undefined && next.containers.some((c) => c.id === event.containerId && c.state === 'exited')) this.#details.set(event.containerId, exitDetailsOf(event.status));
+    // what reaches here changed a container (a sandbox's change is a stop, or its pod is gone)
+    if (event.containerEventType === ContainerEventCode.DELETED) owners.delete(event.containerId);
+    else if (event.status?.state === ContainerStateCode.EXITED) this.#details.set(event.containerId, exitDetailsOf(event.status));
     return uid;
   }
 
