@@ -48,6 +48,9 @@ const external = [
   // heavy, used only by some commands: loaded from node_modules on first use
   '@kubernetes/client-node',
   'ink',
+  // Ink's own ANSI tokenizer, which the watch's frame composer (src/tui/frame-output.ts) uses too:
+  // one copy, the one Ink loads
+  '@alcalzone/ansi-tokenize',
   'react',
   'react/*',
   'prom-client',

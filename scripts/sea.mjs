@@ -68,6 +68,23 @@ const embeddedJsonInOclif = {
 };
 
 /**
+ * The watch's frame composer (src/tui/ink-output.ts) replaces Ink's `Output.get()`; Ink does not
+ * export its Output class, which an npm install reads from Ink's module file. Bundled, there is no
+ * such file: Ink's module registers the class under a global symbol instead.
+ */
+const inkOutputRegistered = {
+  name: 'ink-output-registered',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]ink[\\/]build[\\/]output\.js$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      const anchor = 'export default class Output {';
+      if (!source.includes(anchor)) throw new Error(`${args.path}: Output class not found (Ink changed): update scripts/sea.mjs`);
+      return { contents: `${source}\nglobalThis[Symbol.for('podctl.ink-output')] = Output;\n`, loader: 'js' };
+    });
+  },
+};
+
+/**
  * Ink imports react-devtools-core (an optional package podctl does not install) only when DEV=true;
  * a static import of a missing package would stop the executable from starting, so it is a module
  * that fails when used, as the import fails without the package (Ink then prints how to install it).
@@ -119,7 +136,7 @@ const result = await build({
   // Required only on paths podctl never takes (grpc-js channelz, oclif's TypeScript support): their
   // require() fails there, as it would without them installed.
   external: ['@grpc/proto-loader', 'typescript', 'ts-node', 'tsx', 'pnpapi'],
-  plugins: [lazyOclifDependencies, embeddedJsonInOclif, noDevtools, builtinsRequired],
+  plugins: [lazyOclifDependencies, embeddedJsonInOclif, inkOutputRegistered, noDevtools, builtinsRequired],
   define: {
     'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"',
     // React, react-reconciler and Ink are bundled here: their production builds only (the development

@@ -6,11 +6,14 @@
  * Invariants:
  * - On a terminal the screen uses the alternate screen buffer, so the shell's scrollback is intact
  *   after quitting; it is restored however the app ends.
+ * - Frames are composed by frame-output.ts (the same string as Ink's, rows that did not change
+ *   reused) wherever it agrees with Ink's own composer on a sample.
  * - Ctrl+C quits like `q` when the keyboard is in raw mode; without raw mode the process's SIGINT
  *   handling aborts the signal, which unmounts the app.
  */
 import { render } from 'ink';
 import type { KillHandle, KillRequest } from '../domain/session-api.js';
+import { installComposer, loadInkOutput } from './ink-output.js';
 import { WatchApp, type FactsSource, type RuntimeSource, type WatchSource } from './WatchApp.js';
 
 export interface RenderWatchOptions {
@@ -38,6 +41,8 @@ const LEAVE_ALT_SCREEN = '\u001b[?1049l';
 export async function renderWatch(options: RenderWatchOptions): Promise<'quit' | 'signal'> {
   const { stdout, signal } = options;
   if (signal.aborted) return 'signal';
+  // Ink's frame composer replaced by one that reuses unchanged rows (ink-output.ts); Ink's own if not
+  installComposer(await loadInkOutput());
   const altScreen = stdout.isTTY === true;
   if (altScreen) stdout.write(ENTER_ALT_SCREEN);
   let endedBy: 'quit' | 'signal' = 'quit';
