@@ -110,7 +110,9 @@ export function WatchApp(props: WatchAppProps) {
   const at = useTicker(true, anyTerminating || !runtime.answering ? (props.tickMs ?? 1000) : (props.idleTickMs ?? 60_000), now);
 
   const counts = useMemo(() => countWorkingPods(snapshot.pods), [snapshot.pods]);
-  const visible = useMemo(() => sortPods(filterPods(snapshot.pods, ui.filter), ui.sort, at), [snapshot.pods, ui.filter, ui.sort, at]);
+  // only the grace sort reads the clock: a tick alone does not sort the pods again for the others
+  const sortClock = ui.sort === 'grace' ? at : 0;
+  const visible = useMemo(() => sortPods(filterPods(snapshot.pods, ui.filter), ui.sort, sortClock), [snapshot.pods, ui.filter, ui.sort, sortClock]);
   const screen = screenLayout(rows);
   // One layout object per terminal width and name room: rows compare it by identity (PodRow's memo).
   const need = useMemo(() => nameNeed(snapshot.pods), [snapshot.pods]);

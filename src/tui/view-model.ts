@@ -105,8 +105,29 @@ function cachedRef(pod: PodInfo): string {
   return ref;
 }
 
+/**
+ * Each `namespace/name`'s place in the collator's order (names the collator holds equal share one),
+ * for the names of the pods last sorted: a sort then compares two numbers instead of asking the
+ * collator ~n log n times. Rebuilt, with one collator sort of the names, when a pod's name is not in
+ * it (a new pod); a drain's hundreds of sorts of the same names reuse it.
+ */
+let nameRanks = new Map<string, number>();
+function nameRanksOf(pods: readonly PodInfo[]): Map<string, number> {
+  if (pods.every((p) => nameRanks.has(cachedRef(p)))) return nameRanks;
+  const refs = [...new Set(pods.map(cachedRef))].sort((a, b) => collator.compare(a, b));
+  const ranks = new Map<string, number>();
+  let rank = 0;
+  for (const [i, ref] of refs.entries()) {
+    if (i > 0 && collator.compare(refs[i - 1]!, ref) !== 0) rank += 1;
+    ranks.set(ref, rank);
+  }
+  nameRanks = ranks;
+  return ranks;
+}
+
 export function sortPods(pods: readonly PodInfo[], key: SortKey, now: number): PodInfo[] {
-  const byName = (a: PodInfo, b: PodInfo) => collator.compare(cachedRef(a), cachedRef(b)) || collator.compare(a.uid, b.uid);
+  const ranks = nameRanksOf(pods);
+  const byName = (a: PodInfo, b: PodInfo) => ranks.get(cachedRef(a))! - ranks.get(cachedRef(b))! || collator.compare(a.uid, b.uid);
   const sorted = [...pods];
   switch (key) {
     case 'name':

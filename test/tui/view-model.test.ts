@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { filterPods, formatDuration, graceBar, parseGrace, rowCells, screenLayout, sortPods, tableLayout, fitName, tableWindow, truncate } from '../../src/tui/view-model.js';
 import { pod } from './support/fake-session.js';
+import type { PodInfo } from '../../src/domain/session-api.js';
 
 describe('view model', () => {
   it('formats durations compactly', () => {
@@ -89,6 +90,27 @@ describe('view model', () => {
     expect(sortPods([a, b, c, d], 'age', 10_000).map((p) => p.name)).toEqual(['d', 'c', 'a', 'b']);
     expect(sortPods([a, b, c, d], 'grace', 10_000).map((p) => p.name)).toEqual(['c', 'b', 'a', 'd']);
     expect(sortPods([d, c, b, a], 'name', 10_000).map((p) => p.name)).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('sorts by name in the collator order as pods come and go; pods of one name (as the collator sees it) by uid', () => {
+    const collator = new Intl.Collator();
+    const byCollator = (refs: string[]) => [...refs].sort((x, y) => collator.compare(x, y));
+    const refOf = (p: PodInfo) => `${p.namespace}/${p.name}`;
+    // uids in the opposite order of the names, so that an order by uid is not taken for one by name
+    const make = (refs: string[], from: number) => refs.map((r, i) => pod(r, { uid: `u-${String(999 - from - i).padStart(3, '0')}` }));
+    const names = ['kube-system/etcd', 'default/web-10', 'default/Web-2', 'default/web-2', 'batch/a'];
+    const pods = make(names, 0);
+    expect(sortPods(pods, 'name', 0).map(refOf)).toEqual(byCollator(names));
+    // pods whose names the last sort did not have, placed where the collator puts them
+    const added = ['default/db', 'zz/last', 'a/first'];
+    const later = [...pods, ...make(added, 10)];
+    expect(sortPods(later, 'name', 0).map(refOf)).toEqual(byCollator([...names, ...added]));
+    // one name written two ways (é, and e with a combining accent: the collator holds them equal): by uid
+    const composed = pod('default/caf\u00e9', { uid: 'u-200' });
+    const combining = pod('default/cafe\u0301', { uid: 'u-100' });
+    expect(collator.compare(refOf(composed), refOf(combining))).toBe(0);
+    const cafes = sortPods([...later, composed, combining], 'name', 0).filter((p) => p.name.startsWith('caf'));
+    expect(cafes.map((p) => p.uid)).toEqual(['u-100', 'u-200']);
   });
 
   it('hides panes on short terminals and always leaves a free line', () => {
