@@ -152,10 +152,13 @@ function composedRow(pieces: Piece[], width: number, cache: RowCache): string {
   return row;
 }
 
-/** What was written on a row, unambiguously (each piece's column and length before its text). */
+/**
+ * What was written on a row, unambiguously: the number of pieces, then each piece's column, and
+ * (with several) its length, before its text.
+ */
 function rowKey(pieces: readonly Piece[]): string {
-  if (pieces.length === 1) return `${pieces[0]!.x}:${pieces[0]!.line}`;
-  let key = '';
+  if (pieces.length === 1) return `1|${pieces[0]!.x}:${pieces[0]!.line}`;
+  let key = `${pieces.length}|`;
   for (const { x, line } of pieces) key += `${x}:${line.length}:${line}`;
   return key;
 }

@@ -10,7 +10,7 @@
  *
  * Invariants:
  * - Installed at most once per Output class; Ink's own `get()` stays available and runs for any
- *   frame the composer declines (clipping).
+ *   frame the composer declines (clipping) or fails to make.
  * - Installed only if the composer agrees with Ink's own `get()` on a sample frame first (colours,
  *   bold and dim, inverse, wide characters, several writes on a row, a row past the screen): an Ink
  *   whose output differs keeps its own composer, and the screen is only slower.
@@ -64,7 +64,12 @@ export function installComposer(Output: InkOutputClass | undefined): InstallOutc
   if (!agreesOnSample(Output, inksGet)) return 'differs';
   const cache = new RowCache();
   proto.get = function get(this: InkOutput): ComposedFrame {
-    return composeFrame(this.width, this.height, this.operations, cache) ?? inksGet.call(this);
+    try {
+      return composeFrame(this.width, this.height, this.operations, cache) ?? inksGet.call(this);
+    } catch {
+      // a frame the composer cannot make is Ink's to make: the screen never fails for the composer
+      return inksGet.call(this);
+    }
   };
   proto[INSTALLED] = true;
   return 'installed';

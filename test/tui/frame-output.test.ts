@@ -114,6 +114,19 @@ describe('composeFrame', () => {
     expect(cache.size).toBeLessThanOrEqual(2);
   });
 
+  it('never takes one row for another: a row of one piece whose text reads like two pieces', () => {
+    const cache = new RowCache();
+    const two: OutputOperation[] = [
+      { type: 'write', x: 0, y: 0, text: 'abc', transformers: [] },
+      { type: 'write', x: 2, y: 0, text: 'x', transformers: [] },
+    ];
+    expect(composeFrame(20, 1, two, cache)).toEqual(inks(20, 1, two));
+    for (const text of ['3:abc2:1:x', '0:3:abc2:1:x', '2|0:3:abc2:1:x']) {
+      const one: OutputOperation[] = [{ type: 'write', x: 0, y: 0, text, transformers: [] }];
+      expect(composeFrame(20, 1, one, cache), text).toEqual(inks(20, 1, one));
+    }
+  });
+
   it('leaves frames with clipping or positions between columns to Ink', () => {
     const cache = new RowCache();
     expect(composeFrame(10, 2, [{ type: 'clip' }, { type: 'write', x: 0, y: 0, text: 'a', transformers: [] }, { type: 'unclip' }], cache)).toBeUndefined();
@@ -144,6 +157,16 @@ describe('installComposer', () => {
       for (const op of operations) out.operations.push(op);
       expect(out.get(), `seed ${seed}`).toEqual(inks(width, height, operations));
     }
+    // a frame the composer cannot make (a transformer that throws the first time) is Ink's to make
+    let calls = 0;
+    const throwsOnce = (line: string) => {
+      calls += 1;
+      if (calls === 1) throw new Error('once');
+      return line;
+    };
+    const flaky = new Copy({ width: 10, height: 1 });
+    flaky.operations.push({ type: 'write', x: 0, y: 0, text: 'ok', transformers: [throwsOnce] });
+    expect(flaky.get()).toEqual({ output: 'ok', height: 1 });
     // a frame with clipping goes to Ink's own get()
     const clipped = new Copy({ width: 10, height: 2 });
     clipped.operations.push({ type: 'clip', clip: { x1: 0, x2: 3 } } as OutputOperation, { type: 'write', x: 0, y: 0, text: 'abcdef', transformers: [] }, { type: 'unclip' });
