@@ -8,6 +8,8 @@
  *   leases/<uid>@<generation>  lease generations (see lease.ts)
  *   inbox/<uid>@<id>.req       requests for a pod's owner (see inbox.ts)
  *   quarantine/                files that failed validation, moved aside for inspection
+ *   pods/.tmp/, leases/.tmp/, inbox/.tmp/
+ *                              writes in preparation (files.ts), swept when their writer is gone
  * ```
  *
  * Invariants:
@@ -20,7 +22,7 @@
  */
 import * as fsp from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { DIR_MODE } from './files.js';
+import { DIR_MODE, temporaryFolderOf } from './files.js';
 import { StoreError, errnoOf } from './errors.js';
 
 export interface StateLayout {
@@ -138,9 +140,14 @@ export async function openStateDir(stateDir: string): Promise<StateLayout> {
   const layout = layoutOf(root);
   // The folders are independent: created and checked side by side; the failure reported is the
   // first in this order, as when they were checked one after the other.
-  const checked = await Promise.allSettled([layout.pods, layout.leases, layout.inbox, layout.quarantine].map((folder) => ensureFolder(folder, false)));
+  const written = [layout.pods, layout.leases, layout.inbox];
+  const checked = await Promise.allSettled([...written, layout.quarantine].map((folder) => ensureFolder(folder, false)));
   const failed = checked.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
+  // each written folder's temporary folder, checked the same way (a write is prepared there)
+  const temporaries = await Promise.allSettled(written.map((folder) => ensureFolder(temporaryFolderOf(folder), false)));
+  const failedTemporary = temporaries.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failedTemporary) throw failedTemporary.reason;
   return layout;
 }
 

@@ -100,7 +100,7 @@ describeContainerd(import.meta.url, 'sync-known safety against containerd', () =
       expect(predicted.keptStatic.map((p) => p.uid)).toEqual([staticPod.uid]);
       // the dry run stopped nothing and wrote no checkpoint
       expect(await running(orphan)).toBe(true);
-      expect(existsSync(join(stateDir, 'checkpoints')) ? readdirSync(join(stateDir, 'checkpoints')) : []).toEqual([]);
+      for (const folder of ['pods', 'leases']) expect(existsSync(join(stateDir, folder)) ? readdirSync(join(stateDir, folder)).filter((n) => !n.startsWith('.')) : []).toEqual([]);
 
       const run = await podctl(['sync-known', '--desired', desired, '--json']);
       expect(run.code, run.stderr).toBe(0);
@@ -109,6 +109,8 @@ describeContainerd(import.meta.url, 'sync-known safety against containerd', () =
       expect(result.orphanedRuntimePods.map((p) => p.uid)).toEqual(predicted.orphanedRuntimePods.map((p) => p.uid));
       expect(result.keptStatic.map((p) => p.uid)).toEqual([staticPod.uid]);
       await waitFor(async () => !(await running(orphan)), 20_000, 'the orphan stopped');
+      // the folders the dry run was checked in are where the real run recorded its driving of the orphan
+      expect(readdirSync(join(stateDir, 'leases')).some((n) => n.startsWith(`${orphan.uid}@`))).toBe(true);
       expect(await running(staticPod)).toBe(true);
       expect(await running(wanted)).toBe(true);
     } finally {

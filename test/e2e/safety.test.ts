@@ -10,7 +10,7 @@
  * - a wait that ends early (timeout, SIGINT) hands the pod to a background driver whose PID is
  *   shown and which really finishes the termination.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,13 +70,15 @@ describeContainerd(import.meta.url, 'safety rules against containerd', () => {
     const planned = JSON.parse(plan.stdout) as KillJson;
     expect(planned).toMatchObject({ status: 'planned', dryRun: true, pods: [{ uid: pod.uid, outcome: 'planned', gracePeriodSeconds: 1 }] });
     expect(await running(pod)).toBe(true);
-    expect(existsSync(join(stateDir, 'checkpoints')) ? readdirSync(join(stateDir, 'checkpoints')) : []).toEqual([]);
+    expect(existsSync(join(stateDir, 'pods', `${pod.uid}.ckpt`))).toBe(false);
 
     const real = JSON.parse((await podctl(['kill', `${pod.namespace}/${pod.name}`, '--json'])).stdout) as KillJson;
     // every field of the result is there in both (null where it has no value, never absent)
     expect(Object.keys(planned).sort()).toEqual(Object.keys(real).sort());
     expect(Object.keys(planned.pods[0]!).sort()).toEqual(expect.arrayContaining(['gracePeriodSeconds', 'name', 'namespace', 'outcome', 'uid']));
     expect(real.pods[0]?.outcome).toBe('terminated');
+    // where the dry run was checked for a checkpoint is where the real kill wrote one
+    expect(existsSync(join(stateDir, 'pods', `${pod.uid}.ckpt`))).toBe(true);
   });
 
   it('a static pod is not killed without --yes when there is no terminal; evict refuses it without --force', async () => {

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openSession, type SessionSeams } from '../../src/session/open.js';
 import type { NodeSession } from '../../src/domain/session-api.js';
 import { openStore, type Store } from '../../src/store/index.js';
-import { tempDir } from '../store/support/fixtures.js';
+import { tempDir, temporariesIn } from '../store/support/fixtures.js';
 import { FakeRuntime } from './support/fake-runtime.js';
 
 let dir: { path: string; cleanup: () => Promise<void> };
@@ -390,7 +390,7 @@ describe('session: persistence failures', () => {
     expect(await readFile(store.checkpoints.pathOf('d1'))).toEqual(before);
     expect(await store.checkpoints.read('d2')).toBeUndefined();
     expect((error as Error).message).toMatch(/nothing was done to the pod$/);
-    expect((await readdir(store.layout.pods)).filter((n) => n.startsWith('.'))).toEqual([]);
+    expect(await temporariesIn(store.layout.pods)).toEqual([]);
     // write-ahead: the kill that could not be written was not done, and is not done later
     expect(runtime.attempts.filter((a) => a.uid === 'd2')).toEqual([]);
     full = false;

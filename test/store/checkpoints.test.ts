@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { chmod, chown, lstat, mkdir, readdir, readFile, stat, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { watch } from 'node:fs';
+import { chmod, chown, lstat, mkdir, readdir, readFile, rm, stat, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import { CheckpointStore, openStore, StoreError, nodeFileOps, type FileOps, type Store } from '../../src/store/index.js';
 import { encodeCheckpoint } from '../../src/store/format.js';
-import { checkpointFor, tempDir } from './support/fixtures.js';
+import { checkpointFor, tempDir, temporariesIn } from './support/fixtures.js';
 
 let dir: { path: string; cleanup: () => Promise<void> };
 let reports: string[];
@@ -26,7 +27,7 @@ describe('state dir', () => {
   it('is created 0700 with 0700 folders, and checkpoints are 0600', async () => {
     const root = join(dir.path, 'state');
     expect((await stat(root)).mode & 0o777).toBe(0o700);
-    for (const folder of ['pods', 'leases', 'inbox', 'quarantine']) {
+    for (const folder of ['pods', 'leases', 'inbox', 'quarantine', 'pods/.tmp', 'leases/.tmp', 'inbox/.tmp']) {
       expect((await stat(join(root, folder))).mode & 0o777).toBe(0o700);
     }
     await store.checkpoints.write(checkpointFor('a-1'));
@@ -61,6 +62,16 @@ describe('state dir', () => {
     const error = await openStore({ stateDir: root }).catch((e: unknown) => e);
     expect((error as StoreError).code).toBe('ESYMLINK');
     expect((error as StoreError).message).toContain(join(root, 'pods'));
+  });
+
+  it('refuses a temporary folder that is a symlink: a write is never prepared outside the state dir', async () => {
+    const root = join(dir.path, 'linked-tmp');
+    await mkdir(join(root, 'leases'), { recursive: true, mode: 0o700 });
+    await mkdir(join(dir.path, 'elsewhere'), { mode: 0o700 });
+    await symlink(join(dir.path, 'elsewhere'), join(root, 'leases', '.tmp'));
+    const error = await openStore({ stateDir: root }).catch((e: unknown) => e);
+    expect((error as StoreError).code).toBe('ESYMLINK');
+    expect((error as StoreError).message).toBe(`refusing to use ${join(root, 'leases', '.tmp')}: it is a symlink inside the state dir; remove it`);
   });
 
   it('accepts the state dir itself being a symlink to a safe folder', async () => {
@@ -212,7 +223,7 @@ describe('checkpoint store', () => {
     expect((error as StoreError).code).toBe('ENOSPC');
     expect((error as StoreError).message).toBe(`no space left on device writing checkpoint ${store.checkpoints.pathOf('b-2')}; the previous version is kept — free space and retry`);
     expect(await readFile(store.checkpoints.pathOf('b-2'))).toEqual(before);
-    expect((await readdir(store.layout.pods)).filter((n) => n.startsWith('.'))).toEqual([]);
+    expect(await temporariesIn(store.layout.pods)).toEqual([]);
     expect([...(await store.checkpoints.readAll()).keys()].sort()).toEqual(['a-1', 'b-2', 'c-3']);
   });
 
@@ -272,12 +283,36 @@ describe('checkpoint store', () => {
     await writeThree();
     const dead = join(store.layout.pods, '.a-1.ckpt.tmp-999999-abcdef');
     const live = join(store.layout.pods, `.a-1.ckpt.tmp-${process.pid}-abcdef`);
-    await writeFile(dead, 'half');
-    await writeFile(live, 'half');
+    const deadInside = join(store.layout.pods, '.tmp', '.b-2.ckpt.tmp-999999-abcdef');
+    const liveInside = join(store.layout.pods, '.tmp', `.b-2.ckpt.tmp-${process.pid}-abcdef`);
+    for (const path of [dead, live, deadInside, liveInside]) await writeFile(path, 'half');
     await openStore({ stateDir: store.layout.root });
-    const names = await readdir(store.layout.pods);
-    expect(names).not.toContain('.a-1.ckpt.tmp-999999-abcdef');
-    expect(names).toContain(`.a-1.ckpt.tmp-${process.pid}-abcdef`);
+    // a dead writer's, in the temporary folder and beside the files (an earlier version's), are gone
+    expect((await temporariesIn(store.layout.pods)).sort()).toEqual([`.a-1.ckpt.tmp-${process.pid}-abcdef`, `.tmp/.b-2.ckpt.tmp-${process.pid}-abcdef`]);
+  });
+
+  it("each write shows in its folder's change events once, under its final name", async () => {
+    const events: string[] = [];
+    const watchers = [store.layout.pods, store.layout.leases, store.layout.inbox].map((folder) => watch(folder, (event, name) => events.push(`${basename(folder)} ${event} ${name}`)));
+    try {
+      await store.checkpoints.write(checkpointFor('a-1'));
+      await store.checkpoints.write(checkpointFor('a-1', { name: 'again' }));
+      expect(await store.leases.tryAcquire('a-1')).toMatchObject({ acquired: true });
+      await store.inbox.post({ uid: 'a-1', kind: 'kill' });
+      await new Promise((r) => setTimeout(r, 200));
+    } finally {
+      for (const w of watchers) w.close();
+    }
+    const [request] = (await readdir(store.layout.inbox)).filter((n) => n.endsWith('.req'));
+    expect(events).toEqual(['pods rename a-1.ckpt', 'pods rename a-1.ckpt', 'leases rename a-1@1', `inbox rename ${request}`]);
+    expect(await temporariesIn(store.layout.pods)).toEqual([]);
+  });
+
+  it('a temporary folder removed while the store is open is made again by the next write', async () => {
+    await rm(join(store.layout.pods, '.tmp'), { recursive: true });
+    await store.checkpoints.write(checkpointFor('a-1'));
+    expect((await store.checkpoints.read('a-1'))?.uid).toBe('a-1');
+    expect((await stat(join(store.layout.pods, '.tmp'))).mode & 0o777).toBe(0o700);
   });
 });
 

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openStore, watchFolder, type Store } from '../../src/store/index.js';
-import { podFor, tempDir } from './support/fixtures.js';
+import { entriesOf, podFor, tempDir, temporariesIn } from './support/fixtures.js';
 
 let dir: { path: string; cleanup: () => Promise<void> };
 let store: Store;
@@ -30,8 +30,8 @@ describe('request inbox', () => {
     expect(p1[1]).toMatchObject({ evict: true, reason: 'Evicted', fromPid: process.pid, pod: { metadata: { uid: 'p1' } } });
     await inbox.acknowledge(p1[0]!);
     expect((await inbox.pending('p1')).map((r) => r.gracePeriodSeconds)).toEqual([5]);
-    expect((await readdir(store.layout.inbox)).filter((n) => n.startsWith('.'))).toEqual([]);
-    for (const name of await readdir(store.layout.inbox)) expect((await stat(join(store.layout.inbox, name))).mode & 0o777).toBe(0o600);
+    expect(await temporariesIn(store.layout.inbox)).toEqual([]);
+    for (const name of await entriesOf(store.layout.inbox)) expect((await stat(join(store.layout.inbox, name))).mode & 0o777).toBe(0o600);
   });
 
   it('quarantines an invalid request without blocking the valid ones', async () => {

@@ -4,7 +4,7 @@ import { readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LeaseManager, nodeFileOps, openStore, type Store } from '../../src/store/index.js';
 import { isIdentityAlive, parseProcStat, processIdentity } from '../../src/store/proc.js';
-import { tempDir } from './support/fixtures.js';
+import { entriesOf, tempDir } from './support/fixtures.js';
 
 let dir: { path: string; cleanup: () => Promise<void> };
 let store: Store;
@@ -68,7 +68,7 @@ describe('leases', () => {
     const taker = manager();
     const result = await taker.tryAcquire('pod-2');
     expect(result).toMatchObject({ acquired: true, generation: 2, previous: { generation: 1, alive: false } });
-    expect(await readdir(store.layout.leases)).toEqual(['pod-2@2']);
+    expect(await entriesOf(store.layout.leases)).toEqual(['pod-2@2']);
   });
 
   it('a reused PID (same PID, other start time) does not keep the lease', async () => {
@@ -112,7 +112,7 @@ describe('leases', () => {
     await a.release('recent');
     const swept = await a.sweepReleased(3_600_000, (uid) => uid === 'kept');
     expect(swept).toBe(1);
-    const left = (await readdir(store.layout.leases)).sort();
+    const left = await entriesOf(store.layout.leases);
     expect(left).toEqual(['held@1', 'kept@2', 'recent@2']);
     // A later acquisition of the swept pod starts again and works.
     expect(await manager().tryAcquire('gone')).toMatchObject({ acquired: true, generation: 1 });
@@ -153,7 +153,7 @@ describe('leases', () => {
     expect(result.acquired).toBe(false);
     expect(slow.holds('pod-7')).toBe(false);
     expect(fast.holds('pod-7')).toBe(true);
-    expect(await readdir(store.layout.leases)).toEqual(['pod-7@4']);
+    expect(await entriesOf(store.layout.leases)).toEqual(['pod-7@4']);
   });
 
   it('many managers racing for a stale lease in one process: exactly one wins', async () => {

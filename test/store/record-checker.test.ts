@@ -213,7 +213,13 @@ beforeAll(async () => {
   await store.leases.release('0b6f3a52-2222-4c1e-9d4f-bbbbbbbbbbbb');
   await store.inbox.post({ uid: '0b6f3a52-1111-4c1e-9d4f-aaaaaaaaaaaa', kind: 'kill', gracePeriodSeconds: 5, evict: true, reason: 'Evicted', message: 'm', pod: podFor('p') });
   await store.inbox.post({ uid: '0b6f3a52-2222-4c1e-9d4f-bbbbbbbbbbbb', kind: 'kill' });
-  const read = async (folder: string): Promise<string[]> => Promise.all((await readdir(folder)).sort().map((name) => readFile(join(folder, name), 'utf8')));
+  const read = async (folder: string): Promise<string[]> =>
+    Promise.all(
+      (await readdir(folder))
+        .filter((name) => !name.startsWith('.'))
+        .sort()
+        .map((name) => readFile(join(folder, name), 'utf8')),
+    );
   const files = await read(store.layout.pods);
   samples = {
     headers: files.map((file) => JSON.parse(file.slice(0, file.indexOf('\n')))),

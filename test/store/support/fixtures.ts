@@ -1,5 +1,5 @@
 /** Shared fixtures for store tests: temporary state dirs and well-formed checkpoints. */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PodSyncStatusView, V1Pod } from '../../../src/engine/types.js';
@@ -8,6 +8,21 @@ import type { PodCheckpoint } from '../../../src/store/format.js';
 export async function tempDir(prefix = 'podctl-store-'): Promise<{ path: string; cleanup: () => Promise<void> }> {
   const path = await mkdtemp(join(tmpdir(), prefix));
   return { path, cleanup: () => rm(path, { recursive: true, force: true }) };
+}
+
+/**
+ * The temporary files of a store folder: in its temporary folder (`.tmp/`, where writes are
+ * prepared) and any hidden file beside its files (where earlier versions prepared them).
+ */
+export async function temporariesIn(folder: string): Promise<string[]> {
+  const beside = (await readdir(folder)).filter((n) => n.startsWith('.') && n !== '.tmp');
+  const inside = (await readdir(join(folder, '.tmp')).catch(() => [])).map((n) => join('.tmp', n));
+  return [...beside, ...inside];
+}
+
+/** A store folder's own entries (its temporary folder and temporaries left out). */
+export async function entriesOf(folder: string): Promise<string[]> {
+  return (await readdir(folder)).filter((n) => !n.startsWith('.')).sort();
 }
 
 export function podFor(uid: string, name = `pod-${uid.slice(0, 6)}`, namespace = 'default'): V1Pod {
