@@ -23,6 +23,12 @@ import { gatherNodeFacts, notFinishing, stuckFactsOf, type NodeFacts } from './s
 const WATCH_FACTS_INTERVAL_MS = 2_000;
 /** Pods looked at per gathering (the longest in their state first). */
 const MAX_FACT_PODS = 64;
+/**
+ * How long a driven pod may have been out of its grace (stopped, on its way to finished) before it
+ * counts as overdue: in a drain hundreds of pods pass through that state for a moment each, and
+ * looking at them there cost a watch a gathering every interval for nothing.
+ */
+const SETTLING_MS = WATCH_FACTS_INTERVAL_MS;
 
 export interface WatchFactsOptions {
   /** The pods of the watch's last listing. */
@@ -46,13 +52,14 @@ export function isLeaving(pod: PodInfo): boolean {
 
 /**
  * Whether a leaving pod's node facts may name its cause: its grace is over (or none counts down),
- * or the runtime reported an error. Within its grace a pod is (almost always) just stopping.
+ * or the runtime reported an error, or no live process drives it. Within its grace a pod is (almost
+ * always) just stopping, and a driven pod that has just stopped is just finishing (SETTLING_MS).
  */
 function isOverdue(pod: PodInfo, now: number): boolean {
   if (!isLeaving(pod)) return false;
   if (pod.lastError !== undefined) return true;
   if (pod.owner?.alive !== true) return true;
-  if (pod.state !== 'terminating') return true;
+  if (pod.state !== 'terminating') return now - pod.since >= SETTLING_MS;
   return pod.graceDeadline === undefined || pod.graceDeadline <= now;
 }
 

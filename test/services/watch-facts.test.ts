@@ -114,4 +114,20 @@ describe('WatchFacts', () => {
     expect(asked[1]!.sort()).toEqual(['erroring', 'undriven']);
     few.close();
   });
+
+  it('a driven pod that has just stopped is not looked at until it has been stopped for a gathering interval', async () => {
+    const asked: string[][] = [];
+    const owner = { pid: 1, startedAt: 1, heartbeatAt: NOW, alive: true };
+    const justStopped = pod('web/just-stopped', { state: 'terminated', since: NOW - 500, owner });
+    const stillStopped = pod('web/still-stopped', { state: 'terminated', since: NOW - 2_500, owner });
+    const undrivenJustStopped = pod('web/undriven', { state: 'terminated', since: NOW - 500 });
+    const w = new WatchFacts(new FakeSession(), {
+      pods: () => [justStopped, stillStopped, undrivenJustStopped],
+      now: () => NOW,
+      gather: async (pods) => (asked.push(pods.map((p) => p.name)), facts({})),
+    });
+    await w.refresh();
+    expect(asked.map((names) => [...names].sort())).toEqual([['still-stopped', 'undriven']]);
+    w.close();
+  });
 });
