@@ -11,14 +11,17 @@
  * The watch process is measured from /proc: CPU (utime + stime) over an idle window before the drain
  * and over the drain itself, as a share of one core; RSS before the drain, at its peak and after it
  * (3 s after the screen shows the drained node, or the JSON stream stopped growing). The terminal's last screen must show the drained node (no pod left
- * terminating), so a cheap but wrong screen does not pass for a cheap one.
+ * terminating), so a cheap but wrong screen does not pass for a cheap one. A drain that reaches its
+ * bound (exit 3, as at 2,000 pods) hands its last pods to background drivers: the run waits for them
+ * to finish those pods (at most DRIVERS_BOUND_MS) before it reads the end of the JSON stream, and
+ * stops any still running before it removes its directory.
  *
  * Every podctl process is started as an operator's `podctl` of an npm install starts: bin/run.js run
  * as an executable, its first line choosing node's flags (`env -S node …`), with the node running
  * this benchmark first on the PATH.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
@@ -42,6 +45,34 @@ function cpuMs(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
 }
+
+/**
+ * The background drivers a drain that reached its bound handed pods to (`kill --drive` processes
+ * with this state dir): they run until their pods are terminated.
+ */
+function driversOf(stateDir: string): number[] {
+  const out: number[] = [];
+  // a driver names the state dir as its opener resolved it
+  let resolved = stateDir;
+  try {
+    resolved = realpathSync(stateDir);
+  } catch {
+    // not made yet
+  }
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+      if (argv.includes('--drive') && (argv.includes(stateDir) || argv.includes(resolved))) out.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** Longest a run waits for the drivers of a drain that reached its bound to finish their pods. */
+const DRIVERS_BOUND_MS = 120_000;
 
 function rssMb(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -83,7 +114,8 @@ export const hasTmux = spawnSync('tmux', ['-V']).status === 0;
 async function drainRun(root: string, simRoot: string, pods: number, mode: DrainMode, idleMs: number): Promise<DrainRun> {
   const dir = await mkdtemp(join(tmpdir(), 'podctl-bench-drain-'));
   const endpoint = `unix://${join(dir, 'sim.sock')}`;
-  const common = ['--runtime-endpoint', endpoint, '--state-dir', join(dir, 'state')];
+  const stateDir = join(dir, 'state');
+  const common = ['--runtime-endpoint', endpoint, '--state-dir', stateDir];
   const sim = await startSimulator(simRoot, dir, pods);
   const tmuxServer = `podctl-bench-${process.pid}`;
   const tmux = (...args: string[]) => execFileSync('tmux', ['-L', tmuxServer, ...args], { encoding: 'utf8' });
@@ -124,6 +156,11 @@ async function drainRun(root: string, simRoot: string, pods: number, mode: Drain
     const drainMs = performance.now() - t0;
     if (code !== 0 && code !== 3) throw new Error(`bench: drain exited with ${code}`);
     const timedOut = code === 3;
+    if (timedOut) {
+      // the pods handed on at the bound are the drivers' to finish: the run ends when they have
+      // (so the JSON stream is read to its end), and they are stopped below if they have not
+      await until(() => driversOf(stateDir).length === 0, 'the background drivers', DRIVERS_BOUND_MS).catch(() => undefined);
+    }
     if (watchPid !== undefined && watch) {
       watch.drainCpu = ((cpuMs(watchPid) - c0) / drainMs) * 100;
       // Let the screen settle on the drained node, then read the memory the history left behind.
@@ -175,6 +212,15 @@ async function drainRun(root: string, simRoot: string, pods: number, mode: Drain
       const pid = watchPid;
       await until(() => !existsSync(`/proc/${pid}`), 'the watch to exit', 10_000).catch(() => undefined);
     }
+    // a driver left running would write its state again under the removed directory
+    for (const pid of driversOf(stateDir)) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // gone meanwhile
+      }
+    }
+    await until(() => driversOf(stateDir).length === 0, 'the background drivers to stop', 10_000).catch(() => undefined);
     sim.kill('SIGTERM');
     await exited(sim);
     await rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
