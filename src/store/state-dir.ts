@@ -141,14 +141,17 @@ export async function openStateDir(stateDir: string): Promise<StateLayout> {
   // The folders are independent: created and checked side by side; the failure reported is the
   // first in this order, as when they were checked one after the other.
   const written = [layout.pods, layout.leases, layout.inbox];
-  const checked = await Promise.allSettled([...written, layout.quarantine].map((folder) => ensureFolder(folder, false)));
+  await ensureFolders([...written, layout.quarantine]);
+  // each written folder's temporary folder, checked the same way (a write is prepared there)
+  await ensureFolders(written.map(temporaryFolderOf));
+  return layout;
+}
+
+/** Creates and checks folders side by side; throws the failure of the first in their order. */
+async function ensureFolders(folders: readonly string[]): Promise<void> {
+  const checked = await Promise.allSettled(folders.map((folder) => ensureFolder(folder, false)));
   const failed = checked.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
-  // each written folder's temporary folder, checked the same way (a write is prepared there)
-  const temporaries = await Promise.allSettled(written.map((folder) => ensureFolder(temporaryFolderOf(folder), false)));
-  const failedTemporary = temporaries.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failedTemporary) throw failedTemporary.reason;
-  return layout;
 }
 
 const SAFE_CHAR = /[A-Za-z0-9_-]/;
