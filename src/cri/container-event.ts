@@ -9,6 +9,7 @@
  * Invariants:
  * - Reads the protobuf wire format directly and skips every field it does not name (so a runtime
  *   that sends fields this version does not know is read the same way).
+ * - Allocates nothing per field: only the summary and the strings it keeps (WireCursor).
  * - The pod's UID is the sandbox's `io.kubernetes.pod.uid` label, else its metadata's uid (as the
  *   kubelet names it); undefined when the event names no sandbox.
  * - `status` is the one container status whose id is the event's container id (containerd sends
@@ -16,7 +17,6 @@
  * - A malformed message throws (grpc-js then ends the stream with an error, as for any message it
  *   cannot decode).
  */
-import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import { LABEL_POD_UID } from './kubelet-labels.js';
 
 /** The status of an event's own container, as the event reports it (CRI ContainerStatus). */
@@ -65,37 +65,173 @@ const METADATA_UID = 2;
 const MAP_KEY = 1;
 const MAP_VALUE = 2;
 
+// protobuf wire types
+const VARINT = 0;
+const FIXED64 = 1;
+const LENGTH_DELIMITED = 2;
+const START_GROUP = 3;
+const END_GROUP = 4;
+const FIXED32 = 5;
+/** Nesting of groups skipped before a message is judged malformed (as protobuf runtimes do). */
+const MAX_GROUP_DEPTH = 100;
+
 /** The label key read, as bytes: each event's labels are compared to it without decoding every key. */
 const POD_UID_KEY = new TextEncoder().encode(LABEL_POD_UID);
 
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i += 1) if (a[i] !== b[i]) return false;
-  return true;
+/**
+ * A position in one message's bytes and the few reads the summary needs. Nothing is allocated
+ * but the strings kept: a tag is one number, a skipped field only moves the position, and bytes
+ * are compared where they lie (a generic reader builds an array per tag and a view per skip:
+ * ~10 KB of garbage per event of a drain, most of a follower's allocation while it follows one).
+ * Every read is checked against the end of the message it is in; a malformed message throws.
+ */
+class WireCursor {
+  pos = 0;
+  /** The last varint's low and high 32 bits (unsigned), set by `varint`. */
+  lo = 0;
+  hi = 0;
+  readonly bytes: Uint8Array;
+  readonly #text: Buffer;
+
+  constructor(bytes: Uint8Array) {
+    this.bytes = bytes;
+    this.#text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  #next(): number {
+    if (this.pos >= this.bytes.length) throw new RangeError('premature end of a container event');
+    return this.bytes[this.pos++]!;
+  }
+
+  /** Reads a varint (at most 10 bytes) into `lo` and `hi`. */
+  varint(): void {
+    let lo = 0;
+    let byte = 0;
+    for (let shift = 0; shift < 28; shift += 7) {
+      byte = this.#next();
+      lo |= (byte & 0x7f) << shift;
+      if (byte < 0x80) {
+        this.lo = lo >>> 0;
+        this.hi = 0;
+        return;
+      }
+    }
+    byte = this.#next();
+    lo |= (byte & 0x0f) << 28;
+    let hi = (byte & 0x7f) >> 4;
+    for (let shift = 3; byte >= 0x80; shift += 7) {
+      if (shift > 31) throw new RangeError('invalid varint in a container event');
+      byte = this.#next();
+      hi |= (byte & 0x7f) << shift;
+    }
+    this.lo = lo >>> 0;
+    this.hi = hi >>> 0;
+  }
+
+  uint32(): number {
+    this.varint();
+    return this.lo;
+  }
+
+  int32(): number {
+    this.varint();
+    return this.lo | 0;
+  }
+
+  int64(): bigint {
+    this.varint();
+    return BigInt.asIntN(64, (BigInt(this.hi) << 32n) | BigInt(this.lo));
+  }
+
+  /** Reads a length; returns where the field it prefixes ends (never past `end`). */
+  delimited(end: number): number {
+    const length = this.uint32();
+    const fieldEnd = this.pos + length;
+    if (fieldEnd > end) throw new RangeError('premature end of a container event');
+    return fieldEnd;
+  }
+
+  /** Moves past the value of a field this reader does not keep. */
+  skip(wireType: number, field: number, end: number, depth = 0): void {
+    switch (wireType) {
+      case VARINT:
+        this.varint();
+        return;
+      case FIXED64:
+        this.pos += 8;
+        break;
+      case FIXED32:
+        this.pos += 4;
+        break;
+      case LENGTH_DELIMITED:
+        this.pos = this.delimited(end);
+        return;
+      case START_GROUP: {
+        if (depth >= MAX_GROUP_DEPTH) throw new RangeError('groups nested too deep in a container event');
+        for (;;) {
+          const tag = this.uint32();
+          if ((tag & 7) === END_GROUP) {
+            if (tag >>> 3 !== field) throw new RangeError('mismatched group in a container event');
+            break;
+          }
+          this.skip(tag & 7, tag >>> 3, end, depth + 1);
+        }
+        break;
+      }
+      default:
+        throw new RangeError(`wire type ${wireType} in a container event`);
+    }
+    if (this.pos > end) throw new RangeError('premature end of a container event');
+  }
+
+  /** Checks that the fields read from a message ended where the message does. */
+  ended(end: number): void {
+    if (this.pos !== end) throw new RangeError('premature end of a container event');
+  }
+
+  string(start: number, end: number): string {
+    return this.#text.toString('utf8', start, end);
+  }
+
+  /** Whether the bytes from `start` to `end` are `other`'s. */
+  equals(start: number, end: number, other: Uint8Array, otherStart = 0, otherEnd = other.length): boolean {
+    if (end - start !== otherEnd - otherStart) return false;
+    for (let i = 0; i < end - start; i += 1) if (this.bytes[start + i] !== other[otherStart + i]) return false;
+    return true;
+  }
 }
 
 export function decodeContainerEventSummary(bytes: Uint8Array): ContainerEventSummary {
-  const reader = new BinaryReader(bytes);
+  const wire = new WireCursor(bytes);
+  const end = bytes.length;
   const event: ContainerEventSummary = { containerId: '', containerEventType: 0, podUid: undefined };
-  // the statuses may come before the container's id on the wire: their places are kept, read last
-  let statuses: Array<[number, number]> | undefined;
-  while (reader.pos < reader.len) {
-    const [field, wireType] = reader.tag();
-    if (field === EVENT_CONTAINER_ID && wireType === WireType.LengthDelimited) event.containerId = reader.string();
-    else if (field === EVENT_TYPE && wireType === WireType.Varint) event.containerEventType = reader.int32();
-    else if (field === EVENT_SANDBOX_STATUS && wireType === WireType.LengthDelimited) readSandbox(reader, reader.pos + reader.uint32(), event);
-    else if (field === EVENT_CONTAINER_STATUSES && wireType === WireType.LengthDelimited) {
-      const length = reader.uint32();
-      if (reader.pos + length > reader.len) throw new RangeError('premature end of a container event');
-      (statuses ??= []).push([reader.pos, reader.pos + length]);
-      reader.pos += length;
-    } else reader.skip(wireType, field);
+  // the container's id is kept as a place (compared to the statuses' ids where it lies), and the
+  // statuses, which may come before it on the wire, are read last
+  let idStart = 0;
+  let idEnd = 0;
+  let statuses: number[] | undefined;
+  while (wire.pos < end) {
+    const tag = wire.uint32();
+    const field = tag >>> 3;
+    const wireType = tag & 7;
+    if (field === EVENT_CONTAINER_ID && wireType === LENGTH_DELIMITED) {
+      idEnd = wire.delimited(end);
+      idStart = wire.pos;
+      wire.pos = idEnd;
+    } else if (field === EVENT_TYPE && wireType === VARINT) event.containerEventType = wire.int32();
+    else if (field === EVENT_SANDBOX_STATUS && wireType === LENGTH_DELIMITED) readSandbox(wire, wire.delimited(end), event);
+    else if (field === EVENT_CONTAINER_STATUSES && wireType === LENGTH_DELIMITED) {
+      const statusEnd = wire.delimited(end);
+      (statuses ??= []).push(wire.pos, statusEnd);
+      wire.pos = statusEnd;
+    } else wire.skip(wireType, field, end);
   }
-  if (statuses !== undefined && event.containerId !== '') {
-    const id = new TextEncoder().encode(event.containerId);
-    for (const [start, end] of statuses) {
-      reader.pos = start;
-      const status = containerStatusOf(reader, end, id);
+  wire.ended(end);
+  if (idEnd > idStart) {
+    event.containerId = wire.string(idStart, idEnd);
+    for (let i = 0; statuses !== undefined && i < statuses.length; i += 2) {
+      wire.pos = statuses[i]!;
+      const status = containerStatusOf(wire, statuses[i + 1]!, idStart, idEnd);
       if (status !== undefined) event.status = status;
     }
   }
@@ -103,65 +239,101 @@ export function decodeContainerEventSummary(bytes: Uint8Array): ContainerEventSu
 }
 
 /** Reads the PodSandboxStatus that ends at `end` into the event: its id, state and pod UID. */
-function readSandbox(reader: BinaryReader, end: number, event: ContainerEventSummary): void {
+function readSandbox(wire: WireCursor, end: number, event: ContainerEventSummary): void {
   let fromLabel: string | undefined;
   let fromMetadata: string | undefined;
   let id = '';
   let state = 0;
-  while (reader.pos < end) {
-    const [field, wireType] = reader.tag();
-    if (field === SANDBOX_ID && wireType === WireType.LengthDelimited) id = reader.string();
-    else if (field === SANDBOX_STATE && wireType === WireType.Varint) state = reader.int32();
-    else if (field === SANDBOX_METADATA && wireType === WireType.LengthDelimited) fromMetadata = stringField(reader, reader.pos + reader.uint32(), METADATA_UID) ?? fromMetadata;
-    else if (field === SANDBOX_LABELS && wireType === WireType.LengthDelimited) fromLabel = labelValue(reader, reader.pos + reader.uint32(), POD_UID_KEY) ?? fromLabel;
-    else reader.skip(wireType, field);
+  while (wire.pos < end) {
+    const tag = wire.uint32();
+    const field = tag >>> 3;
+    const wireType = tag & 7;
+    if (field === SANDBOX_ID && wireType === LENGTH_DELIMITED) {
+      const idEnd = wire.delimited(end);
+      id = wire.string(wire.pos, idEnd);
+      wire.pos = idEnd;
+    } else if (field === SANDBOX_STATE && wireType === VARINT) state = wire.int32();
+    else if (field === SANDBOX_METADATA && wireType === LENGTH_DELIMITED) fromMetadata = stringField(wire, wire.delimited(end), METADATA_UID) ?? fromMetadata;
+    else if (field === SANDBOX_LABELS && wireType === LENGTH_DELIMITED) fromLabel = labelValue(wire, wire.delimited(end), POD_UID_KEY) ?? fromLabel;
+    else wire.skip(wireType, field, end);
   }
+  wire.ended(end);
   event.podUid = fromLabel ?? (fromMetadata || undefined);
   if (id !== '') event.sandboxId = id;
   event.sandboxState = state;
 }
 
-/** The ContainerStatus that ends at `end` when its id is `id` (UTF-8), else undefined. */
-function containerStatusOf(reader: BinaryReader, end: number, id: Uint8Array): EventContainerStatus | undefined {
-  const status: EventContainerStatus = { state: 0, startedAt: 0n, finishedAt: 0n, exitCode: 0, reason: '' };
+/**
+ * The ContainerStatus that ends at `end` when its id is the bytes from `idStart` to `idEnd` of the
+ * same message, else undefined.
+ */
+function containerStatusOf(wire: WireCursor, end: number, idStart: number, idEnd: number): EventContainerStatus | undefined {
   let matches = false;
-  while (reader.pos < end) {
-    const [field, wireType] = reader.tag();
-    if (field === STATUS_ID && wireType === WireType.LengthDelimited) matches = sameBytes(reader.bytes(), id);
-    else if (field === STATUS_STATE && wireType === WireType.Varint) status.state = reader.int32();
-    else if (field === STATUS_STARTED_AT && wireType === WireType.Varint) status.startedAt = BigInt(reader.int64());
-    else if (field === STATUS_FINISHED_AT && wireType === WireType.Varint) status.finishedAt = BigInt(reader.int64());
-    else if (field === STATUS_EXIT_CODE && wireType === WireType.Varint) status.exitCode = reader.int32();
-    else if (field === STATUS_REASON && wireType === WireType.LengthDelimited) status.reason = reader.string();
-    else reader.skip(wireType, field);
+  let state = 0;
+  let startedAt = 0n;
+  let finishedAt = 0n;
+  let exitCode = 0;
+  let reasonStart = 0;
+  let reasonEnd = 0;
+  while (wire.pos < end) {
+    const tag = wire.uint32();
+    const field = tag >>> 3;
+    const wireType = tag & 7;
+    if (field === STATUS_ID && wireType === LENGTH_DELIMITED) {
+      const fieldEnd = wire.delimited(end);
+      matches = wire.equals(wire.pos, fieldEnd, wire.bytes, idStart, idEnd);
+      wire.pos = fieldEnd;
+    } else if (field === STATUS_STATE && wireType === VARINT) state = wire.int32();
+    else if (field === STATUS_STARTED_AT && wireType === VARINT) startedAt = wire.int64();
+    else if (field === STATUS_FINISHED_AT && wireType === VARINT) finishedAt = wire.int64();
+    else if (field === STATUS_EXIT_CODE && wireType === VARINT) exitCode = wire.int32();
+    else if (field === STATUS_REASON && wireType === LENGTH_DELIMITED) {
+      reasonEnd = wire.delimited(end);
+      reasonStart = wire.pos;
+      wire.pos = reasonEnd;
+    } else wire.skip(wireType, field, end);
   }
-  return matches ? status : undefined;
+  wire.ended(end);
+  if (!matches) return undefined;
+  return { state, startedAt, finishedAt, exitCode, reason: wire.string(reasonStart, reasonEnd) };
 }
 
 /** The string field `wanted` of the message that ends at `end` (the last one, as protobuf merges). */
-function stringField(reader: BinaryReader, end: number, wanted: number): string | undefined {
-  let value: string | undefined;
-  while (reader.pos < end) {
-    const [field, wireType] = reader.tag();
-    if (field === wanted && wireType === WireType.LengthDelimited) value = reader.string();
-    else reader.skip(wireType, field);
+function stringField(wire: WireCursor, end: number, wanted: number): string | undefined {
+  let start = -1;
+  let valueEnd = -1;
+  while (wire.pos < end) {
+    const tag = wire.uint32();
+    if (tag >>> 3 === wanted && (tag & 7) === LENGTH_DELIMITED) {
+      valueEnd = wire.delimited(end);
+      start = wire.pos;
+      wire.pos = valueEnd;
+    } else wire.skip(tag & 7, tag >>> 3, end);
   }
-  return value;
+  wire.ended(end);
+  return start < 0 ? undefined : wire.string(start, valueEnd);
 }
 
 /** The value of one map<string, string> entry that ends at `end`, when its key is `key` (UTF-8). */
-function labelValue(reader: BinaryReader, end: number, key: Uint8Array): string | undefined {
+function labelValue(wire: WireCursor, end: number, key: Uint8Array): string | undefined {
   // undefined: no key read yet (the wire allows the value first)
   let keyMatches: boolean | undefined;
-  let value = '';
-  while (reader.pos < end) {
-    const [field, wireType] = reader.tag();
-    if (field === MAP_KEY && wireType === WireType.LengthDelimited) keyMatches = sameBytes(reader.bytes(), key);
-    else if (field === MAP_VALUE && wireType === WireType.LengthDelimited) {
-      // a value is only worth decoding for the key wanted (or before any key)
-      if (keyMatches !== false) value = reader.string();
-      else reader.skip(wireType, field);
-    } else reader.skip(wireType, field);
+  let valueStart = 0;
+  let valueEnd = 0;
+  while (wire.pos < end) {
+    const tag = wire.uint32();
+    const field = tag >>> 3;
+    const wireType = tag & 7;
+    if (field === MAP_KEY && wireType === LENGTH_DELIMITED) {
+      const keyEnd = wire.delimited(end);
+      keyMatches = wire.equals(wire.pos, keyEnd, key);
+      wire.pos = keyEnd;
+    } else if (field === MAP_VALUE && wireType === LENGTH_DELIMITED) {
+      valueEnd = wire.delimited(end);
+      valueStart = wire.pos;
+      wire.pos = valueEnd;
+    } else wire.skip(wireType, field, end);
   }
-  return keyMatches === true ? value : undefined;
+  wire.ended(end);
+  return keyMatches === true ? wire.string(valueStart, valueEnd) : undefined;
 }

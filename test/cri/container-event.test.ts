@@ -119,6 +119,62 @@ describe('decodeContainerEventSummary', () => {
     expect(decodeContainerEventSummary(event.finish())).toEqual({ containerId: 'c3', containerEventType: 1, podUid: UID, sandboxState: 0 });
   });
 
+  it('reads negative codes and 64-bit times, multi-byte names, and passes over fixed-width and group fields', () => {
+    const status = new BinaryWriter();
+    status.uint32((1 << 3) | 2).string('c-ü');
+    status.uint32((7 << 3) | 0).int32(-1); // a negative int32 is a 10-byte varint
+    status.uint32((5 << 3) | 0).int64(-5n);
+    status.uint32((6 << 3) | 0).int64(9_007_199_254_740_993n); // past 2^53: the high bits count
+    status.uint32((96 << 3) | 3); // a group, with a nested group and a field of each width inside
+    status
+      .uint32((95 << 3) | 3)
+      .uint32((1 << 3) | 0)
+      .uint64(1n)
+      .uint32((95 << 3) | 4);
+    status
+      .uint32((2 << 3) | 5)
+      .fixed32(7)
+      .uint32((3 << 3) | 1)
+      .fixed64(8n)
+      .uint32((4 << 3) | 2)
+      .string('x');
+    status.uint32((96 << 3) | 4);
+    status.uint32((10 << 3) | 2).string('Error: ✗');
+    const event = new BinaryWriter();
+    event.uint32((98 << 3) | 5).fixed32(1);
+    event.uint32((97 << 3) | 1).fixed64(2n);
+    event.uint32((5 << 3) | 2).bytes(status.finish());
+    event.uint32((1 << 3) | 2).string('c-ü');
+    event.uint32((2 << 3) | 0).int32(2);
+    expect(decodeContainerEventSummary(event.finish())).toEqual({
+      containerId: 'c-ü',
+      containerEventType: 2,
+      podUid: undefined,
+      status: { state: 0, startedAt: -5n, finishedAt: 9_007_199_254_740_993n, exitCode: -1, reason: 'Error: ✗' },
+    });
+  });
+
+  it('throws on a field that runs past the message it is in, a group that ends as another, and an unknown wire type', () => {
+    // the sandbox status says 4 bytes, its id 6: the id would take bytes of the next field
+    const overrun = new BinaryWriter();
+    overrun
+      .uint32((4 << 3) | 2)
+      .uint32(4)
+      .uint32((1 << 3) | 2)
+      .uint32(6)
+      .raw(new TextEncoder().encode('s1'));
+    overrun.uint32((1 << 3) | 2).string('c1');
+    expect(() => decodeContainerEventSummary(overrun.finish())).toThrow(RangeError);
+    const mismatched = new BinaryWriter();
+    mismatched.uint32((9 << 3) | 3).uint32((8 << 3) | 4);
+    expect(() => decodeContainerEventSummary(mismatched.finish())).toThrow(/group/);
+    const unknownType = new BinaryWriter();
+    unknownType.uint32((9 << 3) | 6).uint32(0);
+    expect(() => decodeContainerEventSummary(unknownType.finish())).toThrow(/wire type 6/);
+    // a varint that never ends
+    expect(() => decodeContainerEventSummary(new Uint8Array([0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]))).toThrow(/varint/);
+  });
+
   it('throws on a truncated message', () => {
     const bytes = encoded(fullEvent({ 'io.kubernetes.pod.uid': UID }, UID));
     expect(() => decodeContainerEventSummary(bytes.subarray(0, bytes.length - 5))).toThrow();
