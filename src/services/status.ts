@@ -390,7 +390,7 @@ export async function gatherNodeFacts(
   kubeletRoot?: string,
 ): Promise<NodeFacts> {
   const leaving = pods.filter((p) => notFinishing(p, api));
-  const { gatherProcessFacts, mountsUnder, podDirOf: defaultPodDir, readMountinfo } = await import('./stuck-facts.js');
+  const { gatherProcessFacts, mountPointsOf, mountsUnder, podDirOf: defaultPodDir, readMountinfo } = await import('./stuck-facts.js');
   const podDirOf = kubeletRoot ? (uid: string) => `${kubeletRoot.replace(/\/+$/, '')}/pods/${uid}` : defaultPodDir;
   const facts: NodeFacts = { kubeletRunning: kubelet?.state === 'running', processes: new Map(), mounts: new Map(), podDir: podDirOf, api };
   if (leaving.length === 0) return facts;
@@ -400,8 +400,9 @@ export async function gatherNodeFacts(
     readMountinfo(),
   ]);
   const mounts = new Map<string, string[]>();
+  const points = mountPointsOf(mountinfo);
   for (const p of leaving) {
-    const held = mountsUnder(mountinfo, podDirOf(p.uid));
+    const held = mountsUnder(points, podDirOf(p.uid));
     if (held.length > 0) mounts.set(p.uid, held);
   }
   return { ...facts, processes, mounts };

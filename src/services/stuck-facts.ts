@@ -39,17 +39,23 @@ async function readProcState(pid: number, procRoot = '/proc'): Promise<string> {
   }
 }
 
-/** Mount points (mountinfo's fifth field, octal escapes decoded) under `dir`. */
-export function mountsUnder(mountinfo: string, dir: string): string[] {
-  const prefix = dir.endsWith('/') ? dir : `${dir}/`;
+/** The mount points of a mountinfo text (each line's fifth field, octal escapes decoded), in order. */
+export function mountPointsOf(mountinfo: string): string[] {
   const out: string[] = [];
   for (const line of mountinfo.split('\n')) {
     const field = line.split(' ')[4];
-    if (!field) continue;
-    const point = field.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(parseInt(oct, 8)));
-    if (point === dir || point.startsWith(prefix)) out.push(point);
+    if (field) out.push(field.includes('\\') ? field.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(parseInt(oct, 8))) : field);
   }
   return out;
+}
+
+/**
+ * The mount points at or under `dir`. The mountinfo is parsed once for all the pods looked at
+ * (`mountPointsOf`): a node's mountinfo has a line per volume of every pod.
+ */
+export function mountsUnder(points: readonly string[], dir: string): string[] {
+  const prefix = dir.endsWith('/') ? dir : `${dir}/`;
+  return points.filter((point) => point === dir || point.startsWith(prefix));
 }
 
 export async function readMountinfo(): Promise<string> {

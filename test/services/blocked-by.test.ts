@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BLOCKED_KINDS, blockedBy, networkPluginOf, parseRuntimeError, type StuckFacts } from '../../src/services/blocked-by.js';
-import { mountsUnder, pidOfInfo, procStateOf } from '../../src/services/stuck-facts.js';
+import { mountPointsOf, mountsUnder, pidOfInfo, procStateOf } from '../../src/services/stuck-facts.js';
 
 function facts(over: Partial<StuckFacts> = {}): StuckFacts {
   return {
@@ -133,8 +133,14 @@ describe('parsing the facts', () => {
       '22 1 0:21 / /var/lib/kubelet/pods/u1/volumes/kubernetes.io~nfs/my\\040data rw - nfs srv:/x rw',
       '23 1 0:22 / /var/lib/kubelet/pods/u10/volumes/x rw - tmpfs tmpfs rw',
       '24 1 0:23 / /run rw - tmpfs tmpfs rw',
+      '25 1 0:24 / /var/lib/kubelet/pods/u1 rw - tmpfs tmpfs rw',
+      '',
     ].join('\n');
-    expect(mountsUnder(mountinfo, '/var/lib/kubelet/pods/u1')).toEqual(['/var/lib/kubelet/pods/u1/volumes/kubernetes.io~nfs/my data']);
+    const points = mountPointsOf(mountinfo);
+    expect(points).toEqual(['/var/lib/kubelet/pods/u1/volumes/kubernetes.io~nfs/my data', '/var/lib/kubelet/pods/u10/volumes/x', '/run', '/var/lib/kubelet/pods/u1']);
+    expect(mountsUnder(points, '/var/lib/kubelet/pods/u1')).toEqual(['/var/lib/kubelet/pods/u1/volumes/kubernetes.io~nfs/my data', '/var/lib/kubelet/pods/u1']);
+    expect(mountsUnder(points, '/var/lib/kubelet/pods/u1/')).toEqual(['/var/lib/kubelet/pods/u1/volumes/kubernetes.io~nfs/my data']);
+    expect(mountsUnder(points, '/var/lib/kubelet/pods/u2')).toEqual([]);
   });
 
   it('takes the pid from ContainerStatus verbose info', () => {
