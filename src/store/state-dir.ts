@@ -176,6 +176,8 @@ export function encodeUid(uid: string): string {
 }
 
 export function decodeUid(stem: string): string | undefined {
+  // a name with no escape is the UID itself (every listing of a folder decodes each name)
+  if (!stem.includes('%')) return stem;
   try {
     return decodeURIComponent(stem);
   } catch {

@@ -8,6 +8,7 @@ import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStore, StoreError } from '../../src/store/index.js';
+import { decodeUid, encodeUid } from '../../src/store/state-dir.js';
 import { checkpointFor, tempDir } from './support/fixtures.js';
 
 /** A hang shows as a failed assertion naming the path instead of the test's own timeout. */
@@ -167,5 +168,22 @@ describe('a state dir in a place this process cannot write', () => {
     const store = await openStore({ stateDir: path });
     expect(store.layout.root).toBe(path);
     for (const p of [join(dir.path, 'a'), join(dir.path, 'a', 'b'), path]) expect((await stat(p)).mode & 0o777).toBe(0o700);
+  });
+});
+
+describe('file names of pod UIDs', () => {
+  it('are the UID itself when every character is safe, and decode back whatever the UID holds', () => {
+    expect(encodeUid('0f9d1f0e-1111-2222-3333-444455556666')).toBe('0f9d1f0e-1111-2222-3333-444455556666');
+    for (const uid of ['0f9d1f0e-1111-2222-3333-444455556666', 'a/b', '100%', 'ü ✓', '.hidden', 'x%41']) {
+      const name = encodeUid(uid);
+      expect(name).not.toContain('/');
+      expect(name.startsWith('.')).toBe(false); // a follower of the folder skips hidden names
+      expect(decodeUid(name)).toBe(uid);
+    }
+  });
+
+  it('are refused when an escape is malformed', () => {
+    expect(decodeUid('abc%4')).toBeUndefined();
+    expect(decodeUid('%E2%9C')).toBeUndefined();
   });
 });
