@@ -17,10 +17,9 @@
 import * as fsp from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
-import pLimit from 'p-limit';
 import { decodeCheckpoint, encodeCheckpoint, type PodCheckpoint } from './format.js';
 import { salvageTerminating } from './salvage.js';
-import { identityOf, listNames, MAX_RECORD_BYTES, nodeFileOps, READ_CONCURRENCY, readFileNoFollow, sameIdentity, syncFolder, writeFileAtomic, type FileIdentity, type FileOps } from './files.js';
+import { identityOf, listNames, MAX_RECORD_BYTES, nodeFileOps, readFileNoFollow, sameIdentity, syncFolder, writeFileAtomic, type FileIdentity, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 
@@ -213,10 +212,13 @@ export class CheckpointStore {
     return this.#readEach(uids, options);
   }
 
+  /** Reads one after another: each read is synchronous underneath (files.ts), one file open at a time. */
   async #readEach(uids: readonly string[], options: ReadOptions | undefined): Promise<Map<string, PodCheckpoint>> {
     const out = new Map<string, PodCheckpoint>();
-    const results = await pLimit(READ_CONCURRENCY).map(uids, async (uid) => [uid, await this.read(uid, options)] as const);
-    for (const [uid, checkpoint] of results) if (checkpoint) out.set(uid, checkpoint);
+    for (const uid of uids) {
+      const checkpoint = await this.read(uid, options);
+      if (checkpoint) out.set(uid, checkpoint);
+    }
     return out;
   }
 

@@ -38,11 +38,10 @@
  * generations above give without any timing assumption.
  */
 import * as fsp from 'node:fs/promises';
-import pLimit from 'p-limit';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { LeaseInfo } from '../domain/session-api.js';
-import { createExclusive, identityOf, listNames, MAX_LEASE_BYTES, nodeFileOps, READ_CONCURRENCY, readFileNoFollow, sameWrittenOnce, type FileIdentity, type FileOps } from './files.js';
+import { createExclusive, identityOf, listNames, MAX_LEASE_BYTES, nodeFileOps, readFileNoFollow, sameWrittenOnce, type FileIdentity, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 import { isIdentityAlive, processIdentity, procReadings, type ProcessIdentity, type ProcReadings } from './proc.js';
@@ -292,12 +291,13 @@ export class LeaseManager {
     const byUid = await this.#generationsByUid();
     const readings = procReadings();
     const wanted = uids === undefined ? [...byUid.keys()] : uids.filter((uid) => byUid.has(uid));
-    await pLimit(READ_CONCURRENCY).map(wanted, async (uid) => {
+    // one after another: each read is synchronous underneath (files.ts), one file open at a time
+    for (const uid of wanted) {
       const view = await this.#readView(uid, Math.max(...byUid.get(uid)!), readings);
       // superseded meanwhile: look again, as inspect does
       const current = view !== 'vanished' ? view : await this.inspect(uid, readings);
       if (current) out.set(uid, current);
-    });
+    }
     return out;
   }
 
