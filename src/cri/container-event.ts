@@ -184,6 +184,17 @@ class WireCursor {
     if (this.pos > end) throw new RangeError('premature end of a container event');
   }
 
+  /**
+   * Moves past a length-delimited value, which is read later or only compared where it lies;
+   * returns where it starts (it ends where the cursor is after).
+   */
+  take(end: number): number {
+    const valueEnd = this.delimited(end);
+    const start = this.pos;
+    this.pos = valueEnd;
+    return start;
+  }
+
   /** Checks that the fields read from a message ended where the message does. */
   ended(end: number): void {
     if (this.pos !== end) throw new RangeError('premature end of a container event');
@@ -215,15 +226,12 @@ export function decodeContainerEventSummary(bytes: Uint8Array): ContainerEventSu
     const field = tag >>> 3;
     const wireType = tag & 7;
     if (field === EVENT_CONTAINER_ID && wireType === LENGTH_DELIMITED) {
-      idEnd = wire.delimited(end);
-      idStart = wire.pos;
-      wire.pos = idEnd;
+      idStart = wire.take(end);
+      idEnd = wire.pos;
     } else if (field === EVENT_TYPE && wireType === VARINT) event.containerEventType = wire.int32();
     else if (field === EVENT_SANDBOX_STATUS && wireType === LENGTH_DELIMITED) readSandbox(wire, wire.delimited(end), event);
     else if (field === EVENT_CONTAINER_STATUSES && wireType === LENGTH_DELIMITED) {
-      const statusEnd = wire.delimited(end);
-      (statuses ??= []).push(wire.pos, statusEnd);
-      wire.pos = statusEnd;
+      (statuses ??= []).push(wire.take(end), wire.pos);
     } else wire.skip(wireType, field, end);
   }
   wire.ended(end);
@@ -248,11 +256,8 @@ function readSandbox(wire: WireCursor, end: number, event: ContainerEventSummary
     const tag = wire.uint32();
     const field = tag >>> 3;
     const wireType = tag & 7;
-    if (field === SANDBOX_ID && wireType === LENGTH_DELIMITED) {
-      const idEnd = wire.delimited(end);
-      id = wire.string(wire.pos, idEnd);
-      wire.pos = idEnd;
-    } else if (field === SANDBOX_STATE && wireType === VARINT) state = wire.int32();
+    if (field === SANDBOX_ID && wireType === LENGTH_DELIMITED) id = wire.string(wire.take(end), wire.pos);
+    else if (field === SANDBOX_STATE && wireType === VARINT) state = wire.int32();
     else if (field === SANDBOX_METADATA && wireType === LENGTH_DELIMITED) fromMetadata = stringField(wire, wire.delimited(end), METADATA_UID) ?? fromMetadata;
     else if (field === SANDBOX_LABELS && wireType === LENGTH_DELIMITED) fromLabel = labelValue(wire, wire.delimited(end), POD_UID_KEY) ?? fromLabel;
     else wire.skip(wireType, field, end);
@@ -279,18 +284,14 @@ function containerStatusOf(wire: WireCursor, end: number, idStart: number, idEnd
     const tag = wire.uint32();
     const field = tag >>> 3;
     const wireType = tag & 7;
-    if (field === STATUS_ID && wireType === LENGTH_DELIMITED) {
-      const fieldEnd = wire.delimited(end);
-      matches = wire.equals(wire.pos, fieldEnd, wire.bytes, idStart, idEnd);
-      wire.pos = fieldEnd;
-    } else if (field === STATUS_STATE && wireType === VARINT) state = wire.int32();
+    if (field === STATUS_ID && wireType === LENGTH_DELIMITED) matches = wire.equals(wire.take(end), wire.pos, wire.bytes, idStart, idEnd);
+    else if (field === STATUS_STATE && wireType === VARINT) state = wire.int32();
     else if (field === STATUS_STARTED_AT && wireType === VARINT) startedAt = wire.int64();
     else if (field === STATUS_FINISHED_AT && wireType === VARINT) finishedAt = wire.int64();
     else if (field === STATUS_EXIT_CODE && wireType === VARINT) exitCode = wire.int32();
     else if (field === STATUS_REASON && wireType === LENGTH_DELIMITED) {
-      reasonEnd = wire.delimited(end);
-      reasonStart = wire.pos;
-      wire.pos = reasonEnd;
+      reasonStart = wire.take(end);
+      reasonEnd = wire.pos;
     } else wire.skip(wireType, field, end);
   }
   wire.ended(end);
@@ -305,9 +306,8 @@ function stringField(wire: WireCursor, end: number, wanted: number): string | un
   while (wire.pos < end) {
     const tag = wire.uint32();
     if (tag >>> 3 === wanted && (tag & 7) === LENGTH_DELIMITED) {
-      valueEnd = wire.delimited(end);
-      start = wire.pos;
-      wire.pos = valueEnd;
+      start = wire.take(end);
+      valueEnd = wire.pos;
     } else wire.skip(tag & 7, tag >>> 3, end);
   }
   wire.ended(end);
@@ -324,14 +324,10 @@ function labelValue(wire: WireCursor, end: number, key: Uint8Array): string | un
     const tag = wire.uint32();
     const field = tag >>> 3;
     const wireType = tag & 7;
-    if (field === MAP_KEY && wireType === LENGTH_DELIMITED) {
-      const keyEnd = wire.delimited(end);
-      keyMatches = wire.equals(wire.pos, keyEnd, key);
-      wire.pos = keyEnd;
-    } else if (field === MAP_VALUE && wireType === LENGTH_DELIMITED) {
-      valueEnd = wire.delimited(end);
-      valueStart = wire.pos;
-      wire.pos = valueEnd;
+    if (field === MAP_KEY && wireType === LENGTH_DELIMITED) keyMatches = wire.equals(wire.take(end), wire.pos, key);
+    else if (field === MAP_VALUE && wireType === LENGTH_DELIMITED) {
+      valueStart = wire.take(end);
+      valueEnd = wire.pos;
     } else wire.skip(wireType, field, end);
   }
   wire.ended(end);
