@@ -13,7 +13,7 @@
  */
 import { parseArgs } from 'node:util';
 import { composeFrame, RowCache, type OutputOperation } from '../src/tui/frame-output.js';
-import { loadInkOutput } from '../src/tui/ink-output.js';
+import { loadInkOutput, type InkOutputClass } from '../src/tui/ink-output.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '12' }, repeats: { type: 'string', default: '40' } } });
 const SECONDS = Number(values.seconds);
@@ -57,8 +57,9 @@ function frame(second: number): OutputOperation[] {
   return lines.map(([text, transformers], y) => ({ type: 'write', x: 0, y, text, transformers }));
 }
 
-const Output = await loadInkOutput();
-if (Output === undefined) throw new Error("bench: Ink's Output class not found");
+const found = await loadInkOutput();
+if (found === undefined) throw new Error("bench: Ink's Output class not found");
+const Output: InkOutputClass = found;
 const inksGet = Output.prototype.get;
 const frames = Array.from({ length: SECONDS }, (_, s) => frame(s));
 
