@@ -9,7 +9,9 @@
  *
  * Invariants: a request is taken once (the annotation goes to `draining` before the first pod); the
  * agent's own pod is never drained (`skipped: self`); a drain that throws ends as `failed` with a
- * Warning Event naming the cause, never as a silent stop.
+ * Warning Event naming the cause, never as a silent stop. The Event that says how a drain ended is
+ * posted before the annotation says `done` or `failed`, so whoever waits for the annotation finds
+ * the explanation already on the Node.
  */
 import type { KubeletStatus } from '../kube/kubelet.js';
 import { parseSelection } from '../lib/refs.js';
@@ -95,14 +97,14 @@ async function drainForMaintenance(options: MaintenanceOptions, ignorePdb: boole
     const ok = held.length === 0 && drained.status === 'done';
     const stopped = beside.viaApi.filter((p) => p.outcome === 'terminated' || p.outcome === 'gone').length + drained.summary.terminated;
     const detail = `${stopped} pod(s) stopped${held.length > 0 ? `; held back: ${held.map((p) => `${p.namespace}/${p.name} (${p.outcome})`).join(', ')}` : ''}; drain ${drained.status}`;
-    await kube.annotateNode({ [DRAIN_ANNOTATION]: ok ? 'done' : 'failed' }, options.signal);
     await event(options, ok ? 'Normal' : 'Warning', ok ? 'DrainCompleted' : 'DrainFailed', `podctl agent: ${detail}`);
+    await kube.annotateNode({ [DRAIN_ANNOTATION]: ok ? 'done' : 'failed' }, options.signal);
     reporter.info(`agent: drain of node ${options.node} ${ok ? 'done' : 'failed'}: ${detail}`);
     return { action: ok ? 'drained' : 'failed', detail };
   } catch (error) {
     const detail = (error as Error).message;
-    await kube.annotateNode({ [DRAIN_ANNOTATION]: 'failed' }, options.signal).catch(() => undefined);
     await event(options, 'Warning', 'DrainFailed', `podctl agent: ${detail}`);
+    await kube.annotateNode({ [DRAIN_ANNOTATION]: 'failed' }, options.signal).catch(() => undefined);
     reporter.warn(`agent: drain of node ${options.node} failed: ${detail}`);
     return { action: 'failed', detail };
   }
