@@ -7,9 +7,13 @@
  * Invariants:
  * - Throttled: at most one gathering every `intervalMs` (default 2 s), never two at once, and none
  *   while no listed pod is overdue; each is bounded by the facts timeout (stuck-facts.ts). Only
- *   overdue pods are looked at (on their way out and past their grace, or with a runtime error, or
- *   undriven), at most MAX_FACT_PODS of them, longest in their state first: a drain of hundreds of
- *   pods within their grace costs the runtime no extra calls.
+ *   overdue pods are looked at (on their way out and past their grace by SETTLING_MS, or with a
+ *   runtime error, or undriven), at most MAX_FACT_PODS of them, longest in their state first: a
+ *   drain of hundreds of pods within their grace costs the runtime no extra calls.
+ * - Within a CPU budget (`budget`, default FACTS_BUDGET of one core): the time to the next
+ *   gathering stretches to the CPU the last one cost divided by the budget, never past
+ *   MAX_FACTS_INTERVAL_MS. A gathering over 64 pods (a verbose ContainerStatus each) costs ~60 ms,
+ *   which a 500-pod drain whose queue outlives its grace paid every 2 s.
  * - Best effort: a gathering that fails keeps the last facts; it never throws to the caller.
  * - `current()` is the same object until a gathering finds different facts, so a screen may
  *   subscribe to it as to the feed's snapshot.
@@ -17,6 +21,7 @@
  */
 import type { KubeletStatus } from '../kube/kubelet.js';
 import type { NodeSession, PodInfo } from '../domain/session-api.js';
+import { budgetedInterval } from '../lib/budget.js';
 import { blockedBy, type BlockedBy } from './blocked-by.js';
 import { gatherNodeFacts, notFinishing, stuckFactsOf, type NodeFacts } from './status.js';
 
@@ -29,6 +34,10 @@ const MAX_FACT_PODS = 64;
  * looking at them there cost a watch a gathering every interval for nothing.
  */
 const SETTLING_MS = WATCH_FACTS_INTERVAL_MS;
+/** Share of one core the gatherings may take (see the invariants). */
+const FACTS_BUDGET = 0.01;
+/** The longest the budget stretches the time between two gatherings (ms). */
+const MAX_FACTS_INTERVAL_MS = 10_000;
 
 export interface WatchFactsOptions {
   /** The pods of the watch's last listing. */
@@ -38,6 +47,10 @@ export interface WatchFactsOptions {
   /** The kubelet's root directory (where a pod's volumes are mounted). */
   kubeletRoot?: string;
   intervalMs?: number;
+  /** Share of one core gatherings may take; default FACTS_BUDGET (0: every `intervalMs`). */
+  budget?: number;
+  /** CPU this process has used (ms); default process.cpuUsage(). A test seam for the budget. */
+  cpuMs?: () => number;
   /** Gathers facts (default: status.ts's gatherNodeFacts over the session's runtime). */
   gather?: (pods: PodInfo[]) => Promise<NodeFacts>;
   now?: () => number;
@@ -53,14 +66,20 @@ export function isLeaving(pod: PodInfo): boolean {
 /**
  * Whether a leaving pod's node facts may name its cause: its grace is over (or none counts down),
  * or the runtime reported an error, or no live process drives it. Within its grace a pod is (almost
- * always) just stopping, and a driven pod that has just stopped is just finishing (SETTLING_MS).
+ * always) just stopping; a driven pod whose grace has just run out is being killed, and one that
+ * has just stopped is just finishing (both for SETTLING_MS).
  */
 function isOverdue(pod: PodInfo, now: number): boolean {
   if (!isLeaving(pod)) return false;
   if (pod.lastError !== undefined) return true;
   if (pod.owner?.alive !== true) return true;
   if (pod.state !== 'terminating') return now - pod.since >= SETTLING_MS;
-  return pod.graceDeadline === undefined || pod.graceDeadline <= now;
+  return pod.graceDeadline === undefined || now - pod.graceDeadline >= SETTLING_MS;
+}
+
+function processCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
 }
 
 /** A comparable summary of facts: what decides a cause (process states, held mounts). */
@@ -81,6 +100,8 @@ export class WatchFacts {
   #key = '';
   #timer: NodeJS.Timeout | undefined;
   #inFlight: Promise<void> | undefined;
+  /** CPU the process spent during the last gathering (ms), for the budget. */
+  #lastCostMs = 0;
   #closed = false;
   readonly #lastKind = new Map<string, string>();
 
@@ -116,6 +137,8 @@ export class WatchFacts {
       .sort((a, b) => a.since - b.since)
       .slice(0, MAX_FACT_PODS);
     if (leaving.length === 0) return Promise.resolve();
+    const cpuMs = this.#options.cpuMs ?? processCpuMs;
+    const cpuBefore = cpuMs();
     this.#inFlight = this.#gather(leaving)
       .then((facts) => {
         if (this.#closed) return;
@@ -127,6 +150,7 @@ export class WatchFacts {
       })
       .catch(() => undefined)
       .finally(() => {
+        this.#lastCostMs = cpuMs() - cpuBefore;
         this.#inFlight = undefined;
       });
     return this.#inFlight;
@@ -152,6 +176,12 @@ export class WatchFacts {
     return out;
   }
 
+  /** The time from now to the next gathering (ms): the interval, stretched by the budget. */
+  nextIntervalMs(): number {
+    const base = this.#options.intervalMs ?? WATCH_FACTS_INTERVAL_MS;
+    return budgetedInterval(base, this.#lastCostMs, this.#options.budget ?? FACTS_BUDGET, Math.max(base, MAX_FACTS_INTERVAL_MS));
+  }
+
   close(): void {
     this.#closed = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
@@ -164,7 +194,7 @@ export class WatchFacts {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       void this.refresh().finally(() => this.#schedule());
-    }, this.#options.intervalMs ?? WATCH_FACTS_INTERVAL_MS);
+    }, this.nextIntervalMs());
     this.#timer.unref();
   }
 }

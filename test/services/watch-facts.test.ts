@@ -130,4 +130,55 @@ describe('WatchFacts', () => {
     expect(asked.map((names) => [...names].sort())).toEqual([['still-stopped', 'undriven']]);
     w.close();
   });
+  it('a driven pod whose grace has just run out is being killed: looked at only once it is a gathering interval past it', async () => {
+    const asked: string[][] = [];
+    const owner = { pid: 1, startedAt: 1, heartbeatAt: NOW, alive: true };
+    const justOut = pod('web/just-out', { state: 'terminating', gracePeriod: 3, graceDeadline: NOW - 500, owner });
+    const longOut = pod('web/long-out', { state: 'terminating', gracePeriod: 3, graceDeadline: NOW - 2_500, owner });
+    const w = new WatchFacts(new FakeSession(), { pods: () => [justOut, longOut], now: () => NOW, gather: async (pods) => (asked.push(pods.map((p) => p.name)), facts({})) });
+    await w.refresh();
+    expect(asked).toEqual([['long-out']]);
+    w.close();
+  });
+
+  it('stretches the time to the next gathering to what the last one cost over its share of a core (1 %), at most 10 s', async () => {
+    let cpu = 0;
+    let cost = 0;
+    const w = new WatchFacts(new FakeSession(), {
+      pods: () => [stopping('web/b')],
+      cpuMs: () => cpu,
+      gather: async () => {
+        cpu += cost;
+        return facts({});
+      },
+    });
+    expect(w.nextIntervalMs()).toBe(2_000);
+    cost = 60;
+    await w.refresh();
+    expect(w.nextIntervalMs()).toBe(6_000);
+    cost = 5;
+    await w.refresh();
+    expect(w.nextIntervalMs()).toBe(2_000);
+    cost = 400;
+    await w.refresh();
+    expect(w.nextIntervalMs()).toBe(10_000);
+    w.close();
+    // a failed gathering counts too
+    const failing = new WatchFacts(new FakeSession(), {
+      pods: () => [stopping('web/b')],
+      cpuMs: () => cpu,
+      gather: async () => {
+        cpu += 50;
+        throw new Error('runtime gone');
+      },
+    });
+    await failing.refresh();
+    expect(failing.nextIntervalMs()).toBe(5_000);
+    failing.close();
+    // no budget: the interval as given
+    const unbounded = new WatchFacts(new FakeSession(), { pods: () => [stopping('web/b')], budget: 0, intervalMs: 1_500, cpuMs: () => cpu, gather: async () => ((cpu += 300), facts({})) });
+    await unbounded.refresh();
+    expect(unbounded.nextIntervalMs()).toBe(1_500);
+    unbounded.close();
+  });
 });
