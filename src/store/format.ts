@@ -18,7 +18,7 @@
  *   (truncated, checksum mismatch, unknown version, schema) that the store quarantines.
  * - The history is bounded (`HISTORY_LIMIT`, oldest dropped first).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { TransitionRecord } from '../domain/session-api.js';
 import { CHECKPOINT_FORMAT, HISTORY_LIMIT, checkRecord, checkpointHeaderSchema, checkpointSchema, type PodCheckpoint } from './records.js';
 
@@ -27,8 +27,9 @@ export { CHECKPOINT_FORMAT, HISTORY_LIMIT };
 
 export type { PodCheckpoint } from './records.js';
 
+/** One-shot (no Hash object and stream machinery per checkpoint: a watch checks every changed one). */
 function sha256(data: Uint8Array): string {
-  return createHash('sha256').update(data).digest('hex');
+  return hash('sha256', data, 'hex');
 }
 
 /** Keeps the newest `HISTORY_LIMIT` records. */
@@ -65,6 +66,9 @@ function parseJson(text: string): unknown {
   }
 }
 
+/** The parsed JSON is this function's own: the record check keeps it rather than copy it. */
+const OWNED = { owned: true };
+
 /** Validates a checkpoint file's bytes; never throws. `expectedUid` guards against misfiled copies. */
 export function decodeCheckpoint(data: Uint8Array, expectedUid?: string): DecodeOutcome {
   const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
@@ -79,7 +83,7 @@ export function decodeCheckpoint(data: Uint8Array, expectedUid?: string): Decode
   if (version !== CHECKPOINT_VERSION) {
     return rejected(`unsupported version ${JSON.stringify(version)} (this podctl reads version ${CHECKPOINT_VERSION})`);
   }
-  const headerCheck = checkRecord(checkpointHeaderSchema, headerJson);
+  const headerCheck = checkRecord(checkpointHeaderSchema, headerJson, OWNED);
   if (!headerCheck.ok) return rejected(`bad header (${headerCheck.issue})`);
   const header = headerCheck.value;
   const payload = bytes.subarray(newline + 1);
@@ -92,7 +96,7 @@ export function decodeCheckpoint(data: Uint8Array, expectedUid?: string): Decode
   if (sha256(payload) !== header.sha256) return rejected('checksum mismatch');
   const body = parseJson(payload.toString('utf8'));
   if (body === undefined) return rejected('payload is not JSON');
-  const check = checkRecord(checkpointSchema, body);
+  const check = checkRecord(checkpointSchema, body, OWNED);
   if (!check.ok) return rejected(`schema: ${check.issue}`);
   const checkpoint = check.value;
   if (checkpoint.status.uid !== checkpoint.uid) return rejected('status UID differs from checkpoint UID');
