@@ -17,6 +17,10 @@
  *   when its entry is optional; an object schema accepts an array, as valibot's does; numbers
  *   exclude NaN. (Getters and Proxies may be read in another order than valibot reads them.)
  *   test/lib/schema-compiler.test.ts and test/store/record-checker.test.ts hold both side by side.
+ * - In place (`compileSchemaInPlace`, for JSON.parse's output, which the store owns alone): the same
+ *   verdict and an output equal to valibot's, made of the input's own objects and arrays wherever
+ *   one would be copied member for member (nothing dropped, nothing defaulted, a plain object), so
+ *   a record read from a file is checked without being built a second time.
  * - Anything it does not know fails at compile time with `UnsupportedSchemaError` naming where,
  *   never at run time and never by passing: a node is recognised by `reference` (the valibot
  *   function that built it) and by its `~run` being valibot's own for that function, so a wrapper
@@ -238,14 +242,14 @@ const fromTest =
   (x) =>
     test(x) ? x : INVALID;
 
-function compileNode(node: Node, where: string): Run {
+function compileNode(node: Node, where: string, inPlace: boolean): Run {
   const test = testOf(node, where);
   if (test) return fromTest(test);
-  if (node.pipe) return compilePipe(node, where);
+  if (node.pipe) return compilePipe(node, where, inPlace);
   switch (node.type) {
     case 'object':
       expectRun(node, v.object, where);
-      return compileObject(node, where);
+      return compileObject(node, where, inPlace);
     case 'array': {
       expectRun(node, v.array, where);
       if (!node.item) throw new UnsupportedSchemaError(where, 'an array without an item schema');
@@ -253,6 +257,7 @@ function compileNode(node: Node, where: string): Run {
       if (itemTest) {
         return (input) => {
           if (!Array.isArray(input)) return INVALID;
+          if (inPlace) return input.every((value) => itemTest(value)) ? input : INVALID;
           const output: unknown[] = [];
           for (let i = 0; i < input.length; i += 1) {
             const value: unknown = input[i];
@@ -262,22 +267,25 @@ function compileNode(node: Node, where: string): Run {
           return output;
         };
       }
-      const item = compileNode(node.item, at(where, 'item'));
+      const item = compileNode(node.item, at(where, 'item'), inPlace);
       return (input) => {
         if (!Array.isArray(input)) return INVALID;
-        const output: unknown[] = [];
-        for (let i = 0; i < input.length; i += 1) {
-          const value = item(input[i]);
+        const items = input as unknown[];
+        // in place: the output array is made only once an item's output is not the item itself
+        let output: unknown[] | undefined = inPlace ? undefined : [];
+        for (let i = 0; i < items.length; i += 1) {
+          const value = item(items[i]);
           if (value === INVALID) return INVALID;
-          output.push(value);
+          if (output === undefined && value !== items[i]) output = items.slice(0, i);
+          output?.push(value);
         }
-        return output;
+        return output ?? items;
       };
     }
     case 'optional': {
       expectRun(node, v.optional, where);
       const fallback = defaultOf(node, where);
-      const wrapped = compileNode(wrappedOf(node, where), where);
+      const wrapped = compileNode(wrappedOf(node, where), where, inPlace);
       if (fallback === undefined) return (input) => (input === undefined ? undefined : wrapped(input));
       return (input) => wrapped(input === undefined ? fallback : input);
     }
@@ -293,14 +301,14 @@ function defaultOf(node: Node, where: string): unknown {
 }
 
 /** A pipe that builds its output: its schemas in turn, each on the output of the one before. */
-function compilePipe(node: Node, where: string): Run {
+function compilePipe(node: Node, where: string, inPlace: boolean): Run {
   expectRun(node, v.pipe, where);
   const steps: { run?: Run; test?: Test }[] = [];
   for (const item of pipeItems(node, where)) {
     if (item.kind === 'validation') steps.push({ test: validationOf(item, where) });
     else if (item.kind === 'schema') {
       const test = testOf(item, where);
-      steps.push(test ? { test } : { run: compileNode(item, where) });
+      steps.push(test ? { test } : { run: compileNode(item, where, inPlace) });
     } else throw new UnsupportedSchemaError(where, `the ${item.kind} '${item.type}' in a pipe`);
   }
   // Runs of tests fold into one; what remains is a short chain of runs.
@@ -351,7 +359,7 @@ function checkOf(node: Node, test: Test | undefined): { check: Check; owner?: No
   return { check: Check.Test };
 }
 
-function compileObject(node: Node, where: string): Run {
+function compileObject(node: Node, where: string, inPlace: boolean): Run {
   const entries = node.entries;
   if (!entries || typeof entries !== 'object') throw new UnsupportedSchemaError(where, 'an object without entries');
   const keys: string[] = [];
@@ -375,7 +383,7 @@ function compileObject(node: Node, where: string): Run {
     keys.push(key);
     const test = testOf(entry, here);
     tests.push(test);
-    const run = test ? fromTest(test) : compileNode(entry, here);
+    const run = test ? fromTest(test) : compileNode(entry, here, inPlace);
     runs.push(run);
     const dflt = entry.type === 'optional' ? defaultOf(entry, here) : undefined;
     absent.push(entry.type !== 'optional' ? 0 : dflt === undefined ? 1 : 2);
@@ -393,20 +401,29 @@ function compileObject(node: Node, where: string): Run {
   }
   const n = keys.length;
   if (absent.every((when) => when === 0) && tests.every((test) => test !== undefined)) {
-    const small = smallRecord(keys, tests);
+    const small = smallRecord(keys, tests, inPlace);
     if (small) return small;
   }
+  /** In place: the output of an input whose members are its first `i` entries' (schema order), from `i` on. */
+  const copyUpTo = (source: Record<string, unknown>, i: number): Record<string, unknown> => {
+    const output: Record<string, unknown> = {};
+    for (let j = 0; j < i; j += 1) if (keys[j]! in source) output[keys[j]!] = source[keys[j]!];
+    return output;
+  };
   return (input) => {
     if (!input || typeof input !== 'object') return INVALID;
     const source = input as Record<string, unknown>;
-    const output: Record<string, unknown> = {};
+    // in place: the output object is made only once a member's output is not the member itself
+    let output: Record<string, unknown> | undefined = inPlace ? undefined : {};
+    let present = 0;
     for (let i = 0; i < n; i += 1) {
       const key = keys[i]!;
       let value = source[key];
       if (value === undefined) {
         if (key in source) {
           if (passUndefined[i]) {
-            output[key] = undefined;
+            present += 1;
+            if (output) output[key] = undefined;
             continue;
           }
         } else {
@@ -434,10 +451,25 @@ function compileObject(node: Node, where: string): Run {
           value = runs[i]!(value);
           if (value === INVALID) return INVALID;
       }
-      output[key] = value;
+      present += 1;
+      if (output === undefined && value !== source[key]) output = copyUpTo(source, i);
+      if (output) output[key] = value;
     }
-    return output;
+    if (output) return output;
+    // every member is its own output: the input itself, unless it has members to drop
+    return isPlainWith(source, present) ? source : copyUpTo(source, n);
   };
+}
+
+/**
+ * Whether an object is a plain one (JSON.parse's kind: not an array, a Date or anything with a
+ * prototype of its own, whose inherited members valibot would copy) with exactly `count` keys.
+ */
+function isPlainWith(value: object, count: number): boolean {
+  if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+  let keys = 0;
+  for (const key in value) if (Object.hasOwn(value, key)) keys += 1;
+  return keys === count;
 }
 
 /**
@@ -445,7 +477,7 @@ function compileObject(node: Node, where: string): Run {
  * so each member's reads and writes have a site of their own instead of the loop's one site that
  * every record shape goes through (V8 then keeps them monomorphic). The same steps as the loop.
  */
-function smallRecord(keys: string[], tests: Test[]): Run | undefined {
+function smallRecord(keys: string[], tests: Test[], inPlace: boolean): Run | undefined {
   const [k0, k1, k2, k3] = keys as [string, string, string, string];
   const [t0, t1, t2, t3] = tests as [Test, Test, Test, Test];
   type Source = Record<string, unknown>;
@@ -458,6 +490,7 @@ function smallRecord(keys: string[], tests: Test[]): Run | undefined {
         if ((a === undefined && !(k0 in (input as Source))) || !t0(a)) return INVALID;
         const b = (input as Source)[k1];
         if ((b === undefined && !(k1 in (input as Source))) || !t1(b)) return INVALID;
+        if (inPlace && isPlainWith(input, keys.length)) return input;
         const output: Source = {};
         output[k0] = a;
         output[k1] = b;
@@ -472,6 +505,7 @@ function smallRecord(keys: string[], tests: Test[]): Run | undefined {
         if ((b === undefined && !(k1 in (input as Source))) || !t1(b)) return INVALID;
         const c = (input as Source)[k2];
         if ((c === undefined && !(k2 in (input as Source))) || !t2(c)) return INVALID;
+        if (inPlace && isPlainWith(input, keys.length)) return input;
         const output: Source = {};
         output[k0] = a;
         output[k1] = b;
@@ -489,6 +523,7 @@ function smallRecord(keys: string[], tests: Test[]): Run | undefined {
         if ((c === undefined && !(k2 in (input as Source))) || !t2(c)) return INVALID;
         const d = (input as Source)[k3];
         if ((d === undefined && !(k3 in (input as Source))) || !t3(d)) return INVALID;
+        if (inPlace && isPlainWith(input, keys.length)) return input;
         const output: Source = {};
         output[k0] = a;
         output[k1] = b;
@@ -503,17 +538,33 @@ function smallRecord(keys: string[], tests: Test[]): Run | undefined {
 
 /** Compiles `schema` afresh; throws `UnsupportedSchemaError` for anything it cannot translate. */
 export function compileSchema<S extends v.GenericSchema>(schema: S): Checker<v.InferOutput<S>> {
-  return compileNode(schema, '');
+  return compileNode(schema, '', false);
+}
+
+/**
+ * Compiles `schema` into a checker for a value the caller owns outright and will not use apart from
+ * the result (JSON.parse's output): the same verdict, and an output equal to valibot's, but any
+ * object or array whose output would hold exactly its own members is returned itself (members in
+ * its own order), so an accepted record is not copied; a copy is made only where a member is
+ * dropped or defaulted, from that object up.
+ */
+export function compileSchemaInPlace<S extends v.GenericSchema>(schema: S): Checker<v.InferOutput<S>> {
+  return compileNode(schema, '', true);
 }
 
 const compiled = new WeakMap<object, Checker<unknown>>();
+const compiledInPlace = new WeakMap<object, Checker<unknown>>();
 
-/** The checker of `schema`, compiled at its first use and kept as long as the schema lives. */
-export function checkerOf<S extends v.GenericSchema>(schema: S): Checker<v.InferOutput<S>> {
-  let checker = compiled.get(schema);
+/**
+ * The checker of `schema` (`inPlace`: compileSchemaInPlace's), compiled at its first use and kept as
+ * long as the schema lives.
+ */
+export function checkerOf<S extends v.GenericSchema>(schema: S, inPlace = false): Checker<v.InferOutput<S>> {
+  const cache = inPlace ? compiledInPlace : compiled;
+  let checker = cache.get(schema);
   if (checker === undefined) {
-    checker = compileSchema(schema);
-    compiled.set(schema, checker);
+    checker = inPlace ? compileSchemaInPlace(schema) : compileSchema(schema);
+    cache.set(schema, checker);
   }
   return checker;
 }

@@ -235,7 +235,7 @@ export class LeaseManager {
       if (outcome.kind === 'missing') return 'vanished';
       if (outcome.kind === 'ok') {
         try {
-          const check = checkRecord(leaseRecordSchema, JSON.parse(outcome.data.toString('utf8')));
+          const check = checkRecord(leaseRecordSchema, JSON.parse(outcome.data.toString('utf8')), { owned: true });
           if (check.ok && check.value.uid === uid && check.value.generation === generation) record = check.value;
         } catch {
           record = undefined;

@@ -198,10 +198,12 @@ export type RecordCheck<T> = { ok: true; value: T } | { ok: false; issue: string
 /**
  * Validates `input` against one record schema; never throws. On success `value` is the record
  * (members the schema does not know are dropped); on failure `issue` names the first offending
- * field, as "status.gracePeriod: grace period past the maximum of 31536000 s".
+ * field, as "status.gracePeriod: grace period past the maximum of 31536000 s". `owned`: the caller
+ * owns `input` outright (JSON.parse's output, used for nothing else), so the parts of it that hold
+ * nothing to drop are the record itself, not copied (schema-compiler.ts's compileSchemaInPlace).
  */
-export function checkRecord<S extends v.GenericSchema>(schema: S, input: unknown): RecordCheck<v.InferOutput<S>> {
-  const value = checkerOf(schema)(input);
+export function checkRecord<S extends v.GenericSchema>(schema: S, input: unknown, options?: { owned?: boolean }): RecordCheck<v.InferOutput<S>> {
+  const value = checkerOf(schema, options?.owned === true)(input);
   if (value !== INVALID) return { ok: true, value };
   // Rejected: valibot names the field (and, were the two ever to disagree, valibot's verdict stands).
   const result = v.safeParse(schema, input, { abortEarly: true });

@@ -6,7 +6,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
-import { INVALID, UnsupportedSchemaError, checkerOf, compileSchema } from '../../src/lib/schema-compiler.js';
+import { INVALID, UnsupportedSchemaError, checkerOf, compileSchema, compileSchemaInPlace } from '../../src/lib/schema-compiler.js';
 
 const INPUTS: unknown[] = [
   undefined,
@@ -47,6 +47,11 @@ const INPUTS: unknown[] = [
   Object.create({ a: 'inherited' }) as unknown,
   new Date(0),
 ];
+
+/** A fresh copy of an input (structuredClone drops nothing here: undefined members stay). */
+function structuredCloneKeepingUndefined(input: unknown): unknown {
+  return input === undefined ? undefined : structuredClone(input);
+}
 
 /** The verdict and output of both, as one comparable value (the output's member order included). */
 function outcome(result: unknown): unknown {
@@ -130,6 +135,71 @@ describe('schema compiler', () => {
       expect(outcome(check(input)), String(JSON.stringify(input))).toEqual(outcome(expected.success ? expected.output : INVALID));
       if (expected.success) expect(isDeepStrictEqual(check(input), expected.output)).toBe(true);
     }
+  });
+
+  it.each(schemas)('%s, in place: the same verdict, an output equal to v.safeParse’s, and the input itself where nothing is dropped', (_what, schema) => {
+    const check = compileSchemaInPlace(schema);
+    for (const input of INPUTS) {
+      // each input afresh, as JSON.parse would give it (a member left as undefined stays so)
+      const own =
+        typeof input === 'object' && input !== null && !(input instanceof Date) && Object.getPrototypeOf(input) !== Object.prototype && !Array.isArray(input)
+          ? input
+          : structuredCloneKeepingUndefined(input);
+      const expected = v.safeParse(schema, own, { abortEarly: true });
+      const got = check(own);
+      expect(got === INVALID, String(JSON.stringify(input))).toBe(!expected.success);
+      if (!expected.success) continue;
+      expect(isDeepStrictEqual(got, expected.output), String(JSON.stringify(input))).toBe(true);
+      // the input itself exactly when valibot's output holds the same members (in any order)
+      const sameMembers =
+        typeof own === 'object' && own !== null && !Array.isArray(own)
+          ? isDeepStrictEqual({ ...own }, expected.output) && Object.getPrototypeOf(own) === Object.prototype
+          : Array.isArray(own) && isDeepStrictEqual(own, expected.output);
+      if (typeof own === 'object' && own !== null) expect(got === own, `${JSON.stringify(input)} returned ${got === own ? 'itself' : 'a copy'}`).toBe(sameMembers);
+    }
+  });
+
+  it('in place: a record with nothing to drop is returned itself, nested records too; one member to drop copies only the path to it', () => {
+    const schema = v.object({
+      a: v.string(),
+      inner: v.object({ b: v.number(), c: v.optional(v.string()) }),
+      list: v.array(v.object({ d: v.boolean(), e: v.string() })),
+      tail: v.optional(v.number(), 5),
+    });
+    const check = compileSchemaInPlace(schema);
+    const whole = JSON.parse('{"inner":{"b":1},"a":"x","list":[{"d":true,"e":"1"},{"e":"2","d":false}],"tail":1}') as Record<string, unknown>;
+    expect(check(whole)).toBe(whole);
+    const extra = JSON.parse('{"a":"x","inner":{"b":1},"list":[{"d":true,"e":"1"},{"d":false,"e":"2","drop":1}],"tail":1}') as { inner: object; list: object[] };
+    const out = check(extra) as { inner: object; list: object[] };
+    expect(out).not.toBe(extra);
+    expect(out.inner).toBe(extra.inner);
+    expect(out.list).not.toBe(extra.list);
+    expect(out.list[0]).toBe(extra.list[0]);
+    expect(out.list[1]).toStrictEqual({ d: false, e: '2' });
+    expect(out).toStrictEqual({
+      a: 'x',
+      inner: { b: 1 },
+      list: [
+        { d: true, e: '1' },
+        { d: false, e: '2' },
+      ],
+      tail: 1,
+    });
+    // a default to fill is a copy, in the schema's order
+    const defaulted = JSON.parse('{"a":"x","inner":{"b":1},"list":[]}') as object;
+    const filled = check(defaulted);
+    expect(filled).not.toBe(defaulted);
+    expect(Object.keys(filled as object)).toEqual(['a', 'inner', 'list', 'tail']);
+    expect((filled as { tail: number }).tail).toBe(5);
+    expect(check(JSON.parse('{"a":"x","inner":{"b":"1"},"list":[]}'))).toBe(INVALID);
+  });
+
+  it('checkerOf keeps the copying and the in-place checker of a schema apart', () => {
+    const schema = v.object({ a: v.string() });
+    const input = { a: 'x' };
+    expect(checkerOf(schema, true)).toBe(checkerOf(schema, true));
+    expect(checkerOf(schema, true)(input)).toBe(input);
+    expect(checkerOf(schema)(input)).not.toBe(input);
   });
 
   it('an object output is a new object holding only the schema’s members; a member present as undefined stays', () => {

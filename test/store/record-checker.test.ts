@@ -172,6 +172,13 @@ function compare(schema: v.GenericSchema, input: Json, label: string, tally: Tal
   const say = (what: string) => tally.disagreements.push(`${label}: ${what} — input ${JSON.stringify(input)?.slice(0, 300)}`);
   if ((compiled !== INVALID) !== expected.success) return void say(`compiled ${compiled === INVALID ? 'rejects' : 'accepts'}, valibot ${expected.success ? 'accepts' : 'rejects'}`);
   const check = checkRecord(schema, input);
+  // the in-place checker (checkRecord with `owned`), on a copy of its own: the same verdict and an equal output
+  // (a copy has no prototype of its own: valibot is asked about the copy)
+  const own = structuredClone(input);
+  const expectedOwn = v.safeParse(schema, own, { abortEarly: true });
+  const inPlace = checkerOf(schema, true)(own);
+  if ((inPlace !== INVALID) !== expectedOwn.success) return void say(`in place ${inPlace === INVALID ? 'rejects' : 'accepts'}, valibot ${expectedOwn.success ? 'accepts' : 'rejects'}`);
+  if (expectedOwn.success && !isDeepStrictEqual(inPlace, expectedOwn.output)) say('the in-place output differs');
   if (expected.success) {
     tally.accepted += 1;
     if (!isDeepStrictEqual(compiled, expected.output)) say('outputs differ');
@@ -262,7 +269,13 @@ describe('compiled record checkers agree with valibot', () => {
       [leaseRecordSchema, samples.leases],
       [inboxRequestSchema, samples.requests],
     ] as const) {
-      for (const sample of list) expect(checkRecord(schema, sample)).toEqual({ ok: true, value: sample });
+      for (const sample of list) {
+        expect(checkRecord(schema, sample)).toEqual({ ok: true, value: sample });
+        // as read from a file: the parsed record is the record, not a copy of it
+        const parsed = JSON.parse(JSON.stringify(sample)) as Json;
+        const owned = checkRecord(schema, parsed, { owned: true });
+        expect(owned.ok && owned.value).toBe(parsed);
+      }
     }
   });
 
