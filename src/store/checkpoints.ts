@@ -79,7 +79,8 @@ function isSameAsJudged(stat: Stats, judged: JudgedEntry): boolean {
 
 /** The file of a pod's checkpoint in a state dir's layout (pure: nothing is read). */
 export function checkpointFile(layout: Pick<StateLayout, 'pods'>, uid: string): string {
-  return join(layout.pods, `${encodeUid(uid)}${CHECKPOINT_SUFFIX}`);
+  // the folder is normalised (layoutOf) and the name one segment: join's normalising pass would change nothing
+  return `${layout.pods}/${encodeUid(uid)}${CHECKPOINT_SUFFIX}`;
 }
 
 export class CheckpointStore {

@@ -39,7 +39,6 @@
  */
 import * as fsp from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import type { LeaseInfo } from '../domain/session-api.js';
 import { createExclusive, identityOf, listNames, MAX_LEASE_BYTES, nodeFileOps, readFileNoFollow, sameWrittenOnce, type FileIdentity, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
@@ -159,7 +158,8 @@ export class LeaseManager {
   }
 
   #pathOf(uid: string, generation: number): string {
-    return join(this.#layout.leases, `${encodeUid(uid)}${SEPARATOR}${generation}`);
+    // the folder is normalised (layoutOf) and the name one segment: join's normalising pass would change nothing
+    return `${this.#layout.leases}/${encodeUid(uid)}${SEPARATOR}${generation}`;
   }
 
   /**
