@@ -106,8 +106,10 @@ export function WatchApp(props: WatchAppProps) {
   const topRef = useRef(0);
 
   const anyTerminating = snapshot.pods.some((p) => p.state === 'terminating');
-  // Countdowns need a redraw every second; otherwise only the minutes of "time in state" move.
-  const at = useTicker(true, anyTerminating || !runtime.answering ? (props.tickMs ?? 1000) : (props.idleTickMs ?? 60_000), now);
+  // Countdowns need a redraw every second (or as often as the drawing budget allows frames: in a
+  // big drain a frame can cost tens of ms); otherwise only the minutes of "time in state" move.
+  const countdownMs = Math.max(props.tickMs ?? 1000, gate.interval());
+  const at = useTicker(true, anyTerminating || !runtime.answering ? countdownMs : (props.idleTickMs ?? 60_000), now);
 
   const counts = useMemo(() => countWorkingPods(snapshot.pods), [snapshot.pods]);
   // only the grace sort reads the clock: a tick alone does not sort the pods again for the others

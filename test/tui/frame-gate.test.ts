@@ -101,17 +101,21 @@ describe('frame gate', () => {
     expect(gate.interval()).toBeGreaterThanOrEqual(250);
     for (let i = 2; i < at.length; i += 1) expect(at[i]! - at[i - 1]!).toBeGreaterThanOrEqual(250);
     expect(at.length).toBeLessThanOrEqual(6);
-    // a very slow frame: never fewer than one frame a second
+    // a very slow frame: never fewer than one frame every two seconds
     drawMs = 150;
     source.bump();
     await vi.advanceTimersByTimeAsync(1_200);
-    expect(gate.interval()).toBe(1_000);
+    expect(gate.interval()).toBe(1_500);
+    drawMs = 400;
+    source.bump();
+    await vi.advanceTimersByTimeAsync(2_200);
+    expect(gate.interval()).toBe(2_000);
     // cheap frames: ten a second again
     drawMs = 0;
     source.bump();
     await vi.advanceTimersByTimeAsync(1_200);
     expect(gate.interval()).toBe(100);
-    expect(gate.snapshot().version).toBe(1_002);
+    expect(gate.snapshot().version).toBe(1_003);
     // without a budget the interval is fixed
     expect(new FrameGate(source, { intervalMs: 100, budget: 0 }).interval()).toBe(100);
     gate.close();

@@ -288,6 +288,20 @@ describe('watch screen', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(app.frames.length).toBe(frames);
   });
+  it('ticks the countdowns no faster than frames may come (the frame gate’s interval)', async () => {
+    const pods = nodePods().map((p) => (p.name === 'db' ? { ...p, owner: { pid: 4243, startedAt: 0, heartbeatAt: 0, alive: true } } : p));
+    const session = new FakeSession(pods, () => NOW);
+    const feed = new WatchFeed(session, { coalesceMs: 1, now: () => NOW });
+    feeds.push(feed);
+    await feed.start();
+    const app = render(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} color={false} now={() => NOW} size={{ columns: 140, rows: 30 }} tickMs={20} frameIntervalMs={300} />);
+    await until(app.lastFrame, (f) => f.includes('█████░░░░░ 10s'), 'the bar at 10s');
+    const before = app.frames.length;
+    await new Promise((r) => setTimeout(r, 1_000));
+    // a tick every 20 ms would be ~50 frames; every 300 ms at most 4
+    expect(app.frames.length - before).toBeGreaterThanOrEqual(2);
+    expect(app.frames.length - before).toBeLessThanOrEqual(4);
+  });
 });
 
 describe('watch screen at the frame cap', () => {
