@@ -257,14 +257,14 @@ function compileNode(node: Node, where: string, inPlace: boolean): Run {
       if (itemTest) {
         return (input) => {
           if (!Array.isArray(input)) return INVALID;
-          if (inPlace) return input.every((value) => itemTest(value)) ? input : INVALID;
-          const output: unknown[] = [];
+          // in place: every item is its own output (a hole is read as undefined, as valibot reads it)
+          const output: unknown[] | undefined = inPlace ? undefined : [];
           for (let i = 0; i < input.length; i += 1) {
             const value: unknown = input[i];
             if (!itemTest(value)) return INVALID;
-            output.push(value);
+            output?.push(value);
           }
-          return output;
+          return output ?? input;
         };
       }
       const item = compileNode(node.item, at(where, 'item'), inPlace);

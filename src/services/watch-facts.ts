@@ -136,7 +136,11 @@ export class WatchFacts {
       .filter((p) => isOverdue(p, now))
       .sort((a, b) => a.since - b.since)
       .slice(0, MAX_FACT_PODS);
-    if (leaving.length === 0) return Promise.resolve();
+    if (leaving.length === 0) {
+      // nothing gathered: the next pod to fall overdue is looked at within the interval
+      this.#lastCostMs = 0;
+      return Promise.resolve();
+    }
     const cpuMs = this.#options.cpuMs ?? processCpuMs;
     const cpuBefore = cpuMs();
     this.#inFlight = this.#gather(leaving)

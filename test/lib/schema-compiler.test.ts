@@ -32,6 +32,8 @@ const INPUTS: unknown[] = [
   ['a'],
   ['a', 'b', 'c'],
   [1, Number.NaN],
+  // a hole (read as undefined)
+  new Array<string>(2).fill('a', 1),
   {},
   { a: 'x' },
   { a: undefined },

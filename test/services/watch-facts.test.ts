@@ -163,6 +163,15 @@ describe('WatchFacts', () => {
     await w.refresh();
     expect(w.nextIntervalMs()).toBe(10_000);
     w.close();
+    // a round with nothing overdue costs nothing: the next one comes at the interval
+    let pods = [stopping('web/b')];
+    const quiet = new WatchFacts(new FakeSession(), { pods: () => pods, cpuMs: () => cpu, gather: async () => ((cpu += 60), facts({})) });
+    await quiet.refresh();
+    expect(quiet.nextIntervalMs()).toBe(6_000);
+    pods = [];
+    await quiet.refresh();
+    expect(quiet.nextIntervalMs()).toBe(2_000);
+    quiet.close();
     // a failed gathering counts too
     const failing = new WatchFacts(new FakeSession(), {
       pods: () => [stopping('web/b')],
