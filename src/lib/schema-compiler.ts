@@ -257,14 +257,15 @@ function compileNode(node: Node, where: string, inPlace: boolean): Run {
       if (itemTest) {
         return (input) => {
           if (!Array.isArray(input)) return INVALID;
+          const items = input as unknown[];
           // in place: every item is its own output (a hole is read as undefined, as valibot reads it)
           const output: unknown[] | undefined = inPlace ? undefined : [];
-          for (let i = 0; i < input.length; i += 1) {
-            const value: unknown = input[i];
+          for (let i = 0; i < items.length; i += 1) {
+            const value = items[i];
             if (!itemTest(value)) return INVALID;
             output?.push(value);
           }
-          return output ?? input;
+          return output ?? items;
         };
       }
       const item = compileNode(node.item, at(where, 'item'), inPlace);

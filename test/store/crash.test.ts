@@ -134,13 +134,15 @@ describe('crash injection', () => {
       const lanes = await Promise.all(Array.from({ length: LANES }, (_, lane) => runLane(lane, prng(base + lane))));
       const reports = lanes.flat();
       expect(reports).toHaveLength(LANES * TRIALS_PER_LANE);
-      // The random instants must have hit all three phases, or the test proves little.
-      const killedBeforeAnyRequest = reports.filter((r) => r.reportedDone.length === 0).length;
+      // The random instants must have hit both sides of the first request, or the test proves little.
+      // A driver killed after an intent was durable but before it said so has a pod to resume: that
+      // is mid-termination (the intent is written ahead), not "before any request".
+      const killedBeforeAnyRequest = reports.filter((r) => r.reportedDone.length === 0 && r.resumed.length === 0).length;
       const killedMidTermination = reports.filter((r) => r.resumed.length > 0).length;
       await writeFile(join(dir.path, 'report.json'), JSON.stringify({ seed: base, reports }, null, 1));
       if (process.env.PODCTL_CRASH_REPORT) console.info(JSON.stringify({ seed: base, killedBeforeAnyRequest, killedMidTermination, orphans: reports.filter((r) => r.orphaned.length > 0).length }));
       expect(killedMidTermination, `seed ${base}`).toBeGreaterThan(0);
-      expect(killedBeforeAnyRequest + killedMidTermination, `seed ${base}`).toBeLessThanOrEqual(reports.length);
+      expect(killedBeforeAnyRequest, `seed ${base}`).toBeGreaterThan(0);
     },
     120_000 + LANES * TRIALS_PER_LANE * 3_000,
   );
