@@ -21,7 +21,7 @@
  */
 import type { KubeletStatus } from '../kube/kubelet.js';
 import type { NodeSession, PodInfo } from '../domain/session-api.js';
-import { budgetedInterval } from '../lib/budget.js';
+import { budgetedInterval, processCpuMs } from '../lib/budget.js';
 import { blockedBy, type BlockedBy } from './blocked-by.js';
 import { gatherNodeFacts, notFinishing, stuckFactsOf, type NodeFacts } from './status.js';
 
@@ -75,11 +75,6 @@ function isOverdue(pod: PodInfo, now: number): boolean {
   if (pod.owner?.alive !== true) return true;
   if (pod.state !== 'terminating') return now - pod.since >= SETTLING_MS;
   return pod.graceDeadline === undefined || now - pod.graceDeadline >= SETTLING_MS;
-}
-
-function processCpuMs(): number {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
 }
 
 /** A comparable summary of facts: what decides a cause (process states, held mounts). */

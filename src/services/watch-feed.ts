@@ -40,7 +40,7 @@
  * - After `close()` no listener is called, no timer is left, and a listing in flight is aborted.
  */
 import type { PodWorkerEvent } from '../engine/types.js';
-import { budgetedInterval } from '../lib/budget.js';
+import { budgetedInterval, processCpuMs } from '../lib/budget.js';
 import type { NodeSession, PodInfo, SessionEvent } from '../domain/session-api.js';
 import { entryOfSessionEvent, refOf, REQUEST_REPEAT_MS, type FeedEntry } from './watch-entries.js';
 import { LIFECYCLE_ORDER, patchedPod, timelineSteps, type PodTransition } from './watch-transitions.js';
@@ -303,7 +303,7 @@ export class WatchFeed {
 
   #read(): Promise<void> {
     this.#dirty = false;
-    const cpuAtStart = process.cpuUsage();
+    const cpuAtStart = processCpuMs();
     const startedAt = this.#now();
     this.#lastReadStartedAt = startedAt;
     const sources = this.#sources;
@@ -342,8 +342,7 @@ export class WatchFeed {
     })();
     this.#inFlight = run;
     void run.finally(() => {
-      const cpu = process.cpuUsage(cpuAtStart);
-      this.#lastReadCpuMs = (cpu.user + cpu.system) / 1000;
+      this.#lastReadCpuMs = processCpuMs() - cpuAtStart;
       this.#inFlight = undefined;
       if (this.#dirty && !this.#closed) this.#schedule();
     });

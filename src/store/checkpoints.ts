@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { decodeCheckpoint, encodeCheckpoint, type PodCheckpoint } from './format.js';
 import { salvageTerminating } from './salvage.js';
 import { identityOf, listNames, MAX_RECORD_BYTES, nodeFileOps, readFileNoFollow, sameIdentity, syncFolder, writeFileAtomic, type FileIdentity, type FileOps } from './files.js';
-import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
+import { decodeUid, encodeUid, fileIn, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 
 const CHECKPOINT_SUFFIX = '.ckpt';
@@ -79,8 +79,7 @@ function isSameAsJudged(stat: Stats, judged: JudgedEntry): boolean {
 
 /** The file of a pod's checkpoint in a state dir's layout (pure: nothing is read). */
 export function checkpointFile(layout: Pick<StateLayout, 'pods'>, uid: string): string {
-  // the folder is normalised (layoutOf) and the name one segment: join's normalising pass would change nothing
-  return `${layout.pods}/${encodeUid(uid)}${CHECKPOINT_SUFFIX}`;
+  return fileIn(layout.pods, `${encodeUid(uid)}${CHECKPOINT_SUFFIX}`);
 }
 
 export class CheckpointStore {

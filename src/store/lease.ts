@@ -41,7 +41,7 @@ import * as fsp from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import type { LeaseInfo } from '../domain/session-api.js';
 import { createExclusive, identityOf, listNames, MAX_LEASE_BYTES, nodeFileOps, readFileNoFollow, sameWrittenOnce, type FileIdentity, type FileOps } from './files.js';
-import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
+import { decodeUid, encodeUid, fileIn, type StateLayout } from './state-dir.js';
 import { errnoOf } from './errors.js';
 import { isIdentityAlive, processIdentity, procReadings, type ProcessIdentity, type ProcReadings } from './proc.js';
 import type { StoreReporter } from './checkpoints.js';
@@ -158,8 +158,7 @@ export class LeaseManager {
   }
 
   #pathOf(uid: string, generation: number): string {
-    // the folder is normalised (layoutOf) and the name one segment: join's normalising pass would change nothing
-    return `${this.#layout.leases}/${encodeUid(uid)}${SEPARATOR}${generation}`;
+    return fileIn(this.#layout.leases, `${encodeUid(uid)}${SEPARATOR}${generation}`);
   }
 
   /**

@@ -33,6 +33,15 @@ export interface StateLayout {
   quarantine: string;
 }
 
+/**
+ * A record's file in one of a layout's folders: the two joined as they stand. The folders are
+ * normalised once (layoutOf) and a record's name is one segment, so path.join's normalising pass,
+ * paid on every read, would change nothing.
+ */
+export function fileIn(folder: string, name: string): string {
+  return `${folder}/${name}`;
+}
+
 /** Where each part of a state dir lives (pure: nothing is created or read). */
 export function layoutOf(root: string): StateLayout {
   return {
