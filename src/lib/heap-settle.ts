@@ -8,7 +8,7 @@
  * generation's half-empty pages (V8 compacts only the most fragmented ones unless asked: a 500-pod
  * drain left the screen's on Node.js 20 at 42 MB committed for 25 MB after compaction), and the
  * young generation where node was started without podctl's flags (bin/run.js's first line bounds it
- * to 2 × 2 MB; by default Node.js 24 and 26 grow it to 64-128 MB under a drain's allocation). For
+ * to 2 × 4 MB; by default Node.js 24 and 26 grow it to 64-128 MB under a drain's allocation). For
  * 40-60 ms of CPU once.
  *
  * A pause inside a burst (a drain between its groups, pods counting down their grace) is not its

@@ -62,10 +62,10 @@ describe('podctl version', () => {
     expect(run.stdout.trim().split('\n')).toEqual([`podctl: ${VERSION}`, `node: ${process.version}`]);
   });
 
-  it("run as the npm install's `podctl` (bin/run.js itself, found on the PATH), node gets podctl's flags: a young generation of 2 × 2 MB", async () => {
+  it("run as the npm install's `podctl` (bin/run.js itself, found on the PATH), node gets podctl's flags: a young generation of 2 × 4 MB", async () => {
     const run = await podctl(['version', '--client'], { asExecutable: true });
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout.trim().split('\n')).toEqual([`podctl: ${VERSION}`, `node: ${process.version} (--max-semi-space-size=2)`]);
+    expect(run.stdout.trim().split('\n')).toEqual([`podctl: ${VERSION}`, `node: ${process.version} (--max-semi-space-size=4)`]);
   });
 
   it('an unreachable runtime is one line on stderr, exit 1', async () => {

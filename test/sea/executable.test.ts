@@ -73,7 +73,7 @@ describe.skipIf(skip)(title('the single executable without Node.js'), () => {
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({ podctl: PACKAGE_VERSION, node: SEA_NODE_VERSION, nodeFlags: PODCTL_NODE_FLAGS, singleExecutable: true, runtime: null });
     // the flags of bin/run.js's first line, carried by the executable
-    expect(PODCTL_NODE_FLAGS).toContain('--max-semi-space-size=2');
+    expect(PODCTL_NODE_FLAGS).toContain('--max-semi-space-size=4');
   });
 
   it('a bad flag is one line on stderr with the usage exit code', async () => {
