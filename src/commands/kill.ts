@@ -23,7 +23,7 @@ podctl waits until the pods are terminated, showing progress on stderr, for at m
 
 REF is ns/name, or name with -n (namespace "default" when omitted).
 
-Beside a running kubelet (its healthz answers, or a kubelet process exists), a pod it still desires (bound to this node in the API server, or a static pod) would be started again over CRI: with an API server (--kubeconfig, $KUBECONFIG, in-cluster) the kill is a delete through it with the grace, and podctl waits (bounded) for the kubelet to finish the pod; without one it is refused (exit 2); --force kills over CRI anyway, and the kubelet may start the pod again. Static pods cannot be stopped through the API: refused unless --force.
+Beside a running kubelet (its healthz answers, or a kubelet process exists), a pod it still desires (bound to this node in the API server, or a static pod; a pod it took from the API server counts while no API server answers) would be started again over CRI: with an API server (--kubeconfig, $KUBECONFIG, in-cluster) the kill is a delete through it with the grace, and podctl waits (bounded) for the kubelet to finish the pod; without one it is refused (exit 2); --force kills over CRI anyway, and the kubelet may start the pod again. Static pods cannot be stopped through the API: refused unless --force.
 
 ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.TimedOut, ExitCode.NotFound, ExitCode.Interrupted])}`;
 

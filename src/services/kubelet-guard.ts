@@ -14,9 +14,14 @@
  * - Every wait is bounded (--timeout, else the killPodNow bound of the grace).
  * - Static pods cannot be deleted through the API (their mirror pod is not them): with the API path
  *   they are refused like any desired pod without an API server, unless --force.
+ * - What cannot be told counts as desired: a pod the kubelet took from the API server
+ *   (`kubernetes.io/config.source: api`) while the kubelet runs and no API server answered (none
+ *   configured, or its list failed) is the kubelet's until the API says otherwise, as an orphan is
+ *   kept until the API confirms it gone.
  */
 import type { V1Pod } from '../engine/types.js';
 import { desiredInApi, isMirrorPod } from '../kube/desired.js';
+import { CONFIG_SOURCE_ANNOTATION } from '../engine/pods.js';
 import { desiredPodPolicy, type DesiredPodAction, type KubeletStatus } from '../kube/kubelet.js';
 import { UsageError } from '../lib/errors.js';
 import { formatDuration } from '../lib/duration.js';
@@ -86,32 +91,45 @@ export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
   const { guard, session } = input;
   const targets = input.targets ?? resolveSelection(await session.listPods({ runtimeMaxAgeMs: 1_000 }), input.selection!).targets;
   let apiPods: V1Pod[] = [];
+  /** Why the API server could not say which pods the kubelet desires (none configured, or its list failed). */
+  let apiSilent: string | undefined = guard.api ? undefined : 'no API server is configured to ask';
   if (guard.api && guard.kubelet.state !== 'down') {
     try {
       // bounded: the command does not wait long for an API server that does not answer
       const bound = AbortSignal.timeout(API_LIST_BOUND_MS);
       apiPods = await guard.api.kube.listNodePods(input.signal ? AbortSignal.any([bound, input.signal]) : bound);
     } catch (error) {
+      apiSilent = `the API server's list failed: ${(error as Error).message}`;
       reporter.warn(`cannot tell which pods the kubelet desires from the API server: ${(error as Error).message}`);
     }
   }
-  const desiredPods = targets.filter((p) => p.state !== 'finished' && (p.static || desiredInApi(apiPods, p.uid) !== undefined));
-  const action = desiredPodPolicy({ kubelet: guard.kubelet.state, desired: desiredPods.length > 0, force: guard.force, viaApi: guard.viaApi, api: guard.api !== undefined });
-  const report: KubeletReport = { state: guard.kubelet.state, detail: guard.kubelet.detail, action, desired: desiredPods.map(refOf) };
-  const names = desiredPods.map(refOf).join(', ');
+  const live = targets.filter((p) => p.state !== 'finished');
+  const desiredPods = live.filter((p) => p.static || desiredInApi(apiPods, p.uid) !== undefined);
+  // from the API server, which did not answer: the kubelet's until it says otherwise
+  const untold = guard.kubelet.state === 'down' || apiSilent === undefined ? [] : live.filter((p) => !desiredPods.includes(p) && fromApiServer(p));
+  const mayBeDesired = [...desiredPods, ...untold];
+  const action = desiredPodPolicy({ kubelet: guard.kubelet.state, desired: mayBeDesired.length > 0, force: guard.force, viaApi: guard.viaApi, api: guard.api !== undefined });
+  const report: KubeletReport = { state: guard.kubelet.state, detail: guard.kubelet.detail, action, desired: mayBeDesired.map(refOf) };
+  const names = mayBeDesired.map(refOf).join(', ');
   switch (action) {
     case 'proceed':
-      if (desiredPods.length > 0 && guard.force) reporter.warn(`--force: stopping ${names} over CRI while the kubelet is ${guard.kubelet.state}; it may start them again`);
+      if (mayBeDesired.length > 0 && guard.force) reporter.warn(`--force: stopping ${names} over CRI while the kubelet is ${guard.kubelet.state}; it may start them again`);
       return { report, viaApi: [], remaining: undefined };
     case 'refuse':
       throw new UsageError(
-        `the kubelet is ${guard.kubelet.state} (${guard.kubelet.detail}) and desires ${names}: it would start ${desiredPods.length === 1 ? 'it' : 'them'} again`,
+        `the kubelet is ${guard.kubelet.state} (${guard.kubelet.detail}) and ${desiredPhrase(desiredPods, untold)}: it would start ${mayBeDesired.length === 1 ? 'it' : 'them'} again`,
         'configure the API server (--kubeconfig) so podctl goes through it, or pass --force to stop over CRI anyway',
       );
     case 'via-api':
       break;
   }
   if (!guard.api) throw new UsageError(`--via-api needs an API server`, 'pass --kubeconfig FILE or set KUBECONFIG');
+  if (untold.length > 0) {
+    throw new UsageError(
+      `the kubelet is ${guard.kubelet.state} and may desire ${untold.map(refOf).join(', ')}, which came from the API server, but ${apiSilent}: it would start ${untold.length === 1 ? 'it' : 'them'} again`,
+      'retry when the API server answers, or pass --force to stop over CRI anyway',
+    );
+  }
   const viaApi: TerminatedPod[] = [];
   const throughApi = new Set<string>();
   const staticOnly: PodInfo[] = [];
@@ -148,6 +166,19 @@ export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
   );
   viaApi.sort((a, b) => refOf(a).localeCompare(refOf(b)));
   return { report, viaApi, remaining: targets.filter((p) => !throughApi.has(p.uid)).map((p) => p.uid) };
+}
+
+/** A pod the kubelet took from the API server (its config.source), as the kubelet's labels record it. */
+function fromApiServer(pod: PodInfo): boolean {
+  return pod.pod?.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION] === 'api';
+}
+
+/** "desires a, b" / "may desire c (from the API server, which did not answer)" / both. */
+function desiredPhrase(desired: PodInfo[], untold: PodInfo[]): string {
+  const parts: string[] = [];
+  if (desired.length > 0) parts.push(`desires ${desired.map(refOf).join(', ')}`);
+  if (untold.length > 0) parts.push(`may desire ${untold.map(refOf).join(', ')} (from the API server, and no API server is configured to ask)`);
+  return parts.join(' and ');
 }
 
 /** Delete or evict one pod through the API, then wait (bounded) until the kubelet has finished it. */
