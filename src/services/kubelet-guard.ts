@@ -173,7 +173,7 @@ function fromApiServer(pod: PodInfo): boolean {
   return pod.pod?.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION] === 'api';
 }
 
-/** "desires a, b" / "may desire c (from the API server, which did not answer)" / both. */
+/** "desires a, b" / "may desire c (from the API server, and none is configured to ask)" / both: the refusal without an API server. */
 function desiredPhrase(desired: PodInfo[], untold: PodInfo[]): string {
   const parts: string[] = [];
   if (desired.length > 0) parts.push(`desires ${desired.map(refOf).join(', ')}`);
