@@ -5,8 +5,11 @@
  * line of the bundled script. The stack is printed only with `--log-level debug` (or
  * PODCTL_LOG_LEVEL=debug).
  *
- * Invariants: installed once per process, before the command runs; a reader that went away (EPIPE on
- * stdout, e.g. `podctl status | head -1`) is not an error: the process ends with the exit code it had.
+ * Invariants: installed once per process, before the command runs. A reader that went away (EPIPE on
+ * stdout or stderr, e.g. `podctl kill … 2>&1 | head -1`) is not an error and does not end podctl:
+ * what is written there after it is dropped, and the command carries on to its own end, so the pods it
+ * drives are terminated or handed on as at any other end (ending at once would drop a pod in the middle
+ * of its termination, with exit 0). `watch` ends itself when its reader goes (services/watch.ts).
  */
 import { exitCodeOf, oneLine } from './errors.js';
 
@@ -32,7 +35,6 @@ export function installLastResort(argv: readonly string[]): void {
   const debug = wantsDebug(argv);
   let ending = false;
   const end = (error: unknown): void => {
-    if ((error as NodeJS.ErrnoException | undefined)?.code === 'EPIPE') process.exit(process.exitCode ?? 0);
     if (ending) return; // a second error while reporting the first: the first one's code stands
     ending = true;
     try {
@@ -45,5 +47,16 @@ export function installLastResort(argv: readonly string[]): void {
   };
   process.on('uncaughtException', end);
   process.on('unhandledRejection', end);
-  process.stdout.on('error', end);
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => (error.code === 'EPIPE' ? dropWrites(stream) : end(error)));
+  }
+}
+
+/** The stream's reader went away: later writes go nowhere (their callbacks still run) instead of failing. */
+function dropWrites(stream: NodeJS.WriteStream): void {
+  stream.write = ((...args: unknown[]): boolean => {
+    const done = args.find((a): a is () => void => typeof a === 'function');
+    if (done) process.nextTick(done);
+    return true;
+  }) as NodeJS.WriteStream['write'];
 }

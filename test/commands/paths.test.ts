@@ -107,6 +107,25 @@ describe('paths', { timeout: 60_000 }, () => {
 });
 
 describe('the last resort', { timeout: 60_000 }, () => {
+  it('kill whose reader goes away after its first line (`2>&1 | head -1`) still finishes the pod it drives, and exits with its own code', async () => {
+    const stateDir = path.join(dir, 'reader-gone-state');
+    const child = spawn(process.execPath, [BIN, 'kill', 'default/web', '--grace', '2', '--runtime-endpoint', sim.endpoint, '--state-dir', stateDir], {
+      env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', PODCTL_STATE_DIR: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    // the first line read, the reader goes: every later write of the kill meets a closed pipe (EPIPE)
+    await new Promise((resolve) => child.stderr.once('data', resolve));
+    child.stderr.destroy();
+    child.stdout.destroy();
+    const code = await exited;
+    const after = await podctl(['status', 'default/web', '--runtime-endpoint', sim.endpoint, '--state-dir', stateDir, '-o', 'json']);
+    const pod = (JSON.parse(after.stdout) as { pods: { name: string; state: string; owner?: unknown }[] }).pods[0];
+    expect(pod?.state).toBe('finished');
+    expect(pod?.owner).toBeUndefined();
+    expect(code).toBe(0);
+  });
+
   it.skipIf(!existsSync('/dev/full'))('status > /dev/full: one line naming the cause, exit 1, no stack unless --log-level debug', async () => {
     const full = openSync('/dev/full', 'w');
     const run = await podctl(['status', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'full-state')], { stdoutFd: full });
