@@ -54,9 +54,9 @@ export function installLastResort(argv: readonly string[]): void {
 
 /** The stream's reader went away: later writes go nowhere (their callbacks still run) instead of failing. */
 function dropWrites(stream: NodeJS.WriteStream): void {
-  stream.write = ((...args: unknown[]): boolean => {
+  stream.write = (...args: unknown[]): boolean => {
     const done = args.find((a): a is () => void => typeof a === 'function');
     if (done) process.nextTick(done);
     return true;
-  }) as NodeJS.WriteStream['write'];
+  };
 }
