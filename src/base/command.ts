@@ -95,7 +95,16 @@ export abstract class PodctlCommand extends Command {
     let signals = 0;
     this.#onSignal = (signal) => {
       signals += 1;
-      if (signals > 1) process.exit(ExitCode.Interrupted);
+      if (signals > 1) {
+        // a second signal quits at once unless pods this process drives are not handed on yet: it
+        // would drop them mid-termination; a third one quits anyway (they are then undriven)
+        const driven = this.#session?.drivenUnfinished().length ?? 0;
+        if (signals > 2 || driven === 0) process.exit(ExitCode.Interrupted);
+        this.reporter.warn(
+          `${signal} again: handing ${driven} pod(s) on to a background podctl first (it takes a moment); once more quits at once and leaves them undriven until \`podctl sync-known\``,
+        );
+        return;
+      }
       this.reporter.done();
       const drivesNothing = this.interruptMessage === DRIVING_INTERRUPT && (this.#session?.drivenUnfinished().length ?? 0) === 0;
       this.reporter.log(this.interruptIsNormal ? 'info' : 'warn', `${signal}: ${drivesNothing ? 'stopping; this process drives no pod' : this.interruptMessage}`);

@@ -3,7 +3,7 @@
  * (a command that returns, as `watch` does on `q`; one that fails), the base command hands those
  * pods to a background driver before it closes the session, and says so with the driver's PID.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { PodctlCommand } from '../../src/base/command.js';
 import { FakeSession } from '../services/fake-session.js';
 import { runCommand } from './harness.js';
@@ -22,6 +22,52 @@ class KillsAndLeaves extends PodctlCommand {
     return { ok: true };
   }
 }
+
+/** A command that (maybe) starts a kill, then gets Ctrl-C `signals` times before it can hand anything on. */
+class KillsAndIsInterrupted extends PodctlCommand {
+  static override flags = {};
+  static kill = true;
+  static signals = 2;
+  async run(): Promise<{ ok: boolean }> {
+    const { flags } = await this.parse(KillsAndIsInterrupted);
+    this.configure(flags);
+    const session = await this.session();
+    const [pod] = await session.listPods();
+    if (KillsAndIsInterrupted.kill) await session.requestKill({ uid: pod!.uid });
+    for (let i = 0; i < KillsAndIsInterrupted.signals; i += 1) process.emit('SIGINT', 'SIGINT');
+    return { ok: true };
+  }
+}
+
+/** Runs it with process.exit recorded instead of done. */
+async function interrupted(kill: boolean, signals: number) {
+  const exits: (number | string | null | undefined)[] = [];
+  const exit = vi.spyOn(process, 'exit').mockImplementation(((code?: number | string | null) => void exits.push(code)) as typeof process.exit);
+  KillsAndIsInterrupted.kill = kill;
+  KillsAndIsInterrupted.signals = signals;
+  const session = new FakeSession([{ namespace: 'web', name: 'api', behaviour: 'stuck', grace: 600 }]);
+  try {
+    const run = await runCommand(KillsAndIsInterrupted, ['--state-dir', '/tmp/s'], session);
+    return { run, exits, session };
+  } finally {
+    exit.mockRestore();
+  }
+}
+
+describe('Ctrl-C twice', () => {
+  it('while a terminating pod is not handed on yet, a second Ctrl-C does not quit: it says so, and the pod is handed on', async () => {
+    const { run, exits, session } = await interrupted(true, 2);
+    expect(exits).toEqual([]);
+    expect(run.stderr).toContain('SIGINT again: handing 1 pod(s) on to a background podctl first');
+    expect(run.handOffs.map((h) => h.uids)).toEqual([[session.uidOf('web', 'api')]]);
+    expect(run.stderr).toContain('handed to background podctl pid 99999');
+  });
+
+  it('a third Ctrl-C quits at once (exit 130); with nothing to hand on, the second one does', async () => {
+    expect((await interrupted(true, 3)).exits).toEqual([130]);
+    expect((await interrupted(false, 2)).exits).toEqual([130]);
+  });
+});
 
 describe('handing on what a command still drives when it ends', () => {
   const stuck = (): FakeSession => new FakeSession([{ namespace: 'web', name: 'api', behaviour: 'stuck', grace: 600 }]);
