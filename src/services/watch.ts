@@ -12,7 +12,7 @@
  *   reader goes away (EPIPE); it never throws for any of those.
  * - The metrics file, when asked for, is written once at the end (atomically), however it ended.
  */
-import type { NodeSession, PodInfo } from '../domain/session-api.js';
+import type { KillHandle, KillRequest, NodeSession, PodInfo } from '../domain/session-api.js';
 import { WatchFeed, type FeedChange } from './watch-feed.js';
 import type { FeedEntry } from './watch-entries.js';
 import type { PodTransition } from './watch-transitions.js';
@@ -337,6 +337,26 @@ export function watchRuntimeMaxAgeMs(pods: number): number {
   return Math.min(10_000, Math.max(2_000, 8 * pods));
 }
 
+/**
+ * A kill or evict from the screen obeys the kubelet rule as `podctl kill` does (kubelet-guard.ts):
+ * beside a running kubelet a pod it desires, or may desire, is refused (the screen has no --force
+ * and no API server to go through); the refusal is the screen's failure line.
+ */
+export async function killFromScreen(session: NodeSession, kubelet: KubeletStatus | undefined, request: KillRequest): Promise<KillHandle> {
+  if (kubelet !== undefined && kubelet.state !== 'down') {
+    const pod = await session.getPod(request.uid);
+    if (pod !== undefined) {
+      const { guardKill } = await import('./kubelet-guard.js');
+      try {
+        await guardKill({ session, targets: [pod], mode: 'delete', action: request.evict === true ? 'evict' : 'kill', dryRun: true, guard: { kubelet, force: false, viaApi: false } });
+      } catch (error) {
+        throw new Error(`${(error as Error).message} (\`podctl kill --force\` stops it anyway)`, { cause: error });
+      }
+    }
+  }
+  return session.requestKill(request);
+}
+
 /** Follows the session until quit, a signal or EPIPE; see the module comment. */
 export async function runWatch(session: NodeSession, options: WatchOptions): Promise<WatchResult> {
   const stop = new AbortController();
@@ -397,7 +417,7 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
         useProductionReact();
         const how = await options.screen({
           source: view,
-          requestKill: (request) => session.requestKill(request),
+          requestKill: (request) => killFromScreen(session, options.kubelet, request),
           color: options.color,
           stdout: options.stdout,
           ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),

@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it, vi } from 'vitest';
-import { runWatch, type WatchRecord } from '../../src/services/watch.js';
+import { killFromScreen, runWatch, type WatchRecord } from '../../src/services/watch.js';
+import type { KubeletStatus } from '../../src/kube/kubelet.js';
+import { FakeSession as ServiceFakeSession } from './fake-session.js';
 import { FakeSession, pod } from '../tui/support/fake-session.js';
 
 // The JSON stream must never load Ink or React: importing either fails this file.
@@ -150,5 +152,32 @@ describe("the screen's React build", () => {
     const testing: NodeJS.ProcessEnv = { NODE_ENV: 'test' };
     useProductionReact(testing);
     expect(testing.NODE_ENV).toBe('test');
+  });
+});
+
+describe('a kill from the screen beside a running kubelet', () => {
+  const running: KubeletStatus = { state: 'running', via: 'healthz', detail: 'healthz 127.0.0.1:10248 answered ok' };
+  const node = (): ServiceFakeSession =>
+    new ServiceFakeSession([
+      { namespace: 'kube-system', name: 'etcd', static: true, annotations: { 'kubernetes.io/config.source': 'file' } },
+      { namespace: 'web', name: 'api', annotations: { 'kubernetes.io/config.source': 'api' } },
+      { namespace: 'default', name: 'adhoc' },
+    ]);
+
+  it('obeys the kubelet rule as `podctl kill` does: a pod the kubelet desires or may desire is refused, naming --force; nothing is requested', async () => {
+    const session = node();
+    await expect(killFromScreen(session, running, { uid: session.uidOf('kube-system', 'etcd') })).rejects.toThrow(
+      /kubelet is running .*desires kube-system\/etcd.*`podctl kill --force` stops it anyway/,
+    );
+    await expect(killFromScreen(session, running, { uid: session.uidOf('web', 'api'), evict: true })).rejects.toThrow(/may desire web\/api/);
+    expect(session.kills).toEqual([]);
+  });
+
+  it('a pod the kubelet did not make, or any pod with the kubelet down (or not known), is killed as asked', async () => {
+    const session = node();
+    await killFromScreen(session, running, { uid: session.uidOf('default', 'adhoc') });
+    await killFromScreen(session, { ...running, state: 'down' }, { uid: session.uidOf('kube-system', 'etcd') });
+    await killFromScreen(session, undefined, { uid: session.uidOf('web', 'api') });
+    expect(session.kills.map((k) => k.uid)).toEqual([session.uidOf('default', 'adhoc'), session.uidOf('kube-system', 'etcd'), session.uidOf('web', 'api')]);
   });
 });
