@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseFault, startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+import { processesNaming } from '../support/process.js';
 
 const ROOT = process.cwd();
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -47,8 +48,10 @@ afterAll(async () => {
     }
   }
   for (const s of sims) await s.close();
-  // a driver nobody recorded here ends by itself at its next attempt once its pods' records are gone
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  // and any driver nobody recorded here (it names its state dir on its command line): one still
+  // writing its records while they are removed made the removal fail (ENOTEMPTY)
+  for (const d of dirs) for (const pid of processesNaming(d)) process.kill(pid, 'SIGKILL');
+  for (const d of dirs) rmSync(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
 });
 const dirs: string[] = [];
 
