@@ -26,6 +26,11 @@ export function isStaticPod(pod: V1Pod | undefined): boolean {
   return source !== undefined && source !== '' && source !== 'api';
 }
 
+/** A pod the kubelet took from the API server (config.source `api`), as its annotations record it. */
+export function isApiSourcedPod(pod: V1Pod | undefined): boolean {
+  return pod?.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION] === 'api';
+}
+
 /** Succeeded or Failed: the pod will never run again. */
 export function isTerminalPhase(pod: V1Pod): boolean {
   const phase = pod.status?.phase;

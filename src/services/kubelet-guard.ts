@@ -21,7 +21,7 @@
  */
 import type { V1Pod } from '../engine/types.js';
 import { desiredInApi, isMirrorPod } from '../kube/desired.js';
-import { CONFIG_SOURCE_ANNOTATION } from '../engine/pods.js';
+import { isApiSourcedPod } from '../engine/pods.js';
 import { desiredPodPolicy, type DesiredPodAction, type KubeletStatus } from '../kube/kubelet.js';
 import { UsageError } from '../lib/errors.js';
 import { formatDuration } from '../lib/duration.js';
@@ -106,7 +106,7 @@ export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
   const live = targets.filter((p) => p.state !== 'finished');
   const desiredPods = live.filter((p) => p.static || desiredInApi(apiPods, p.uid) !== undefined);
   // from the API server, which did not answer: the kubelet's until it says otherwise
-  const untold = guard.kubelet.state === 'down' || apiSilent === undefined ? [] : live.filter((p) => !desiredPods.includes(p) && fromApiServer(p));
+  const untold = guard.kubelet.state === 'down' || apiSilent === undefined ? [] : live.filter((p) => !p.static && desiredInApi(apiPods, p.uid) === undefined && isApiSourcedPod(p.pod));
   const mayBeDesired = [...desiredPods, ...untold];
   const action = desiredPodPolicy({ kubelet: guard.kubelet.state, desired: mayBeDesired.length > 0, force: guard.force, viaApi: guard.viaApi, api: guard.api !== undefined });
   const report: KubeletReport = { state: guard.kubelet.state, detail: guard.kubelet.detail, action, desired: mayBeDesired.map(refOf) };
@@ -166,11 +166,6 @@ export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
   );
   viaApi.sort((a, b) => refOf(a).localeCompare(refOf(b)));
   return { report, viaApi, remaining: targets.filter((p) => !throughApi.has(p.uid)).map((p) => p.uid) };
-}
-
-/** A pod the kubelet took from the API server (its config.source), as the kubelet's labels record it. */
-function fromApiServer(pod: PodInfo): boolean {
-  return pod.pod?.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION] === 'api';
 }
 
 /** "desires a, b" / "may desire c (from the API server, and none is configured to ask)" / both: the refusal without an API server. */
