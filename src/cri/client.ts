@@ -1,7 +1,8 @@
 /**
- * The CRI v1 RuntimeService client: @grpc/grpc-js over a unix socket.
+ * The CRI v1 RuntimeService client: @grpc/grpc-js over a unix socket, except the container event
+ * stream, read over HTTP/2 directly (event-stream.ts says why).
  *
- * Owns one gRPC channel per client. Invariants:
+ * Owns one gRPC channel per client, and one HTTP/2 connection per event stream. Invariants:
  * - Every unary call has a deadline (default 10 s, per-client `timeoutMs`, per-call override) and
  *   honours an AbortSignal: an abort cancels the in-flight RPC and rejects with `signal.reason`.
  * - Calls that ask the runtime to wait (StopContainer's timeout, ExecSync's timeout) get that wait
@@ -12,10 +13,12 @@
  * - `waitForReady` is the connect bound: it ends when the runtime has answered the connection as an
  *   HTTP/2 server (its SETTINGS frame), so a socket that accepts and never speaks, or speaks
  *   something else, is told apart from a slow runtime.
+ * - An event stream ends quietly when its signal aborts, and with CriError Cancelled when the client
+ *   is closed; a closed client opens none.
  * - Loading this module costs nothing beyond itself: grpc-js and the generated protobuf module are
  *   imported on `connectCri()`, not at module load.
  */
-import type { ClientReadableStream, ClientUnaryCall, Metadata as GrpcMetadata, ServiceError } from '@grpc/grpc-js';
+import type { ClientUnaryCall, Metadata as GrpcMetadata, ServiceError } from '@grpc/grpc-js';
 import type {
   Container,
   ContainerConfig,
@@ -33,6 +36,7 @@ import type {
 import type { ContainerEventSummary } from './container-event.js';
 import { CriError, GrpcStatus, toCriError } from './errors.js';
 import { DEFAULT_RPC_TIMEOUT_MS, parseEndpoint } from './endpoint.js';
+import { openContainerEventStream } from './event-stream.js';
 import { clampTimerMs } from '../engine/timers.js';
 import { sleep } from '../lib/abortable.js';
 
@@ -156,10 +160,10 @@ const CHANNEL_OPTIONS = {
 
 /** Opens a client (lazily loading grpc-js). No RPC is made: a dead socket shows on the first call. */
 export async function connectCri(options: CriClientOptions): Promise<CriClient> {
-  const { endpoint } = parseEndpoint(options.endpoint);
+  const { endpoint, path } = parseEndpoint(options.endpoint);
   const { grpc, proto, decodeEvent } = await loadGrpcModules();
   const raw = new proto.RuntimeServiceClient(endpoint, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
-  return new GrpcCriClient(endpoint, options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS, raw, grpc, proto, decodeEvent);
+  return new GrpcCriClient({ endpoint, socketPath: path, timeoutMs: options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS }, raw, grpc, proto, decodeEvent);
 }
 
 type UnaryInvoker<Req, Res> = (request: Req, metadata: GrpcMetadata, options: { deadline: Date }, callback: (error: ServiceError | null, response: Res) => void) => ClientUnaryCall;
@@ -172,10 +176,14 @@ class GrpcCriClient implements CriClient {
   #proto: ProtoModule;
   #decodeEvent: EventDecoder;
   #closed = false;
+  readonly #socketPath: string;
+  /** Ends each event stream in flight (`close()`). */
+  readonly #streams = new Set<() => void>();
 
-  constructor(endpoint: string, timeoutMs: number, raw: RuntimeServiceClient, grpc: GrpcModule, proto: ProtoModule, decodeEvent: EventDecoder) {
-    this.endpoint = endpoint;
-    this.timeoutMs = timeoutMs;
+  constructor(at: { endpoint: string; socketPath: string; timeoutMs: number }, raw: RuntimeServiceClient, grpc: GrpcModule, proto: ProtoModule, decodeEvent: EventDecoder) {
+    this.endpoint = at.endpoint;
+    this.#socketPath = at.socketPath;
+    this.timeoutMs = at.timeoutMs;
     this.#raw = raw;
     this.#grpc = grpc;
     this.#proto = proto;
@@ -308,33 +316,41 @@ class GrpcCriClient implements CriClient {
 
   async *containerEvents(signal: AbortSignal): AsyncIterable<ContainerEventSummary> {
     if (signal.aborted) return;
-    // the generated stub would decode each event whole: the same call, read by container-event.ts
-    const method = this.#proto.RuntimeServiceService.getContainerEvents;
-    const stream: ClientReadableStream<ContainerEventSummary> = this.#raw.makeServerStreamRequest(method.path, method.requestSerialize, this.#decodeEvent, {}, new this.#grpc.Metadata());
-    const onAbort = (): void => stream.cancel();
-    signal.addEventListener('abort', onAbort, { once: true });
-    // Events are taken as they arrive ('data') and handed on in the order they came: a drain sends
-    // thousands, and a stream's async iterator costs a read, a pause and a resume for each one.
+    if (this.#closed) throw new CriError('GetContainerEvents', GrpcStatus.CANCELLED, 'client closed');
+    // read over HTTP/2 directly (event-stream.ts), each chunk's events at once; handed on in order
     let arrived: ContainerEventSummary[] = [];
     let ended = false;
-    let failure: Error | undefined;
+    let failure: CriError | undefined;
     let wake: (() => void) | undefined;
     const notify = (): void => {
       const resume = wake;
       wake = undefined;
       resume?.();
     };
-    stream.on('data', (event: ContainerEventSummary) => {
-      arrived.push(event);
-      notify();
-    });
-    stream.on('end', () => {
+    const stop = new AbortController();
+    const onAbort = (): void => stop.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    const cancel = (): void => {
+      failure ??= new CriError('GetContainerEvents', GrpcStatus.CANCELLED, 'client closed');
       ended = true;
+      stop.abort();
       notify();
-    });
-    stream.on('error', (err: Error) => {
-      failure ??= err;
-      notify();
+    };
+    this.#streams.add(cancel);
+    openContainerEventStream({
+      socketPath: this.#socketPath,
+      decode: this.#decodeEvent,
+      signal: stop.signal,
+      onEvents: (events) => {
+        if (arrived.length === 0) arrived = events;
+        else for (const event of events) arrived.push(event);
+        notify();
+      },
+      onEnd: (error) => {
+        ended = true;
+        failure ??= error;
+        notify();
+      },
     });
     try {
       for (;;) {
@@ -343,17 +359,15 @@ class GrpcCriClient implements CriClient {
         for (const event of batch) yield event;
         if (arrived.length > 0) continue;
         if (failure !== undefined) throw failure;
-        if (ended) return;
+        if (ended || signal.aborted) return;
         await new Promise<void>((resolve) => {
           wake = resolve;
         });
       }
-    } catch (err) {
-      if (signal.aborted) return;
-      throw toCriError('GetContainerEvents', err);
     } finally {
+      this.#streams.delete(cancel);
       signal.removeEventListener('abort', onAbort);
-      stream.cancel();
+      stop.abort();
     }
   }
 
@@ -381,5 +395,6 @@ class GrpcCriClient implements CriClient {
   close(): void {
     this.#closed = true;
     this.#raw.close();
+    for (const cancel of [...this.#streams]) cancel();
   }
 }

@@ -183,6 +183,21 @@ describe('CRI client against the simulator', () => {
     await reading;
   });
 
+  it('ends an event stream in flight with Cancelled when the client is closed, and refuses a new one', async () => {
+    const { sim, client } = await simulator({ pods: 1 });
+    const ac = new AbortController();
+    const reading = (async () => {
+      for await (const _ of client.containerEvents(ac.signal)) void _;
+    })().catch((e: unknown) => e);
+    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    client.close();
+    expect(await reading).toMatchObject({ method: 'GetContainerEvents', code: GrpcStatus.CANCELLED });
+    const again = await (async () => {
+      for await (const _ of client.containerEvents(ac.signal)) void _;
+    })().catch((e: unknown) => e);
+    expect(again).toMatchObject({ code: GrpcStatus.CANCELLED });
+  });
+
   it('reports Unimplemented for events on runtimes without them', async () => {
     const { client } = await simulator({ events: false });
     const ac = new AbortController();

@@ -11,6 +11,7 @@ import { isStaticPod } from '../../src/engine/index.js';
 import { describeContainerd } from './support/env.js';
 import { useContainerd } from './support/context.js';
 import { readContainerLog } from './support/pods.js';
+import { GrpcStatus } from '../../src/cri/errors.js';
 
 describeContainerd(import.meta.url, 'kubelet-style pods on containerd', () => {
   const node = useContainerd();
@@ -93,5 +94,35 @@ describeContainerd(import.meta.url, 'kubelet-style pods on containerd', () => {
       expect.stringContaining('exiting 0'),
     ]);
     expect((await readContainerLog(ignores!)).map((l) => l.message)).toEqual([expect.stringContaining('started mode=ignore'), expect.stringContaining('received SIGTERM, ignoring it')]);
+  });
+  it("reads containerd's container event stream: Unimplemented before 1.7, else each event naming its container, its pod and the container's new state", async () => {
+    const { runtimeVersion } = await node.cri.version();
+    const [major, minor] = runtimeVersion.split('.').map((n) => Number.parseInt(n, 10));
+    const ac = new AbortController();
+    const seen: { containerId: string; type: number; podUid: string | undefined; state: number | undefined; exitCode: number | undefined }[] = [];
+    const reading = (async () => {
+      for await (const e of node.cri.containerEvents(ac.signal))
+        seen.push({ containerId: e.containerId, type: e.containerEventType, podUid: e.podUid, state: e.status?.state, exitCode: e.status?.exitCode });
+    })().catch((error: unknown) => error);
+    if (major! === 1 && minor! < 7) {
+      // containerd 1.6 (Debian 12's) has no container events: podctl then relists on a timer
+      expect(await reading).toMatchObject({ method: 'GetContainerEvents', code: GrpcStatus.UNIMPLEMENTED });
+      return;
+    }
+    try {
+      const real = await node.pods.create({ name: 'events', containers: [{ name: 'main', mode: 'default' }] });
+      const [main] = real.containers;
+      await node.cri.stopContainer(main!.id, 5);
+      const deadline = Date.now() + 10_000;
+      while (!seen.some((e) => e.containerId === main!.id && e.type === 2) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const mine = seen.filter((e) => e.containerId === main!.id);
+      // CONTAINER_CREATED_EVENT, CONTAINER_STARTED_EVENT, CONTAINER_STOPPED_EVENT, in that order
+      expect(mine.map((e) => e.type)).toEqual([0, 1, 2]);
+      for (const e of mine) expect(e.podUid).toBe(real.uid);
+      expect(mine[2]).toMatchObject({ state: 2, exitCode: 0 }); // EXITED, exit 0
+    } finally {
+      ac.abort();
+      expect(await reading).toBeUndefined();
+    }
   });
 });
