@@ -11,6 +11,8 @@
  * - An abort rejects with the signal's reason (an AbortError when it has none) — or with what the
  *   caller's `reason` makes of it, or resolves early when the caller asks for `onAbort: 'resolve'`.
  * - `raceAbort` never cancels the promise it races; it only stops waiting for it.
+ * - `keepProcessAlive` holds the process until released: a follower (`watch`, `status --watch`)
+ *   ends by its signal or its reader, never because what it follows closed its last handle.
  */
 import { setLongTimeout } from '../engine/timers.js';
 
@@ -81,4 +83,16 @@ export function within<T, F>(promise: Promise<T>, boundMs: number, fallback: F):
     timer = setLongTimeout(() => resolve(fallback), boundMs);
   });
   return Promise.race([promise, bound]).finally(() => timer?.clear());
+}
+
+/**
+ * Keeps the process running until the returned function is called. A follower (`watch`, `status
+ * --watch`) waits for its signal on a pending promise, and a pending promise alone does not keep
+ * Node running: when the runtime goes away (the event stream's connection closed, the retry pauses
+ * unref'd) such a follower would end there, with exit 0 and nothing said.
+ */
+export function keepProcessAlive(): () => void {
+  // a timer that only holds the event loop: the longest setInterval allows (~24.8 days)
+  const hold = setInterval(() => undefined, 0x7fffffff);
+  return () => clearInterval(hold);
 }

@@ -16,6 +16,7 @@
  * - Ends when the signal aborts, the bound passes, or stdout's reader goes away; it never throws for
  *   any of those, and it leaves no listener or timer behind.
  */
+import { keepProcessAlive } from '../lib/abortable.js';
 import { isoTime } from '../lib/json-vocabulary.js';
 import { renderTable, type Styler } from '../lib/output.js';
 import { resolveSelection, type PodSelection } from '../lib/refs.js';
@@ -160,6 +161,8 @@ export async function watchStatus(options: StatusWatchOptions): Promise<StatusWa
     last = pods;
     onSnapshot(pods);
   });
+  // it ends by its signal, its bound or its reader, not when the runtime's connection closes
+  const release = keepProcessAlive();
   try {
     if (!stop.signal.aborted) {
       await feed.start();
@@ -175,6 +178,7 @@ export async function watchStatus(options: StatusWatchOptions): Promise<StatusWa
     }
     await writing;
   } finally {
+    release();
     off();
     feed.close();
     if (timer !== undefined) clearTimeout(timer);

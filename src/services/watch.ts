@@ -21,6 +21,7 @@ import { stuckFactsOf, type NodeFacts } from './status.js';
 import { WatchFacts } from './watch-facts.js';
 import { RuntimeProbe } from './runtime-probe.js';
 import { ScopedFeed, describeScope, isWholeNode, type WatchScope } from './watch-scope.js';
+import { keepProcessAlive } from '../lib/abortable.js';
 import { formatDuration } from '../lib/duration.js';
 import { HeapSettler } from '../lib/heap-settle.js';
 import { isoOrNull, isoTime } from '../lib/json-vocabulary.js';
@@ -385,6 +386,8 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
   const counts = { transitions: 0 };
   let metrics: { metrics: Metrics; stop: () => void } | undefined;
   let endedBy: WatchResult['endedBy'] = 'signal';
+  // the watch ends by its signal, its reader or the operator, not when the runtime's connection closes
+  const release = keepProcessAlive();
   try {
     if (options.metricsFile !== undefined) metrics = await startMetrics(session, feed, facts);
     await feed.start();
@@ -436,6 +439,7 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
       }
     }
   } finally {
+    release();
     options.signal.removeEventListener('abort', onAbort);
     offSettle();
     settler.close();

@@ -24,8 +24,9 @@ interface Watcher {
   exited: Promise<number | null>;
 }
 
-function watch(endpoint: string, stateDir: string, extra: string[] = []): Watcher {
-  const child = spawn(process.execPath, ['--import', traceImports, 'bin/run.js', 'watch', '--runtime-endpoint', endpoint, '--state-dir', stateDir, ...extra], {
+/** `podctl watch` (or another follower: `command`) with stdout a pipe. */
+function watch(endpoint: string, stateDir: string, extra: string[] = [], command: string[] = ['watch']): Watcher {
+  const child = spawn(process.execPath, ['--import', traceImports, 'bin/run.js', ...command, '--runtime-endpoint', endpoint, '--state-dir', stateDir, ...extra], {
     cwd: root,
     env: { ...process.env, NO_COLOR: '1' },
   });
@@ -171,4 +172,53 @@ describe.skipIf(!built)(`podctl watch as a JSON stream${built ? '' : ' (skipped:
     expect(records.at(-1)?.error?.message).toContain('no such socket');
     expect(err.trim().split('\n')).toHaveLength(1);
   });
+});
+
+describe.skipIf(!built)(`podctl watch when its runtime goes away${built ? '' : ' (skipped: not built)'}`, () => {
+  let dir = '';
+  let sim: RunningSimulator | undefined;
+
+  afterAll(async () => {
+    await sim?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const pods = [
+    { name: 'api-1', namespace: 'web' },
+    { name: 'report', namespace: 'batch' },
+  ];
+
+  for (const follower of ['watch -o json', 'status --watch -o json'] as const) {
+    it(`${follower} outlives a runtime restart: it says so, follows the runtime when it is back, and ends only by its signal`, async () => {
+      dir = dir || (await mkdtemp(join(tmpdir(), 'podctl-watch-restart-')));
+      const socketPath = join(dir, `${follower.split(' ')[0]}.sock`);
+      const stateDir = join(dir, `state-${follower.split(' ')[0]}`);
+      sim = await startSimulator({ socketPath, pods });
+      const endpoint = sim.endpoint;
+      const { child, lines, exited } = watch(endpoint, stateDir, ['-o', 'json'], follower === 'watch -o json' ? ['watch'] : ['status', '--watch']);
+      try {
+        await until(() => lines().length >= 2, 'the first records');
+        // the runtime goes away: its connections close, and the follower must not end with them
+        await sim.close();
+        sim = undefined;
+        const still = await Promise.race([exited, new Promise((r) => setTimeout(() => r('running'), 2_500))]);
+        expect(still).toBe('running');
+        if (follower === 'watch -o json') await until(() => lines().some((r) => r.kind === 'runtime-not-answering'), 'the runtime-not-answering record');
+        sim = await startSimulator({ socketPath, pods });
+        const kill = await podctl(['kill', 'batch/report', '--grace', '1', '--runtime-endpoint', endpoint, '--state-dir', stateDir]);
+        expect(kill.status, kill.stderr).toBe(0);
+        const seen = (r: Record<string, unknown>) =>
+          follower === 'watch -o json'
+            ? r.type === 'transition' && r.name === 'report' && r.to === 'finished'
+            : (r.pod as { name?: string; state?: string } | undefined)?.name === 'report' && (r.pod as { state?: string }).state === 'finished';
+        await until(() => lines().some(seen), 'batch/report finished, after the restart');
+        child.kill('SIGTERM');
+        expect(await exited).toBe(0);
+      } finally {
+        child.kill('SIGKILL');
+        await sim?.close();
+        sim = undefined;
+      }
+    });
+  }
 });
