@@ -13,7 +13,8 @@
  *
  * Invariants:
  * - Events reach `onEvents` in the order the runtime sent them, each exactly once; a message split
- *   over chunks is joined first. Each chunk's events come in one call.
+ *   over chunks is joined first. Each chunk's events come in one call; those before a message that
+ *   cannot be read still come, then the stream ends.
  * - The stream ends exactly once, through `onEnd`: with no error on an OK status or on abort
  *   (nothing is delivered after an abort); otherwise with a CriError — the runtime's status code and
  *   message (Unimplemented from a runtime without events), UNAVAILABLE when the connection fails or
@@ -111,18 +112,23 @@ export function openContainerEventStream(options: EventStreamOptions): void {
     const bytes = pending === undefined ? chunk : Buffer.concat([pending, chunk]);
     pending = undefined;
     const events: ContainerEventSummary[] = [];
+    // the events before a bad message are handed on before the stream ends with it
+    const failAfter = (code: number, message: string, cause?: unknown): void => {
+      if (events.length > 0) options.onEvents(events);
+      fail(code, message, cause);
+    };
     let at = 0;
     while (bytes.length - at >= PREFIX_BYTES) {
       const compressed = bytes[at]!;
       const length = bytes.readUInt32BE(at + 1);
-      if (compressed !== 0) return fail(GrpcStatus.INTERNAL, 'a compressed message, which podctl did not offer to read');
-      if (length > maxBytes) return fail(GrpcStatus.RESOURCE_EXHAUSTED, `a message of ${length} bytes, over the ${maxBytes}-byte limit`);
+      if (compressed !== 0) return failAfter(GrpcStatus.INTERNAL, 'a compressed message, which podctl did not offer to read');
+      if (length > maxBytes) return failAfter(GrpcStatus.RESOURCE_EXHAUSTED, `a message of ${length} bytes, over the ${maxBytes}-byte limit`);
       if (bytes.length - at - PREFIX_BYTES < length) break;
       const start = at + PREFIX_BYTES;
       try {
         events.push(options.decode(bytes.subarray(start, start + length)));
       } catch (error) {
-        return fail(GrpcStatus.INTERNAL, `an event that cannot be read: ${(error as Error).message}`, error);
+        return failAfter(GrpcStatus.INTERNAL, `an event that cannot be read: ${(error as Error).message}`, error);
       }
       at = start + length;
     }
