@@ -7,6 +7,8 @@
  *
  * Invariants:
  * - One housekeeping step at a time; a step that fails is logged and counted, never ends the loop.
+ * - A runtime that cannot be reached (a step's check or listing: no socket, UNAVAILABLE, a deadline)
+ *   is said once, and so is its answering again; a step that could not reach it counts as failed.
  * - A full step runs whenever its inputs may have changed (`ChangeGate`): any runtime, store or
  *   engine event since the last one, a lease holder that died (its PID is gone), a changed desired
  *   file, an API server source (always), pods still terminating, or `FULL_STEP_EVERY_MS` passed.
@@ -30,6 +32,7 @@ import { gatherNodeFacts, stuckFactsOf, type NodeFacts } from './status.js';
 import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import type { ApiNode } from './api-node.js';
 import { syncKnown, type DesiredSource, type SyncKnownResult } from './sync-known.js';
+import { isRuntimeAway } from './drive.js';
 import { UsageError, isAbort } from '../lib/errors.js';
 import { formatDuration } from '../lib/duration.js';
 import { sleep } from '../lib/abortable.js';
@@ -118,7 +121,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
   const reporter = options.reporter ?? silentReporter();
   const now = options.now ?? Date.now;
   const { session, metrics, signal } = options;
-  const state = new AgentState(now, options.healthWindowMs ?? healthWindowMs(options.intervalMs));
+  const state = new AgentState(now, options.healthWindowMs ?? healthWindowMs(options.intervalMs), reporter);
   const server = options.listen ? await serve(options.listen, metrics, state, signal) : undefined;
   const detachEngine = attachMetrics(metrics, session);
   const detachRuntime = observeRuntimeOperations((op) => {
@@ -172,7 +175,13 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
     let pods: PodInfo[] = [];
     if (!(await gate.needsFullStep())) {
       step.full = false;
-      await probeRuntime(probe, signal);
+      const unanswered = await probeRuntime(probe, signal);
+      if (unanswered !== undefined && !signal.aborted) {
+        step.ok = false;
+        step.error = unanswered.message;
+        totals.failedSteps += 1;
+        state.runtimeAway(unanswered.message);
+      }
       const kubeletNow = await kubeletState();
       if (kubeletNow) metrics.setKubeletState(kubeletNow.state);
       step.stuck = [...stuckLogged.keys()].filter((uid) => gate.stillTerminating(uid));
@@ -228,6 +237,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
         state.runtimeAnswered();
       } else {
         reporter.warn(`agent: housekeeping step failed: ${step.error}`);
+        if (isRuntimeAway(error)) state.runtimeAway(step.error);
       }
     }
     step.ms = now() - started;
@@ -257,8 +267,14 @@ export async function selfContainerId(cgroupPath = '/proc/self/cgroup'): Promise
 }
 
 /** The runtime's Version call: the health check of a step that had nothing else to ask. */
-async function probeRuntime(client: CriClient, signal: AbortSignal): Promise<void> {
-  await client.version({ signal }).catch(() => undefined); // observed by the operation metrics either way
+/** Asks the runtime for its version (observed by the operation metrics); the error when it could not be reached. */
+async function probeRuntime(client: CriClient, signal: AbortSignal): Promise<Error | undefined> {
+  try {
+    await client.version({ signal });
+    return undefined;
+  } catch (error) {
+    return isRuntimeAway(error) ? (error as Error) : undefined;
+  }
 }
 
 /**
@@ -341,17 +357,32 @@ class AgentState {
   running = false;
   lastStepAt = 0;
   #lastRuntimeAt: number;
+  /** When the log said the runtime could not be reached; undefined while it answers. */
+  #awaySince: number | undefined;
   readonly #now: () => number;
   readonly #windowMs: number;
+  readonly #reporter: Reporter;
 
-  constructor(now: () => number, windowMs: number) {
+  constructor(now: () => number, windowMs: number, reporter: Reporter) {
     this.#now = now;
     this.#windowMs = windowMs;
+    this.#reporter = reporter;
     this.#lastRuntimeAt = now();
   }
 
   runtimeAnswered(): void {
+    const silentSince = this.#lastRuntimeAt;
     this.#lastRuntimeAt = this.#now();
+    if (this.#awaySince === undefined) return;
+    this.#reporter.info(`agent: the runtime answers again (after ${formatDuration(this.#lastRuntimeAt - silentSince)} without an answer)`);
+    this.#awaySince = undefined;
+  }
+
+  /** A step could not reach the runtime: said once until it answers again. */
+  runtimeAway(reason: string): void {
+    if (this.#awaySince !== undefined) return;
+    this.#awaySince = this.#now();
+    this.#reporter.warn(`agent: the runtime does not answer: ${reason}; housekeeping waits for it (/healthz says 503 after ${formatDuration(this.#windowMs)} without an answer)`);
   }
 
   /** undefined when healthy, else the one-line reason. */

@@ -186,6 +186,40 @@ describe('podctl agent (service)', () => {
     expect(steps[0]?.stuck).toEqual([]); // within grace + stuck-after at first
   });
 
+  it('says once that the runtime does not answer and once that it answers again; the steps that could not reach it count as failed', async () => {
+    const session = await node([{ name: 'a' }]);
+    const { reporter, lines } = captureReporter();
+    let phase: 'up' | 'down' | 'back' = 'up';
+    let failedWhileDown = 0;
+    const { result, steps } = await runUntil(
+      { session, source: { kind: 'runtime' }, intervalMs: 100, stuckAfterMs: 30_000, reporter },
+      (s) => {
+        const last = s.at(-1)!;
+        if (phase === 'up' && s.length >= 2) {
+          sim!.setFaults([{ method: '*', code: 14, details: 'runtime restarting' }]); // UNAVAILABLE
+          phase = 'down';
+        } else if (phase === 'down' && !last.ok) {
+          failedWhileDown += 1;
+          if (failedWhileDown >= 3) {
+            sim!.setFaults([]);
+            phase = 'back';
+          }
+        } else if (phase === 'back' && last.ok) return true;
+        return false;
+      },
+      30_000,
+    );
+    expect(phase).toBe('back');
+    expect(steps.at(-1)!.ok).toBe(true);
+    const down = lines.filter((l) => l.includes('the runtime does not answer'));
+    expect(down).toHaveLength(1);
+    expect(down[0]).toMatch(/^warning: agent: the runtime does not answer: .*runtime restarting.*; housekeeping waits for it \(\/healthz says 503 after 10s without an answer\)$/);
+    expect(lines.filter((l) => /agent: the runtime answers again \(after \S+ without an answer\)$/.test(l))).toHaveLength(1);
+    expect(lines.findIndex((l) => l.includes('answers again'))).toBeGreaterThan(lines.findIndex((l) => l.includes('does not answer')));
+    expect(result.failedSteps).toBe(steps.filter((s) => !s.ok).length);
+    expect(result.failedSteps).toBeGreaterThanOrEqual(3);
+  });
+
   it('says 503 with a reason on /healthz once the runtime stops answering', async () => {
     const session = await node([{ name: 'a' }]);
     let before = { status: 0, text: '' };
