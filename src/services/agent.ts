@@ -266,8 +266,10 @@ export async function selfContainerId(cgroupPath = '/proc/self/cgroup'): Promise
   }
 }
 
-/** The runtime's Version call: the health check of a step that had nothing else to ask. */
-/** Asks the runtime for its version (observed by the operation metrics); the error when it could not be reached. */
+/**
+ * The runtime's Version call: the health check of a step that had nothing else to ask (observed by
+ * the operation metrics either way); the error when the runtime could not be reached.
+ */
 async function probeRuntime(client: CriClient, signal: AbortSignal): Promise<Error | undefined> {
   try {
     await client.version({ signal });
