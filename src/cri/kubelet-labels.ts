@@ -15,6 +15,7 @@
  */
 import type { V1LifecycleHandler } from '@kubernetes/client-node';
 import type { ContainerConfig, DeepPartial, PodSandboxConfig } from './generated/runtime_v1.js';
+import { API_SOURCE, CONFIG_SOURCE_ANNOTATION } from '../engine/pod-kinds.js';
 
 export const LABEL_POD_NAME = 'io.kubernetes.pod.name';
 export const LABEL_POD_NAMESPACE = 'io.kubernetes.pod.namespace';
@@ -28,7 +29,6 @@ export const ANN_RESTART_COUNT = 'io.kubernetes.container.restartCount';
 export const ANN_PRESTOP = 'io.kubernetes.container.preStopHandler';
 export const ANN_TERMINATION_MESSAGE_PATH = 'io.kubernetes.container.terminationMessagePath';
 const ANN_TERMINATION_MESSAGE_POLICY = 'io.kubernetes.container.terminationMessagePolicy';
-export const ANN_CONFIG_SOURCE = 'kubernetes.io/config.source';
 
 /** podctl's own annotations (not written by the kubelet). */
 export const ANN_RESTART_POLICY = 'podctl.io/restart-policy';
@@ -69,8 +69,7 @@ export interface KubeletContainerMeta {
 /** The pod-level annotations the sandbox carries. */
 function sandboxAnnotations(pod: KubeletPodMeta): Record<string, string> {
   const annotations: Record<string, string> = { ...(pod.annotations ?? {}) };
-  if (pod.static && annotations[ANN_CONFIG_SOURCE] === undefined) annotations[ANN_CONFIG_SOURCE] = 'file';
-  if (!pod.static && annotations[ANN_CONFIG_SOURCE] === undefined) annotations[ANN_CONFIG_SOURCE] = 'api';
+  annotations[CONFIG_SOURCE_ANNOTATION] ??= pod.static ? 'file' : API_SOURCE;
   if (pod.restartPolicy) annotations[ANN_RESTART_POLICY] = pod.restartPolicy;
   if (pod.priority !== undefined) annotations[ANN_PRIORITY] = String(pod.priority);
   return annotations;

@@ -17,10 +17,10 @@
  */
 import type { V1Container, V1LifecycleHandler, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { ContainerRuntimeState, PodStatus, RunningPod } from '../engine/types.js';
+import { CONFIG_SOURCE_ANNOTATION, isStaticSource } from '../engine/pod-kinds.js';
 import { ContainerStateCode, SandboxStateCode } from './codes.js';
 import type { Container, PodSandbox } from './generated/runtime_v1.js';
 import {
-  ANN_CONFIG_SOURCE,
   ANN_CONTAINER_HASH,
   ANN_DELETION_GRACE,
   ANN_PRESTOP,
@@ -242,10 +242,9 @@ function applyPodAnnotations(pod: RuntimePod): void {
   const sbAnn = newest?.annotations ?? {};
   pod.annotations = { ...sbAnn };
   pod.labels = podLabels(newest?.labels ?? {});
-  const source = sbAnn[ANN_CONFIG_SOURCE];
+  const source = sbAnn[CONFIG_SOURCE_ANNOTATION];
   if (source !== undefined) pod.configSource = source;
-  // the kubelet's rule: a pod not from the API server is static
-  pod.static = source !== undefined && source !== 'api';
+  pod.static = isStaticSource(source);
   const fromAnyContainer = (key: string): string | undefined => pod.containers.find((c) => c.annotations[key] !== undefined)?.annotations[key] ?? sbAnn[key];
   const tgp = parseIntAnnotation(fromAnyContainer(ANN_TERMINATION_GRACE));
   if (tgp !== undefined && tgp >= 0) pod.terminationGracePeriodSeconds = tgp;

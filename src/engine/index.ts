@@ -22,7 +22,26 @@ export {
 export { MAX_TIMER_MS, clampTimerMs, setLongTimeout, type LongTimeout } from './timers.js';
 export { killPodNow, killTimeoutMs, KillPodTimeoutError, EXCEEDED_GRACE_PERIOD_REASON, type KillPodFunc } from './kill-now.js';
 export { viewOfRecord as toPodSyncStatusView } from './status.js';
-export { isStaticPod, podFullName, CONFIG_SOURCE_ANNOTATION } from './pods.js';
+export {
+  API_SOURCE,
+  CONFIG_MIRROR_ANNOTATION,
+  CONFIG_SOURCE_ANNOTATION,
+  DEFAULT_POD_PRIORITY,
+  SYSTEM_CRITICAL_PRIORITY,
+  criticalReasonOf,
+  fullNameOfPod,
+  isApiSourcedPod,
+  isCriticalPod,
+  isCriticalPriority,
+  isDaemonSetPod,
+  isMirrorPod,
+  isStaticPod,
+  isStaticSource,
+  isTerminalPhase,
+  podFullName,
+  podPriority,
+  type CriticalReason,
+} from './pod-kinds.js';
 export { NETWORK_NOT_READY_MESSAGE } from './requeue.js';
 export { DEFAULT_RESYNC_INTERVAL_MS, DEFAULT_BACKOFF_PERIOD_MS } from './workers.js';
 

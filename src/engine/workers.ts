@@ -20,7 +20,8 @@
 import { EventFanout, callSafely } from './events.js';
 import { calculateEffectiveGracePeriod, RUNTIME_POD_GRACE_SECONDS } from './grace.js';
 import { mergeLastUpdate } from './merge.js';
-import { isStaticPod, isTerminalPhase, placeholderPodOf, podFullName, uidOfPod } from './pods.js';
+import { placeholderPodOf, uidOfPod } from './pods.js';
+import { isStaticPod, isTerminalPhase, podFullName } from './pod-kinds.js';
 import { TimerWorkQueue } from './queue.js';
 import { decideRequeue, errorMessageOf, jitter, BACKOFF_JITTER_FACTOR } from './requeue.js';
 import { recordFromView, replayUpdateFor } from './restore.js';

@@ -15,18 +15,7 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { podOwnGracePeriod } from '../engine/grace.js';
-
-const MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
-const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
-
-export function isMirrorPod(pod: V1Pod): boolean {
-  return pod.metadata?.annotations?.[MIRROR_ANNOTATION] !== undefined;
-}
-
-/** The kubelet's full name of a pod: name_namespace. */
-export function podFullName(pod: { metadata?: { name?: string; namespace?: string } }): string {
-  return `${pod.metadata?.name ?? ''}_${pod.metadata?.namespace ?? 'default'}`;
-}
+import { CONFIG_SOURCE_ANNOTATION, fullNameOfPod, isMirrorPod, isTerminalPhase, podFullName } from '../engine/pod-kinds.js';
 
 export function isBeingDeleted(pod: V1Pod): boolean {
   return pod.metadata?.deletionTimestamp !== undefined && pod.metadata?.deletionTimestamp !== null;
@@ -68,12 +57,10 @@ export interface DesiredPlan {
   mirrors: MirrorMatch[];
 }
 
-const isTerminal = (pod: V1Pod): boolean => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
-
 /** The desired set from this node's API pods and the runtime's pods. */
 export function planDesired(apiPods: V1Pod[], runtimePods: RuntimePodRef[]): DesiredPlan {
   const staticByName = new Map<string, RuntimePodRef>();
-  for (const r of runtimePods) if (r.static) staticByName.set(`${r.name}_${r.namespace}`, r);
+  for (const r of runtimePods) if (r.static) staticByName.set(podFullName(r.name, r.namespace), r);
   const desired: V1Pod[] = [];
   const deletions: Deletion[] = [];
   const mirrors: MirrorMatch[] = [];
@@ -82,19 +69,19 @@ export function planDesired(apiPods: V1Pod[], runtimePods: RuntimePodRef[]): Des
     const name = pod.metadata?.name ?? '';
     const uid = pod.metadata?.uid ?? '';
     if (isMirrorPod(pod)) {
-      const staticPod = staticByName.get(podFullName(pod));
+      const staticPod = staticByName.get(fullNameOfPod(pod));
       mirrors.push({ mirror: { namespace, name, uid }, staticUid: staticPod?.uid });
       if (staticPod?.pod) desired.push(staticPod.pod);
       else if (staticPod) desired.push({ metadata: { uid: staticPod.uid, name, namespace, annotations: { [CONFIG_SOURCE_ANNOTATION]: 'file' } } });
       continue;
     }
     desired.push(pod);
-    if (isBeingDeleted(pod) && !isTerminal(pod)) deletions.push({ uid, namespace, name, gracePeriodSeconds: podOwnGracePeriod(pod), pod });
+    if (isBeingDeleted(pod) && !isTerminalPhase(pod)) deletions.push({ uid, namespace, name, gracePeriodSeconds: podOwnGracePeriod(pod), pod });
   }
   return { desired, deletions, mirrors };
 }
 
 /** Is `uid` a pod the API wants running on this node (bound, not being deleted, not terminal, not a mirror)? */
 export function desiredInApi(apiPods: V1Pod[], uid: string): V1Pod | undefined {
-  return apiPods.find((p) => p.metadata?.uid === uid && !isMirrorPod(p) && !isBeingDeleted(p) && !isTerminal(p));
+  return apiPods.find((p) => p.metadata?.uid === uid && !isMirrorPod(p) && !isBeingDeleted(p) && !isTerminalPhase(p));
 }

@@ -14,7 +14,8 @@
  */
 import type { V1Pod } from '../engine/types.js';
 import { podOwnGracePeriod } from '../engine/grace.js';
-import { isBeingDeleted, isMirrorPod } from '../kube/desired.js';
+import { isBeingDeleted } from '../kube/desired.js';
+import { isMirrorPod } from '../engine/pod-kinds.js';
 import { NodePodSource, type PodSourceEvent } from '../kube/pod-source.js';
 import { EventReason, killingMessage } from '../kube/status.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';

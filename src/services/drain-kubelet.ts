@@ -12,7 +12,7 @@ import type { KubeletStatus } from '../kube/kubelet.js';
 import { resolveSelection, type PodSelection } from '../lib/refs.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import type { ApiNode } from './api-node.js';
-import { podPriority } from './drain-plan.js';
+import { podPriority } from '../engine/pod-kinds.js';
 import { guardKill, type KubeletReport } from './kubelet-guard.js';
 import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import type { TerminatedPod } from './terminate.js';
@@ -75,7 +75,7 @@ export async function drainBesideKubelet(options: DrainBesideKubeletOptions): Pr
   const through = new Set(plan.viaApi.map((p) => p.uid));
   const byPriority = new Map<number, PodInfo[]>();
   for (const pod of candidates.filter((p) => through.has(p.uid))) {
-    const priority = podPriority(pod);
+    const priority = podPriority(pod.pod);
     byPriority.set(priority, [...(byPriority.get(priority) ?? []), pod]);
   }
   for (const priority of [...byPriority.keys()].sort((a, b) => a - b)) {

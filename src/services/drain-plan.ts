@@ -19,12 +19,10 @@ import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { UsageError } from '../lib/errors.js';
 import { comparePods } from '../lib/refs.js';
 import { killTimeoutMs } from '../engine/kill-now.js';
+import { criticalReasonOf, DEFAULT_POD_PRIORITY, podPriority as priorityOfPod, SYSTEM_CRITICAL_PRIORITY, type CriticalReason } from '../engine/pod-kinds.js';
 import { plannedGraceSeconds } from './grace-plan.js';
 
-/** scheduling.SystemCriticalPriority */
-export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
-/** scheduling.DefaultPriorityWhenNoDefaultClassExists */
-const DEFAULT_POD_PRIORITY = 0;
+export { SYSTEM_CRITICAL_PRIORITY };
 export const DEFAULT_DRAIN_GRACE_SECONDS = 30;
 export const DEFAULT_CRITICAL_GRACE_SECONDS = 10;
 
@@ -34,8 +32,6 @@ export interface PriorityGroup {
   /** How long the drain gives the group before moving on (seconds). */
   budgetSeconds: number;
 }
-
-export type CriticalReason = 'static' | 'mirror' | 'priority';
 
 export interface PlannedPod {
   uid: string;
@@ -115,18 +111,12 @@ export function parseGroups(values: string[]): PriorityGroup[] {
 }
 
 export function podPriority(pod: PodInfo): number {
-  return pod.pod?.spec?.priority ?? DEFAULT_POD_PRIORITY;
+  return priorityOfPod(pod.pod);
 }
 
-/** Why a pod is critical to the node (the kubelet's IsCriticalPod), or undefined. */
+/** Why a pod is critical to the node (engine/pod-kinds.ts), or undefined; the runtime's static flag counts. */
 export function criticalReason(pod: PodInfo): CriticalReason | undefined {
-  if (pod.static) return 'static';
-  const annotations = pod.pod?.metadata?.annotations ?? {};
-  if (annotations['kubernetes.io/config.mirror'] !== undefined) return 'mirror';
-  const source = annotations['kubernetes.io/config.source'];
-  if (source !== undefined && source !== 'api') return 'static';
-  if (podPriority(pod) >= SYSTEM_CRITICAL_PRIORITY) return 'priority';
-  return undefined;
+  return criticalReasonOf(pod.pod, pod.static);
 }
 
 /** Index of the group a priority belongs to (the kubelet's groupByPriority search); groups sorted. */

@@ -20,8 +20,8 @@
  *   kept until the API confirms it gone.
  */
 import type { V1Pod } from '../engine/types.js';
-import { desiredInApi, isMirrorPod } from '../kube/desired.js';
-import { isApiSourcedPod } from '../engine/pods.js';
+import { desiredInApi } from '../kube/desired.js';
+import { isApiSourcedPod, isMirrorPod } from '../engine/pod-kinds.js';
 import { desiredPodPolicy, type DesiredPodAction, type KubeletStatus } from '../kube/kubelet.js';
 import { UsageError } from '../lib/errors.js';
 import { formatDuration } from '../lib/duration.js';

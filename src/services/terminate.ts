@@ -19,7 +19,7 @@
 import type { KubeClient as FullKubeClient } from '../kube/index.js';
 import pLimit from 'p-limit';
 import { PodNotFoundError, UsageError } from '../lib/errors.js';
-import { criticalReason, type CriticalReason } from './drain-plan.js';
+import { criticalReasonOf, type CriticalReason } from '../engine/pod-kinds.js';
 import { killTimeoutMs } from '../engine/kill-now.js';
 import { plannedGraceSeconds } from './grace-plan.js';
 import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
@@ -342,7 +342,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
 
 /** Why a pod makes a kill's scope destructive (asks for a yes), if it does. */
 function destructiveReason(pod: PodInfo): CriticalReason | undefined {
-  return criticalReason(pod);
+  return criticalReasonOf(pod.pod, pod.static);
 }
 
 /**

@@ -18,7 +18,8 @@ import type { InboxRequest, Store } from '../store/index.js';
 import { sessionTransition } from '../store/timeline.js';
 import type { PodMemory } from './memory.js';
 import type { Persistence } from './persistence.js';
-import { isStatic, runningPodOf, specOf } from './pod-views.js';
+import { isStaticPod, podFullName } from '../engine/pod-kinds.js';
+import { runningPodOf, specOf } from './pod-views.js';
 import type { RuntimePodRecord } from './runtime.js';
 import { RECENT_LISTING_MS } from './seams.js';
 import type { PodView } from './view.js';
@@ -80,11 +81,11 @@ export class KillInbox {
     const pod = request.pod ?? specOf(view) ?? runtimePod?.pod;
     const runningPod = pod ? undefined : (runningPodOf(view) ?? runtimePod?.runningPod);
     if (!pod && !runningPod) throw new PodNotFound(uid);
-    if (!view && pod && isStatic(pod)) {
+    if (!view && pod && isStaticPod(pod)) {
       await this.#introduceStaticPod(uid, pod);
       view = engine.snapshot().get(uid);
     }
-    const owned = memory.ownedPod(uid, view?.fullname ?? `${pod?.metadata?.name ?? runningPod!.name}_${pod?.metadata?.namespace ?? runningPod!.namespace}`);
+    const owned = memory.ownedPod(uid, view?.fullname ?? podFullName(pod?.metadata?.name ?? runningPod!.name, pod?.metadata?.namespace ?? runningPod!.namespace));
     memory.record(owned, sessionTransition(from.inbox ? 'request-applied' : 'kill-requested', describeKill(request, from.pid), now(), pid));
     persistence.markDirty(uid);
     const killPodOptions = {

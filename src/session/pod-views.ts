@@ -19,12 +19,6 @@ export function runningPodOf(view: PodSyncStatusView | undefined): RunningPod | 
   return view?.pendingUpdate?.runningPod ?? view?.activeUpdate?.runningPod;
 }
 
-/** A static pod (from a file or URL, not the API server), by the kubelet's config.source annotation. */
-export function isStatic(pod: V1Pod | undefined): boolean {
-  const source = pod?.metadata?.annotations?.['kubernetes.io/config.source'];
-  return source !== undefined && source !== 'api';
-}
-
 export function namesOf(view: PodSyncStatusView, runtime?: RuntimePodRecord): { namespace: string; name: string } {
   const pod = specOf(view);
   if (pod?.metadata?.name) return { name: pod.metadata.name, namespace: pod.metadata.namespace ?? 'default' };

@@ -15,6 +15,7 @@
  */
 import { hostname } from 'node:os';
 import type { PodWorkers, PodWorkerSync, V1Pod } from '../engine/types.js';
+import { podFullName } from '../engine/pod-kinds.js';
 import type { Logger, SessionOptions, SyncKnownCallOptions, SyncKnownResult } from '../domain/session-api.js';
 import type { Store } from '../store/index.js';
 import { sessionTransition } from '../store/timeline.js';
@@ -89,7 +90,7 @@ export async function syncKnown(deps: SyncKnownDeps, desired: V1Pod[] | undefine
     if (!(await ownership.adopt(uid, 'sync-known'))) continue;
     if (engine.snapshot().has(uid)) continue; // restored from a checkpoint after all
     engine.updatePod({ updateType: 'kill', startTime: deps.now(), runningPod: pod.runningPod });
-    deps.memory.record(deps.memory.ownedPod(uid, `${pod.name}_${pod.namespace}`), sessionTransition('orphan-killed', 'runtime pod unknown to any worker: terminating', deps.now(), deps.pid));
+    deps.memory.record(deps.memory.ownedPod(uid, podFullName(pod.name, pod.namespace)), sessionTransition('orphan-killed', 'runtime pod unknown to any worker: terminating', deps.now(), deps.pid));
     orphanedRuntimePods.push(uid);
   }
   await deps.persistence.flush().catch(() => {});

@@ -17,7 +17,8 @@ import { boundHistory } from '../store/format.js';
 import { leaseInfoOf, type LeaseView, type PodCheckpoint, type Store } from '../store/index.js';
 import type { PodMemory } from './memory.js';
 import type { Persistence } from './persistence.js';
-import { isStatic, namesOf, specOf, stateOfView } from './pod-views.js';
+import { isStaticPod } from '../engine/pod-kinds.js';
+import { namesOf, specOf, stateOfView } from './pod-views.js';
 import type { RuntimePodRecord, SessionRuntime } from './runtime.js';
 import { RECENT_LISTING_MS } from './seams.js';
 
@@ -122,7 +123,7 @@ export class PodView {
       uid,
       namespace: names.namespace,
       name: names.name,
-      static: runtime?.static ?? isStatic(pod),
+      static: runtime?.static ?? isStaticPod(pod),
       state,
       containersRunning: containers.filter((c) => c.state === 'running').length,
       containersTotal: containers.length,

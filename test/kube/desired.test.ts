@@ -1,6 +1,7 @@
 /** The kubelet's config source in pure functions: mirror pods, deletions, the desired set. */
 import { describe, expect, it } from 'vitest';
-import { desiredInApi, planDesired, podFullName } from '../../src/kube/desired.js';
+import { desiredInApi, planDesired } from '../../src/kube/desired.js';
+import { fullNameOfPod } from '../../src/engine/pod-kinds.js';
 
 const apiPod = (name: string, uid: string, extra: { annotations?: Record<string, string>; deletion?: number; grace?: number; phase?: string } = {}) => ({
   metadata: {
@@ -30,7 +31,7 @@ describe('planDesired', () => {
     expect(plan.deletions).toEqual([]);
     // a runtime pod of the same name that is not static is not matched
     expect(planDesired([mirror], [{ uid: 'hash1', name: 'etcd-node1', namespace: 'kube-system', static: false }]).desired).toEqual([]);
-    expect(podFullName(mirror)).toBe('etcd-node1_kube-system');
+    expect(fullNameOfPod(mirror)).toBe('etcd-node1_kube-system');
   });
 
   it('a pod deleted in the API stays desired and becomes a kill with deletionGracePeriodSeconds (else its spec grace)', () => {
