@@ -19,7 +19,7 @@ import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { UsageError } from '../lib/errors.js';
 import { comparePods } from '../lib/refs.js';
 import { killTimeoutMs } from '../engine/kill-now.js';
-import { criticalReasonOf, DEFAULT_POD_PRIORITY, podPriority as priorityOfPod, SYSTEM_CRITICAL_PRIORITY, type CriticalReason } from '../engine/pod-kinds.js';
+import { criticalReasonOf, DEFAULT_POD_PRIORITY, podPriority, SYSTEM_CRITICAL_PRIORITY, type CriticalReason } from '../engine/pod-kinds.js';
 import { plannedGraceSeconds } from './grace-plan.js';
 
 export { SYSTEM_CRITICAL_PRIORITY };
@@ -110,10 +110,6 @@ export function parseGroups(values: string[]): PriorityGroup[] {
   return groups.sort((a, b) => a.priority - b.priority);
 }
 
-export function podPriority(pod: PodInfo): number {
-  return priorityOfPod(pod.pod);
-}
-
 /** Why a pod is critical to the node (engine/pod-kinds.ts), or undefined; the runtime's static flag counts. */
 export function criticalReason(pod: PodInfo): CriticalReason | undefined {
   return criticalReasonOf(pod.pod, pod.static);
@@ -157,7 +153,7 @@ export function planDrain(input: PlanInput): DrainPlan {
       skipped.push({ ...identity, reason: 'already-terminated' });
       continue;
     }
-    const priority = podPriority(pod);
+    const priority = podPriority(pod.pod);
     const reason = criticalReason(pod);
     const groupingPriority = reason ? Math.max(priority, SYSTEM_CRITICAL_PRIORITY) : priority;
     const group = planned[groupIndexFor(sortedGroups, groupingPriority)];
