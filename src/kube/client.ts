@@ -11,6 +11,9 @@
  *   (another uid) is left alone.
  * - The final delete is DELETE with gracePeriodSeconds 0 and preconditions.uid; 404 and 409 are
  *   answered as 'gone' and 'uid-changed', which callers treat as success-and-forget.
+ * - Every call is one that deploy/clusterrole.yaml grants (the test suite runs the agent's calls
+ *   under exactly that RBAC): Events are only created, a pod Event's name is its pod's UID and
+ *   reason, so a report made twice (a retry, another podctl process) is one Event.
  */
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { KubeError, authMessage, isConflict, isNotFound, type RbacNeed } from './errors.js';
@@ -47,7 +50,7 @@ export interface KubeClient {
   finalDelete(pod: { namespace: string; name: string; uid: string }, signal?: AbortSignal): Promise<FinalDeleteOutcome>;
   /** pods/eviction (policy/v1 Eviction). */
   evictPod(pod: { namespace: string; name: string }, gracePeriodSeconds: number | undefined, signal?: AbortSignal): Promise<EvictOutcome>;
-  /** A pod Event from component podctl; the same pod UID and reason update one Event (count). */
+  /** A pod Event from component podctl, named by the pod's UID and reason: the same report twice is one Event (create only). */
   postEvent(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string, signal?: AbortSignal): Promise<void>;
   /** Phase, reason, message and the DisruptionTarget condition, by strategic-merge patch. */
   patchStatus(pod: { namespace: string; name: string; uid: string }, change: PodStatusChange, signal?: AbortSignal): Promise<StatusPatchOutcome>;
@@ -258,30 +261,11 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
         lastTimestamp: now as unknown as Date,
         count: 1,
       };
-      const need = { verb: 'create', resource: 'events', namespace };
       try {
-        await call('post event', need, { method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, body: event }, signal);
+        await call('post event', { verb: 'create', resource: 'events', namespace }, { method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, body: event }, signal);
       } catch (error) {
+        // the Event's name is the pod's UID and reason: AlreadyExists means this report is there already
         if (!isConflict(error)) throw error;
-        // the same pod and reason was reported before: one Event, its count bumped (as the kubelet's correlator does)
-        const events = (await call(
-          'list events',
-          { verb: 'list', resource: 'events', namespace },
-          { method: 'GET', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, query: { fieldSelector: `metadata.name=${name}` } },
-          signal,
-        )) as { items?: CoreV1Event[] };
-        const existing = events.items?.find((e) => e.metadata?.name === name);
-        await call(
-          'patch event',
-          { verb: 'patch', resource: 'events', namespace },
-          {
-            method: 'PATCH',
-            path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events/${encodeURIComponent(name)}`,
-            contentType: 'application/strategic-merge-patch+json',
-            body: { count: (existing?.count ?? 1) + 1, lastTimestamp: now, message },
-          },
-          signal,
-        );
       }
     },
     patchStatus,

@@ -6,7 +6,7 @@
  *
  * Invariants:
  * - Events are deduplicated per pod UID and reason: once per process here, once in the API server
- *   (one Event object whose count rises), once in the pending records.
+ *   (one Event object, named by the UID and reason), once in the pending records.
  * - A final delete is only ever issued for a pod with no running container on this node; replayed
  *   ones are checked against the runtime again first.
  * - 404 and 409 answers to a final delete or a status patch are success-and-forget.

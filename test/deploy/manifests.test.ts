@@ -90,8 +90,6 @@ describe('deploy/ manifests', () => {
       'core/pods:get',
       'core/pods:list',
       'core/pods:watch',
-      'policy/poddisruptionbudgets:get',
-      'policy/poddisruptionbudgets:list',
     ]);
     const allRules = objects.filter(({ o }) => o.kind === 'ClusterRole' || o.kind === 'Role').flatMap(({ o }) => o.rules as Obj[]);
     for (const rule of allRules) {

@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { connectCri, type CriClient } from '../../src/cri/index.js';
-import { writeKubeconfig } from '../kube/support.js';
+import { writeAgentKubeconfig, writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { describeContainerd } from './support/env.js';
 import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js';
@@ -66,6 +66,8 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
   let server: KubeApiServer;
   let stateDir: string;
   let kubeconfig: string;
+  /** The agent's: podctl's ServiceAccount under the RBAC shipped in deploy/. */
+  let agentKubeconfig: string;
   let kubeletRoot: string;
   let playing: NodeJS.Timeout | undefined;
 
@@ -90,15 +92,19 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     server = await startKubeApiServer();
     server.addNode('node-1');
     kubeconfig = writeKubeconfig(stateDir, server.port);
+    agentKubeconfig = writeAgentKubeconfig(stateDir, server);
     await kubelet.up();
   });
   afterEach(async () => {
+    // every request the agent made is one the shipped RBAC grants (checked after the clean-up)
+    const denied = server.denied().map((r) => `${r.method} ${r.path}`);
     if (playing) clearInterval(playing);
     playing = undefined;
     await kubelet.down();
     await server.stop();
     await pods.removeAll();
     await rm(stateDir, { recursive: true, force: true });
+    expect(denied).toEqual([]);
   });
 
   const podctl = (args: string[], api = true) =>
@@ -268,7 +274,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     const c = await apiPod({ name: 'steady-deleted', terminationGracePeriodSeconds: 120 });
     server.deletePod(c.namespace, c.name, 120);
     const port = 20000 + (process.pid % 20000);
-    const agent = spawnPodctl(['agent', '--interval', '1s', '--metrics-addr', `127.0.0.1:${port}`, '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', '--kubeconfig', kubeconfig], {
+    const agent = spawnPodctl(['agent', '--interval', '1s', '--metrics-addr', `127.0.0.1:${port}`, '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', '--kubeconfig', agentKubeconfig], {
       endpoint: `unix://${privateNode.socket}`,
       stateDir,
     });
@@ -298,7 +304,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
   const nodeEvents = (): string[] => [...server.events.values()].filter((e) => e.involvedObject?.kind === 'Node' && e.involvedObject?.name === 'node-1').map((e) => e.reason as string);
 
   async function withAgent<T>(body: () => Promise<T>): Promise<T> {
-    const agent = spawnPodctl(['agent', '--interval', '500ms', '--metrics-addr', '127.0.0.1:0', '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', '--kubeconfig', kubeconfig], {
+    const agent = spawnPodctl(['agent', '--interval', '500ms', '--metrics-addr', '127.0.0.1:0', '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', '--kubeconfig', agentKubeconfig], {
       endpoint: `unix://${privateNode.socket}`,
       stateDir,
     });

@@ -4,7 +4,7 @@
  * them are cross-checked with it.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { writeKubeconfig } from './support.js';
 import { mergePatch, startKubeApiServer, strategicMergePatch, type KubeApiServer } from '../support/kube-api-server.js';
+import { attributesOf, authorize, loadShippedRbac } from '../support/rbac.js';
 
 let server: KubeApiServer;
 
@@ -157,6 +158,70 @@ describe('the local API server', () => {
     expect(limited.headers['retry-after']).toBe('2');
     expect(limited.body).toMatchObject({ kind: 'Status', reason: 'TooManyRequests', code: 429 });
     expect((await request('GET', '/api/v1/pods')).status).toBe(200);
+  });
+});
+
+describe('podctl as the agent: the RBAC shipped in deploy/', () => {
+  const as = (token: string) => ({ authorization: `Bearer ${token}` });
+
+  it('grants what deploy/ grants and answers 403 worded as RBAC to the rest (a planted request is noticed)', async () => {
+    const token = server.addAgent({ node: 'n1' });
+    server.requests.length = 0;
+    server.addPod(pod('a'));
+    expect((await request('GET', '/api/v1/pods?fieldSelector=spec.nodeName%3Dn1', undefined, as(token))).status).toBe(200);
+    expect((await request('POST', '/api/v1/namespaces/web/events', { metadata: { name: 'e1' }, reason: 'Killing' }, as(token))).status).toBe(201);
+    expect((await request('GET', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1', undefined, as(token))).status).toBe(404); // granted; none there
+    expect(server.denied()).toEqual([]);
+    // planted: calls the shipped RBAC does not grant
+    const listEvents = await request('GET', '/api/v1/namespaces/web/events', undefined, as(token));
+    expect(listEvents.status).toBe(403);
+    expect(listEvents.body).toMatchObject({
+      kind: 'Status',
+      reason: 'Forbidden',
+      code: 403,
+      message: 'events is forbidden: User "system:serviceaccount:podctl-system:podctl" cannot list resource "events" in API group "" in the namespace "web"',
+    });
+    const patchEvent = await request('PATCH', '/api/v1/namespaces/web/events/e1', { count: 2 }, { ...as(token), 'content-type': 'application/merge-patch+json' });
+    expect(patchEvent.body.message).toBe('events "e1" is forbidden: User "system:serviceaccount:podctl-system:podctl" cannot patch resource "events" in API group "" in the namespace "web"');
+    const otherLease = await request('GET', '/apis/coordination.k8s.io/v1/namespaces/default/leases/n1', undefined, as(token));
+    expect(otherLease.body.message).toBe(
+      'leases.coordination.k8s.io "n1" is forbidden: User "system:serviceaccount:podctl-system:podctl" cannot get resource "leases" in API group "coordination.k8s.io" in the namespace "default"',
+    );
+    const pdbs = await request('GET', '/apis/policy/v1/poddisruptionbudgets', undefined, as(token));
+    expect(pdbs.body.message).toBe(
+      'poddisruptionbudgets.policy is forbidden: User "system:serviceaccount:podctl-system:podctl" cannot list resource "poddisruptionbudgets" in API group "policy" at the cluster scope',
+    );
+    expect(server.denied().map((r) => `${r.method} ${r.path}`)).toEqual([
+      'GET /api/v1/namespaces/web/events',
+      'PATCH /api/v1/namespaces/web/events/e1',
+      'GET /apis/coordination.k8s.io/v1/namespaces/default/leases/n1',
+      'GET /apis/policy/v1/poddisruptionbudgets',
+    ]);
+    // the admin token is not bound by it
+    expect((await request('GET', '/api/v1/namespaces/web/events')).status).toBe(200);
+  });
+
+  it("the agent's pod list and watch must name its node (fieldSelector spec.nodeName)", async () => {
+    const token = server.addAgent({ node: 'n1' });
+    const all = await request('GET', '/api/v1/pods', undefined, as(token));
+    expect(all.status).toBe(403);
+    expect(all.body.message).toMatch(/cannot list resource "pods" in API group "" at the cluster scope: podctl's agent reads only the pods of its node \(fieldSelector spec.nodeName=n1\)$/);
+    expect((await request('GET', '/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3Dn2', undefined, as(token))).status).toBe(403);
+    expect((await request('GET', '/api/v1/namespaces/web/pods?fieldSelector=metadata.name%3Da', undefined, as(token))).status).toBe(403);
+  });
+
+  it('the rules are read from deploy/: a grant removed there is refused', () => {
+    const copy = mkdtempSync(path.join(tmpdir(), 'podctl-deploy-'));
+    for (const file of readdirSync('deploy').filter((f) => f.endsWith('.yaml'))) {
+      const text = readFileSync(path.join('deploy', file), 'utf8');
+      writeFileSync(path.join(copy, file), file === 'clusterrole.yaml' ? text.replace(/resources: \["events"\]\n(\s+)verbs: \["create"\]/, 'resources: ["events"]\n$1verbs: ["get"]') : text);
+    }
+    const create = attributesOf('POST', '/api/v1/namespaces/web/events', new URLSearchParams());
+    expect(authorize(loadShippedRbac('deploy'), create)).toBe(true);
+    expect(authorize(loadShippedRbac(copy), create)).toBe(false);
+    // a Role's rules hold only in its namespace
+    expect(authorize(loadShippedRbac('deploy'), attributesOf('GET', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1', new URLSearchParams()))).toBe(true);
+    expect(authorize(loadShippedRbac('deploy'), attributesOf('GET', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/n1', new URLSearchParams()))).toBe(false);
   });
 });
 

@@ -6,13 +6,14 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { writeKubeconfig } from './support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { KubeError, connectKube, detectKube, IN_CLUSTER_TOKEN, type KubeClient } from '../../src/kube/index.js';
 
 let server: KubeApiServer;
 let kubeconfig: string;
+let agentToken: string;
 const connect = (options: { timeoutMs?: number; budgetMs?: number } = {}): Promise<KubeClient> =>
   connectKube({ kind: 'kubeconfig', path: kubeconfig }, { node: 'node-1', timeoutMs: options.timeoutMs ?? 2_000, retry: { baseMs: 50, budgetMs: options.budgetMs ?? 5_000 } });
 
@@ -25,9 +26,15 @@ const podOn = (name: string, node = 'node-1', extra: Record<string, unknown> = {
 
 beforeAll(async () => {
   server = await startKubeApiServer();
-  kubeconfig = writeKubeconfig(mkdtempSync(path.join(tmpdir(), 'podctl-kube-')), server.port);
+  // the client speaks as the agent: podctl's ServiceAccount under the RBAC shipped in deploy/
+  agentToken = server.addAgent({ node: 'node-1' });
+  kubeconfig = writeKubeconfig(mkdtempSync(path.join(tmpdir(), 'podctl-kube-')), server.port, 'test', agentToken);
 });
 afterAll(() => server.stop());
+afterEach(() => {
+  // every call the client made is one the shipped RBAC grants
+  expect(server.denied().map((r) => `${r.method} ${r.path}`)).toEqual([]);
+});
 beforeEach(() => {
   server.pods.clear();
   server.events.clear();
@@ -59,19 +66,21 @@ describe('connectKube against the local API server', () => {
     expect(request?.query.get('fieldSelector')).toBe('spec.nodeName=node-1');
   });
 
-  it('Events: component podctl, one Event per pod and reason whose count rises', async () => {
+  it('Events: component podctl, one Event per pod and reason, written with create alone (the RBAC grants no other verb on events)', async () => {
     const pod = server.addPod(podOn('a'));
     const kube = await connect();
     await kube.postEvent(pod, 'Normal', 'Killing', "Stopping pod's containers with a grace period of 3s");
-    await kube.postEvent(pod, 'Normal', 'Killing', "Stopping pod's containers with a grace period of 2s");
+    // a second report of the same pod and reason (a retry, another podctl process): the Event is there already
+    await (await connect()).postEvent(pod, 'Normal', 'Killing', "Stopping pod's containers with a grace period of 2s");
     await kube.postEvent(pod, 'Warning', 'FailedKillPod', 'error killing pod: x');
     const events = server.eventsFor('web', 'a');
     expect(events).toHaveLength(2);
+    expect(server.requests.filter((r) => r.path.includes('/events')).map((r) => `${r.method} ${r.status}`)).toEqual(['POST 201', 'POST 409', 'POST 201']);
     const killing = events.find((e) => e.reason === 'Killing');
     expect(killing).toMatchObject({
       type: 'Normal',
-      count: 2,
-      message: "Stopping pod's containers with a grace period of 2s",
+      count: 1,
+      message: "Stopping pod's containers with a grace period of 3s",
       involvedObject: { kind: 'Pod', name: 'a', namespace: 'web', uid: pod.metadata.uid },
       source: { component: 'podctl', host: 'node-1' },
     });
@@ -167,12 +176,13 @@ describe('connectKube against the local API server', () => {
     const forbidden = await kube.finalDelete({ namespace: 'web', name: 'a', uid: 'x' }).catch((e: unknown) => e);
     expect((forbidden as Error).message).toMatch(/^final delete of pod: forbidden \(HTTP 403\): the identity of kubeconfig .* lacks RBAC verb "delete" on resource "pods" in namespace web; grant it/);
     expect((forbidden as Error).message).not.toContain('\n');
-    server.token = 'other';
+    const agent = server.users.get(agentToken)!;
+    server.users.delete(agentToken);
     try {
       const denied = await kube.listNodePods().catch((e: unknown) => e);
       expect((denied as Error).message).toMatch(/^list pods: the API server refused the credentials of kubeconfig .* \(HTTP 401 Unauthorized\)/);
     } finally {
-      server.token = 'abc';
+      server.users.set(agentToken, agent);
     }
   });
 

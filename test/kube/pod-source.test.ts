@@ -2,8 +2,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeKubeconfig } from './support.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { writeAgentKubeconfig } from './support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { connectKube } from '../../src/kube/index.js';
 import { NodePodSource, type PodSourceEvent } from '../../src/kube/pod-source.js';
@@ -12,9 +12,11 @@ let server: KubeApiServer;
 let kubeconfig: string;
 beforeAll(async () => {
   server = await startKubeApiServer();
-  kubeconfig = writeKubeconfig(mkdtempSync(path.join(tmpdir(), 'podctl-source-')), server.port);
+  kubeconfig = writeAgentKubeconfig(mkdtempSync(path.join(tmpdir(), 'podctl-source-')), server);
 });
 afterAll(() => server.stop());
+// every request podctl made as the agent is one the shipped RBAC grants
+afterEach(() => expect(server.denied().map((r) => `${r.method} ${r.path}`)).toEqual([]));
 
 const pod = (name: string, node = 'node-1') => ({ metadata: { name, namespace: 'web' }, spec: { nodeName: node, containers: [] }, status: { phase: 'Running' } });
 

@@ -2,8 +2,8 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-export function writeKubeconfig(dir: string, port: number, name = 'test', token = 'abc'): string {
-  const file = path.join(dir, 'kubeconfig');
+export function writeKubeconfig(dir: string, port: number, name = 'test', token = 'abc', fileName = 'kubeconfig'): string {
+  const file = path.join(dir, fileName);
   writeFileSync(
     file,
     `apiVersion: v1
@@ -15,4 +15,12 @@ current-context: ${name}
 `,
   );
   return file;
+}
+
+/**
+ * A kubeconfig with which podctl speaks as the DaemonSet's agent on `node`: podctl's ServiceAccount,
+ * authorized by exactly the RBAC shipped in deploy/ (the local API server answers 403 to the rest).
+ */
+export function writeAgentKubeconfig(dir: string, server: { port: number; addAgent(identity: { node: string }): string }, node = 'node-1'): string {
+  return writeKubeconfig(dir, server.port, 'agent', server.addAgent({ node }), 'kubeconfig-agent');
 }

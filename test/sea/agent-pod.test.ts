@@ -20,7 +20,7 @@ import { describeContainerd, requireNodeDir } from '../e2e/support/env.js';
 import { PrivateNode } from '../e2e/support/node.js';
 import { connectCri, type CriClient } from '../../src/cri/client.js';
 import { PodFactory } from '../e2e/support/pods.js';
-import { writeKubeconfig } from '../kube/support.js';
+import { writeAgentKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { useContainerd } from '../e2e/support/context.js';
 import { collect, requireBuild, runPodctl, spawnPodctl } from '../e2e/support/cli.js';
@@ -228,7 +228,7 @@ describeContainerd(import.meta.url, 'podctl agent as a pod drains its node on re
         spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: 'x' }] },
         status: { phase: 'Running' },
       });
-      const kubeconfig = writeKubeconfig(stateDir, server.port);
+      const kubeconfig = writeAgentKubeconfig(stateDir, server);
       const port = await freePort();
       const agent = await runAgentPod(
         cri,
@@ -251,6 +251,8 @@ describeContainerd(import.meta.url, 'podctl agent as a pod drains its node on re
       expect(await healthz(port)).toBe(200);
       const events = [...server.events.values()].filter((e) => e.involvedObject?.kind === 'Node').map((e) => e.reason);
       expect(events).toEqual(expect.arrayContaining(['DrainStarted', 'DrainCompleted']));
+      // every request the agent made is one the shipped RBAC grants
+      expect(server.denied().map((r) => `${r.method} ${r.path}`)).toEqual([]);
     },
     180_000,
   );

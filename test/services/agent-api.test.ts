@@ -7,14 +7,14 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { connectKube } from '../../src/kube/index.js';
 import { createMetrics } from '../../src/metrics/registry.js';
 import { runAgent, type AgentStep } from '../../src/services/agent.js';
 import { ApiNode } from '../../src/services/api-node.js';
 import { openSession } from '../../src/session/open.js';
-import { writeKubeconfig } from '../kube/support.js';
+import { writeAgentKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 
 let server: KubeApiServer;
@@ -40,6 +40,8 @@ afterAll(async () => {
   await sim?.close();
   await server?.stop();
 });
+// every request podctl made as the agent is one the shipped RBAC grants
+afterEach(() => expect(server.denied().map((r) => `${r.method} ${r.path}`)).toEqual([]));
 
 describe('podctl agent with the API server', () => {
   it('finishes a deletion, keeps the static pod its mirror stands for, and posts one Event for a stuck pod', async () => {
@@ -57,7 +59,7 @@ describe('podctl agent with the API server', () => {
     });
     server.deletePod('app', 'gone', 2);
 
-    const kube = await connectKube({ kind: 'kubeconfig', path: writeKubeconfig(dir, server.port) }, { node: 'node-1', timeoutMs: 2_000 });
+    const kube = await connectKube({ kind: 'kubeconfig', path: writeAgentKubeconfig(dir, server) }, { node: 'node-1', timeoutMs: 2_000 });
     const api = new ApiNode(kube, { node: 'node-1', stateDir: path.join(dir, 'state') });
     const session = await openSession({ stateDir: path.join(dir, 'state'), runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
     const metrics = createMetrics();

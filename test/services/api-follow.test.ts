@@ -2,12 +2,12 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectKube } from '../../src/kube/index.js';
 import { ApiNode } from '../../src/services/api-node.js';
 import { ApiFollower } from '../../src/services/api-follow.js';
 import type { NodeSession } from '../../src/domain/session-api.js';
-import { writeKubeconfig } from '../kube/support.js';
+import { writeAgentKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 
 let server: KubeApiServer;
@@ -17,11 +17,13 @@ beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'podctl-follow-'));
 });
 afterAll(() => server.stop());
+// every request podctl made as the agent is one the shipped RBAC grants
+afterEach(() => expect(server.denied().map((r) => `${r.method} ${r.path}`)).toEqual([]));
 
 describe('ApiFollower without act', () => {
   it('reports deletions (and only shorter graces again), never kills nor deletes', async () => {
     server.addPod({ metadata: { name: 'a', namespace: 'web' }, spec: { nodeName: 'node-1', containers: [] }, status: { phase: 'Running' } });
-    const kube = await connectKube({ kind: 'kubeconfig', path: writeKubeconfig(dir, server.port) }, { node: 'node-1', timeoutMs: 2_000 });
+    const kube = await connectKube({ kind: 'kubeconfig', path: writeAgentKubeconfig(dir, server) }, { node: 'node-1', timeoutMs: 2_000 });
     const notes: string[] = [];
     const session = { requestKill: () => Promise.reject(new Error('must not kill')), getPod: () => Promise.resolve(undefined) } as unknown as NodeSession;
     const follower = new ApiFollower({ session, api: new ApiNode(kube, { node: 'node-1', stateDir: dir }), act: false, onNote: (_l, m) => notes.push(m) });

@@ -5,8 +5,8 @@
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeKubeconfig } from '../kube/support.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { writeAgentKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { connectKube } from '../../src/kube/index.js';
 import { ApiNode, terminatedOnNode } from '../../src/services/api-node.js';
@@ -16,9 +16,11 @@ let server: KubeApiServer;
 let kubeconfig: string;
 beforeAll(async () => {
   server = await startKubeApiServer();
-  kubeconfig = writeKubeconfig(mkdtempSync(path.join(tmpdir(), 'podctl-apinode-')), server.port);
+  kubeconfig = writeAgentKubeconfig(mkdtempSync(path.join(tmpdir(), 'podctl-apinode-')), server);
 });
 afterAll(() => server.stop());
+// every request podctl made as the agent is one the shipped RBAC grants
+afterEach(() => expect(server.denied().map((r) => `${r.method} ${r.path}`)).toEqual([]));
 
 describe('ApiNode', () => {
   it('records what an unreachable API server cannot take (deduplicated) and replays it later; final deletes wait for the pod to stop', async () => {

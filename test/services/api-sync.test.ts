@@ -6,13 +6,13 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { connectKube } from '../../src/kube/index.js';
 import { ApiNode } from '../../src/services/api-node.js';
 import { openSession } from '../../src/session/open.js';
 import { syncKnown } from '../../src/services/sync-known.js';
-import { writeKubeconfig } from '../kube/support.js';
+import { writeAgentKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 
 let server: KubeApiServer;
@@ -38,6 +38,8 @@ afterAll(async () => {
   await sim?.close();
   await server?.stop();
 });
+// every request podctl made as the agent is one the shipped RBAC grants
+afterEach(() => expect(server.denied().map((r) => `${r.method} ${r.path}`)).toEqual([]));
 
 describe('startApiSync through sync-known', () => {
   it('a deleted pod: Killing with the API grace, FailedKillPod for a failed stop, then the final delete; the other pod stays', async () => {
@@ -49,7 +51,7 @@ describe('startApiSync through sync-known', () => {
       });
     }
     server.deletePod('web', 'a', 2);
-    const kube = await connectKube({ kind: 'kubeconfig', path: writeKubeconfig(dir, server.port) }, { node: 'node-1', timeoutMs: 2_000 });
+    const kube = await connectKube({ kind: 'kubeconfig', path: writeAgentKubeconfig(dir, server) }, { node: 'node-1', timeoutMs: 2_000 });
     const session = await openSession({ stateDir: path.join(dir, 'state'), runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
     try {
       const result = await syncKnown({ session, source: { kind: 'api' }, api: new ApiNode(kube, { node: 'node-1', stateDir: path.join(dir, 'state') }) });
@@ -71,7 +73,7 @@ describe('startApiSync through sync-known', () => {
   it('a deleted pod the runtime cannot stop: ExceededGracePeriod past its bound, and no final delete while it runs', async () => {
     server.deletePod('web', 'wedged', 1);
     sim.setFaults([{ method: 'StopContainer', code: 14, details: 'runtime wedged' }]);
-    const kube = await connectKube({ kind: 'kubeconfig', path: writeKubeconfig(dir, server.port) }, { node: 'node-1', timeoutMs: 2_000 });
+    const kube = await connectKube({ kind: 'kubeconfig', path: writeAgentKubeconfig(dir, server) }, { node: 'node-1', timeoutMs: 2_000 });
     const session = await openSession({ stateDir: path.join(dir, 'state'), runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
     try {
       server.requests.length = 0;

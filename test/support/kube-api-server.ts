@@ -18,12 +18,16 @@
  * - every object and list carries metadata.resourceVersion from one global counter; every error is
  *   a `Status` object (kind Status, status Failure, message, reason, details, code);
  * - bearer-token authentication (401) and per-verb/resource denials (403, worded as RBAC does);
+ * - users (`addAgent`): podctl's ServiceAccount, authorized by the RBAC shipped in deploy/ (rbac.ts)
+ *   and answered 403 as RBAC words it for anything that RBAC does not grant; its pod list and watch
+ *   must name its node (fieldSelector spec.nodeName), as the agent's always do;
  * - fault injection: N answers with a status (429 with Retry-After, 5xx) or a dropped connection,
  *   matched by method and path; `stop()`/`start()` on the same port for an unreachable server.
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { PODCTL_SERVICE_ACCOUNT, PODCTL_USERNAME, attributesOf, authorize, forbiddenMessage, loadShippedRbac, type ScopedRule } from './rbac.js';
 
 type Obj = Record<string, any>;
 
@@ -47,6 +51,38 @@ export interface RecordedRequest {
   contentType: string | undefined;
   body: any;
   status: number;
+  /** Who asked (the user's name; 'admin' for the all-powerful `token`). */
+  user: string;
+  /** Refused because RBAC does not grant it (not a planted `forbidden` denial). */
+  refusedByRbac?: true;
+}
+
+/** A user of the server other than the all-powerful `token`: authorized by RBAC rules. */
+export interface ApiUser {
+  username: string;
+  uid: string;
+  groups: string[];
+  extra: Record<string, string[]>;
+  rules: ScopedRule[];
+  /** Its pod lists and watches must carry fieldSelector spec.nodeName=<this> (403 otherwise). */
+  podsOfNode?: string;
+}
+
+export interface AgentIdentity {
+  /** The node the agent runs on (its pod lists must name it). */
+  node: string;
+  /** The bearer token (default `agent-<node>`). */
+  token?: string;
+  /** The token's node-name claim: the node (default), another node's name, or none (false). */
+  nodeClaim?: boolean | string;
+}
+
+const NODE_CLAIM = 'authentication.kubernetes.io/node-name';
+const ADMIN = 'admin';
+
+/** Requests that change something (a SelfSubjectReview is a question, not a write). */
+export function isWrite(request: RecordedRequest): boolean {
+  return request.method !== 'GET' && request.method !== 'HEAD' && !request.path.endsWith('/selfsubjectreviews');
 }
 
 interface WatchEntry {
@@ -132,6 +168,8 @@ export class KubeApiServer {
   readonly requests: RecordedRequest[] = [];
   /** Accepted bearer token (401 otherwise); '' accepts anonymous requests. */
   token = 'abc';
+  /** Users by bearer token, besides `token` (`addAgent`). */
+  readonly users = new Map<string, ApiUser>();
   /** Denied "verb resource" pairs, e.g. "delete pods", "patch pods/status" (403). */
   readonly forbidden = new Set<string>();
   /** Called after each answer (a test seam: change state between a client's read and its write). */
@@ -186,6 +224,34 @@ export class KubeApiServer {
     const server = this.#server;
     this.#server = undefined;
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /**
+   * podctl's ServiceAccount as the DaemonSet's agent on `node`, authorized by exactly the RBAC in
+   * deploy/; returns its bearer token (for `writeKubeconfig`).
+   */
+  addAgent(identity: AgentIdentity): string {
+    const token = identity.token ?? `agent-${identity.node}`;
+    const claim = identity.nodeClaim === undefined || identity.nodeClaim === true ? identity.node : identity.nodeClaim;
+    this.users.set(token, {
+      username: PODCTL_USERNAME,
+      uid: randomUUID(),
+      groups: ['system:serviceaccounts', `system:serviceaccounts:${PODCTL_SERVICE_ACCOUNT.namespace}`, 'system:authenticated'],
+      extra: claim === false ? {} : { [NODE_CLAIM]: [claim], 'authentication.kubernetes.io/pod-name': [`podctl-agent-${identity.node}`] },
+      rules: loadShippedRbac(),
+      podsOfNode: identity.node,
+    });
+    return token;
+  }
+
+  /** The requests of a user (by name) that RBAC refused (403). */
+  denied(user = PODCTL_USERNAME): RecordedRequest[] {
+    return this.requests.filter((r) => r.user === user && r.refusedByRbac === true);
+  }
+
+  /** The write requests (anything but a read or a SelfSubjectReview) a user (by name) made. */
+  writes(user = PODCTL_USERNAME): RecordedRequest[] {
+    return this.requests.filter((r) => r.user === user && isWrite(r));
   }
 
   inject(fault: Fault): void {
@@ -328,7 +394,9 @@ export class KubeApiServer {
       } catch {
         body = raw;
       }
-      const record: RecordedRequest = { method, path: url.pathname, query: url.searchParams, contentType: req.headers['content-type'], body, status: 0 };
+      const bearer = req.headers.authorization?.startsWith('Bearer ') ? req.headers.authorization.slice('Bearer '.length) : undefined;
+      const user = this.token === '' || bearer === this.token ? undefined : bearer !== undefined ? this.users.get(bearer) : undefined;
+      const record: RecordedRequest = { method, path: url.pathname, query: url.searchParams, contentType: req.headers['content-type'], body, status: 0, user: user?.username ?? ADMIN };
       this.requests.push(record);
       const send = (code: number, object: Obj, headers: Record<string, string> = {}): void => {
         record.status = code;
@@ -352,8 +420,13 @@ export class KubeApiServer {
         );
         return;
       }
-      if (this.token !== '' && req.headers.authorization !== `Bearer ${this.token}`) {
+      if (this.token !== '' && req.headers.authorization !== `Bearer ${this.token}` && !user) {
         send(401, status(401, 'Unauthorized', 'Unauthorized'));
+        return;
+      }
+      if (user && this.#refusedByRbac(user, method, url, send)) {
+        record.refusedByRbac = true;
+        this.onAnswered?.(record);
         return;
       }
       try {
@@ -363,6 +436,22 @@ export class KubeApiServer {
       }
       this.onAnswered?.(record);
     });
+  }
+
+  /** RBAC for a user other than the admin: 403 worded as RBAC does, and its pod lists scoped to its node. */
+  #refusedByRbac(user: ApiUser, method: string, url: URL, send: (c: number, o: Obj) => void): boolean {
+    const a = attributesOf(method, url.pathname, url.searchParams);
+    const refuse = (message: string): true => {
+      const [kind] = a.resource.split('/');
+      send(403, status(403, 'Forbidden', message, { ...(a.name ? { name: a.name } : {}), ...(a.group ? { group: a.group } : {}), kind }));
+      return true;
+    };
+    if (!authorize(user.rules, a)) return refuse(forbiddenMessage(user.username, a));
+    const listsPods = a.group === '' && a.resource === 'pods' && (a.verb === 'list' || a.verb === 'watch');
+    if (listsPods && user.podsOfNode !== undefined && !(url.searchParams.get('fieldSelector') ?? '').split(',').includes(`spec.nodeName=${user.podsOfNode}`)) {
+      return refuse(`${forbiddenMessage(user.username, a)}: podctl's agent reads only the pods of its node (fieldSelector spec.nodeName=${user.podsOfNode})`);
+    }
+    return false;
   }
 
   #forbidden(verb: string, resource: string, namespace: string | undefined, name: string | undefined, send: (c: number, o: Obj) => void): boolean {
