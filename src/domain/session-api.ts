@@ -116,6 +116,11 @@ export interface PodInfo {
   owner?: LeaseInfo;
   lastError?: RuntimeErrorInfo;
   history: TransitionRecord[];
+  /**
+   * Its worker finished and was forgotten (SyncKnownPods): `worker`, `since` and `history` are its
+   * ending as last written, kept while the runtime lists the pod running nothing.
+   */
+  forgotten?: boolean;
 }
 
 export interface ListPodsOptions {

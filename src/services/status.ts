@@ -292,6 +292,9 @@ export function waitingFor(pod: PodInfo, now: number): string {
   }
   const retry = pod.lastError?.retryAt !== undefined && pod.lastError.retryAt > now ? pod.lastError : undefined;
   const retryText = retry ? ` The last attempt failed (${retry.message}); next retry in ${formatDuration((retry.retryAt ?? now) - now)}.` : '';
+  if (view.finished && pod.forgotten) {
+    return 'Nothing: termination finished and its worker was forgotten (`podctl sync-known`); this is how the pod ended, kept while the runtime lists it. `podctl kill` does not act on it again.';
+  }
   if (view.finished) return 'Nothing: termination finished; the worker is kept until the next `podctl sync-known` forgets it.';
   if (view.terminatedAt !== undefined) {
     return `syncTerminatedPod to complete: clean-up after every container stopped${view.evicted ? ' (evicted: containers and sandboxes are removed)' : ''}; retried until it succeeds.${retryText}`;

@@ -16,6 +16,9 @@
  * - A failed write keeps the previous checkpoint intact and the pod dirty; it is reported once,
  *   retried after FLUSH_RETRY_MS, and never an unhandled rejection.
  * - Only pods whose lease this process holds are written; a withdrawn pod never is.
+ * - A forgotten pod's checkpoint is replaced by its ending (`ended/`, the same record with the
+ *   worker finished): its history stays readable while the runtime lists the pod, and no session
+ *   restores a worker from it.
  */
 import { workerStateOf, type PodSyncStatusView, type PodWorkerEvent, type PodWorkers } from '../engine/types.js';
 import type { Logger } from '../domain/session-api.js';
@@ -32,8 +35,8 @@ const HISTORY_ONLY_EVENTS: ReadonlySet<PodWorkerEvent['type']> = new Set(['sync-
 const FLUSH_RETRY_MS = 1_000;
 
 export interface PersistenceDeps {
-  store: Pick<Store, 'checkpoints' | 'leases'>;
-  engine: Pick<PodWorkers, 'snapshot'>;
+  store: Pick<Store, 'checkpoints' | 'leases' | 'ended'>;
+  engine: Pick<PodWorkers, 'snapshot' | 'statusOf'>;
   memory: PodMemory;
   now: () => number;
   pid: number;
@@ -62,6 +65,8 @@ export class Persistence {
   /** Pods whose first intent could not be made durable (disk full): withdrawn, never acted on here. */
   readonly #withdrawn = new Set<string>();
   readonly #forgotten = new Set<string>();
+  /** The view of a pod as it finished (when the engine still had it), for its ending when it is forgotten. */
+  readonly #finished = new Map<string, { view: PodSyncStatusView | undefined; at: number }>();
   #flushTimer: NodeJS.Timeout | undefined;
   /** One batch write at a time; every flush asked for meanwhile shares the one after it. */
   readonly #batches = new SingleFlight(() => this.#writeDirty());
@@ -74,6 +79,7 @@ export class Persistence {
   /** Marks the pod of an engine event dirty (and its intent, for events that carry one). */
   noteEngineEvent(event: PodWorkerEvent): void {
     if (event.type === 'forgotten') this.#forgotten.add(event.uid);
+    if (event.type === 'finished') this.#finished.set(event.uid, { view: this.#deps.engine.statusOf(event.uid), at: event.at });
     if (INTENT_EVENTS.has(event.type)) this.markIntent(event.uid);
     this.#dirty.add(event.uid);
     // What other processes show (state, grace, errors) is written within a flush delay; a sync
@@ -206,6 +212,7 @@ export class Persistence {
     if (!leases.holds(uid) || this.#withdrawn.has(uid)) return;
     if (this.#forgotten.has(uid) && view === undefined) {
       this.#forgotten.delete(uid);
+      await this.#writeEnding(uid);
       this.#deps.memory.forget(uid);
       await checkpoints.remove(uid);
       await leases.release(uid);
@@ -217,6 +224,26 @@ export class Persistence {
     owned.namespace = names.namespace;
     owned.name = names.name;
     await checkpoints.write(this.#checkpointOf(view, owned), { syncFolder: false, durable });
+  }
+
+  /**
+   * A forgotten pod's ending: its last view (as it finished, else its checkpoint's) marked finished,
+   * with the session's timeline (the finish and the forgetting included). Best effort: a pod whose
+   * ending cannot be written is forgotten all the same (status then shows what the runtime says).
+   */
+  async #writeEnding(uid: string): Promise<void> {
+    const finished = this.#finished.get(uid);
+    this.#finished.delete(uid);
+    try {
+      const last = finished?.view ?? (await this.#deps.store.checkpoints.read(uid))?.status;
+      const owned = this.#deps.memory.get(uid);
+      if (!last || !owned) return;
+      const at = finished?.at ?? this.#deps.now();
+      const view: PodSyncStatusView = last.finished ? last : { ...last, working: false, finished: true, terminatedAt: last.terminatedAt ?? at };
+      await this.#deps.store.ended.write({ ...this.#checkpointOf(view, owned), since: last.finished ? owned.since : at });
+    } catch (error) {
+      this.#deps.log('debug', `the ending of pod ${uid} was not kept: ${(error as Error).message}`);
+    }
   }
 
   #checkpointOf(view: PodSyncStatusView, owned: OwnedPod): PodCheckpoint {

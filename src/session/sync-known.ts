@@ -11,7 +11,8 @@
  * - An abort stops the sync between steps and ends the bounded wait; the pods adopted so far stay
  *   owned until close() persists them and releases their leases.
  * - Housekeeping deletes only what no process will need: leases of pods long gone (no checkpoint),
- *   inbox files no owner will take (judged only with a runtime listing), idle hand-off logs.
+ *   inbox files no owner will take and the endings of pods the runtime no longer lists (both judged
+ *   only with a runtime listing), idle hand-off logs.
  */
 import { hostname } from 'node:os';
 import type { PodWorkers, PodWorkerSync, V1Pod } from '../engine/types.js';
@@ -33,7 +34,7 @@ const RELEASED_LEASE_RETENTION_MS = 60 * 60 * 1000;
 const HAND_OFF_LOG_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 export interface SyncKnownDeps {
-  store: Pick<Store, 'checkpoints' | 'leases' | 'inbox' | 'layout'>;
+  store: Pick<Store, 'checkpoints' | 'leases' | 'inbox' | 'layout' | 'ended'>;
   engine: Pick<PodWorkers, 'snapshot' | 'subscribe' | 'syncKnownPods' | 'updatePod'>;
   view: Pick<PodView, 'runtimeIndex'>;
   ownership: Pick<Ownership, 'adopt' | 'holds'>;
@@ -108,7 +109,8 @@ export async function syncKnown(deps: SyncKnownDeps, desired: V1Pod[] | undefine
 /**
  * Housekeeping, so the state dir does not grow forever: the leases of pods long gone (no
  * checkpoint; released, or their owner dead for an hour), inbox files no owner will take (not
- * requests, or requests for pods that no longer exist, an hour old), hand-off logs idle for a day.
+ * requests, or requests for pods that no longer exist, an hour old), the endings of pods the
+ * runtime no longer lists, hand-off logs idle for a day.
  */
 async function sweepStateDir(deps: SyncKnownDeps): Promise<void> {
   const { store } = deps;
@@ -118,7 +120,10 @@ async function sweepStateDir(deps: SyncKnownDeps): Promise<void> {
     const withLease = await store.leases.uids();
     const inRuntime = await deps.view.runtimeIndex(RECENT_LISTING_MS).catch(() => undefined);
     // without a runtime listing no request is judged orphaned
-    if (inRuntime) await store.inbox.sweepUnknown(RELEASED_LEASE_RETENTION_MS, (uid) => withCheckpoint.has(uid) || withLease.has(uid) || inRuntime.has(uid));
+    if (inRuntime) {
+      await store.inbox.sweepUnknown(RELEASED_LEASE_RETENTION_MS, (uid) => withCheckpoint.has(uid) || withLease.has(uid) || inRuntime.has(uid));
+      for (const uid of await store.ended.uids()) if (!inRuntime.has(uid)) await store.ended.remove(uid);
+    }
     const { sweepHandOffLogs } = await import('./hand-off.js');
     await sweepHandOffLogs(store.layout.root, HAND_OFF_LOG_RETENTION_MS, deps.now());
   } catch (error) {

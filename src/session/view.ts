@@ -6,7 +6,9 @@
  * - Reads never take a lease nor write anything; the checkpoints they show are the store's shared
  *   frozen copies (a pod's `worker`, `history`, `pod` and `lastError` from a checkpoint are frozen).
  * - An owned pod is shown from memory (the engine's view, the session's timeline); any other from
- *   its checkpoint and lease; a pod only the runtime has is in state `runtime`.
+ *   its checkpoint and lease; a pod only the runtime has is in state `runtime`, unless a worker of
+ *   this node finished it and was forgotten since: then it is `finished`, from its ending (`ended/`),
+ *   while the runtime lists it running nothing.
  * - The runtime listing and the store reads run side by side; a read of a few UIDs reads only
  *   their files.
  * - A pod whose intent is held because its checkpoint cannot be written says so (its own file).
@@ -18,7 +20,7 @@ import { leaseInfoOf, type LeaseView, type PodCheckpoint, type Store } from '../
 import type { PodMemory } from './memory.js';
 import type { Persistence } from './persistence.js';
 import { isStaticPod } from '../engine/pod-kinds.js';
-import { namesOf, specOf, stateOfView } from './pod-views.js';
+import { isRunningSomething, namesOf, specOf, stateOfView } from './pod-views.js';
 import type { RuntimePodRecord, SessionRuntime } from './runtime.js';
 import { RECENT_LISTING_MS } from './seams.js';
 
@@ -28,7 +30,7 @@ const SHARED = { shared: true } as const;
 export type RuntimeIndex = Map<string, RuntimePodRecord>;
 
 export interface PodViewDeps {
-  store: Pick<Store, 'checkpoints' | 'leases'>;
+  store: Pick<Store, 'checkpoints' | 'leases' | 'ended'>;
   engine: Pick<PodWorkers, 'snapshot'>;
   runtime: Pick<SessionRuntime, 'listPods'>;
   memory: PodMemory;
@@ -80,12 +82,32 @@ export class PodView {
     const [runtime, [stored, leaseViews]] = await Promise.all([runtimePods ?? this.runtimeIndex(0, signal), this.#readStore(only)]);
     const snapshot = this.#deps.engine.snapshot();
     const uids = new Set<string>(only ?? [...runtime.keys(), ...stored.keys(), ...this.#deps.memory.uids()]);
+    const endings = await this.#endings(uids, snapshot, stored, runtime);
     const out = new Map<string, PodInfo>();
     for (const uid of uids) {
-      const info = this.#podInfo(uid, snapshot, stored.get(uid), leaseViews.get(uid), runtime.get(uid));
+      const ending = endings.get(uid);
+      const info = this.#podInfo(uid, snapshot, stored.get(uid) ?? ending, leaseViews.get(uid), runtime.get(uid));
+      if (info && ending && !stored.has(uid)) info.forgotten = true;
       if (info) out.set(uid, info);
     }
     return out;
+  }
+
+  /**
+   * The endings of the pods the runtime lists running nothing that no worker tracks (here or in a
+   * checkpoint): those a worker finished before it was forgotten. A pod running something again is
+   * not described by how it once ended.
+   */
+  async #endings(uids: ReadonlySet<string>, snapshot: Map<string, PodSyncStatusView>, stored: Map<string, PodCheckpoint>, runtime: RuntimeIndex): Promise<Map<string, PodCheckpoint>> {
+    const candidates: string[] = [];
+    for (const uid of uids) {
+      const listed = runtime.get(uid);
+      if (listed && !stored.has(uid) && !snapshot.has(uid) && !isRunningSomething(listed.status)) candidates.push(uid);
+    }
+    if (candidates.length === 0) return new Map();
+    const endings = await this.#deps.store.ended.readSome(candidates, SHARED).catch(() => new Map<string, PodCheckpoint>());
+    for (const [uid, ending] of endings) if (!ending.status.finished) endings.delete(uid);
+    return endings;
   }
 
   async #readStore(only: readonly string[] | undefined): Promise<[Map<string, PodCheckpoint>, Map<string, LeaseView>]> {

@@ -61,6 +61,8 @@ export interface CheckpointStoreOptions {
   beforeQuarantine?: (path: string) => Promise<void>;
   /** A reader's store (status, watch, --dry-run): bad files are reported, not moved. */
   readOnly?: boolean;
+  /** A damaged file of a pod on its way out is salvaged terminating (default); false: quarantined only (the `ended/` records). */
+  salvage?: boolean;
 }
 
 /** What a reader found bad: a regular file (by inode), or a symlink / non-file at the name. */
@@ -90,6 +92,7 @@ export class CheckpointStore {
   readonly #beforeQuarantine: ((path: string) => Promise<void>) | undefined;
   /** Read-only: bad files are reported (once each), never moved. */
   readonly #readOnly: boolean;
+  readonly #salvage: boolean;
   readonly #reportedInPlace = new Set<string>();
   /**
    * Checkpoints as last decoded, with the identity of the file they came from: a reader that looks
@@ -100,6 +103,7 @@ export class CheckpointStore {
   constructor(options: CheckpointStoreOptions) {
     this.#beforeQuarantine = options.beforeQuarantine;
     this.#readOnly = options.readOnly === true;
+    this.#salvage = options.salvage !== false;
     this.#layout = options.layout;
     this.#report = options.report ?? (() => {});
     this.#ops = options.ops ?? nodeFileOps;
@@ -165,7 +169,7 @@ export class CheckpointStore {
           return own(checkpoint);
         }
         // a pod on its way out stays on its way out (salvage.ts): never resurrected by a bad file
-        const salvaged = salvageTerminating(outcome.data, uid, this.#now(), process.pid, decoded.reason);
+        const salvaged = this.#salvage ? salvageTerminating(outcome.data, uid, this.#now(), process.pid, decoded.reason) : undefined;
         if (salvaged === undefined) {
           await this.#quarantine(path, { kind: 'file', ino: outcome.ino }, decoded.reason);
           return undefined;

@@ -25,6 +25,11 @@ export interface OpenStoreOptions {
 export interface Store {
   layout: StateLayout;
   checkpoints: CheckpointStore;
+  /**
+   * The last checkpoints of pods whose workers were forgotten (`ended/`): how each pod ended, for
+   * `status` while the runtime still lists it; never restored into a worker.
+   */
+  ended: CheckpointStore;
   leases: LeaseManager;
   inbox: Inbox;
 }
@@ -34,10 +39,12 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const layout = await openStateDir(options.stateDir);
   const shared = { layout, report: options.report, ops: options.ops ?? nodeFileOps, clock: options.clock, ...(options.readOnly ? { readOnly: true } : {}) };
   const checkpoints = new CheckpointStore(shared);
-  if (!options.readOnly) await Promise.all([layout.pods, layout.leases, layout.inbox].map((folder) => sweepTemporaries(folder)));
+  const ended = new CheckpointStore({ ...shared, layout: { ...layout, pods: layout.ended }, salvage: false });
+  if (!options.readOnly) await Promise.all([layout.pods, layout.leases, layout.inbox, layout.ended].map((folder) => sweepTemporaries(folder)));
   return {
     layout,
     checkpoints,
+    ended,
     leases: new LeaseManager({ ...shared, ...options.leases }),
     inbox: new Inbox(shared),
   };

@@ -7,8 +7,10 @@
  *   pods/<uid>.ckpt            one checkpoint per pod (see format.ts)
  *   leases/<uid>@<generation>  lease generations (see lease.ts)
  *   inbox/<uid>@<id>.req       requests for a pod's owner (see inbox.ts)
+ *   ended/<uid>.ckpt           the last checkpoint of a pod whose worker was forgotten, kept while
+ *                              the runtime still lists the pod (checkpoints.ts; same format)
  *   quarantine/                files that failed validation, moved aside for inspection
- *   pods/.tmp/, leases/.tmp/, inbox/.tmp/
+ *   pods/.tmp/, leases/.tmp/, inbox/.tmp/, ended/.tmp/
  *                              writes in preparation (files.ts), swept when their writer is gone
  * ```
  *
@@ -30,6 +32,8 @@ export interface StateLayout {
   pods: string;
   leases: string;
   inbox: string;
+  /** Last checkpoints of forgotten workers (how their pods ended), kept while the runtime lists them. */
+  ended: string;
   quarantine: string;
 }
 
@@ -49,6 +53,7 @@ export function layoutOf(root: string): StateLayout {
     pods: join(root, 'pods'),
     leases: join(root, 'leases'),
     inbox: join(root, 'inbox'),
+    ended: join(root, 'ended'),
     quarantine: join(root, 'quarantine'),
   };
 }
@@ -149,7 +154,7 @@ export async function openStateDir(stateDir: string): Promise<StateLayout> {
   const layout = layoutOf(root);
   // The folders are independent: created and checked side by side; the failure reported is the
   // first in this order, as when they were checked one after the other.
-  const written = [layout.pods, layout.leases, layout.inbox];
+  const written = [layout.pods, layout.leases, layout.inbox, layout.ended];
   await ensureFolders([...written, layout.quarantine]);
   // each written folder's temporary folder, checked the same way (a write is prepared there)
   await ensureFolders(written.map(temporaryFolderOf));

@@ -158,8 +158,10 @@ describe('session: hand-over between processes', () => {
     expect(runtime.pods.get('p4')!.running).toBe(false);
     expect(result.forgotten).toContain('p4');
     expect(await store.checkpoints.read('p4')).toBeUndefined();
+    // forgotten, but the runtime still lists it: shown as it ended, not as a pod nobody acted on
     const pod = (await second.listPods()).find((p) => p.uid === 'p4');
-    expect(pod?.state).toBe('runtime');
+    expect(pod).toMatchObject({ state: 'finished', forgotten: true });
+    expect(pod?.history.map((h) => h.type)).toContain('forgotten');
   });
 
   it('a finished pod stays finished after a takeover: no new kill, forgotten by sync-known', async () => {

@@ -1,0 +1,112 @@
+/**
+ * Every word true: what podctl says is checked against what happened, through the built CLI
+ * (`node bin/run.js`) on the embedded simulator. Needs `npm run build` first (the test script does it).
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+
+const ROOT = process.cwd();
+const BIN = path.join(ROOT, 'bin', 'run.js');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function podctl(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '', ...env }, timeout: timeoutMs },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+beforeAll(() => {
+  if (!existsSync(path.join(ROOT, 'dist', 'commands', 'kill.js'))) throw new Error('dist/ is missing: run `npm run build` before the CLI tests');
+});
+
+describe('a pod whose worker was forgotten keeps how it ended', { timeout: 90_000 }, () => {
+  let sim: RunningSimulator;
+  let dir: string;
+  let common: string[];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'podctl-words-'));
+    sim = await startSimulator({
+      socketPath: path.join(dir, 'cri.sock'),
+      timeScale: 0.05,
+      pods: [
+        { name: 'worker-1', namespace: 'default', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] },
+        { name: 'web-1', namespace: 'web', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] },
+      ],
+    });
+    common = ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state')];
+  });
+
+  afterAll(async () => {
+    await sim?.close();
+  });
+
+  it('kill → sync-known (forget) → status, --explain → kill --dry-run: finished, when, by whom; not planned again', async () => {
+    const kill = await podctl(['kill', 'default/worker-1', '--grace', '1', '--json', ...common]);
+    expect(kill.code).toBe(0);
+    const killer = (JSON.parse(kill.stdout) as { pods: { ownerPid: number }[] }).pods[0]!.ownerPid;
+    const sync = await podctl(['sync-known', '--desired-from', 'runtime', '--json', ...common]);
+    expect(sync.code).toBe(0);
+    expect((JSON.parse(sync.stdout) as { forgotten: { name: string }[] }).forgotten.map((p) => p.name)).toEqual(['worker-1']);
+
+    // the runtime still lists the pod (its sandbox stopped): status says how it ended, not "runtime"
+    const status = await podctl(['status', 'default/worker-1', '--explain', '--json', ...common]);
+    expect(status.code).toBe(0);
+    const result = JSON.parse(status.stdout) as {
+      pods: { state: string; since: string; inStateSeconds: number; containersTotal: number }[];
+      explain: { state: string; tracked: boolean; waitingFor: string; predicates: { name: string; value: boolean; meaning: string }[]; timeline: { type: string; pid: number; detail: string }[] }[];
+    };
+    const row = result.pods[0]!;
+    expect(row.state).toBe('finished');
+    expect(row.containersTotal).toBe(1);
+    const explained = result.explain[0]!;
+    expect(explained.tracked).toBe(true);
+    expect(explained.waitingFor).toContain('its worker was forgotten');
+    expect(explained.predicates.find((p) => p.name === 'isPodTerminationRequested')).toMatchObject({ value: true });
+    // who finished it, and when it was forgotten
+    expect(explained.timeline).toContainEqual(expect.objectContaining({ type: 'finished', pid: killer }));
+    expect(explained.timeline.map((t) => t.type)).toContain('forgotten');
+    const finishedAt = Date.parse(row.since);
+    expect(Date.now() - finishedAt).toBeLessThan(60_000);
+
+    const text = await podctl(['status', 'default/worker-1', '--explain', ...common]);
+    expect(text.stdout).not.toContain('nobody asked this pod to terminate');
+    expect(text.stdout).not.toContain('podctl has not acted on it');
+
+    const dryRun = await podctl(['kill', 'default/worker-1', '--dry-run', '--json', ...common]);
+    expect(dryRun.code).toBe(0);
+    expect((JSON.parse(dryRun.stdout) as { pods: { outcome: string }[] }).pods[0]!.outcome).toBe('already-terminated');
+
+    // the other pod, never acted on, is still a runtime pod
+    const other = await podctl(['status', 'web/web-1', '--json', ...common]);
+    expect((JSON.parse(other.stdout) as { pods: { state: string }[] }).pods[0]!.state).toBe('runtime');
+  });
+
+  it('the ending goes once the runtime no longer lists the pod', async () => {
+    const evict = await podctl(['evict', 'web/web-1', '--grace', '1', '--yes', ...common]);
+    expect(evict.code).toBe(0);
+    // evicted: its containers and sandbox are removed, so the runtime lists it no more
+    const sync = await podctl(['sync-known', '--desired-from', 'runtime', ...common]);
+    expect(sync.code).toBe(0);
+    expect(readdirSync(path.join(dir, 'state', 'ended')).filter((n) => !n.startsWith('.'))).toHaveLength(1);
+    const status = await podctl(['status', 'web/web-1', '--json', ...common]);
+    expect(status.code).toBe(4);
+  });
+});
