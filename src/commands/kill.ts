@@ -23,7 +23,9 @@ podctl waits until the pods are terminated, showing progress on stderr, for at m
 
 REF is ns/name, or name with -n (namespace "default" when omitted).
 
-Beside a running kubelet (its healthz answers, or a kubelet process exists), a pod it still desires (bound to this node in the API server, or a static pod; a pod it took from the API server counts while no API server answers) would be started again over CRI: with an API server (--kubeconfig, $KUBECONFIG, in-cluster) the kill is a delete through it with the grace, and podctl waits (bounded) for the kubelet to finish the pod; without one it is refused (exit 2); --force kills over CRI anyway, and the kubelet may start the pod again. Static pods cannot be stopped through the API: refused unless --force.
+Beside a running kubelet (its healthz answers, or a kubelet process exists), a pod it still desires (bound to this node in the API server, or a static pod; a pod it took from the API server counts while no API server answers) would be started again over CRI: with an API server (--kubeconfig, $KUBECONFIG, in-cluster) the kill is a delete through it with the grace, and podctl waits (bounded) for the kubelet to finish the pod; without one it is refused (exit 2); --force kills over CRI anyway, and the kubelet may start the pod again. Static pods cannot be stopped through the API: refused unless --force. A pod already being deleted in the API server while the kubelet runs is the kubelet's: left to it (a shorter --grace is asked for by a delete through the API), never stopped over CRI.
+
+With an API server, every pod stopped over CRI is stopped with its spec as the API server holds it: restartable init containers (sidecars) after the main containers, in reverse order, and every preStop hook (exec, httpGet, sleep). Without one, podctl has what the kubelet recorded in the runtime (each container's preStop hook, not which containers are sidecars): the stop is parallel, and the result says so (ordering: parallel, no pod spec).
 
 ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.TimedOut, ExitCode.NotFound, ExitCode.Interrupted])}`;
 

@@ -13,11 +13,11 @@ import type { DrainResult } from './drain.js';
 import type { SyncKnownResult } from './sync-known.js';
 import type { TerminateResult } from './terminate.js';
 
-/** kill / evict: each pod's handledBy, ownerPid, elapsedMs, error; the result's handedOffTo, apiServer, kubelet. */
+/** kill / evict: each pod's handledBy, ownerPid, elapsedMs, error, ordering, note; the result's handedOffTo, apiServer, kubelet. */
 export function terminateJson<T extends TerminateResult & { kubelet?: unknown }>(result: T) {
   return {
     ...withNulls(result, ['handedOffTo', 'apiServer', 'kubelet']),
-    pods: result.pods.map((p) => withNulls(p, ['handledBy', 'ownerPid', 'elapsedMs', 'error'])),
+    pods: result.pods.map((p) => withNulls(p, ['handledBy', 'ownerPid', 'elapsedMs', 'error', 'ordering', 'note'])),
   };
 }
 

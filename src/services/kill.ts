@@ -111,7 +111,8 @@ export async function guardedTerminate<O extends TerminateOptions>(
     } as TerminateResult & { kubelet: KubeletReport };
   }
   const selection = guard.remaining !== undefined ? { refs: guard.remaining.map((uid) => ({ kind: 'uid' as const, uid })), all: false, namespace: undefined } : rest.selection;
-  const result = await run({ ...rest, selection });
+  // what goes over CRI is stopped with the pod as the API server holds it (when one answered)
+  const result = await run({ ...rest, selection, specs: guard.specs });
   const pods = [...guard.viaApi, ...result.pods];
   // refs that matched nothing were resolved here: the uid selection above cannot report them
   const allMissing = guard.remaining !== undefined ? [...new Set([...missing, ...result.missing])] : result.missing;

@@ -20,8 +20,10 @@
  *   kept until the API confirms it gone.
  */
 import type { V1Pod } from '../engine/types.js';
-import { desiredInApi } from '../kube/desired.js';
-import { isApiSourcedPod, isMirrorPod } from '../engine/pod-kinds.js';
+import { desiredInApi, isBeingDeleted } from '../kube/desired.js';
+import { isApiSourcedPod, isMirrorPod, isTerminalPhase } from '../engine/pod-kinds.js';
+import { podOwnGracePeriod } from '../engine/grace.js';
+import { listPodSpecs, type PodSpecs } from './pod-specs.js';
 import { desiredPodPolicy, type DesiredPodAction, type KubeletStatus } from '../kube/kubelet.js';
 import { UsageError } from '../lib/errors.js';
 import { formatDuration } from '../lib/duration.js';
@@ -69,6 +71,8 @@ export interface GuardInput {
   signal?: AbortSignal;
   dryRun?: boolean;
   guard: KubeletGuardOptions;
+  /** This node's pods as the API server holds them, when the caller listed them already. */
+  specs?: PodSpecs;
 }
 
 export interface GuardOutcome {
@@ -77,10 +81,10 @@ export interface GuardOutcome {
   viaApi: TerminatedPod[];
   /** UIDs left for the CRI path (all targets unless the API path took some). */
   remaining: string[] | undefined;
+  /** This node's pods as the API server holds them (what the CRI path hands to the syncer). */
+  specs: PodSpecs;
 }
 
-/** How long a kill waits for the API server's list of this node's pods, ms. */
-const API_LIST_BOUND_MS = 5_000;
 /** Between two eviction attempts a PodDisruptionBudget refused (unless the server says when). */
 const EVICTION_RETRY_MS = 1_000;
 
@@ -90,31 +94,26 @@ export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
   const reporter = input.reporter ?? silentReporter();
   const { guard, session } = input;
   const targets = input.targets ?? resolveSelection(await session.listPods({ runtimeMaxAgeMs: 1_000 }), input.selection!).targets;
-  let apiPods: V1Pod[] = [];
+  // bounded: the command does not wait long for an API server that does not answer
+  const specs = input.specs ?? (await listPodSpecs(guard.api, { ...(input.signal ? { signal: input.signal } : {}), reporter }));
+  const apiPods = specs.all();
   /** Why the API server could not say which pods the kubelet desires (none configured, or its list failed). */
-  let apiSilent: string | undefined = guard.api ? undefined : 'no API server is configured to ask';
-  if (guard.api && guard.kubelet.state !== 'down') {
-    try {
-      // bounded: the command does not wait long for an API server that does not answer
-      const bound = AbortSignal.timeout(API_LIST_BOUND_MS);
-      apiPods = await guard.api.kube.listNodePods(input.signal ? AbortSignal.any([bound, input.signal]) : bound);
-    } catch (error) {
-      apiSilent = `the API server's list failed: ${(error as Error).message}`;
-      reporter.warn(`cannot tell which pods the kubelet desires from the API server: ${(error as Error).message}`);
-    }
-  }
+  const apiSilent = guard.api ? specs.missingBecause : 'no API server is configured to ask';
   const live = targets.filter((p) => p.state !== 'finished');
   const desiredPods = live.filter((p) => p.static || desiredInApi(apiPods, p.uid) !== undefined);
   // from the API server, which did not answer: the kubelet's until it says otherwise
   const untold = guard.kubelet.state === 'down' || apiSilent === undefined ? [] : live.filter((p) => !p.static && desiredInApi(apiPods, p.uid) === undefined && isApiSourcedPod(p.pod));
+  // being deleted in the API: the running kubelet is terminating them already (its grace, its hooks)
+  const terminating = guard.kubelet.state === 'down' ? [] : live.filter((p) => terminatingInApi(specs.of(p.uid)));
   const mayBeDesired = [...desiredPods, ...untold];
-  const action = desiredPodPolicy({ kubelet: guard.kubelet.state, desired: mayBeDesired.length > 0, force: guard.force, viaApi: guard.viaApi, api: guard.api !== undefined });
-  const report: KubeletReport = { state: guard.kubelet.state, detail: guard.kubelet.detail, action, desired: mayBeDesired.map(refOf) };
-  const names = mayBeDesired.map(refOf).join(', ');
+  const kubelets = [...mayBeDesired, ...terminating];
+  const action = desiredPodPolicy({ kubelet: guard.kubelet.state, desired: kubelets.length > 0, force: guard.force, viaApi: guard.viaApi, api: guard.api !== undefined });
+  const report: KubeletReport = { state: guard.kubelet.state, detail: guard.kubelet.detail, action, desired: kubelets.map(refOf) };
+  const names = kubelets.map(refOf).join(', ');
   switch (action) {
     case 'proceed':
-      if (mayBeDesired.length > 0 && guard.force) reporter.warn(`--force: stopping ${names} over CRI while the kubelet is ${guard.kubelet.state}; it may start them again`);
-      return { report, viaApi: [], remaining: undefined };
+      if (kubelets.length > 0 && guard.force) reporter.warn(`--force: stopping ${names} over CRI while the kubelet is ${guard.kubelet.state}; it may start them again`);
+      return { report, viaApi: [], remaining: undefined, specs };
     case 'refuse':
       throw new UsageError(
         `the kubelet is ${guard.kubelet.state} (${guard.kubelet.detail}) and ${desiredPhrase(desiredPods, untold)}: it would start ${mayBeDesired.length === 1 ? 'it' : 'them'} again`,
@@ -148,15 +147,20 @@ export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
     );
   }
   const mode = input.mode === 'evict' && guard.ignorePdb ? 'delete' : input.mode;
-  reporter.info(
-    `${input.action}: the kubelet is ${guard.kubelet.state}; ${desiredPods.map(refOf).join(', ')} ${input.dryRun ? 'would go' : 'go'} through the API server (${mode === 'evict' ? 'the Eviction API' : 'a graceful delete'}), and the kubelet stops ${desiredPods.length === 1 ? 'it' : 'them'}`,
-  );
   const deadline = Date.now();
+  const left = await Promise.all(terminating.map((pod) => leaveToKubelet(guard.api!, pod, specs.of(pod.uid)!, input, reporter, deadline)));
+  viaApi.push(...left);
+  for (const pod of terminating) throughApi.add(pod.uid);
+  if (desiredPods.length > 0) {
+    reporter.info(
+      `${input.action}: the kubelet is ${guard.kubelet.state}; ${desiredPods.map(refOf).join(', ')} ${input.dryRun ? 'would go' : 'go'} through the API server (${mode === 'evict' ? 'the Eviction API' : 'a graceful delete'}), and the kubelet stops ${desiredPods.length === 1 ? 'it' : 'them'}`,
+    );
+  }
   await Promise.all(
     desiredPods
       .filter((p) => throughApi.has(p.uid))
       .map(async (pod) => {
-        const grace = plannedGraceSeconds(pod, input.gracePeriodSeconds);
+        const grace = plannedGraceSeconds({ ...pod, pod: specs.of(pod.uid) ?? pod.pod }, input.gracePeriodSeconds);
         if (input.dryRun) {
           viaApi.push({ uid: pod.uid, namespace: pod.namespace, name: pod.name, gracePeriodSeconds: grace, outcome: 'planned', handledBy: 'api' });
           return;
@@ -165,7 +169,41 @@ export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
       }),
   );
   viaApi.sort((a, b) => refOf(a).localeCompare(refOf(b)));
-  return { report, viaApi, remaining: targets.filter((p) => !throughApi.has(p.uid)).map((p) => p.uid) };
+  return { report, viaApi, remaining: targets.filter((p) => !throughApi.has(p.uid)).map((p) => p.uid), specs };
+}
+
+/** Deleted in the API and not terminal there: a running kubelet is terminating it. */
+function terminatingInApi(apiPod: V1Pod | undefined): apiPod is V1Pod {
+  return apiPod !== undefined && isBeingDeleted(apiPod) && !isTerminalPhase(apiPod);
+}
+
+/**
+ * A pod the API server is deleting while the kubelet runs is the kubelet's to finish: podctl never
+ * stops it over CRI (the kubelet runs its hooks and its grace). A shorter grace than the deletion's
+ * is asked for as the API allows it, by a DELETE with that grace; then podctl waits (bounded) as for
+ * any pod stopped through the API. The result says it was left to the kubelet.
+ */
+async function leaveToKubelet(api: ApiNode, pod: PodInfo, apiPod: V1Pod, input: GuardInput, reporter: Reporter, started: number): Promise<TerminatedPod> {
+  const current = podOwnGracePeriod(apiPod);
+  const shorter = input.gracePeriodSeconds !== undefined && input.gracePeriodSeconds < current ? Math.max(0, input.gracePeriodSeconds) : undefined;
+  const grace = shorter ?? current;
+  const note =
+    shorter === undefined
+      ? `already terminating in the API server (grace ${current}s): left to the kubelet`
+      : `already terminating in the API server (grace ${current}s): left to the kubelet, grace shortened to ${shorter}s by a delete`;
+  const entry: TerminatedPod = { uid: pod.uid, namespace: pod.namespace, name: pod.name, gracePeriodSeconds: grace, outcome: 'requested', handledBy: 'api', note };
+  if (input.dryRun) return { ...entry, outcome: 'planned' };
+  if (shorter !== undefined) {
+    try {
+      if ((await api.kube.deletePod({ namespace: pod.namespace, name: pod.name, uid: pod.uid }, shorter, input.signal)) !== 'accepted') return { ...entry, outcome: 'gone' };
+    } catch (error) {
+      reporter.warn(`${refOf(pod)}: the delete with grace ${shorter}s failed: ${(error as Error).message}; the kubelet goes on with grace ${current}s`);
+      entry.gracePeriodSeconds = current;
+      entry.note = `already terminating in the API server (grace ${current}s): left to the kubelet (the shorter grace could not be asked for)`;
+    }
+  }
+  reporter.info(`${input.action}: ${refOf(pod)} ${entry.note}; waiting up to ${formatDuration(input.timeoutMs ?? killTimeoutMs(entry.gracePeriodSeconds))} for it to finish`);
+  return await waitForKubelet(api, pod, entry, input.timeoutMs ?? killTimeoutMs(entry.gracePeriodSeconds), input, reporter, started);
 }
 
 /** "desires a, b" / "may desire c (from the API server, and none is configured to ask)" / both: the refusal without an API server. */
@@ -217,6 +255,11 @@ async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, mode: '
   reporter.info(
     `${input.action}: ${refOf(pod)} ${mode === 'evict' ? 'evicted' : 'deleted'} in the API server with grace ${grace}s; waiting up to ${formatDuration(boundMs)} for the kubelet to finish it`,
   );
+  return await waitForKubelet(api, pod, entry, boundMs, input, reporter, started);
+}
+
+/** Waits (bounded) until the pod is gone from the API server (the kubelet finished it), polling. */
+async function waitForKubelet(api: ApiNode, pod: PodInfo, entry: TerminatedPod, boundMs: number, input: GuardInput, reporter: Reporter, started: number): Promise<TerminatedPod> {
   for (;;) {
     let current: V1Pod | undefined;
     try {

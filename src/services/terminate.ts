@@ -28,6 +28,7 @@ import { describeSelection, resolveSelection, type PodSelection } from '../lib/r
 import type { Styler, TableSpec } from '../lib/output.js';
 import { silentReporter, type Reporter } from '../lib/reporter.js';
 import type { NodeSession, PodInfo, WaitOutcome } from '../domain/session-api.js';
+import { orderingNote, PodSpecs, type StopOrdering } from './pod-specs.js';
 
 /** What kill and evict report through: the eviction Event and status. */
 export type KubeClient = Pick<FullKubeClient, 'node' | 'postEvent' | 'markEvicted'>;
@@ -57,6 +58,10 @@ export interface TerminatedPod {
   /** Time from the request until the pod was seen terminated (ms). */
   elapsedMs?: number;
   error?: string;
+  /** Over CRI: how its containers are stopped — with the API server's spec, or without one (pod-specs.ts). */
+  ordering?: StopOrdering;
+  /** What podctl left to someone else, and why (a pod the kubelet is already terminating). */
+  note?: string;
 }
 
 export type TerminateStatus = 'done' | 'requested' | 'planned' | 'timed-out' | 'interrupted' | 'not-found' | 'failed';
@@ -109,6 +114,8 @@ export interface TerminateOptions {
   confirm?: (question: string) => Promise<boolean>;
   /** The background driver (`kill --drive`): wait without a bound, until every pod is terminated. */
   unbounded?: boolean;
+  /** This node's pods as the API server holds them: each kill hands its pod's to the syncer. */
+  specs?: PodSpecs;
 }
 
 function isDoneState(state: PodInfo['state']): boolean {
@@ -187,16 +194,19 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   const podsByUid = new Map(targets.map((p) => [p.uid, p]));
   const apiServer: ApiServerReport | undefined = options.evict && options.kube ? { statusPatched: 0, eventsPosted: 0, errors: [] } : undefined;
 
+  const specs = options.specs ?? PodSpecs.none();
   const toRequest: { pod: PodInfo; entry: TerminatedPod }[] = [];
   for (const pod of targets) {
+    const spec = specs.of(pod.uid);
     const entry: TerminatedPod = {
       uid: pod.uid,
       namespace: pod.namespace,
       name: pod.name,
-      gracePeriodSeconds: plannedGraceSeconds(pod, options.gracePeriodSeconds),
+      gracePeriodSeconds: plannedGraceSeconds({ ...pod, pod: spec ?? pod.pod }, options.gracePeriodSeconds),
       outcome: 'requested',
     };
     results.set(pod.uid, entry);
+    if (!isFinal(pod)) entry.ordering = specs.orderingOf(pod.uid);
     if (isFinal(pod)) entry.outcome = 'already-terminated';
     else if (options.dryRun) entry.outcome = 'planned';
     else toRequest.push({ pod, entry });
@@ -221,12 +231,15 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   // Requests go out concurrently (bounded), as the kubelet's workers start terminations in
   // parallel: a 50-pod kill must not cost 50 sequential lease + checkpoint round trips.
   const requestOne = async ({ pod, entry }: { pod: PodInfo; entry: TerminatedPod }): Promise<void> => {
+    const spec = specs.of(pod.uid);
     if (options.evict && options.kube && apiServer && pod.pod) {
       await reportEvictionEvent(options.kube, pod, options.evict, apiServer, reporter);
     }
     try {
       const handle = await session.requestKill({
         uid: pod.uid,
+        // the pod as the API server holds it: its spec orders the stop and names the hooks' ports
+        ...(spec ? { pod: spec } : {}),
         // the grace this kill runs with (shown in the result), never longer than the pod's own
         ...(options.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: entry.gracePeriodSeconds } : {}),
         ...(options.evict ? { evict: true, reason: options.evict.reason, message: options.evict.message } : {}),
@@ -405,7 +418,7 @@ export function terminateTable(result: TerminateResult, styler: Styler): TableSp
     rows: result.pods.map((p) => [
       `${p.namespace}/${p.name}`,
       p.uid.slice(0, 8),
-      outcomeCell(p.outcome) + (p.error ? ` ${p.error}` : ''),
+      outcomeCell(p.outcome) + (p.error ? ` ${p.error}` : '') + (p.note ? ` (${p.note})` : ''),
       `${p.gracePeriodSeconds}s`,
       p.elapsedMs === undefined ? '-' : formatDuration(p.elapsedMs),
       result.handedOffTo?.uids.includes(p.uid)
@@ -427,7 +440,8 @@ export function terminateSummary(result: TerminateResult): string {
   for (const p of result.pods) counts.set(p.outcome, (counts.get(p.outcome) ?? 0) + 1);
   const parts = [...counts.entries()].map(([o, n]) => `${n} ${o === 'timeout' ? 'timed out' : o}`);
   const missing = result.missing.length > 0 ? `; not found: ${result.missing.join(', ')}` : '';
-  return `${result.action}${result.dryRun ? ' --dry-run' : ''}: ${parts.join(', ')}${missing}${result.dryRun ? ' (nothing was changed)' : ''}`;
+  const ordering = orderingNote(result.pods);
+  return `${result.action}${result.dryRun ? ' --dry-run' : ''}: ${parts.join(', ')}${missing}${result.dryRun ? ' (nothing was changed)' : ''}${ordering ? `; ${ordering}` : ''}`;
 }
 
 /**
