@@ -14,8 +14,11 @@
  * - Every call is one that deploy/clusterrole.yaml grants (the test suite runs the agent's calls
  *   under exactly that RBAC): Events are only created, a pod Event's name is its pod's UID and
  *   reason, so a report made twice (a retry, another podctl process) is one Event.
+ * - Watches ask for bookmarks and a server-side timeout drawn in [5, 10) min (client-go's
+ *   reflector), so a thousand nodes do not renew theirs in the same second; a watch silent past
+ *   `watchIdleMs` is cut (transport.ts) and its follower resumes it.
  */
-import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Node, V1Pod } from '@kubernetes/client-node';
 import { KubeError, authMessage, isConflict, isNotFound, type RbacNeed } from './errors.js';
 import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.js';
 import { eventName, statusPatch, type PodStatusChange } from './status.js';
@@ -24,6 +27,26 @@ import type { KubeSource } from './source.js';
 
 interface PodList {
   pods: V1Pod[];
+  resourceVersion: string;
+}
+
+/**
+ * How a list may be served: `'0'` lets the API server answer from its watch cache (what an informer
+ * starts from; its watch catches up), `''` (the default) is a quorum read from etcd.
+ */
+export interface ListOptions {
+  resourceVersion?: '0' | '';
+}
+
+/** Hears that a watch was answered (the server is reachable again). */
+export interface WatchHooks {
+  onOpen?: () => void;
+}
+
+/** This node's Node object as podctl reads it. */
+export interface NodeView {
+  annotations: Record<string, string>;
+  unschedulable: boolean;
   resourceVersion: string;
 }
 
@@ -40,9 +63,13 @@ export interface KubeClient {
   /** Pods bound to this node (fieldSelector spec.nodeName=<node>), every namespace. */
   listNodePods(signal?: AbortSignal): Promise<V1Pod[]>;
   /** The same, with the list's resourceVersion (to start a watch from). */
-  listNodePodsVersioned(signal?: AbortSignal): Promise<PodList>;
+  listNodePodsVersioned(signal?: AbortSignal, options?: ListOptions): Promise<PodList>;
   /** Follows this node's pods from `resourceVersion` (bookmarks asked for); resolves when the server ends the stream. */
-  watchNodePods(resourceVersion: string, onEvent: (event: WatchEvent) => void, signal?: AbortSignal): Promise<void>;
+  watchNodePods(resourceVersion: string, onEvent: (event: WatchEvent) => void, signal?: AbortSignal, hooks?: WatchHooks): Promise<void>;
+  /** This node's Node as a list of one (fieldSelector metadata.name), with the list's resourceVersion. */
+  listNodeVersioned(signal?: AbortSignal, options?: ListOptions): Promise<{ nodes: V1Node[]; resourceVersion: string }>;
+  /** Follows this node's Node from `resourceVersion` (fieldSelector metadata.name, bookmarks asked for). */
+  watchNode(resourceVersion: string, onEvent: (event: WatchEvent) => void, signal?: AbortSignal, hooks?: WatchHooks): Promise<void>;
   getPod(namespace: string, name: string, signal?: AbortSignal): Promise<V1Pod | undefined>;
   /** A graceful delete with the grace and preconditions.uid (kubectl delete --grace-period). */
   deletePod(pod: { namespace: string; name: string; uid: string }, gracePeriodSeconds: number | undefined, signal?: AbortSignal): Promise<DeleteOutcome>;
@@ -75,7 +102,17 @@ export interface ConnectOptions {
   retry?: Partial<RetryPolicy>;
   /** Hears each retry (for debug logs). */
   onRetry?: (call: string, error: KubeError, waitMs: number) => void;
+  /**
+   * Longest silence accepted on an open watch, ms (default 90_000: the API server's one-minute
+   * bookmark interval plus a margin).
+   */
+  watchIdleMs?: number;
+  /** Source of the watch timeouts' jitter (default Math.random). */
+  random?: () => number;
 }
+
+/** The API server sends a bookmark about once a minute; a watch silent longer than this is cut. */
+export const DEFAULT_WATCH_IDLE_MS = 90_000;
 
 function describeSource(source: KubeSource): string {
   return source.kind === 'kubeconfig' ? `kubeconfig ${source.path}` : 'the in-cluster service account';
@@ -86,6 +123,11 @@ const ref = (pod: V1Pod): { namespace: string; name: string; uid: string } => ({
   name: pod.metadata?.name ?? '',
   uid: pod.metadata?.uid ?? '',
 });
+
+/** The parts of a Node podctl reads. */
+export function nodeView(n: { metadata?: { annotations?: Record<string, string>; resourceVersion?: string }; spec?: { unschedulable?: boolean } }): NodeView {
+  return { annotations: n.metadata?.annotations ?? {}, unschedulable: n.spec?.unschedulable === true, resourceVersion: n.metadata?.resourceVersion ?? '' };
+}
 
 /** Builds the client; this is where @kubernetes/client-node is imported. */
 export async function connectKube(source: KubeSource, options: ConnectOptions): Promise<KubeClient> {
@@ -110,6 +152,8 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const node = options.node;
   const where = transport.where;
+  const watchIdleMs = options.watchIdleMs ?? DEFAULT_WATCH_IDLE_MS;
+  const random = options.random ?? Math.random;
 
   const call = async (name: string, need: RbacNeed, request: KubeRequest, signal?: AbortSignal): Promise<unknown> => {
     const once = async (): Promise<unknown> => {
@@ -127,6 +171,26 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
 
   const podPath = (namespace: string, name: string): string => `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`;
   const fieldSelector = `spec.nodeName=${node}`;
+  const nodeSelector = `metadata.name=${node}`;
+
+  /** One watch stream, 401/403 turned into the RBAC line. */
+  const watch = async (name: string, need: RbacNeed, path: string, query: KubeRequest['query'], onEvent: (event: WatchEvent) => void, signal?: AbortSignal, hooks?: WatchHooks): Promise<void> => {
+    try {
+      // client-go's reflector: a server-side timeout in [5, 10) min, spread across clients
+      const timeoutSeconds = 300 + Math.floor(random() * 300);
+      await transport.watch(name, { method: 'GET', path, query: { ...query, watch: 1, allowWatchBookmarks: true, timeoutSeconds } }, onEvent, {
+        connectTimeoutMs: timeoutMs,
+        idleMs: watchIdleMs,
+        ...(hooks?.onOpen ? { onOpen: hooks.onOpen } : {}),
+        ...(signal ? { signal } : {}),
+      });
+    } catch (error) {
+      if (error instanceof KubeError && (error.statusCode === 401 || error.statusCode === 403)) {
+        throw new KubeError(name, authMessage(name, error.statusCode, need, where), error.statusCode, { transient: false });
+      }
+      throw error;
+    }
+  };
 
   const getPod = async (namespace: string, name: string, signal?: AbortSignal): Promise<V1Pod | undefined> => {
     try {
@@ -185,25 +249,32 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
     async listNodePods(signal) {
       return (await this.listNodePodsVersioned(signal)).pods;
     },
-    async listNodePodsVersioned(signal) {
-      const list = (await call('list pods', { verb: 'list', resource: 'pods' }, { method: 'GET', path: '/api/v1/pods', query: { fieldSelector } }, signal)) as {
+    async listNodePodsVersioned(signal, listOptions) {
+      const list = (await call(
+        'list pods',
+        { verb: 'list', resource: 'pods' },
+        { method: 'GET', path: '/api/v1/pods', query: { fieldSelector, ...(listOptions?.resourceVersion ? { resourceVersion: listOptions.resourceVersion } : {}) } },
+        signal,
+      )) as {
         items?: V1Pod[];
         metadata?: { resourceVersion?: string };
       };
       return { pods: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? '' };
     },
-    async watchNodePods(resourceVersion, onEvent, signal) {
-      try {
-        await transport.watch('watch pods', { method: 'GET', path: '/api/v1/pods', query: { watch: 1, fieldSelector, resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 300 } }, onEvent, {
-          connectTimeoutMs: timeoutMs,
-          ...(signal ? { signal } : {}),
-        });
-      } catch (error) {
-        if (error instanceof KubeError && (error.statusCode === 401 || error.statusCode === 403)) {
-          throw new KubeError('watch pods', authMessage('watch pods', error.statusCode, { verb: 'watch', resource: 'pods' }, where), error.statusCode, { transient: false });
-        }
-        throw error;
-      }
+    async watchNodePods(resourceVersion, onEvent, signal, hooks) {
+      await watch('watch pods', { verb: 'watch', resource: 'pods' }, '/api/v1/pods', { fieldSelector, resourceVersion }, onEvent, signal, hooks);
+    },
+    async listNodeVersioned(signal, listOptions) {
+      const list = (await call(
+        'list nodes',
+        { verb: 'list', resource: 'nodes' },
+        { method: 'GET', path: '/api/v1/nodes', query: { fieldSelector: nodeSelector, ...(listOptions?.resourceVersion ? { resourceVersion: listOptions.resourceVersion } : {}) } },
+        signal,
+      )) as { items?: V1Node[]; metadata?: { resourceVersion?: string } };
+      return { nodes: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+    async watchNode(resourceVersion, onEvent, signal, hooks) {
+      await watch('watch node', { verb: 'watch', resource: 'nodes' }, '/api/v1/nodes', { fieldSelector: nodeSelector, resourceVersion }, onEvent, signal, hooks);
     },
     getPod,
     async deletePod(pod, grace, signal) {
@@ -281,11 +352,9 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
     },
     async getNode(signal) {
       try {
-        const n = (await call('get node', { verb: 'get', resource: 'nodes' }, { method: 'GET', path: `/api/v1/nodes/${encodeURIComponent(node)}` }, signal)) as {
-          metadata?: { annotations?: Record<string, string> };
-          spec?: { unschedulable?: boolean };
-        };
-        return { annotations: n.metadata?.annotations ?? {}, unschedulable: n.spec?.unschedulable === true };
+        const n = (await call('get node', { verb: 'get', resource: 'nodes' }, { method: 'GET', path: `/api/v1/nodes/${encodeURIComponent(node)}` }, signal)) as V1Node;
+        const { annotations, unschedulable } = nodeView(n);
+        return { annotations, unschedulable };
       } catch (error) {
         if (isNotFound(error)) return undefined;
         throw error;

@@ -6,6 +6,8 @@
  * - A call is attempted at most `attempts` times and never waits past `budgetMs` in total: a
  *   Retry-After that would overrun the budget ends the retries with the server's error.
  * - Only `KubeError.transient` errors are retried; 4xx answers (other than 429) are final.
+ * - A Retry-After (429, 5xx) is a floor: the wait is never shorter, and up to a fifth longer
+ *   (jitter), so clients told the same Retry-After do not come back in the same instant.
  * - An aborted signal ends the waiting at once with the signal's reason.
  */
 import { KubeError } from './errors.js';
@@ -32,11 +34,16 @@ export function backoffMs(attempt: number, policy: Pick<RetryPolicy, 'baseMs' | 
   return Math.round(ceiling * (0.5 + policy.random() * 0.5));
 }
 
+/** The wait the server asked for (Retry-After, ms), jittered upwards by up to a fifth. */
+export function retryAfterWaitMs(retryAfterMs: number, random: () => number): number {
+  return Math.round(retryAfterMs * (1 + 0.2 * random()));
+}
+
 /** The wait after `error`, or undefined to stop retrying. */
 export function retryDelayMs(error: unknown, attempt: number, elapsedMs: number, policy: RetryPolicy): number | undefined {
   if (!(error instanceof KubeError) || !error.transient) return undefined;
   if (attempt + 1 >= policy.attempts) return undefined;
-  const wait = error.retryAfterMs ?? backoffMs(attempt, policy);
+  const wait = error.retryAfterMs !== undefined ? retryAfterWaitMs(error.retryAfterMs, policy.random) : backoffMs(attempt, policy);
   if (elapsedMs + wait >= policy.budgetMs) return undefined;
   return wait;
 }

@@ -8,6 +8,9 @@
  *   transient KubeError naming the deadline.
  * - A watch stream's lines are parsed one JSON event each; the stream's end resolves, an error
  *   rejects; an abort ends it quietly.
+ * - A watch never hangs: once answered, a stream silent (no event, no bookmark, no byte) for
+ *   `idleMs` is cut and the call rejects with a transient KubeError, so its follower resumes it (a
+ *   half-open connection would otherwise be followed for ever).
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -33,13 +36,24 @@ export interface WatchEvent {
   object: Record<string, unknown>;
 }
 
+export interface WatchOptions {
+  connectTimeoutMs: number;
+  /** Longest silence accepted once the stream is open (the server's bookmark interval plus a margin). */
+  idleMs?: number;
+  onOpen?: () => void;
+  signal?: AbortSignal;
+}
+
 export interface Transport {
   /** Where the credentials come from, for messages ("kubeconfig /root/.kube/config"). */
   readonly where: string;
   /** One request; a non-2xx answer rejects with a KubeError. */
   request(call: string, request: KubeRequest, options: { timeoutMs: number; signal?: AbortSignal }): Promise<KubeResponse>;
-  /** A watch stream: resolves when the server ends it, rejects on errors; `connectTimeoutMs` bounds the headers. */
-  watch(call: string, request: KubeRequest, onEvent: (event: WatchEvent) => void, options: { connectTimeoutMs: number; signal?: AbortSignal }): Promise<void>;
+  /**
+   * A watch stream: resolves when the server ends it, rejects on errors; `connectTimeoutMs` bounds the
+   * headers, `idleMs` the silence after them; `onOpen` hears the server's 2xx answer.
+   */
+  watch(call: string, request: KubeRequest, onEvent: (event: WatchEvent) => void, options: WatchOptions): Promise<void>;
 }
 
 function buildPath(request: KubeRequest): string {
@@ -137,16 +151,26 @@ export function transportFor(config: KubeConfig, where: string): Transport {
       });
     },
 
-    async watch(call, request, onEvent, { connectTimeoutMs, signal }) {
+    async watch(call, request, onEvent, { connectTimeoutMs, idleMs, onOpen, signal }) {
       const options = await open(request, 'application/json');
       return new Promise<void>((resolve, reject) => {
         let settled = false;
+        let idle: NodeJS.Timeout | undefined;
         const settle = (fn: () => void): void => {
           if (settled) return;
           settled = true;
           clearTimeout(timer);
+          clearTimeout(idle);
           signal?.removeEventListener('abort', onAbort);
           fn();
+        };
+        const quiet = (): void => {
+          if (idleMs === undefined) return;
+          clearTimeout(idle);
+          idle = setTimeout(() => {
+            settle(() => reject(new KubeError(call, `${call}: nothing from the API server for ${idleMs} ms (no event, no bookmark) (${where})`, undefined, { transient: true })));
+            req.destroy();
+          }, idleMs);
         };
         const req = (secure ? https : http).request(options, (res) => {
           clearTimeout(timer);
@@ -166,8 +190,11 @@ export function transportFor(config: KubeConfig, where: string): Transport {
             });
             return;
           }
+          quiet();
+          onOpen?.();
           let buffer = '';
           res.on('data', (chunk: string) => {
+            quiet();
             buffer += chunk;
             let nl: number;
             while ((nl = buffer.indexOf('\n')) >= 0) {

@@ -11,9 +11,14 @@
  *   is said once, and so is its answering again; a step that could not reach it counts as failed.
  * - A full step runs whenever its inputs may have changed (`ChangeGate`): any runtime, store or
  *   engine event since the last one, a lease holder that died (its PID is gone), a changed desired
- *   file, an API server source (always), pods still terminating, or `FULL_STEP_EVERY_MS` passed.
- *   Otherwise the step only asks the runtime for its version (the health check): an idle node
- *   costs almost nothing.
+ *   file, a change of the API server's pods of this node (its watch, api-informers.ts), pods still
+ *   terminating, or `FULL_STEP_EVERY_MS` passed. Otherwise the step only asks the runtime for its
+ *   version (the health check): an idle node costs almost nothing, and asks the API server nothing.
+ * - With an API server the agent lists its node's pods and its Node once and then watches them
+ *   (api-informers.ts): housekeeping and the maintenance check read those copies. A pod deleted in
+ *   the API, or a change of the Node's drain annotation, wakes the loop at once (not at the next
+ *   interval). While the API server does not answer, housekeeping goes on with the last known pods
+ *   (takeovers, deletions, stuck pods) but terminates no orphan and sends no final delete.
  * - A step refused by a safety rule (an empty desired list while pods run) changes nothing; the
  *   refusal is logged once until the step is allowed again. The agent never passes `--yes`.
  * - A stuck pod (terminating past its grace + `stuckAfterMs`, `isStuck`) is logged once per
@@ -30,6 +35,7 @@ import { isStuck, stuckForMs } from './stuck.js';
 import { BLOCKED_KINDS, blockedBy } from './blocked-by.js';
 import { gatherNodeFacts, stuckFactsOf, type NodeFacts } from './status.js';
 import type { NodeSession, PodInfo } from '../domain/session-api.js';
+import type { V1Pod } from '../engine/types.js';
 import type { ApiNode } from './api-node.js';
 import { syncKnown, type DesiredSource, type SyncKnownResult } from './sync-known.js';
 import { isRuntimeAway } from './drive.js';
@@ -41,10 +47,13 @@ import { readFile, stat } from 'node:fs/promises';
 import { connectCri, observeRuntimeOperations, type CriClient } from '../cri/client.js';
 import { attachMetrics, type PodctlMetrics } from '../metrics/registry.js';
 import type { KubeletStatus } from '../kube/kubelet.js';
+import { ApiInformers } from './api-informers.js';
 
 const DEFAULT_METRICS_ADDR = '127.0.0.1:9640';
 /** A full housekeeping step at least this often, changes or not. */
 const FULL_STEP_EVERY_MS = 30_000;
+/** How long the first step waits for the API server's first lists (then it fails, naming why). */
+const API_SYNC_WAIT_MS = 10_000;
 /** How often the agent asks whether a kubelet runs (podctl_kubelet_up). */
 const KUBELET_CHECK_MS = 10_000;
 
@@ -79,6 +88,8 @@ export interface AgentOptions {
   /** Called after every step (tests and benchmarks). */
   onStep?: (step: AgentStep) => void;
   now?: () => number;
+  /** Backoff of the API watches after a failure, ms (default 500, doubling up to 10 s; tests shorten it). */
+  apiBackoffMs?: { base: number; max: number };
 }
 
 export interface AgentStep {
@@ -147,13 +158,37 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
   const isSelf = selfId ? (pod: PodInfo) => pod.runtime?.containerStatuses.some((c) => c.id === selfId || c.id.startsWith(selfId)) === true : undefined;
   let stoppingAt = 0;
   signal.addEventListener('abort', () => (stoppingAt = now()), { once: true });
-  const gate = new ChangeGate(session, options.source, now);
+  const wake = new Wake();
+  const informers =
+    options.api && (options.source.kind === 'api' || options.node)
+      ? new ApiInformers({
+          api: options.api,
+          followNode: options.node !== undefined,
+          onWake: (why) => {
+            reporter.debug(`agent: ${why}: housekeeping now`);
+            wake.wake();
+          },
+          onSourceNote: (what, event) => {
+            if (event.kind === 'error') state.apiAway(event.message);
+            else if (event.kind === 'open') state.apiAnswered();
+            else reporter.debug(`agent: API server (${what}): ${event.kind === 'relist' ? `relisting (${event.reason})` : event.kind}`);
+          },
+          now,
+          ...(options.apiBackoffMs ? { baseBackoffMs: options.apiBackoffMs.base, maxBackoffMs: options.apiBackoffMs.max } : {}),
+        })
+      : undefined;
+  informers?.start();
+  // the first step housekeeps with the API's pods: wait (bounded) for the first lists
+  await informers?.synced(API_SYNC_WAIT_MS, signal);
+  const gate = new ChangeGate(session, options.source, now, options.source.kind === 'api' ? informers : undefined);
   const probe = await connectCri({ endpoint: session.endpoint, timeoutMs: 5_000 });
   state.running = true;
+  let maintenanceRv: string | undefined; // the Node version the last maintenance action answered
 
   while (!signal.aborted) {
-    // maintenance through Kubernetes: the node's podctl.io/drain annotation (maintenance.ts)
-    if (options.api && options.node) {
+    // maintenance through Kubernetes: the node's podctl.io/drain annotation (maintenance.ts), as watched
+    const current = informers?.node();
+    if (options.api && options.node && current !== undefined && (current === null || current.resourceVersion !== maintenanceRv)) {
       const kubeletNow = await kubeletState();
       const { checkMaintenance } = await import('./maintenance.js');
       const outcome = await checkMaintenance({
@@ -161,14 +196,19 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
         api: options.api,
         kubelet: kubeletNow ?? { state: 'unknown', via: 'none', detail: 'not checked' },
         node: options.node,
+        current,
         ...(isSelf ? { isSelf } : {}),
         reporter,
         signal,
       }).catch((error: Error) => {
-        if (!signal.aborted) reporter.warn(`agent: reading node ${options.node}: ${error.message}`);
+        if (!signal.aborted) reporter.warn(`agent: node ${options.node}: ${error.message}`);
         return { action: 'none' as const };
       });
-      if (outcome.action !== 'none') gate.markChanged();
+      if (outcome.action !== 'none') {
+        gate.markChanged();
+        // the watch may not have brought our own annotation writes yet: never act twice on one version
+        maintenanceRv = current?.resourceVersion;
+      }
     }
     const started = now();
     const step: AgentStep = { at: started, ok: true, full: true, ms: 0, resumed: [], orphaned: [], stuck: [] };
@@ -189,15 +229,19 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
       totals.steps += 1;
       state.lastStepAt = now();
       options.onStep?.(step);
-      await sleep(Math.max(0, options.intervalMs - step.ms), signal, { onAbort: 'resolve' });
+      await wake.sleep(Math.max(0, options.intervalMs - step.ms), signal);
       continue;
     }
     try {
       const kubeletNow = await kubeletState();
+      const mark = informers?.mark();
+      gate.beginFullStep();
+      const apiView = options.source.kind === 'api' && informers ? watchedPods(informers, now) : undefined;
       const result = await syncKnown({
         session,
         source: options.source,
         ...(options.api ? { api: options.api } : {}),
+        ...(apiView ? { apiView } : {}),
         ...(kubeletNow ? { kubelet: kubeletNow } : {}),
         ...(options.kubeletRoot ? { kubeletRoot: options.kubeletRoot } : {}),
         ...(isSelf ? { isSelf } : {}),
@@ -216,7 +260,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
       for (const p of result.resumed) reporter.info(`agent: took over ${p.namespace}/${p.name} from a dead or timed-out owner`);
       for (const p of result.orphanedRuntimePods) reporter.info(`agent: terminating orphaned runtime pod ${p.namespace}/${p.name}`);
       observeStep(metrics, result, pods);
-      gate.afterFullStep(pods);
+      gate.afterFullStep(pods, mark);
       step.stuck = noteStuck(pods, now(), options.stuckAfterMs, stuckLogged, reporter, options.api);
       // what holds each stuck pod, with the node's facts (/proc, mounts) for those few pods only
       const stuckPods = pods.filter((p) => step.stuck.includes(p.uid));
@@ -227,6 +271,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
       totals.orphanedRuntimePods += result.orphanedRuntimePods.length;
     } catch (error) {
       if (signal.aborted && isAbort(error)) break;
+      gate.markChanged();
       step.ok = false;
       step.error = (error as Error).message;
       totals.failedSteps += 1;
@@ -244,10 +289,11 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
     totals.steps += 1;
     state.lastStepAt = now();
     options.onStep?.(step);
-    await sleep(Math.max(0, options.intervalMs - step.ms), signal, { onAbort: 'resolve' });
+    await wake.sleep(Math.max(0, options.intervalMs - step.ms), signal);
   }
 
   state.running = false;
+  await informers?.stop();
   gate.close();
   probe.close();
   detachEngine();
@@ -263,6 +309,38 @@ export async function selfContainerId(cgroupPath = '/proc/self/cgroup'): Promise
     return /([0-9a-f]{64})/.exec(text)?.[1];
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * The API server's pods of this node as the watch last saw them, for a step of source api. Before
+ * the first list there is no desired set: the step fails, naming why.
+ */
+function watchedPods(informers: ApiInformers, now: () => number): { pods: V1Pod[]; stale?: string } {
+  const pods = informers.pods();
+  const reach = informers.reachability();
+  if (!pods) throw new ApiUnlisted(`the API server has not listed this node's pods yet${reach.reachable ? '' : `: ${reach.error}`}`);
+  if (reach.reachable) return { pods };
+  return { pods, stale: `the API server does not answer (for ${formatDuration(now() - reach.since)}), it cannot confirm the pod is gone` };
+}
+
+/** A step of source api before the first list: no desired set to housekeep with. */
+class ApiUnlisted extends Error {
+  override readonly name = 'ApiUnlisted';
+}
+
+/** The loop's pause between steps, cut short by `wake()` (a watch event to act on at once). */
+class Wake {
+  #controller = new AbortController();
+
+  wake(): void {
+    this.#controller.abort();
+  }
+
+  /** Sleeps `ms`, or less when woken (a wake during a step cuts the next pause to nothing). */
+  async sleep(ms: number, signal: AbortSignal): Promise<void> {
+    await sleep(ms, AbortSignal.any([signal, this.#controller.signal]), { onAbort: 'resolve' });
+    if (this.#controller.signal.aborted) this.#controller = new AbortController();
   }
 }
 
@@ -293,10 +371,14 @@ class ChangeGate {
   readonly #source: DesiredSource;
   readonly #now: () => number;
   readonly #unsubscribe: () => void;
+  /** The watched API pods (source api); without them an API source always takes a full step. */
+  readonly #informers: ApiInformers | undefined;
+  #informersMark = -1;
 
-  constructor(session: NodeSession, source: DesiredSource, now: () => number) {
+  constructor(session: NodeSession, source: DesiredSource, now: () => number, informers?: ApiInformers) {
     this.#source = source;
     this.#now = now;
+    this.#informers = informers;
     this.#unsubscribe = session.subscribe((event) => {
       // a relist that found nothing new is not a change; everything else may be
       if (event.source === 'runtime' && event.kind === 'relisted' && event.uids.length === 0) return;
@@ -306,7 +388,8 @@ class ChangeGate {
   }
 
   async needsFullStep(): Promise<boolean> {
-    if (this.#dirty || this.#source.kind === 'api' || this.#terminating.size > 0) return true;
+    if (this.#dirty || this.#terminating.size > 0) return true;
+    if (this.#source.kind === 'api' && (!this.#informers || this.#informers.changedSince(this.#informersMark))) return true;
     if (this.#now() - this.#lastFullAt >= FULL_STEP_EVERY_MS) return true;
     for (const pid of this.#owners) if (!pidAlive(pid)) return true;
     if (this.#source.kind === 'file' && (await fileStamp(this.#source.path)) !== this.#fileStamp) return true;
@@ -322,9 +405,14 @@ class ChangeGate {
     return this.#terminating.has(uid);
   }
 
-  /** Called after a full step that succeeded, with the pods it listed. */
-  afterFullStep(pods: PodInfo[]): void {
+  /** A full step begins: what changes from now on (its own kills included) makes the next one full too. */
+  beginFullStep(): void {
     this.#dirty = false;
+  }
+
+  /** Called after a full step that succeeded, with the pods it listed and the API watch's mark taken before it. */
+  afterFullStep(pods: PodInfo[], informersMark: number | undefined): void {
+    if (informersMark !== undefined) this.#informersMark = informersMark;
     this.#lastFullAt = this.#now();
     this.#owners = new Set(pods.filter((p) => p.owner?.alive === true && p.owner.pid !== process.pid).map((p) => p.owner!.pid));
     this.#terminating = new Set(pods.filter((p) => p.state === 'terminating' || (p.state === 'terminated' && p.worker?.finished !== true)).map((p) => p.uid));
@@ -378,6 +466,22 @@ class AgentState {
     if (this.#awaySince === undefined) return;
     this.#reporter.info(`agent: the runtime answers again (after ${formatDuration(this.#lastRuntimeAt - silentSince)} without an answer)`);
     this.#awaySince = undefined;
+  }
+
+  /** When the log said the API server does not answer; undefined while it answers. */
+  #apiAwaySince: number | undefined;
+
+  /** A watch of the API server failed: said once until it answers again. */
+  apiAway(reason: string): void {
+    if (this.#apiAwaySince !== undefined) return;
+    this.#apiAwaySince = this.#now();
+    this.#reporter.warn(`agent: the API server does not answer: ${reason}; housekeeping goes on with the last known pods (no orphan is terminated, no final delete sent until it answers)`);
+  }
+
+  apiAnswered(): void {
+    if (this.#apiAwaySince === undefined) return;
+    this.#reporter.info(`agent: the API server answers again (after ${formatDuration(this.#now() - this.#apiAwaySince)})`);
+    this.#apiAwaySince = undefined;
   }
 
   /** A step could not reach the runtime: said once until it answers again. */

@@ -1,6 +1,6 @@
 /**
  * Following this node's pods in the API server for the life of a long-running command (drain,
- * watch; the agent next), as the kubelet's config source does: one list, then a watch with
+ * watch, the agent), as the kubelet's config source does: one list, then a watch with
  * bookmarks, resumed from the last resourceVersion and relisted after 410 Gone (kube/pod-source.ts).
  *
  * With `act` (drain): a pod this node runs that gets a deletionTimestamp becomes a kill with its
@@ -76,11 +76,11 @@ export class ApiFollower {
         this.#note('info', `API server: ${event.message}; retrying in ${event.retryInMs} ms`);
         return;
       case 'listed':
-        for (const pod of event.pods) this.#consider(pod);
+        for (const pod of event.objects) this.#consider(pod);
         return;
       case 'added':
       case 'modified':
-        this.#consider(event.pod);
+        this.#consider(event.object);
         return;
       default:
         return;

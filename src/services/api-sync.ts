@@ -69,6 +69,11 @@ export interface ApiSyncOptions {
   kubeletRoot?: string;
   reporter?: Reporter;
   signal?: AbortSignal;
+  /**
+   * The pods come from a cache the API server may not have refreshed (it does not answer): pending
+   * writes are not replayed and no final delete is sent this time (each would wait for it).
+   */
+  stale?: boolean;
 }
 
 const nameOf = (d: { uid: string; namespace: string; name: string }): ApiPodName => ({ uid: d.uid, namespace: d.namespace, name: d.name });
@@ -83,9 +88,9 @@ export interface ApiSyncPlan {
   plan: DesiredPlan;
 }
 
-/** Lists the API and plans the desired set; writes nothing. */
-export async function planApiSync(options: Pick<ApiSyncOptions, 'api' | 'before' | 'signal'>): Promise<ApiSyncPlan> {
-  const apiPods = await options.api.kube.listNodePods(options.signal);
+/** Lists the API (or takes `apiPods`, the agent's watched copy) and plans the desired set; writes nothing. */
+export async function planApiSync(options: Pick<ApiSyncOptions, 'api' | 'before' | 'signal'> & { apiPods?: V1Pod[] }): Promise<ApiSyncPlan> {
+  const apiPods = options.apiPods ?? (await options.api.kube.listNodePods(options.signal));
   return { apiPods, plan: planDesired(apiPods, runtimeRefs(options.before)) };
 }
 
@@ -94,7 +99,7 @@ export async function startApiSync(options: ApiSyncOptions, planned?: ApiSyncPla
   const reporter = options.reporter ?? silentReporter();
   const { session, api } = options;
   const { apiPods, plan } = planned ?? (await planApiSync(options));
-  const replay = await api.replayPending(async (uid) => !terminatedOnNode(await session.getPod(uid)));
+  const replay = options.stale ? { done: 0, left: 0 } : await api.replayPending(async (uid) => !terminatedOnNode(await session.getPod(uid)));
   const local = new Map(options.before.map((p) => [p.uid, p]));
   let pendingRecorded = 0;
   const count = (outcome: string): void => {
@@ -115,7 +120,8 @@ export async function startApiSync(options: ApiSyncOptions, planned?: ApiSyncPla
   for (const d of options.leaveToKubelet ? [] : plan.deletions) {
     const pod = local.get(d.uid);
     if (terminatedOnNode(pod)) continue; // nothing runs here: straight to the final delete
-    count(await api.event(d.pod, 'Normal', EventReason.Killing, killingMessage(d.gracePeriodSeconds)).catch((e: Error) => (reporter.warn(e.message), 'failed')));
+    // the Event goes out beside the kill, as the kubelet's recorder sends it: the kill waits for no API write
+    failures.push(api.event(d.pod, 'Normal', EventReason.Killing, killingMessage(d.gracePeriodSeconds)).then(count, (e: Error) => reporter.warn(e.message)));
     try {
       await session.requestKill({ uid: d.uid, gracePeriodSeconds: d.gracePeriodSeconds, pod: d.pod });
       driven.push(d);
@@ -153,6 +159,8 @@ export async function startApiSync(options: ApiSyncOptions, planned?: ApiSyncPla
       }
       for (const d of options.leaveToKubelet ? [] : plan.deletions) {
         const pod = await session.getPod(d.uid);
+        // nothing runs, but the final delete waits until the API server answers again
+        if (options.stale && terminatedOnNode(pod)) continue;
         if (!terminatedOnNode(pod)) {
           report.stillRunning.push(nameOf(d));
           if (pod?.state === 'terminating' && pod.graceDeadline !== undefined && Date.now() > pod.graceDeadline) {

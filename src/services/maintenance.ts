@@ -35,6 +35,8 @@ export interface MaintenanceOptions {
   isSelf?: (pod: PodInfo) => boolean;
   reporter?: Reporter;
   signal?: AbortSignal;
+  /** The Node as the agent's watch last saw it (null: no such Node); without it, one GET. */
+  current?: { annotations: Record<string, string> } | null;
 }
 
 export interface MaintenanceOutcome {
@@ -45,7 +47,7 @@ export interface MaintenanceOutcome {
 /** Looks at the node's annotations once and does what they ask. */
 export async function checkMaintenance(options: MaintenanceOptions): Promise<MaintenanceOutcome> {
   const { kube } = options.api;
-  const node = await kube.getNode(options.signal);
+  const node = options.current !== undefined ? options.current : await kube.getNode(options.signal);
   const want = node?.annotations[DRAIN_ANNOTATION];
   if (want === 'requested') return drainForMaintenance(options, node?.annotations[IGNORE_PDB_ANNOTATION] === 'true');
   if (want === 'uncordon') {

@@ -107,6 +107,12 @@ export interface SyncKnownOptions {
   onListing?: (pods: PodInfo[]) => void;
   /** The API server (source api): desired pods planned as the kubelet's config source does. */
   api?: ApiNode;
+  /**
+   * Source api without a list: this node's pods as the agent's watches last saw them. With `stale`
+   * (why they may be old: the API server does not answer) no pod is terminated as an orphan (each
+   * needs a fresh confirmation) and no final delete is sent; takeovers and deletions go on.
+   */
+  apiView?: { pods: V1Pod[]; stale?: string };
 }
 
 /** Parses a desired-pod document; `where` names the file in errors. */
@@ -208,7 +214,9 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
   options.onListing?.(before);
   // With an API server: list and plan first (read only); the kills it asks for start after the checks.
   const apiSync = options.source.kind === 'api' && options.api ? await import('./api-sync.js') : undefined;
-  const apiPlan = apiSync && options.api ? await apiSync.planApiSync({ api: options.api, before, ...(signal ? { signal } : {}) }) : undefined;
+  const apiPlan =
+    apiSync && options.api ? await apiSync.planApiSync({ api: options.api, before, ...(signal ? { signal } : {}), ...(options.apiView ? { apiPods: options.apiView.pods } : {}) }) : undefined;
+  const stale = apiPlan ? options.apiView?.stale : undefined;
   const listed = apiPlan ? apiPlan.plan.desired : await desiredPods(options, before);
   const listedUids = new Set(listed.map((p) => p.metadata?.uid));
 
@@ -226,17 +234,19 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
   const self = options.isSelf ? before.filter((p) => !listedUids.has(p.uid) && options.isSelf!(p)) : [];
   const nameless = new Set([...listedUids, ...keptStatic.map((p) => p.uid), ...self.map((p) => p.uid)]);
   const candidates = before.filter((p) => !nameless.has(p.uid) && !isStaticInfo(p) && p.owner?.alive !== true && (p.state === 'runtime' ? runsSomething(p) : p.state === 'sync'));
-  const orphans = options.kubelet
-    ? await decideOrphans({
-        candidates,
-        kubelet: options.kubelet.state,
-        api: options.api,
-        stateDir: options.session.stateDir,
-        force: options.force === true,
-        persist: !options.dryRun,
-        ...(signal ? { signal } : {}),
-      })
-    : { kept: [], released: [] };
+  const orphans = stale
+    ? { kept: candidates.map((p) => ({ uid: p.uid, namespace: p.namespace, name: p.name, reason: `not terminated as an orphan: ${stale}`, waitSeconds: null })), released: [] }
+    : options.kubelet
+      ? await decideOrphans({
+          candidates,
+          kubelet: options.kubelet.state,
+          api: options.api,
+          stateDir: options.session.stateDir,
+          force: options.force === true,
+          persist: !options.dryRun,
+          ...(signal ? { signal } : {}),
+        })
+      : { kept: [], released: [] };
   const waiting = new Set(orphans.kept.map((o) => o.uid));
   for (const o of orphans.kept) reporter.info(`sync-known: ${o.namespace}/${o.name} kept: ${o.reason}`);
   const desired = [...listed, ...keptStatic.map(staticDesired), ...before.filter((p) => waiting.has(p.uid)).map(keptDesired), ...self.map(keptDesired)];
@@ -271,6 +281,7 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
             before,
             reporter,
             leaveToKubelet: options.kubelet !== undefined && options.kubelet.state !== 'down',
+            ...(stale ? { stale: true } : {}),
             ...(options.kubeletRoot ? { kubeletRoot: options.kubeletRoot } : {}),
             ...(signal ? { signal } : {}),
           },

@@ -83,7 +83,9 @@ describe('deploy/ manifests', () => {
     expect([...grants].sort()).toEqual([
       'core/events:create',
       'core/nodes:get',
+      'core/nodes:list',
       'core/nodes:patch',
+      'core/nodes:watch',
       'core/pods/eviction:create',
       'core/pods/status:patch',
       'core/pods:delete',

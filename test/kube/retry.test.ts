@@ -16,9 +16,11 @@ describe('retry policy', () => {
     }
   });
 
-  it('429 waits Retry-After; 4xx are final; the attempt count and time budget bound everything', () => {
+  it('429 waits Retry-After (jittered above it); 4xx are final; the attempt count and time budget bound everything', () => {
     const limited = new KubeError('c', 'm', 429, { retryAfterMs: 3_000 });
-    expect(retryDelayMs(limited, 0, 0, policy)).toBe(3_000);
+    const wait = retryDelayMs(limited, 0, 0, policy)!;
+    expect(wait).toBeGreaterThanOrEqual(3_000); // Retry-After is a floor, jittered up to a fifth above it
+    expect(wait).toBeLessThanOrEqual(3_600);
     expect(retryDelayMs(limited, 0, policy.budgetMs - 1_000, policy)).toBeUndefined();
     expect(retryDelayMs(new KubeError('c', 'm', 404), 0, 0, policy)).toBeUndefined();
     expect(retryDelayMs(new KubeError('c', 'm', 403), 0, 0, policy)).toBeUndefined();

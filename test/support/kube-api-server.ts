@@ -21,8 +21,11 @@
  * - users (`addAgent`): podctl's ServiceAccount, authorized by the RBAC shipped in deploy/ (rbac.ts)
  *   and answered 403 as RBAC words it for anything that RBAC does not grant; its pod list and watch
  *   must name its node (fieldSelector spec.nodeName), as the agent's always do;
+ * - nodes: list and watch with fieldSelector metadata.name (MODIFIED on every PATCH, as for pods);
  * - fault injection: N answers with a status (429 with Retry-After, 5xx) or a dropped connection,
- *   matched by method and path; `stop()`/`start()` on the same port for an unreachable server.
+ *   matched by method, path and watch or not; `stop()`/`start()` on the same port for an
+ *   unreachable server; `stall` for one that accepts connections and never answers; `silence()`
+ *   for open watches that go quiet (half-open: no event, no bookmark, the connection kept).
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -42,6 +45,8 @@ export interface Fault {
   retryAfter?: number;
   /** How many matching requests get the fault (default 1). */
   count?: number;
+  /** Only watch requests (true) or only the others (false). Default: both. */
+  watch?: boolean;
 }
 
 export interface RecordedRequest {
@@ -95,6 +100,10 @@ interface Watcher {
   res: http.ServerResponse;
   filter: (pod: Obj) => boolean;
   bookmarks: boolean;
+  /** Which objects it follows ('Pod' or 'Node'). */
+  kind: string;
+  /** Gone quiet: nothing more is written to it (`silence()`). */
+  silent: boolean;
 }
 
 const clone = <T>(v: T): T => structuredClone(v);
@@ -176,6 +185,8 @@ export class KubeApiServer {
   onAnswered: ((request: RecordedRequest) => void) | undefined;
   /** Bookmark every N ms on open watches (0: only on `bookmark()`). */
   bookmarkEveryMs = 0;
+  /** Accept connections and read requests, but never answer (recorded with status 0). */
+  stall = false;
 
   #rv = 1000;
   #history: WatchEntry[] = [];
@@ -187,6 +198,7 @@ export class KubeApiServer {
   #sockets = new Set<Socket>();
   #port = 0;
   #bookmarkTimer: NodeJS.Timeout | undefined;
+  #stalled = new Set<http.ServerResponse>();
 
   get port(): number {
     return this.#port;
@@ -218,6 +230,8 @@ export class KubeApiServer {
   /** Closes the port and every connection (watches end): the API server is unreachable. */
   async stop(): Promise<void> {
     clearInterval(this.#bookmarkTimer);
+    for (const res of this.#stalled) res.destroy();
+    this.#stalled.clear();
     for (const w of this.#watchers) w.res.destroy();
     this.#watchers.clear();
     for (const s of this.#sockets) s.destroy();
@@ -267,8 +281,25 @@ export class KubeApiServer {
   /** Sends a BOOKMARK with the current resourceVersion on every watch that asked for bookmarks. */
   bookmark(): void {
     for (const w of this.#watchers) {
-      if (w.bookmarks) w.res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: String(this.#rv) } } })}\n`);
+      if (w.bookmarks && !w.silent) w.res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { kind: w.kind, apiVersion: 'v1', metadata: { resourceVersion: String(this.#rv) } } })}\n`);
     }
+  }
+
+  /** Every open watch goes quiet, its connection kept open (a half-open connection, as seen by the client). */
+  silence(): void {
+    for (const w of this.#watchers) w.silent = true;
+  }
+
+  /** How many watches are open now (silent ones included). */
+  get openWatches(): number {
+    return this.#watchers.size;
+  }
+
+  /** Answers to stalled requests, once the stall ends: they are cut (the client times out first). */
+  unstall(): void {
+    this.stall = false;
+    for (const res of this.#stalled) res.destroy();
+    this.#stalled.clear();
   }
 
   /** Ends every open watch (the server closed them, as it does on its own timeout). */
@@ -282,10 +313,10 @@ export class KubeApiServer {
     return String(this.#rv);
   }
 
-  #emit(type: WatchEntry['type'], pod: Obj): void {
-    const entry: WatchEntry = { rv: Number(pod.metadata.resourceVersion), type, object: clone(pod) };
+  #emit(type: WatchEntry['type'], object: Obj): void {
+    const entry: WatchEntry = { rv: Number(object.metadata.resourceVersion), type, object: clone(object) };
     this.#history.push(entry);
-    for (const w of this.#watchers) if (w.filter(pod)) w.res.write(`${JSON.stringify({ type, object: entry.object })}\n`);
+    for (const w of this.#watchers) if (w.kind === (object.kind ?? 'Pod') && !w.silent && w.filter(object)) w.res.write(`${JSON.stringify({ type, object: entry.object })}\n`);
   }
 
   // ---- direct state access for tests (each change bumps the RV and feeds watches) ----
@@ -325,6 +356,17 @@ export class KubeApiServer {
   addNode(name: string): Obj {
     const n = { apiVersion: 'v1', kind: 'Node', metadata: { name, uid: randomUUID(), resourceVersion: this.#nextRv() }, spec: {}, status: {} };
     this.nodes.set(name, n);
+    this.#emit('ADDED', n);
+    return clone(n);
+  }
+
+  /** Changes a Node in place (as kubectl annotate would). */
+  updateNode(name: string, change: (node: Obj) => void): Obj {
+    const n = this.nodes.get(name);
+    if (!n) throw new Error(`no node ${name}`);
+    change(n);
+    n.metadata.resourceVersion = this.#nextRv();
+    this.#emit('MODIFIED', n);
     return clone(n);
   }
 
@@ -398,12 +440,18 @@ export class KubeApiServer {
       const user = this.token === '' || bearer === this.token ? undefined : bearer !== undefined ? this.users.get(bearer) : undefined;
       const record: RecordedRequest = { method, path: url.pathname, query: url.searchParams, contentType: req.headers['content-type'], body, status: 0, user: user?.username ?? ADMIN };
       this.requests.push(record);
+      if (this.stall) {
+        this.#stalled.add(res);
+        res.on('close', () => this.#stalled.delete(res));
+        return;
+      }
       const send = (code: number, object: Obj, headers: Record<string, string> = {}): void => {
         record.status = code;
         res.writeHead(code, { 'content-type': 'application/json', ...headers });
         res.end(JSON.stringify(object));
       };
-      const fault = this.#faults.find((f) => f.left > 0 && (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)));
+      const isWatch = url.searchParams.get('watch') === '1' || url.searchParams.get('watch') === 'true';
+      const fault = this.#faults.find((f) => f.left > 0 && (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)) && (f.watch === undefined || f.watch === isWatch));
       if (fault) {
         fault.left -= 1;
         if (fault.drop) {
@@ -674,6 +722,18 @@ export class KubeApiServer {
         return;
       }
     }
+    if (p === '/api/v1/nodes' && method === 'GET') {
+      const watching = q.get('watch') === '1' || q.get('watch') === 'true';
+      if (this.#forbidden(watching ? 'watch' : 'list', 'nodes', undefined, undefined, send)) return;
+      const filter = fieldFilter(q.get('fieldSelector'));
+      if (watching) {
+        this.#watch(q, filter, res, record, 'Node');
+        return;
+      }
+      const items = [...this.nodes.values()].filter(filter).map(clone);
+      send(200, { kind: 'NodeList', apiVersion: 'v1', metadata: { resourceVersion: String(this.#rv) }, items });
+      return;
+    }
     if ((m = p.match(/^\/api\/v1\/nodes\/([^/]+)$/))) {
       const name = m[1]!;
       const node = this.nodes.get(name);
@@ -687,6 +747,7 @@ export class KubeApiServer {
           const next = contentType.startsWith('application/strategic-merge-patch+json') ? strategicMergePatch(node, body) : mergePatch(node, body);
           next.metadata.resourceVersion = this.#nextRv();
           this.nodes.set(name, next);
+          this.#emit('MODIFIED', next);
           send(200, clone(next));
           return;
         }
@@ -710,20 +771,22 @@ export class KubeApiServer {
     send(404, status(404, 'NotFound', 'the server could not find the requested resource'));
   }
 
-  #watch(q: URLSearchParams, filter: (o: Obj) => boolean, res: http.ServerResponse, record: RecordedRequest): void {
+  #watch(q: URLSearchParams, filter: (o: Obj) => boolean, res: http.ServerResponse, record: RecordedRequest, kind = 'Pod'): void {
     record.status = 200;
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    res.flushHeaders(); // as the real server does: the client knows the watch is open before any event
     const from = q.get('resourceVersion');
-    const watcher: Watcher = { res, filter, bookmarks: q.get('allowWatchBookmarks') === 'true' || q.get('allowWatchBookmarks') === '1' };
+    const watcher: Watcher = { res, filter, bookmarks: q.get('allowWatchBookmarks') === 'true' || q.get('allowWatchBookmarks') === '1', kind, silent: false };
+    const objects = kind === 'Node' ? this.nodes : this.pods;
     if (from && from !== '0' && Number(from) < this.#compactedBelow - 1) {
       res.end(`${JSON.stringify({ type: 'ERROR', object: status(410, 'Expired', `too old resource version: ${from} (${this.#compactedBelow - 1})`) })}\n`);
       return;
     }
     if (!from || from === '0') {
       // no resourceVersion: the current state as synthetic ADDED events first
-      for (const pod of this.pods.values()) if (filter(pod)) res.write(`${JSON.stringify({ type: 'ADDED', object: clone(pod) })}\n`);
+      for (const o of objects.values()) if (filter(o)) res.write(`${JSON.stringify({ type: 'ADDED', object: clone(o) })}\n`);
     } else {
-      for (const e of this.#history) if (e.rv > Number(from) && filter(e.object)) res.write(`${JSON.stringify({ type: e.type, object: e.object })}\n`);
+      for (const e of this.#history) if (e.rv > Number(from) && (e.object.kind ?? 'Pod') === kind && filter(e.object)) res.write(`${JSON.stringify({ type: e.type, object: e.object })}\n`);
     }
     this.#watchers.add(watcher);
     const timeout = Number(q.get('timeoutSeconds') ?? 0);
