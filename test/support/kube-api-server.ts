@@ -60,6 +60,8 @@ export interface RecordedRequest {
   user: string;
   /** Refused because RBAC does not grant it (not a planted `forbidden` denial). */
   refusedByRbac?: true;
+  /** When it arrived (ms since the epoch). */
+  at: number;
 }
 
 /** A user of the server other than the all-powerful `token`: authorized by RBAC rules. */
@@ -438,7 +440,7 @@ export class KubeApiServer {
       }
       const bearer = req.headers.authorization?.startsWith('Bearer ') ? req.headers.authorization.slice('Bearer '.length) : undefined;
       const user = this.token === '' || bearer === this.token ? undefined : bearer !== undefined ? this.users.get(bearer) : undefined;
-      const record: RecordedRequest = { method, path: url.pathname, query: url.searchParams, contentType: req.headers['content-type'], body, status: 0, user: user?.username ?? ADMIN };
+      const record: RecordedRequest = { method, path: url.pathname, query: url.searchParams, contentType: req.headers['content-type'], body, status: 0, user: user?.username ?? ADMIN, at: Date.now() };
       this.requests.push(record);
       if (this.stall) {
         this.#stalled.add(res);
