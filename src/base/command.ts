@@ -60,6 +60,11 @@ export abstract class PodctlCommand extends Command {
   protected interruptMessage = DRIVING_INTERRUPT;
   /** A signal is the normal way to end this command (logged as info, not as a warning). */
   protected interruptIsNormal = false;
+  /**
+   * A background driver (`kill --drive`): told to stop, it starts no other driver; its pods go to the
+   * agent serving the state dir, or are named as left undriven (services/drive.ts `leaveToAgent`).
+   */
+  protected backgroundDriver = false;
   /** The command only reads (status): its session takes no lease and starts no watchers. */
   protected readOnlySession = false;
   /**
@@ -106,7 +111,7 @@ export abstract class PodctlCommand extends Command {
         return;
       }
       this.reporter.done();
-      const drivesNothing = this.interruptMessage === DRIVING_INTERRUPT && (this.#session?.drivenUnfinished().length ?? 0) === 0;
+      const drivesNothing = (this.interruptMessage === DRIVING_INTERRUPT || this.backgroundDriver) && (this.#session?.drivenUnfinished().length ?? 0) === 0;
       this.reporter.log(this.interruptIsNormal ? 'info' : 'warn', `${signal}: ${drivesNothing ? 'stopping; this process drives no pod' : this.interruptMessage}`);
       this.abort.abort(new DOMException(`interrupted by ${signal}`, 'AbortError'));
     };
@@ -205,6 +210,10 @@ export abstract class PodctlCommand extends Command {
    */
   protected async handOffUnfinished(action: string, result: { handedOffTo?: { pid: number; log: string; uids: string[] } | null }, uids: string[]): Promise<void> {
     if (uids.length === 0) return;
+    if (this.backgroundDriver) {
+      result.handedOffTo = null;
+      return this.stopDriving(action, uids);
+    }
     const started = await this.startDriver(uids);
     result.handedOffTo = started ? { ...started, uids } : null;
     this.reportHandOff(action, uids.length, started);
@@ -245,7 +254,22 @@ export abstract class PodctlCommand extends Command {
   private async handOffWhatIsLeft(): Promise<void> {
     const uids = this.#session?.drivenUnfinished() ?? [];
     if (uids.length === 0) return;
+    if (this.backgroundDriver) return this.stopDriving(this.id ?? 'podctl', uids);
     this.reportHandOff(this.id ?? 'podctl', uids.length, await this.startDriver(uids));
+  }
+
+  /** A background driver stops: its session closes (leases released) and its pods go to the agent, or are named undriven. */
+  private async stopDriving(action: string, uids: string[]): Promise<void> {
+    const stateDir = this.#session?.stateDir ?? this.globals?.['state-dir'] ?? DEFAULT_STATE_DIR;
+    const listed = (await this.#session?.listPods({ uids, runtimeMaxAgeMs: 60_000 }).catch(() => undefined)) ?? [];
+    const names = new Map(listed.map((p) => [p.uid, `${p.namespace}/${p.name}`]));
+    await this.closeSession();
+    const { AGENT_TAKE_OVER_MS, leaveToAgent } = await import('../services/drive.js');
+    const stop = await leaveToAgent({ stateDir, pods: uids.map((uid) => ({ uid, name: names.get(uid) ?? uid })) });
+    if (stop.handed.length > 0) this.reporter.warn(`${action}: stopping; ${stop.handed.length} pod(s) handed to the agent (pid ${stop.agentPid}), which drives them on: ${stop.handed.join(', ')}`);
+    if (stop.undriven.length === 0) return;
+    const why = stop.agentPid === null ? `no agent serves ${stateDir}` : `the agent (pid ${stop.agentPid}) did not take them within ${AGENT_TAKE_OVER_MS / 1000}s`;
+    this.reporter.warn(`${action}: stopping; ${why}, so ${stop.undriven.length} pod(s) are left undriven: ${stop.undriven.join(', ')}; \`podctl sync-known\` (or \`podctl agent\`) resumes them`);
   }
 
   /** The safety options of a command that stops pods (--dry-run, --yes, the terminal prompt). */

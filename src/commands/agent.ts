@@ -16,6 +16,8 @@ export default class Agent extends PodctlCommand {
   static override summary = "Run as the node's housekeeper: take over abandoned pods, finish orphans, serve Prometheus metrics.";
   static override description = `Runs until SIGTERM or SIGINT (then stops within 5 s, exit 0, state saved; pods it still drives are handed to a background podctl process, whose PID it prints).
 
+One agent serves a state dir: a second one on the same --state-dir refuses to start (exit 1), naming the first one's PID.
+
 Every --interval it runs the kubelet's housekeeping step, exactly what \`podctl sync-known\` does with the same safety rules (static pods kept, an empty desired list refused): pods whose podctl owner died or timed out are taken over, orphans are driven to termination, finished workers are forgotten. Desired pods come from the runtime by default, from the API server when one is configured (--kubeconfig, $KUBECONFIG, in-cluster) or --desired-from api, or from --desired FILE. Between steps it serves kills other podctl processes hand to it.
 
 A pod terminating longer than its grace period plus --stuck-after is logged once, counted in podctl_stuck_pods (and an Event is posted when an API server is configured); \`podctl status\` marks it stuck too.
@@ -64,6 +66,10 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     const { createMetrics } = await import('../metrics/registry.js');
     const metrics = createMetrics({ processDefaults: true });
     const session = await this.session();
+    // one agent per state dir: a second one would take the same pods over and fight for them
+    const { claimAgentMark } = await import('../store/agent-mark.js');
+    const claim = await claimAgentMark(session.stateDir);
+    if (!claim.claimed) throw new Error(`another podctl agent (pid ${claim.holder.pid}) serves state dir ${session.stateDir}; stop it first, or give this one another --state-dir`);
     try {
       const result = await runAgent({
         session,
@@ -88,6 +94,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       return result;
     } finally {
       api?.close();
+      await claim.release();
     }
   }
 }

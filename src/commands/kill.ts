@@ -58,6 +58,10 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
 
   async run(): Promise<ReturnType<typeof terminateJson<KillResult>>> {
     const { argv, flags } = await this.parse(Kill);
+    if (flags.drive) {
+      this.backgroundDriver = true;
+      this.interruptMessage = 'stopping; the pods this driver drives go to the agent serving the state dir, if one runs, else they are left undriven';
+    }
     this.configure(flags);
     await this.recordMetricsTo(flags['metrics-textfile']);
     const selection = selectionFromFlags(argv, flags);

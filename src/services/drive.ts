@@ -107,3 +107,46 @@ export function driverPatience(options: { stateDir: string; uids: readonly strin
   const { stateDir, uids, reporter, signal } = options;
   return (what, attempt) => untilRuntimeAnswers(attempt, { what, reporter, signal, leftToDrive: () => checkpointsRemain(stateDir, uids) });
 }
+
+/** How long a driver told to stop waits for the agent to take its pods over (the agent steps every 2 s by default). */
+export const AGENT_TAKE_OVER_MS = 10_000;
+const TAKE_OVER_POLL_MS = 200;
+
+export interface DriverStop {
+  /** The agent serving the state dir, when one runs. */
+  agentPid: number | null;
+  /** Pods the agent took over (or that finished meanwhile). */
+  handed: string[];
+  /** Pods no live process drives now, as `namespace/name`. */
+  undriven: string[];
+}
+
+/**
+ * A background driver told to stop (SIGTERM, Ctrl-C) starts no other driver: its session is closed
+ * (its leases released) before this is called, and the agent that serves the state dir, if one
+ * runs, takes the pods over at its next step; this waits (at most AGENT_TAKE_OVER_MS) until the
+ * agent holds each pod's lease or the pod is no longer on its way out. The pods that no live process
+ * drives at the end are named: `podctl sync-known` (or an agent) resumes them from their checkpoints.
+ */
+export async function leaveToAgent(options: { stateDir: string; pods: readonly { uid: string; name: string }[]; now?: () => number }): Promise<DriverStop> {
+  const now = options.now ?? Date.now;
+  const { liveAgent } = await import('../store/agent-mark.js');
+  const agent = await liveAgent(options.stateDir);
+  if (!agent) return { agentPid: null, handed: [], undriven: options.pods.map((p) => p.name) };
+  const { openStore } = await import('../store/index.js');
+  const store = await openStore({ stateDir: options.stateDir, readOnly: true });
+  const handed = new Set<string>();
+  const deadline = now() + AGENT_TAKE_OVER_MS;
+  for (;;) {
+    const uids = options.pods.map((p) => p.uid).filter((uid) => !handed.has(uid));
+    const [leases, checkpoints] = await Promise.all([store.leases.inspectSome(uids), store.checkpoints.readSome(uids)]);
+    for (const uid of uids) {
+      const lease = leases.get(uid);
+      const checkpoint = checkpoints.get(uid);
+      if ((lease?.alive === true && lease.record?.pid === agent.pid) || checkpoint === undefined || checkpoint.status.finished) handed.add(uid);
+    }
+    if (handed.size === options.pods.length || now() >= deadline) break;
+    await sleep(TAKE_OVER_POLL_MS);
+  }
+  return { agentPid: agent.pid, handed: options.pods.filter((p) => handed.has(p.uid)).map((p) => p.name), undriven: options.pods.filter((p) => !handed.has(p.uid)).map((p) => p.name) };
+}

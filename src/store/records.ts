@@ -1,6 +1,6 @@
 /**
  * The store's on-disk records — a pod's checkpoint (payload and header line), a lease generation,
- * an inbox request — each defined once, as a valibot schema, with its TypeScript type inferred
+ * an inbox request, the agent's mark — each defined once, as a valibot schema, with its TypeScript type inferred
  * from that schema. Every read validates through these schemas (format.ts, lease.ts, inbox.ts);
  * nothing else decides what a record may contain.
  *
@@ -175,6 +175,15 @@ export const leaseRecordSchema = record({
   released: v.boolean(),
 });
 export type LeaseRecord = v.InferOutput<typeof leaseRecordSchema>;
+
+/** The agent serving a state dir, `agent.pid` (agent-mark.ts): its identity, as a lease records its holder. */
+export const agentMarkSchema = record({
+  pid: v.pipe(v.number(), v.safeInteger(), v.minValue(1)),
+  startTicks: v.pipe(v.number(), v.finite(), v.minValue(0)),
+  startedAt: num(),
+  pidNs: v.optional(v.pipe(v.string(), v.regex(/^\d+$/))),
+});
+export type AgentMark = v.InferOutput<typeof agentMarkSchema>;
 
 /** A request for a pod's owner: `inbox/<uid>@<id>.req` (inbox.ts). */
 export const inboxRequestSchema = record({

@@ -2,12 +2,13 @@
  * Every word true: what podctl says is checked against what happened, through the built CLI
  * (`node bin/run.js`) on the embedded simulator. Needs `npm run build` first (the test script does it).
  */
-import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+import { alive, processesNaming } from '../support/process.js';
 
 const ROOT = process.cwd();
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -30,6 +31,15 @@ function podctl(args: string[], env: Record<string, string> = {}, timeoutMs = 60
       },
     );
   });
+}
+
+/** Polls `test` every 100 ms until it holds; fails after `ms` (a bound for a loaded machine, not a speed goal). */
+async function until(what: string, test: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await test())) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 beforeAll(() => {
@@ -108,5 +118,76 @@ describe('a pod whose worker was forgotten keeps how it ended', { timeout: 90_00
     expect(readdirSync(path.join(dir, 'state', 'ended')).filter((n) => !n.startsWith('.'))).toHaveLength(1);
     const status = await podctl(['status', 'web/web-1', '--json', ...common]);
     expect(status.code).toBe(4);
+  });
+});
+
+describe('a background driver stops on SIGTERM', { timeout: 120_000 }, () => {
+  let sim: RunningSimulator;
+  let dir: string;
+  let stateDir: string;
+  let common: string[];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'podctl-words-driver-'));
+    stateDir = path.join(dir, 'state');
+    sim = await startSimulator({
+      socketPath: path.join(dir, 'cri.sock'),
+      pods: ['stubborn-1', 'stubborn-2'].map((name) => ({ name, namespace: 'default', terminationGracePeriodSeconds: 600, containers: [{ name: 'c', onSigterm: 'ignore' as const }] })),
+    });
+    common = ['--runtime-endpoint', sim.endpoint, '--state-dir', stateDir];
+  });
+
+  afterAll(async () => {
+    for (const pid of processesNaming(dir)) process.kill(pid, 'SIGKILL');
+    await sim?.close();
+  });
+
+  interface Owned {
+    pods: { name: string; ownerPid: number | null; driven: boolean | null; state: string }[];
+  }
+  const statusOf = async (name: string): Promise<Owned['pods'][number]> => {
+    const run = await podctl(['status', `default/${name}`, '--json', ...common]);
+    return (JSON.parse(run.stdout) as Owned).pods[0]!;
+  };
+
+  /** `kill --no-wait`: the pod goes to a background driver; resolves once that driver drives it. */
+  async function handToDriver(name: string): Promise<{ pid: number; log: string }> {
+    const kill = await podctl(['kill', `default/${name}`, '--no-wait', '--json', ...common]);
+    expect(kill.code, kill.stderr).toBe(0);
+    const driver = (JSON.parse(kill.stdout) as { handedOffTo: { pid: number; log: string } }).handedOffTo;
+    await until(`driver ${driver.pid} drives ${name}`, async () => (await statusOf(name)).ownerPid === driver.pid);
+    return driver;
+  }
+
+  it('without an agent: it says which pods it leaves undriven and exits; no other driver starts', async () => {
+    const driver = await handToDriver('stubborn-1');
+    process.kill(driver.pid, 'SIGTERM');
+    await until(`driver ${driver.pid} exits`, () => !alive(driver.pid));
+    const log = readFileSync(driver.log, 'utf8');
+    expect(log).toContain(`no agent serves ${stateDir}, so 1 pod(s) are left undriven: default/stubborn-1`);
+    // no driver of its own replaced it
+    expect(processesNaming(stateDir)).toEqual([]);
+    expect(await statusOf('stubborn-1')).toMatchObject({ state: 'terminating', driven: false });
+  });
+
+  it('with an agent: it hands its pods to the agent, then exits; a second agent refuses to start, naming the first', async () => {
+    const driver = await handToDriver('stubborn-2');
+    const agent = spawn(process.execPath, [BIN, 'agent', '--metrics-addr', 'none', '--interval', '500ms', ...common], { env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '' } });
+    let agentErr = '';
+    agent.stderr.on('data', (chunk: Buffer) => (agentErr += chunk.toString()));
+    try {
+      await until('the agent marks the state dir', () => existsSync(path.join(stateDir, 'agent.pid')));
+      const second = await podctl(['agent', '--metrics-addr', 'none', ...common]);
+      expect(second.code).toBe(1);
+      expect(second.stderr.trim()).toBe(`error: another podctl agent (pid ${agent.pid}) serves state dir ${stateDir}; stop it first, or give this one another --state-dir`);
+
+      process.kill(driver.pid, 'SIGTERM');
+      await until(`driver ${driver.pid} exits`, () => !alive(driver.pid));
+      expect(readFileSync(driver.log, 'utf8')).toContain(`1 pod(s) handed to the agent (pid ${agent.pid}), which drives them on: default/stubborn-2`);
+      expect(await statusOf('stubborn-2')).toMatchObject({ state: 'terminating', ownerPid: agent.pid, driven: true });
+    } finally {
+      agent.kill('SIGKILL');
+    }
+    expect(agentErr).not.toMatch(/^error:/m);
   });
 });

@@ -243,7 +243,7 @@ afterAll(async () => dir?.cleanup());
 
 describe('compiled record checkers agree with valibot', () => {
   it('every schema records.ts exports compiles', () => {
-    expect(exportedSchemas.map(([name]) => name).sort()).toEqual(['checkpointHeaderSchema', 'checkpointSchema', 'inboxRequestSchema', 'leaseRecordSchema', 'podSyncStatusSchema']);
+    expect(exportedSchemas.map(([name]) => name).sort()).toEqual(['agentMarkSchema', 'checkpointHeaderSchema', 'checkpointSchema', 'inboxRequestSchema', 'leaseRecordSchema', 'podSyncStatusSchema']);
     for (const [name, schema] of exportedSchemas) expect(() => compileSchema(schema), name).not.toThrow();
   });
 
