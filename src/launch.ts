@@ -28,6 +28,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<CommandClass>>> = {
   evict: async () => (await import('./commands/evict.js')).default,
   help: async () => (await import('./commands/help.js')).default,
   kill: async () => (await import('./commands/kill.js')).default,
+  report: async () => (await import('./commands/report.js')).default,
   simulator: async () => (await import('./commands/simulator.js')).default,
   status: async () => (await import('./commands/status.js')).default,
   'sync-known': async () => (await import('./commands/sync-known.js')).default,

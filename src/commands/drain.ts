@@ -1,7 +1,10 @@
 /**
  * `podctl drain`: parse and validate, call the drain service, render. No logic of its own.
  */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { Flags } from '@oclif/core';
+import type { NodeSession } from '../domain/session-api.js';
 import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
 import { globalFlagsOwnTimeout, nodeName } from '../lib/flags.js';
@@ -73,6 +76,10 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     force: Flags.boolean({ summary: 'Beside a running kubelet: stop the pods it desires over CRI too (it may start them again) instead of refusing without an API server.', default: false }),
     'ignore-pdb': Flags.boolean({ summary: 'Beside a running kubelet: delete instead of the Eviction API, so PodDisruptionBudgets do not hold pods back.', default: false }),
     ...kubeletFlags,
+    report: Flags.string({
+      summary: "Also write the drain's report to FILE: one self-contained HTML page of where its time went (podctl report draws it again later).",
+      helpValue: 'FILE',
+    }),
     'shutdown-status': Flags.boolean({
       summary: "Set the kubelet's node-shutdown status (Failed, reason Terminated, DisruptionTarget) on the pods the drain stopped; needs an API server.",
       default: false,
@@ -142,6 +149,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       api?.close();
       throw error;
     });
+    const drainEndedAt = Date.now();
     const apiServer = follower ? await follower.stop() : undefined;
     // an --exclude that matched no pod is almost always a typo: said, not silently accepted
     for (const value of isExcluded?.unmatched() ?? []) this.reporter.warn(`--exclude ${value} matches no pod on this node`);
@@ -162,6 +170,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       ...(api && flags['shutdown-status'] && !drained.dryRun ? { shutdownStatus: await (await import('../services/shutdown-status.js')).reportShutdownStatus(api, drained, this.reporter) } : {}),
     };
     api?.close();
+    if (!drained.dryRun) await this.#report(flags.report, { session, result: drained, endedAt: drainEndedAt, viaApi: beside.viaApi, node: nodeName(flags.node) });
     // pods still terminating (bound reached, or interrupted) keep being driven after this process
     await this.handOffUnfinished('drain', result, drainPodsToHandOff(result));
     if (!this.jsonEnabled()) {
@@ -171,5 +180,19 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     }
     this.setExitCode(drainExitCode(result));
     return drainJson(result);
+  }
+
+  /** Keeps the drain's report in the state dir and, with --report, writes its page. */
+  async #report(file: string | undefined, input: { session: NodeSession; result: DrainResult; endedAt: number; viaApi: TerminatedPod[]; node: string }): Promise<void> {
+    const { recordDrainReport } = await import('../services/report/report.js');
+    const { report } = await recordDrainReport({ ...input, source: 'drain', onError: (message) => this.reporter.warn(message) });
+    if (file === undefined) return;
+    const { renderReportHtml } = await import('../services/report/html.js');
+    try {
+      await writeFile(file, renderReportHtml(report));
+      this.reporter.info(`drain: report written to ${path.resolve(file)}`);
+    } catch (error) {
+      this.reporter.warn(`--report ${file}: ${(error as Error).message}`);
+    }
   }
 }

@@ -27,6 +27,18 @@ function podRefOf(uid: string, c: Container, pod: V1Pod | undefined): string {
   return namespace && name ? `${namespace}/${name}` : uid;
 }
 
+/** One hook's end: its container, type, outcome, and when it began and ended (epoch ms). */
+export interface HookEvent {
+  uid: string;
+  container: string;
+  ok: boolean;
+  message: string;
+  type: HookType;
+  outcome: HookOutcomeKind;
+  startedAt: number;
+  endedAt: number;
+}
+
 export type SyncerLog = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 
 export interface PreStopHooksOptions {
@@ -34,7 +46,7 @@ export interface PreStopHooksOptions {
   clock: Clock;
   log: SyncerLog;
   /** Called for each preStop hook outcome (events/timeline). */
-  onHook: ((event: { uid: string; container: string; ok: boolean; message: string }) => void) | undefined;
+  onHook: ((event: HookEvent) => void) | undefined;
   /** Where hook outcomes are recorded for the commands' results. */
   hookJournal: HookJournal;
 }
@@ -89,8 +101,9 @@ export class PreStopHooks {
     const report = (outcome: HookOutcomeKind, message: string): void => {
       const ok = outcome === 'succeeded';
       this.#log(ok ? 'debug' : 'warn', hookLine(type, podRefOf(uid, c, pod), name, outcome, message));
-      this.#onHook?.({ uid, container: name, ok, message });
-      this.#hookJournal.record({ uid, container: name, type, outcome, ms: Math.max(0, this.#clock.now() - started), message });
+      const endedAt = this.#clock.now();
+      this.#onHook?.({ uid, container: name, ok, message, type, outcome, startedAt: started, endedAt });
+      this.#hookJournal.record({ uid, container: name, type, outcome, ms: Math.max(0, endedAt - started), message });
     };
     if (remainingMs <= 0) return report('not-run', 'no grace left to run it');
     try {

@@ -38,7 +38,8 @@ import { isCriError, isNotFound } from './errors.js';
 import { podOwnGracePeriod, RUNTIME_POD_GRACE_SECONDS } from '../engine/grace.js';
 import { ANN_REMOVE, LABEL_CONTAINER_NAME, LABEL_POD_UID, type RestartPolicy } from './kubelet-labels.js';
 import { containerNameOf, containerStub, sandboxStub, viewOfRuntimePod, type PodRuntimeView } from './pod-view.js';
-import { PreStopHooks, type SyncerLog } from './prestop.js';
+import { PreStopHooks, type HookEvent, type SyncerLog } from './prestop.js';
+import type { RuntimeStep } from '../domain/session-api.js';
 import { sidecarNames, terminationOrdering, type TerminationOrdering } from './stop-order.js';
 
 /** The kubelet's minimum shutdown window after a preStop hook (minimumGracePeriodInSeconds). */
@@ -55,9 +56,53 @@ export interface RuntimeSyncerOptions {
   shouldRemove?: (pod: V1Pod) => boolean;
   log?: SyncerLog;
   /** Called for each preStop hook outcome (events/timeline). */
-  onHook?: (event: { uid: string; container: string; ok: boolean; message: string }) => void;
+  onHook?: (event: HookEvent) => void;
+  /**
+   * Called for each step of a pod's termination as it ends (its timeline, read by the drain
+   * report): every preStop hook, every container's stop (how it ended: SIGTERM or SIGKILL), every
+   * sandbox stop, the removal. A throwing listener stops nothing (it is not called again for the step).
+   */
+  onStep?: (uid: string, step: RuntimeStep) => void;
   /** Where hook outcomes are recorded for the commands' results (default: the process's journal). */
   hookJournal?: HookJournal;
+}
+
+/** The exit code of a container the runtime SIGKILLed (128 + 9), as containerd and the simulator report it. */
+const SIGKILL_EXIT_CODE = 137;
+
+/** One container's StopContainer in an attempt: when SIGTERM went out, when the call returned, with what timeout. */
+interface ContainerStop {
+  name: string;
+  id: string;
+  sidecar: boolean;
+  from: number;
+  at: number;
+  timeoutSeconds: number;
+}
+
+/** The timeline step of a container's stop, its outcome read from its exit code (unknown: 'stopped'). */
+function stepOfStop(stop: ContainerStop, exitCode: number | undefined): RuntimeStep {
+  const killed = exitCode === SIGKILL_EXIT_CODE;
+  const outcome = exitCode === undefined ? 'stopped' : killed ? (stop.timeoutSeconds > 0 ? 'killed-at-deadline' : 'killed') : 'exited';
+  const what = stop.sidecar ? `sidecar ${stop.name}` : `container ${stop.name}`;
+  const detail =
+    outcome === 'killed-at-deadline'
+      ? `${what} did not exit on SIGTERM: SIGKILL at its grace deadline (StopContainer timeout ${stop.timeoutSeconds}s, exit 137)`
+      : outcome === 'killed'
+        ? `${what} SIGKILLed at once: no grace left (exit 137)`
+        : outcome === 'exited'
+          ? `${what} exited on SIGTERM (exit ${exitCode})`
+          : `${what} stopped (exit code unknown)`;
+  return {
+    type: 'container-stopped',
+    at: stop.at,
+    from: stop.from,
+    subject: stop.name,
+    kind: stop.sidecar ? 'sidecar' : 'container',
+    outcome,
+    detail,
+    ...(exitCode !== undefined ? { exitCode } : {}),
+  };
 }
 
 /** The oldest status-cache relist whose view of a pod is stopped without listing it again (the kubelet's relist period), ms. */
@@ -112,6 +157,7 @@ export class RuntimeSyncer implements PodSyncer {
   #shouldRemove: ((pod: V1Pod) => boolean) | undefined;
   #log: SyncerLog;
   #hooks: PreStopHooks;
+  #onStep: ((uid: string, step: RuntimeStep) => void) | undefined;
   /** Pods whose final status was marked Evicted by the engine's podStatusFn. */
   #evicted = new Set<string>();
   /** Final API statuses reported through podStatusFn, by UID. */
@@ -124,11 +170,24 @@ export class RuntimeSyncer implements PodSyncer {
     this.#removeOnTerminated = options.removeOnTerminated ?? false;
     this.#shouldRemove = options.shouldRemove;
     this.#log = options.log ?? (() => undefined);
+    this.#onStep = options.onStep;
+    const onHook = options.onHook;
     this.#hooks = new PreStopHooks({
       client: this.#client,
       clock: this.#clock,
       log: this.#log,
-      onHook: options.onHook,
+      onHook: (event) => {
+        onHook?.(event);
+        this.#step(event.uid, {
+          type: 'prestop',
+          at: event.endedAt,
+          from: event.startedAt,
+          subject: event.container,
+          kind: event.type,
+          outcome: event.outcome,
+          detail: `preStop ${event.type} hook of container ${event.container} ${event.outcome === 'not-run' ? 'did not run' : event.outcome}: ${event.message}`,
+        });
+      },
       hookJournal: options.hookJournal ?? processHookJournal,
     });
   }
@@ -160,12 +219,15 @@ export class RuntimeSyncer implements PodSyncer {
     const grace = Math.max(0, gracePeriodSeconds ?? podOwnGracePeriod(pod));
     const deadline = this.#clock.now() + grace * 1000;
     this.#log('debug', `terminating ${podName(pod)} with grace ${grace}s`);
+    const stops: ContainerStop[] = [];
+    let after: PodRuntimeView | undefined;
     try {
       const view = (podStatus !== undefined ? this.#cachedView(uid) : undefined) ?? (await this.#listPod(uid, signal));
-      await this.#killPod(signal, uid, view, deadline, grace, pod);
-      const after = await this.#verifyStopped(uid, signal);
+      await this.#killPod(signal, uid, view, deadline, grace, pod, stops);
+      after = await this.#verifyStopped(uid, signal);
       if (podStatusFn) await this.#reportFinalStatus(uid, after, podStatusFn, signal);
     } finally {
+      await this.#stopsEnded(uid, stops, after, signal);
       this.#refreshCacheAfterReturn();
     }
   }
@@ -175,6 +237,8 @@ export class RuntimeSyncer implements PodSyncer {
     const grace = RUNTIME_POD_GRACE_SECONDS;
     const deadline = this.#clock.now() + grace * 1000;
     this.#log('debug', `terminating runtime pod ${runningPod.namespace}/${runningPod.name} with grace ${grace}s`);
+    const stops: ContainerStop[] = [];
+    let after: PodRuntimeView | undefined;
     try {
       const view = await this.#listPod(uid, signal);
       // objects the caller saw that the label listing does not return (no kubelet labels)
@@ -188,9 +252,10 @@ export class RuntimeSyncer implements PodSyncer {
         if (knownSb.has(s.id) || s.state !== 'ready') continue;
         view.sandboxes.push(sandboxStub(s.id));
       }
-      await this.#killPod(signal, uid, view, deadline, grace, undefined);
-      await this.#verifyStopped(uid, signal);
+      await this.#killPod(signal, uid, view, deadline, grace, undefined, stops);
+      after = await this.#verifyStopped(uid, signal);
     } finally {
+      await this.#stopsEnded(uid, stops, after, signal);
       this.#refreshCacheAfterReturn();
     }
   }
@@ -210,18 +275,32 @@ export class RuntimeSyncer implements PodSyncer {
     try {
       const view = await this.#verifyStopped(uid, signal);
       if (!removal) return;
-      const removals = await Promise.allSettled(view.containers.map((c) => this.#ignoreNotFound(this.#client.removeContainer(c.id, { signal }))));
-      signal.throwIfAborted();
-      throwFirstFailure(removals);
-      for (const c of view.containers) this.#hooks.forget(c.id);
-      const sbRemovals = await Promise.allSettled(view.sandboxes.map((s) => this.#ignoreNotFound(this.#client.removePodSandbox(s.id, { signal }))));
-      signal.throwIfAborted();
-      throwFirstFailure(sbRemovals);
+      const from = this.#clock.now();
+      const removed = (outcome: 'succeeded' | 'failed', detail: string): void =>
+        this.#step(uid, { type: 'removed', at: this.#clock.now(), from, outcome, detail: `${view.containers.length} container(s) and ${view.sandboxes.length} sandbox(es) ${detail}` });
+      try {
+        await this.#removeAll(view, signal);
+      } catch (error) {
+        if (!signal.aborted) removed('failed', `not all removed: ${(error as Error).message}`);
+        throw error;
+      }
+      removed('succeeded', 'removed');
       this.#evicted.delete(uid);
       this.#log('info', `removed ${view.containers.length} containers and ${view.sandboxes.length} sandboxes of ${podName(pod)}`);
     } finally {
       this.#refreshCache();
     }
+  }
+
+  /** Removes the view's containers, then its sandboxes (NotFound: already gone). */
+  async #removeAll(view: PodRuntimeView, signal: AbortSignal): Promise<void> {
+    const removals = await Promise.allSettled(view.containers.map((c) => this.#ignoreNotFound(this.#client.removeContainer(c.id, { signal }))));
+    signal.throwIfAborted();
+    throwFirstFailure(removals);
+    for (const c of view.containers) this.#hooks.forget(c.id);
+    const sbRemovals = await Promise.allSettled(view.sandboxes.map((s) => this.#ignoreNotFound(this.#client.removePodSandbox(s.id, { signal }))));
+    signal.throwIfAborted();
+    throwFirstFailure(sbRemovals);
   }
 
   // ------------------------------------------------------------------------------ killPod
@@ -232,7 +311,7 @@ export class RuntimeSyncer implements PodSyncer {
    * StopContainer waits for its turn: until every main container and every sidecar after it in spec
    * order has exited, bounded by what is left of the grace (the kubelet's termination ordering).
    */
-  async #killPod(signal: AbortSignal, uid: string, view: PodRuntimeView, deadline: number, grace: number, pod: V1Pod | undefined): Promise<void> {
+  async #killPod(signal: AbortSignal, uid: string, view: PodRuntimeView, deadline: number, grace: number, pod: V1Pod | undefined, stops: ContainerStop[]): Promise<void> {
     const running = view.containers.filter((c) => c.state === ContainerStateCode.RUNNING);
     const ordering = pod
       ? terminationOrdering(
@@ -241,18 +320,68 @@ export class RuntimeSyncer implements PodSyncer {
         )
       : undefined;
     if (ordering) this.#log('debug', `${podName(pod!)}: sidecars ${sidecarNames(pod!).join(', ')} stop after the main containers`);
-    const lanes = await Promise.allSettled(running.map((c) => this.#killContainer(signal, uid, c, deadline, grace, pod, ordering)));
+    const sidecars = new Set(pod ? sidecarNames(pod) : []);
+    const lanes = await Promise.allSettled(running.map((c) => this.#killContainer(signal, uid, c, deadline, grace, pod, ordering, sidecars, stops)));
     signal.throwIfAborted();
     throwFirstFailure(lanes);
 
     const ready = view.sandboxes.filter((s) => s.state === SandboxStateCode.READY);
-    const stops = await Promise.allSettled(ready.map((s) => this.#ignoreNotFound(this.#client.stopPodSandbox(s.id, { signal }))));
+    const sandboxStops = await Promise.allSettled(ready.map((s) => this.#stopSandbox(signal, uid, s.id)));
     signal.throwIfAborted();
-    throwFirstFailure(stops);
+    throwFirstFailure(sandboxStops);
+  }
+
+  /** StopPodSandbox, its step in the pod's timeline (a failure too: a network teardown that fails is named there). */
+  async #stopSandbox(signal: AbortSignal, uid: string, id: string): Promise<void> {
+    const from = this.#clock.now();
+    try {
+      await this.#ignoreNotFound(this.#client.stopPodSandbox(id, { signal }));
+    } catch (error) {
+      if (!signal.aborted)
+        this.#step(uid, {
+          type: 'sandbox-stopped',
+          at: this.#clock.now(),
+          from,
+          subject: id.slice(0, 12),
+          outcome: 'failed',
+          detail: `StopPodSandbox ${id.slice(0, 12)} failed: ${(error as Error).message}`,
+        });
+      throw error;
+    }
+    this.#step(uid, { type: 'sandbox-stopped', at: this.#clock.now(), from, subject: id.slice(0, 12), outcome: 'succeeded', detail: `sandbox ${id.slice(0, 12)} stopped` });
+  }
+
+  /**
+   * Each container stopped in an attempt, as a step of the pod's timeline, its outcome from the exit
+   * codes the check after it saw; an attempt that failed after its stops (a sandbox stop) lists the
+   * pod once more for them (best effort: a listing that fails leaves the outcomes unknown).
+   */
+  async #stopsEnded(uid: string, stops: ContainerStop[], after: PodRuntimeView | undefined, signal: AbortSignal): Promise<void> {
+    if (stops.length === 0) return;
+    const view = after ?? (signal.aborted ? undefined : await this.#listPodFresh(uid, signal).catch(() => undefined));
+    for (const stop of stops) this.#step(uid, stepOfStop(stop, view?.exitCodes?.get(stop.id)));
+  }
+
+  #step(uid: string, step: RuntimeStep): void {
+    try {
+      this.#onStep?.(uid, step);
+    } catch (error) {
+      this.#log('debug', `step listener: ${(error as Error).message}`);
+    }
   }
 
   /** One container's lane: its preStop hook (once, within the grace), its turn (sidecars), then StopContainer. */
-  async #killContainer(signal: AbortSignal, uid: string, c: Container, deadline: number, grace: number, pod: V1Pod | undefined, ordering: TerminationOrdering | undefined): Promise<void> {
+  async #killContainer(
+    signal: AbortSignal,
+    uid: string,
+    c: Container,
+    deadline: number,
+    grace: number,
+    pod: V1Pod | undefined,
+    ordering: TerminationOrdering | undefined,
+    sidecars: ReadonlySet<string>,
+    stops: ContainerStop[],
+  ): Promise<void> {
     const name = containerNameOf(c);
     const ranHook = await this.#hooks.runOnce(signal, uid, c, name, deadline, grace, pod);
     let waited = false;
@@ -262,7 +391,9 @@ export class RuntimeSyncer implements PodSyncer {
     const floor = ranHook || waited ? Math.min(MINIMUM_GRACE_SECONDS, grace) : 0;
     const timeout = Math.max(remaining, floor, 0);
     this.#log('debug', `StopContainer ${name} (${c.id.slice(0, 12)}) timeout ${timeout}s`);
+    const from = this.#clock.now();
     await this.#ignoreNotFound(this.#client.stopContainer(c.id, timeout, { signal }));
+    stops.push({ name, id: c.id, sidecar: sidecars.has(name), from, at: this.#clock.now(), timeoutSeconds: timeout });
     ordering?.containerTerminated(name);
   }
 

@@ -74,7 +74,28 @@ export interface TransitionRecord {
   /** Human-readable detail: "grace 30s → 5s", "StopContainer: DeadlineExceeded", … */
   detail: string;
   pid: number;
+  /**
+   * A step that lasted — a preStop hook ('prestop'), a container's stop ('container-stopped'), the
+   * sandbox's stop ('sandbox-stopped'), the removal ('removed') — began at `from` and ended at `at`.
+   */
+  from?: number;
+  /** What the step was about: the container's name. */
+  subject?: string;
+  /** A hook's type (exec, sleep, httpGet, unknown); a stopped container's: 'container' or 'sidecar'. */
+  kind?: string;
+  /**
+   * How the step ended, one word. A hook: succeeded, failed, not-run. A container: exited (it ended
+   * on SIGTERM), killed-at-deadline (SIGKILL when its StopContainer timeout ran out: exit 137),
+   * killed (SIGKILL with no grace left), stopped (its exit is unknown). A sandbox stop or removal:
+   * succeeded or failed.
+   */
+  outcome?: string;
+  /** A stopped container's exit code, when the runtime gave it. */
+  exitCode?: number;
 }
+
+/** A runtime step as the syncer reports it, before the session stamps its process on it. */
+export type RuntimeStep = Omit<TransitionRecord, 'pid'> & { type: 'prestop' | 'container-stopped' | 'sandbox-stopped' | 'removed' };
 
 export interface LeaseInfo {
   pid: number;

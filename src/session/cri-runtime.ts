@@ -18,7 +18,7 @@ import { connectTimeoutFor, notCriError, resolveEndpoint } from '../cri/endpoint
 import { toPodStatus, toRunningPod, toV1Pod, type RuntimePod } from '../cri/pods.js';
 import { RuntimeSyncer } from '../cri/syncer.js';
 import type { V1Pod } from '../engine/types.js';
-import type { SessionOptions } from '../domain/session-api.js';
+import type { RuntimeStep, SessionOptions } from '../domain/session-api.js';
 import type { RuntimePodRecord, SessionRuntime } from './runtime.js';
 
 /** The `runtimeName` the embedded simulator answers Version with. */
@@ -50,6 +50,8 @@ export interface RuntimeHooks {
   readOnly?: boolean;
   /** Exit details only for containers of pods this says yes to (see RuntimePodCacheOptions). */
   exitDetailsFor?: (uid: string) => boolean;
+  /** Each step of a termination as the syncer ends it (hooks, container and sandbox stops, removal). */
+  onStep?: (uid: string, step: RuntimeStep) => void;
 }
 
 function recordOfRuntimePod(pod: RuntimePod): RuntimePodRecord {
@@ -92,6 +94,7 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     cache,
     ...(clock ? { clock } : {}),
     ...(options.log ? { log: options.log } : {}),
+    ...(hooks.onStep ? { onStep: hooks.onStep } : {}),
     shouldRemove: (pod: V1Pod) => {
       const uid = pod.metadata?.uid;
       return uid !== undefined && (hooks.isEvicted?.(uid) ?? false);

@@ -9,7 +9,7 @@
  * kubeconfig is.
  */
 import path from 'node:path';
-import type { Logger, NodeSession, SessionOptions } from '../domain/session-api.js';
+import type { Logger, NodeSession, RuntimeStep, SessionOptions } from '../domain/session-api.js';
 import { openStore } from '../store/index.js';
 import type { SessionRuntime } from './runtime.js';
 import type { SessionSeams } from './seams.js';
@@ -19,10 +19,17 @@ export type { SessionSeams } from './seams.js';
 export type { RuntimePodRecord, SessionRuntime } from './runtime.js';
 
 /** Builds the default CRI-backed runtime (lazy: grpc-js is loaded only here). */
-async function connectDefaultRuntime(options: SessionOptions, stateDir: string, isEvicted: (uid: string) => boolean, needsExitCodes: (uid: string) => boolean): Promise<SessionRuntime> {
+async function connectDefaultRuntime(
+  options: SessionOptions,
+  stateDir: string,
+  isEvicted: (uid: string) => boolean,
+  needsExitCodes: (uid: string) => boolean,
+  onStep: (uid: string, step: RuntimeStep) => void,
+): Promise<SessionRuntime> {
   const { connectRuntime } = await import('./cri-runtime.js');
   return connectRuntime(options, stateDir, {
     isEvicted,
+    onStep,
     ...(options.readOnly ? { readOnly: true } : {}),
     ...(options.exitDetails === 'driven' ? { exitDetailsFor: needsExitCodes } : {}),
   });
@@ -45,6 +52,7 @@ export async function openSession(options: SessionOptions, seams: SessionSeams =
         path.resolve(options.stateDir),
         (uid) => session?.isEvicted(uid) ?? false,
         (uid) => session?.needsExitCodes(uid) ?? false,
+        (uid, step) => session?.noteRuntimeStep(uid, step),
       ),
   ]);
   if (opened.status === 'rejected') {

@@ -30,6 +30,7 @@ import type {
   Logger,
   NodeSession,
   PodInfo,
+  RuntimeStep,
   SessionEvent,
   SessionOptions,
   SyncKnownCallOptions,
@@ -151,6 +152,16 @@ export class Session implements NodeSession {
   /** The engine marked this pod evicted (its runtime objects are removed once terminated). */
   isEvicted(uid: string): boolean {
     return this.#engine.statusOf(uid)?.evicted ?? false;
+  }
+
+  /**
+   * A step of a termination the syncer ended (a hook, a container's or sandbox's stop, the
+   * removal), in the pod's timeline; it is written with the pod's next checkpoint write (the
+   * state change that follows it). A pod this session does not drive is not recorded.
+   */
+  noteRuntimeStep(uid: string, step: RuntimeStep): void {
+    const owned = this.#memory.get(uid);
+    if (owned) this.#memory.record(owned, { ...step, pid: this.#pid });
   }
 
   /**

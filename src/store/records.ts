@@ -117,6 +117,12 @@ const transitionRecordSchema = record({
   /** Human-readable detail: "grace 30s → 5s", "StopContainer: DeadlineExceeded", … */
   detail: v.string(),
   pid: int(),
+  /** A step that lasted: when it began (it ended at `at`); what it was about, its kind and how it ended. */
+  from: v.optional(epochMs()),
+  subject: v.optional(v.string()),
+  kind: v.optional(v.string()),
+  outcome: v.optional(v.string()),
+  exitCode: v.optional(int()),
 });
 
 /** The last runtime error of a pod's worker: domain/session-api.ts's `RuntimeErrorInfo`. */

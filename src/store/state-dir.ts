@@ -10,6 +10,8 @@
  *   ended/<uid>.ckpt           the last checkpoint of a pod whose worker was forgotten, kept while
  *                              the runtime still lists the pod (checkpoints.ts; same format)
  *   quarantine/                files that failed validation, moved aside for inspection
+ *   reports/drain-<time>-<pid>.json
+ *                              the data of the last drains' reports (reports.ts; made at the first)
  *   pods/.tmp/, leases/.tmp/, inbox/.tmp/, ended/.tmp/
  *                              writes in preparation (files.ts), swept when their writer is gone
  * ```
@@ -125,6 +127,11 @@ function cannotCreate(path: string, isRoot: boolean, error: unknown): StoreError
               : String(error);
   const storeCode = code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || code === 'ENOTDIR' || code === 'ENOENT' ? 'EPERMS' : 'EIO';
   return new StoreError(storeCode, path, `cannot create ${what} ${path}: ${why} (${code}); choose another with --state-dir or PODCTL_STATE_DIR`, { cause: error });
+}
+
+/** Creates (if needed) and checks one folder inside an opened state dir (0700, ours, not a symlink). */
+export async function ensureStateFolder(path: string): Promise<void> {
+  await ensureFolder(path, false);
 }
 
 async function ensureFolder(path: string, isRoot: boolean): Promise<void> {
