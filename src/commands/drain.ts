@@ -141,6 +141,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       // what went through the API server is the kubelet's to stop
       isExcluded: (pod) => beside.handled.has(pod.uid) || (isExcluded?.(pod) ?? false),
       dryRun: flags['dry-run'],
+      specs: beside.specs,
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       reporter: this.reporter,
       signal: this.abort.signal,

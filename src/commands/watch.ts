@@ -141,6 +141,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       ? new (await import('../services/api-follow.js')).ApiFollower({ session, api, act: false, onNote: (level, detail) => feedRef?.note({ source: 'session', level, kind: 'api-server', detail }) })
       : undefined;
     follower?.start();
+    const PodSpecs = follower ? (await import('../services/pod-specs.js')).PodSpecs : undefined;
     const result = await runWatch(session, {
       format,
       signal: this.abort.signal,
@@ -150,6 +151,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       node: nodeName(flags.node),
       kubelet: await kubeletCheck,
       kubeletRoot: flags['kubelet-root'],
+      // a kill from the screen hands the pod as the API server holds it (the follower's copy)
+      ...(follower && PodSpecs ? { apiPod: (uid: string) => new PodSpecs(follower.source.pods()).of(uid) } : {}),
       scope,
       color: this.styler.enabled,
       ...(flags['metrics-file'] !== undefined ? { metricsFile: flags['metrics-file'] } : {}),

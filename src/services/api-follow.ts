@@ -108,7 +108,8 @@ export class ApiFollower {
       }
       await this.#options.api.event(pod, 'Normal', EventReason.Killing, killingMessage(grace)).catch(() => 'failed');
       try {
-        await this.#options.session.requestKill({ uid, gracePeriodSeconds: grace });
+        // the pod as the API server holds it: its spec orders the stop and names the hooks' ports
+        await this.#options.session.requestKill({ uid, gracePeriodSeconds: grace, pod });
         this.#honoured.set(uid, entry);
         this.#note('info', `${ref}: deleted in the API server; terminating with its grace ${grace}s`);
       } catch (error) {

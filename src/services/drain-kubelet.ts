@@ -16,6 +16,7 @@ import { podPriority } from '../engine/pod-kinds.js';
 import { guardKill, type KubeletReport } from './kubelet-guard.js';
 import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import type { TerminatedPod } from './terminate.js';
+import type { PodSpecs } from './pod-specs.js';
 
 export interface DrainBesideKubeletOptions {
   session: NodeSession;
@@ -40,6 +41,8 @@ export interface DrainBesideKubelet {
   viaApi: TerminatedPod[];
   /** UIDs the API path took: the CRI drain leaves them alone. */
   handled: Set<string>;
+  /** This node's pods as the API server held them at the plan: what the CRI drain hands to the syncer. */
+  specs: PodSpecs;
 }
 
 export async function drainBesideKubelet(options: DrainBesideKubeletOptions): Promise<DrainBesideKubelet> {
@@ -66,6 +69,7 @@ export async function drainBesideKubelet(options: DrainBesideKubeletOptions): Pr
       cordoned: null,
       viaApi: plan.report.action === 'via-api' ? plan.viaApi : [],
       handled: new Set(plan.report.action === 'via-api' ? plan.viaApi.map((p) => p.uid) : []),
+      specs: plan.specs,
     };
   }
   await options.api!.kube.setUnschedulable(true, options.signal);
@@ -75,7 +79,7 @@ export async function drainBesideKubelet(options: DrainBesideKubeletOptions): Pr
   const through = new Set(plan.viaApi.map((p) => p.uid));
   const byPriority = new Map<number, PodInfo[]>();
   for (const pod of candidates.filter((p) => through.has(p.uid))) {
-    const priority = podPriority(pod.pod);
+    const priority = podPriority(plan.specs.of(pod.uid) ?? pod.pod);
     byPriority.set(priority, [...(byPriority.get(priority) ?? []), pod]);
   }
   for (const priority of [...byPriority.keys()].sort((a, b) => a - b)) {
@@ -83,5 +87,5 @@ export async function drainBesideKubelet(options: DrainBesideKubeletOptions): Pr
     const outcome = await guardKill({ ...common, targets: byPriority.get(priority)! });
     viaApi.push(...outcome.viaApi);
   }
-  return { kubelet: plan.report, cordoned: { node: options.node, uncordon }, viaApi, handled: through };
+  return { kubelet: plan.report, cordoned: { node: options.node, uncordon }, viaApi, handled: through, specs: plan.specs };
 }

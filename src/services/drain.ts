@@ -23,6 +23,7 @@ import { killTimeoutMs } from '../engine/kill-now.js';
 import { planDrain, type DrainPlan, type PlannedPod, type PriorityGroup, type SkippedPod } from './drain-plan.js';
 import type { NodeSession, PodInfo } from '../domain/session-api.js';
 import { isFinal, KILL_REQUEST_CONCURRENCY, stillRunning } from './terminate.js';
+import { orderingNote, PodSpecs, type StopOrdering } from './pod-specs.js';
 
 type DrainPodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'failed' | 'not-started';
 
@@ -30,6 +31,8 @@ interface DrainedPod extends PlannedPod {
   outcome: DrainPodOutcome;
   elapsedMs?: number;
   error?: string;
+  /** How its containers were stopped: with the API server's spec, or without one (pod-specs.ts). */
+  ordering?: StopOrdering;
 }
 
 interface DrainedGroup {
@@ -80,6 +83,8 @@ export interface DrainOptions {
   reporter?: Reporter;
   signal?: AbortSignal;
   now?: () => number;
+  /** This node's pods as the API server holds them: each kill hands its pod's to the syncer. */
+  specs?: PodSpecs;
 }
 
 export function drainExitCode(result: Pick<DrainResult, 'status'>): ExitCodeValue {
@@ -123,6 +128,7 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
   const reporter = options.reporter ?? silentReporter();
   const now = options.now ?? Date.now;
   const plan = await buildDrainPlan(options);
+  const specs = options.specs ?? PodSpecs.none();
   const timeoutMs = options.timeoutMs ?? plan.defaultTimeoutSeconds * 1000;
   const timeoutSource = options.timeoutMs === undefined ? 'plan' : 'flag';
   const groups: DrainedGroup[] = plan.groups.map((g) => ({
@@ -193,8 +199,11 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
     reporter.info(`drain: ${label}: ${group.pods.length} pod(s)`);
     // a group's pods start terminating together, as in the kubelet's node shutdown
     await pLimit(KILL_REQUEST_CONCURRENCY).map(group.pods, async (pod) => {
+      const spec = specs.of(pod.uid);
+      pod.ordering = specs.orderingOf(pod.uid);
       try {
-        await options.session.requestKill({ uid: pod.uid, gracePeriodSeconds: pod.gracePeriodSeconds });
+        // the pod as the API server holds it: its spec orders the stop and names the hooks' ports
+        await options.session.requestKill({ uid: pod.uid, gracePeriodSeconds: pod.gracePeriodSeconds, ...(spec ? { pod: spec } : {}) });
         requestedAt.set(pod.uid, now());
         pod.outcome = 'timeout';
       } catch (error) {
@@ -303,5 +312,6 @@ export function drainPodsToHandOff(result: DrainResult): string[] {
 export function drainSummaryLine(result: DrainResult): string {
   const s = result.summary;
   if (result.dryRun) return `drain plan: ${s.planned} pod(s) in ${result.groups.length} group(s), ${s.skipped} skipped; bound ${formatDuration(result.timeoutSeconds * 1000)} (nothing was changed)`;
-  return `drain ${result.status}: ${s.terminated}/${s.planned} terminated, ${s.timedOut} still terminating, ${s.failed} failed, ${s.notStarted} not started, ${s.skipped} skipped in ${formatDuration(result.elapsedMs)}`;
+  const ordering = orderingNote(result.groups.flatMap((g) => g.pods).filter((p) => p.ordering !== undefined));
+  return `drain ${result.status}: ${s.terminated}/${s.planned} terminated, ${s.timedOut} still terminating, ${s.failed} failed, ${s.notStarted} not started, ${s.skipped} skipped in ${formatDuration(result.elapsedMs)}${ordering ? `; ${ordering}` : ''}`;
 }

@@ -21,13 +21,13 @@ export function terminateJson<T extends TerminateResult & { kubelet?: unknown }>
   };
 }
 
-/** drain: each group's startedAtMs and elapsedMs; each pod's criticalReason, elapsedMs, error; handedOffTo, apiServer, shutdownStatus. */
+/** drain: each group's startedAtMs and elapsedMs; each pod's criticalReason, elapsedMs, error, ordering; handedOffTo, apiServer, shutdownStatus. */
 export function drainJson<T extends DrainResult & { apiServer?: unknown; shutdownStatus?: unknown }>(result: T) {
   return {
     ...withNulls(result, ['handedOffTo', 'apiServer', 'shutdownStatus']),
     groups: result.groups.map((g) => ({
       ...withNulls(g, ['startedAtMs', 'elapsedMs']),
-      pods: g.pods.map((p) => withNulls(p, ['criticalReason', 'elapsedMs', 'error'])),
+      pods: g.pods.map((p) => withNulls(p, ['criticalReason', 'elapsedMs', 'error', 'ordering'])),
     })),
   };
 }

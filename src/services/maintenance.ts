@@ -90,6 +90,7 @@ async function drainForMaintenance(options: MaintenanceOptions, ignorePdb: boole
       selection,
       groups: defaultGroups(DEFAULT_DRAIN_GRACE_SECONDS, DEFAULT_CRITICAL_GRACE_SECONDS),
       isExcluded: (pod) => beside.handled.has(pod.uid) && !unfinished.has(pod.uid),
+      specs: beside.specs,
       ...(options.isSelf ? { isSelf: options.isSelf } : {}),
       dryRun: false,
       reporter,

@@ -27,6 +27,7 @@ import { HeapSettler } from '../lib/heap-settle.js';
 import { isoOrNull, isoTime } from '../lib/json-vocabulary.js';
 import { createdAtOf, readyOf, type PodReady } from './pod-ready.js';
 import type { KubeletStatus } from '../kube/kubelet.js';
+import type { V1Pod } from '../engine/types.js';
 
 export type WatchFormat = 'tui' | 'json';
 
@@ -39,6 +40,8 @@ export interface WatchOptions {
   node?: string;
   /** The kubelet beside podctl: its state is in the screen's header and decides `kubelet-owns`. */
   kubelet?: KubeletStatus;
+  /** The pod as the API server holds it (the watch follows it there), handed with a kill from the screen. */
+  apiPod?: (uid: string) => V1Pod | undefined;
   /** The kubelet's root directory (mounts held under a pod's directory name `volume-busy`). */
   kubeletRoot?: string;
   /** Period of the node-facts gathering for pods on their way out (ms); default 2000. */
@@ -343,7 +346,7 @@ export function watchRuntimeMaxAgeMs(pods: number): number {
  * beside a running kubelet a pod it desires, or may desire, is refused (the screen has no --force
  * and no API server to go through); the refusal is the screen's failure line.
  */
-export async function killFromScreen(session: NodeSession, kubelet: KubeletStatus | undefined, request: KillRequest): Promise<KillHandle> {
+export async function killFromScreen(session: NodeSession, kubelet: KubeletStatus | undefined, request: KillRequest, apiPod?: (uid: string) => V1Pod | undefined): Promise<KillHandle> {
   if (kubelet !== undefined && kubelet.state !== 'down') {
     const pod = await session.getPod(request.uid);
     if (pod !== undefined) {
@@ -355,7 +358,9 @@ export async function killFromScreen(session: NodeSession, kubelet: KubeletStatu
       }
     }
   }
-  return session.requestKill(request);
+  // the pod as the API server holds it: its spec orders the stop and names the hooks' ports
+  const spec = request.pod ?? apiPod?.(request.uid);
+  return session.requestKill(spec ? { ...request, pod: spec } : request);
 }
 
 /** Follows the session until quit, a signal or EPIPE; see the module comment. */
@@ -420,7 +425,7 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
         useProductionReact();
         const how = await options.screen({
           source: view,
-          requestKill: (request) => killFromScreen(session, options.kubelet, request),
+          requestKill: (request) => killFromScreen(session, options.kubelet, request, options.apiPod),
           color: options.color,
           stdout: options.stdout,
           ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),

@@ -162,3 +162,83 @@ describe('kill with the pod as the API server holds it', { timeout: 90_000 }, ()
     }
   });
 });
+
+describe('drain with the pods as the API server holds them', { timeout: 90_000 }, () => {
+  let server: KubeApiServer;
+  let sim: RunningSimulator;
+  let dir: string;
+  let kubeconfig: string;
+
+  beforeAll(async () => {
+    if (!existsSync(path.join(ROOT, 'dist', 'commands', 'drain.js'))) throw new Error('dist/ is missing: run `npm run build` first');
+    server = await startKubeApiServer();
+    server.token = 'x';
+    dir = mkdtempSync(path.join(tmpdir(), 'podctl-drain-spec-'));
+    kubeconfig = writeKubeconfig(dir, server.port, 't', 'x');
+    sim = await startSimulator({
+      socketPath: path.join(dir, 'cri.sock'),
+      timeScale: 0.05,
+      pods: [
+        {
+          name: 'sidecar',
+          namespace: 'web',
+          uid: 'uid-d-sidecar',
+          containers: [
+            { name: 'main', onSigterm: { exitAfterSeconds: 40 } },
+            { name: 'proxy', onSigterm: 'exit' },
+          ],
+        },
+        { name: 'unlisted', namespace: 'web', uid: 'uid-d-unlisted', containers: [{ name: 'main', onSigterm: 'exit' }] },
+      ],
+    });
+  });
+
+  afterAll(async () => {
+    await sim?.close();
+    await server?.stop();
+  });
+
+  it("drain hands each pod's API spec to the syncer (sidecar after main); a pod the API does not hold is stopped blind, and the result says so", async () => {
+    server.addPod({
+      metadata: { name: 'sidecar', namespace: 'web', uid: 'uid-d-sidecar' },
+      spec: { nodeName: NODE, terminationGracePeriodSeconds: 30, initContainers: [{ name: 'proxy', image: 'i', restartPolicy: 'Always' }], containers: [{ name: 'main', image: 'i' }] },
+      status: { phase: 'Running' },
+    });
+    const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      const args = [
+        'drain',
+        '--grace-period',
+        '20',
+        '--critical-grace-period',
+        '5',
+        '--json',
+        '--runtime-endpoint',
+        sim.endpoint,
+        '--state-dir',
+        path.join(dir, 'state'),
+        '--node',
+        NODE,
+        '--kubeconfig',
+        kubeconfig,
+      ];
+      execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '' }, timeout: 60_000 }, (error, stdout, stderr) =>
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
+      );
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const pods = (JSON.parse(run.stdout) as { groups: { pods: { uid: string; ordering: string | null }[] }[] }).groups.flatMap((g) => g.pods);
+    expect(pods.map((p) => [p.uid, p.ordering]).sort()).toEqual([
+      ['uid-d-sidecar', 'sidecars last'],
+      ['uid-d-unlisted', 'parallel, no pod spec'],
+    ]);
+    const names = new Map<string, string>();
+    for (const id of sim.state.containerIds()) {
+      const c = sim.state.container(id);
+      if (c?.labels?.['io.kubernetes.pod.uid'] === 'uid-d-sidecar') names.set(id, c.metadata?.name ?? id);
+    }
+    const at = (name: string, kind: 'signal' | 'exit'): number | undefined =>
+      sim.state.journal().find((r) => r.kind === kind && names.get(r.id) === name && (r.kind !== 'signal' || r.signal === 'SIGTERM'))?.at;
+    expect(at('main', 'exit')).toBeDefined();
+    expect(at('proxy', 'signal')!).toBeGreaterThanOrEqual(at('main', 'exit')!);
+  });
+});

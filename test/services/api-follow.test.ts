@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectKube } from '../../src/kube/index.js';
 import { ApiNode } from '../../src/services/api-node.js';
 import { ApiFollower } from '../../src/services/api-follow.js';
-import type { NodeSession } from '../../src/domain/session-api.js';
+import type { KillRequest, NodeSession, PodInfo } from '../../src/domain/session-api.js';
 import { writeAgentKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 
@@ -38,5 +38,36 @@ describe('ApiFollower without act', () => {
     expect(report.deletionsHonoured).toEqual([expect.objectContaining({ name: 'a', gracePeriodSeconds: 4 })]);
     expect(report.finallyDeleted).toEqual([]);
     expect(server.requests.filter((r) => r.method !== 'GET')).toEqual([]);
+  });
+});
+
+describe('ApiFollower with act (the drain, the agent)', () => {
+  it('kills a pod deleted in the API with its grace and the pod as the API server holds it (its spec orders the stop)', async () => {
+    server.addPod({
+      metadata: { name: 'b', namespace: 'web', uid: 'uid-follow-b' },
+      spec: { nodeName: 'node-1', containers: [{ name: 'main' }], initContainers: [{ name: 'proxy', restartPolicy: 'Always' }] },
+      status: { phase: 'Running' },
+    });
+    const kube = await connectKube({ kind: 'kubeconfig', path: writeAgentKubeconfig(dir, server) }, { node: 'node-1', timeoutMs: 2_000 });
+    const kills: KillRequest[] = [];
+    const running = { uid: 'uid-follow-b', namespace: 'web', name: 'b', state: 'sync', containersRunning: 1 } as unknown as PodInfo;
+    const session = {
+      requestKill: (request: KillRequest) => (kills.push(request), Promise.resolve({ uid: request.uid, handledBy: 'local', ownerPid: process.pid })),
+      getPod: () => Promise.resolve(running),
+    } as unknown as NodeSession;
+    const follower = new ApiFollower({ session, api: new ApiNode(kube, { node: 'node-1', stateDir: dir }), act: true });
+    follower.start();
+    await follower.source.synced();
+    server.deletePod('web', 'b', 6);
+    const end = Date.now() + 5_000;
+    while (!kills.some((k) => k.uid === 'uid-follow-b') && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    await follower.stop();
+    expect(kills.filter((k) => k.uid === 'uid-follow-b')).toEqual([
+      expect.objectContaining({
+        uid: 'uid-follow-b',
+        gracePeriodSeconds: 6,
+        pod: expect.objectContaining({ spec: expect.objectContaining({ initContainers: [{ name: 'proxy', restartPolicy: 'Always' }] }) }),
+      }),
+    ]);
   });
 });

@@ -180,4 +180,11 @@ describe('a kill from the screen beside a running kubelet', () => {
     await killFromScreen(session, undefined, { uid: session.uidOf('web', 'api') });
     expect(session.kills.map((k) => k.uid)).toEqual([session.uidOf('default', 'adhoc'), session.uidOf('kube-system', 'etcd'), session.uidOf('web', 'api')]);
   });
+  it('hands the pod as the API server holds it (the watch follows it there) with the kill', async () => {
+    const session = node();
+    const uid = session.uidOf('default', 'adhoc');
+    const apiPod = { metadata: { uid, name: 'adhoc', namespace: 'default' }, spec: { containers: [{ name: 'main' }], initContainers: [{ name: 'proxy', restartPolicy: 'Always' }] } };
+    await killFromScreen(session, { ...running, state: 'down' }, { uid }, (u) => (u === uid ? apiPod : undefined));
+    expect(session.kills).toEqual([expect.objectContaining({ uid, pod: apiPod })]);
+  });
 });
