@@ -11,7 +11,8 @@
  * agent's own pod is never drained (`skipped: self`); a drain that throws ends as `failed` with a
  * Warning Event naming the cause, never as a silent stop. The Event that says how a drain ended is
  * posted before the annotation says `done` or `failed`, so whoever waits for the annotation finds
- * the explanation already on the Node.
+ * the explanation already on the Node. The drain's report is kept in the state dir (report/report.ts)
+ * and that final Event names its file.
  */
 import type { KubeletStatus } from '../kube/kubelet.js';
 import { parseSelection } from '../lib/refs.js';
@@ -96,10 +97,23 @@ async function drainForMaintenance(options: MaintenanceOptions, ignorePdb: boole
       reporter,
       ...(options.signal ? { signal: options.signal } : {}),
     });
+    const endedAt = Date.now();
     const held = beside.viaApi.filter((p) => p.outcome === 'blocked-by-pdb' || p.outcome === 'failed');
     const ok = held.length === 0 && drained.status === 'done';
     const stopped = beside.viaApi.filter((p) => p.outcome === 'terminated' || p.outcome === 'gone').length + drained.summary.terminated;
-    const detail = `${stopped} pod(s) stopped${held.length > 0 ? `; held back: ${held.map((p) => `${p.namespace}/${p.name} (${p.outcome})`).join(', ')}` : ''}; drain ${drained.status}`;
+    // the drain's report, kept in the state dir: the final Event names it (`podctl report --last-drain` draws it)
+    const { recordDrainReport } = await import('./report/report.js');
+    const { file } = await recordDrainReport({
+      session: options.session,
+      result: drained,
+      endedAt,
+      source: 'agent',
+      node: options.node,
+      viaApi: beside.viaApi,
+      onError: (message) => reporter.warn(`agent: ${message}`),
+    });
+    const report = file === null ? '' : `; report ${file} (podctl report --last-drain)`;
+    const detail = `${stopped} pod(s) stopped${held.length > 0 ? `; held back: ${held.map((p) => `${p.namespace}/${p.name} (${p.outcome})`).join(', ')}` : ''}; drain ${drained.status}${report}`;
     await event(options, ok ? 'Normal' : 'Warning', ok ? 'DrainCompleted' : 'DrainFailed', `podctl agent: ${detail}`);
     await kube.annotateNode({ [DRAIN_ANNOTATION]: ok ? 'done' : 'failed' }, options.signal);
     reporter.info(`agent: drain of node ${options.node} ${ok ? 'done' : 'failed'}: ${detail}`);
