@@ -154,11 +154,15 @@ export function blockedBy(f: StuckFacts): BlockedBy | null {
   const gone = f.processes.find((p) => p.state === 'gone');
   if (gone || (err && STALE_SHIM_TEXT.test(err.text))) {
     const what = gone ? `the runtime reports container ${gone.container} running, but its process (pid ${gone.pid}) is gone` : `the runtime cannot reach a container's shim (${f.lastError})`;
-    const id = gone ? gone.containerId.slice(0, 13) : 'CONTAINER';
+    // ctr takes a task by its full ID only (no prefixes, unlike crictl): the command is printed runnable
+    const id = gone?.containerId ?? /\b[0-9a-f]{64}\b/.exec(f.lastError ?? '')?.[0];
+    const remove = id
+      ? `remove the stale task (ctr -n k8s.io tasks delete --force ${id})`
+      : 'find the stale task (ctr -n k8s.io tasks ls) and remove it with ctr -n k8s.io tasks delete --force and its full ID';
     return {
       kind: 'stale-shim',
       detail: `${what}: a stale shim`,
-      next: `remove the stale task (ctr -n k8s.io tasks delete --force ${id}) or restart containerd; podctl's next retry then finishes the pod`,
+      next: `${remove} or restart containerd; podctl's next retry then finishes the pod`,
     };
   }
   if (err && (err.method === 'StopPodSandbox' || err.method === 'RemovePodSandbox') && NETWORK_TEXT.test(err.text)) {

@@ -101,6 +101,8 @@ export interface Explanation {
   waitingFor: string;
   gracePeriodSeconds: number | null;
   graceLeftSeconds: number | null;
+  /** While terminating: when its grace runs out (ISO 8601), driven or not; null otherwise or when unknown. */
+  graceDeadline: string | null;
   lastError: string | null;
   lastErrorAt: string | null;
   nextRetryAt: string | null;
@@ -326,6 +328,7 @@ export function explainPod(pod: PodInfo, now: number, facts: NodeFacts = NO_NODE
     waitingFor: waitingFor(pod, now),
     gracePeriodSeconds: row.gracePeriodSeconds,
     graceLeftSeconds: row.graceLeftSeconds,
+    graceDeadline: pod.state === 'terminating' && pod.graceDeadline !== undefined ? new Date(pod.graceDeadline).toISOString() : null,
     driven: row.driven,
     stuck: row.stuck,
     finalDelete: null,
@@ -521,6 +524,16 @@ export function statusCells(r: StatusRow, wide: boolean, styler: Styler, options
   return cells;
 }
 
+/** The grace line of `--explain`: what is left of it, or when its deadline passed; never a negative figure. */
+function graceText(e: Pick<Explanation, 'gracePeriodSeconds' | 'graceLeftSeconds' | 'graceDeadline' | 'driven'>, now: number): string {
+  if (e.graceLeftSeconds !== null) return `${e.graceLeftSeconds}s left of ${e.gracePeriodSeconds}s`;
+  const deadline = e.graceDeadline === null ? undefined : Date.parse(e.graceDeadline);
+  const undriven = e.driven === false ? ', and nobody drives the pod' : '';
+  if (deadline === undefined) return `${e.gracePeriodSeconds}s${undriven ? ` (not counting down: nobody drives the pod)` : ''}`;
+  if (deadline <= now) return `${e.gracePeriodSeconds}s; its deadline passed ${formatDuration(now - deadline)} ago${undriven}`;
+  return `${e.gracePeriodSeconds}s; not counting down (nobody drives the pod): its deadline is in ${formatDuration(deadline - now)}`;
+}
+
 /** The `--explain` text for one pod. */
 export function explainText(e: Explanation, styler: Styler, now: number): string {
   const lines: string[] = [];
@@ -533,7 +546,7 @@ export function explainText(e: Explanation, styler: Styler, now: number): string
     lines.push(`  blocked by:   ${styler.yellow(e.blockedBy.kind)}: ${e.blockedBy.detail}`);
     lines.push(`  next step:    ${e.blockedBy.next}`);
   }
-  if (e.gracePeriodSeconds !== null) lines.push(`  grace:        ${e.graceLeftSeconds === null ? '-' : `${e.graceLeftSeconds}s left of `}${e.gracePeriodSeconds}s`);
+  if (e.gracePeriodSeconds !== null) lines.push(`  grace:        ${graceText(e, now)}`);
   if (e.owner) lines.push(`  owner:        pid ${e.owner.pid}${e.owner.alive ? '' : ' (gone)'}, heartbeat ${e.owner.heartbeatAt}`);
   else if (e.driven === false) lines.push('  owner:        none: nobody drives this pod (no grace counts down); `podctl sync-known` resumes it');
   if (e.lastError) {

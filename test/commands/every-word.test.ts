@@ -132,7 +132,10 @@ describe('a background driver stops on SIGTERM', { timeout: 120_000 }, () => {
     stateDir = path.join(dir, 'state');
     sim = await startSimulator({
       socketPath: path.join(dir, 'cri.sock'),
-      pods: ['stubborn-1', 'stubborn-2'].map((name) => ({ name, namespace: 'default', terminationGracePeriodSeconds: 600, containers: [{ name: 'c', onSigterm: 'ignore' as const }] })),
+      pods: [
+        ...['stubborn-1', 'stubborn-2'].map((name) => ({ name, namespace: 'default', terminationGracePeriodSeconds: 600, containers: [{ name: 'c', onSigterm: 'ignore' as const }] })),
+        { name: 'short', namespace: 'default', terminationGracePeriodSeconds: 2, containers: [{ name: 'c', onSigterm: 'ignore' as const }] },
+      ],
     });
     common = ['--runtime-endpoint', sim.endpoint, '--state-dir', stateDir];
   });
@@ -189,5 +192,20 @@ describe('a background driver stops on SIGTERM', { timeout: 120_000 }, () => {
       agent.kill('SIGKILL');
     }
     expect(agentErr).not.toMatch(/^error:/m);
+  });
+
+  it('an undriven pod past its deadline: --explain says when the deadline passed, never a negative grace', async () => {
+    const driver = await handToDriver('short');
+    process.kill(driver.pid, 'SIGKILL');
+    await until(`driver ${driver.pid} is gone`, () => !alive(driver.pid));
+    await until('the grace deadline passed', async () => {
+      const run = await podctl(['status', 'default/short', '--explain', '--json', ...common]);
+      const e = (JSON.parse(run.stdout) as { explain: { graceDeadline: string | null }[] }).explain[0]!;
+      return e.graceDeadline !== null && Date.parse(e.graceDeadline) < Date.now() - 1_000;
+    });
+    const text = await podctl(['status', 'default/short', '--explain', ...common]);
+    const grace = text.stdout.split('\n').find((l) => l.trimStart().startsWith('grace:'))!;
+    expect(grace).toMatch(/^ {2}grace: {8}\d+s; its deadline passed \d+s ago, and nobody drives the pod$/);
+    expect(text.stdout).not.toMatch(/-\d+s/);
   });
 });

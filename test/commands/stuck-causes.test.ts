@@ -191,7 +191,8 @@ describe('every cause of a stuck pod, from the simulator', { timeout: 120_000 },
     expect(blocked.kind).toBe('stale-shim');
     expect(await watchNames(n, 'data/ghosted', 'stale-shim')).toEqual(blocked);
     expect(blocked.detail).toMatch(/container ghost running, but its process \(pid \d+\) is gone/);
-    expect(blocked.next).toContain('ctr -n k8s.io tasks delete --force');
+    // ctr takes the full container ID (64 hex digits), never a prefix: the command runs as printed
+    expect(blocked.next).toMatch(/ctr -n k8s\.io tasks delete --force [0-9a-f]{64}\)/);
   });
 
   it('runtime-deadline: CRI calls time out', async () => {

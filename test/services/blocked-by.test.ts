@@ -56,8 +56,12 @@ describe('blockedBy: one named cause and one next step', () => {
     const b = blockedBy(facts({ processes: [{ container: 'app', containerId: '0123456789abcdef', pid: 77, state: 'gone' }] }))!;
     expect(b.kind).toBe('stale-shim');
     expect(b.detail).toContain('pid 77');
-    expect(b.next).toContain('ctr -n k8s.io tasks delete --force 0123456789abc');
-    expect(blockedBy(facts({ lastError: 'StopContainer: Unknown: failed to stop container "x": ttrpc: closed: unknown' }))!.kind).toBe('stale-shim');
+    expect(b.next).toContain('ctr -n k8s.io tasks delete --force 0123456789abcdef)');
+    const fromError = blockedBy(facts({ lastError: 'StopContainer: Unknown: failed to stop container "x": ttrpc: closed: unknown' }))!;
+    expect(fromError.kind).toBe('stale-shim');
+    // no ID to name: no command with a made-up one
+    expect(fromError.next).toContain('ctr -n k8s.io tasks ls');
+    expect(fromError.next).not.toMatch(/--force [A-Z]+\)/);
   });
 
   it('runtime-deadline: CRI calls time out or the runtime is unreachable', () => {
