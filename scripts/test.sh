@@ -5,7 +5,8 @@
 #      the single executable dist/podctl-linux-x64 (scripts/sea.mjs; test/sea runs it) and the OCI
 #      image archive carrying it (scripts/sea-image.mjs; test/sea/image.test.ts checks it);
 #   2. as root on Linux, installs the Prometheus tools the agent's e2e tests run (Debian packages
-#      prometheus, prometheus-node-exporter) and starts a private containerd "node" (test/e2e/containerd-node.sh up) for the
+#      prometheus, prometheus-node-exporter) and the shutdown guard's (dbus-daemon, systemd, python3-dbus,
+#      python3-gi), and starts a private containerd "node" (test/e2e/containerd-node.sh up) for the
 #      end-to-end suite; without root the e2e suite skips and says so loudly, unless
 #      PODCTL_REQUIRE_CONTAINERD=1 (set by CI), which turns a missing runtime into a failure;
 #   3. runs the whole suite on the Node.js LTS the executable carries (tools/node-lts: node-lts-26):
@@ -55,6 +56,14 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v prometh
     || echo "[test] warning: could not install prometheus/prometheus-node-exporter" >&2
   # the packages' own services are not wanted on a test machine (no-ops where no init system runs them)
   { service prometheus stop; service prometheus-node-exporter stop; } >/dev/null 2>&1 || true
+fi
+
+# The shutdown guard's tests: a private dbus-daemon, the stand-in logind (python3-dbus, python3-gi)
+# and systemd-inhibit (Debian packages), installed as root.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v dbus-daemon && command -v systemd-inhibit && /usr/bin/python3 -c 'import dbus; from gi.repository import GLib'; } >/dev/null 2>&1; then
+  echo "[test] apt-get install dbus-daemon systemd python3-dbus python3-gi" >&2
+  { apt-get update -qq || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dbus-daemon systemd python3-dbus python3-gi; } >/dev/null 2>&1 \
+    || echo "[test] warning: could not install dbus-daemon/systemd/python3-dbus/python3-gi" >&2
 fi
 
 node_up=0

@@ -11,6 +11,29 @@ import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { parseDuration } from '../lib/duration.js';
 import type { AgentResult } from '../services/agent.js';
 import type { DesiredSource } from '../services/sync-known.js';
+import { MAX_GRACE_SECONDS } from '../engine/grace.js';
+import { DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECONDS, defaultGroups, parseGroups, type PriorityGroup } from '../services/drain-plan.js';
+
+/** The shutdown guard's groups from the agent's flags; undefined without --shutdown-guard. */
+function shutdownGroupsOf(flags: {
+  'shutdown-guard': boolean;
+  'shutdown-grace-period'?: number | undefined;
+  'shutdown-critical-grace-period'?: number | undefined;
+  'shutdown-group'?: string[] | undefined;
+}): PriorityGroup[] | undefined {
+  const budgets = flags['shutdown-grace-period'] !== undefined || flags['shutdown-critical-grace-period'] !== undefined;
+  if (!flags['shutdown-guard']) {
+    if (budgets || flags['shutdown-group']) throw new UsageError('the --shutdown-* budgets need --shutdown-guard', 'add --shutdown-guard, or leave them out');
+    return undefined;
+  }
+  if (flags['shutdown-group'] && budgets)
+    throw new UsageError('--shutdown-group cannot be combined with --shutdown-grace-period/--shutdown-critical-grace-period', 'give either priority groups or the two budgets');
+  if (flags['shutdown-group']) return parseGroups(flags['shutdown-group']);
+  const total = flags['shutdown-grace-period'] ?? DEFAULT_DRAIN_GRACE_SECONDS;
+  const critical = flags['shutdown-critical-grace-period'] ?? DEFAULT_CRITICAL_GRACE_SECONDS;
+  if (critical > total) throw new UsageError(`--shutdown-critical-grace-period (${critical}s) exceeds --shutdown-grace-period (${total}s)`, "the whole budget includes the critical pods' share");
+  return defaultGroups(total, critical);
+}
 
 export default class Agent extends PodctlCommand {
   static override summary = "Run as the node's housekeeper: take over abandoned pods, finish orphans, serve Prometheus metrics.";
@@ -39,6 +62,32 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     desired: Flags.string({ summary: 'File of desired pods (PodList, list or pod, JSON or YAML), read at every step.', helpValue: 'FILE' }),
     'desired-from': Flags.option({ summary: 'Where desired pods come from without --desired (default: api when an API server is configured, else runtime).', options: ['api', 'runtime'] as const })(),
     ...kubeletFlags,
+    'shutdown-guard': Flags.boolean({
+      summary: "Hold logind's delay lock on shutdown and, when the node shuts down, stop its pods in the shutdown priority groups first (docs/shutdown.md).",
+      default: false,
+    }),
+    'shutdown-grace-period': Flags.integer({
+      summary: `With --shutdown-guard: the whole shutdown budget in seconds, critical pods' share included (the kubelet's shutdownGracePeriod; default ${DEFAULT_DRAIN_GRACE_SECONDS}).`,
+      min: 0,
+      max: MAX_GRACE_SECONDS,
+      helpValue: 'SECONDS',
+    }),
+    'shutdown-critical-grace-period': Flags.integer({
+      summary: `With --shutdown-guard: the critical pods' share (shutdownGracePeriodCriticalPods; default ${DEFAULT_CRITICAL_GRACE_SECONDS}).`,
+      min: 0,
+      max: MAX_GRACE_SECONDS,
+      helpValue: 'SECONDS',
+    }),
+    'shutdown-group': Flags.string({
+      summary: "With --shutdown-guard: a priority group PRIORITY:SECONDS (repeatable; the kubelet's shutdownGracePeriodByPodPriority); replaces the two budgets.",
+      multiple: true,
+      helpValue: 'PRIORITY:SECONDS',
+    }),
+    'shutdown-stop-timeout': Flags.string({
+      summary: "With --shutdown-guard: how long a drain may take when the agent is stopped (SIGTERM) during a shutdown logind did not announce; keep it under the unit's TimeoutStopSec.",
+      default: '80s',
+      helpValue: 'DURATION',
+    }),
   };
 
   protected override interruptMessage = 'stopping the agent';
@@ -53,7 +102,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     if (flags.desired !== undefined && flags['desired-from'] !== undefined) {
       throw new UsageError('--desired and --desired-from are mutually exclusive', 'give one source of desired pods');
     }
-    const { parseMetricsAddr, runAgent, selfContainerId } = await import('../services/agent.js');
+    const guardGroups = shutdownGroupsOf(flags);
+    const stopTimeoutMs = parseDuration(flags['shutdown-stop-timeout'], 'shutdown-stop-timeout');
+    const { isSelfPod, parseMetricsAddr, runAgent, selfContainerId } = await import('../services/agent.js');
     const selfId = await selfContainerId();
     const listen = flags['metrics-addr'] === 'none' ? undefined : parseMetricsAddr(flags['metrics-addr']);
     const kube = detectKube(flags.kubeconfig);
@@ -70,6 +121,26 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     const { claimAgentMark } = await import('../store/agent-mark.js');
     const claim = await claimAgentMark(session.stateDir);
     if (!claim.claimed) throw new Error(`another podctl agent (pid ${claim.holder.pid}) serves state dir ${session.stateDir}; stop it first, or give this one another --state-dir`);
+    const shutdown = await import('../services/shutdown/index.js');
+    const guard = guardGroups
+      ? await shutdown
+          .startShutdownGuard({
+            session,
+            stateDir: flags['state-dir'],
+            groups: guardGroups,
+            stopTimeoutMs,
+            ...(api ? { api } : {}),
+            kubeletState: async () => kubeletStatusFor(flags['kubelet-healthz'], api),
+            ...(selfId ? { isSelf: isSelfPod(selfId) } : {}),
+            reporter: this.reporter,
+          })
+          .catch(async (error: Error) => {
+            api?.close();
+            await claim.release();
+            throw new UsageError(`--shutdown-guard: ${error.message}`, 'see docs/shutdown.md for what the guard needs (systemd-logind on the system D-Bus, systemd-inhibit)');
+          })
+      : undefined;
+    await shutdown.exportShutdownMetrics(metrics, flags['state-dir'], guard?.facts);
     try {
       const result = await runAgent({
         session,
@@ -93,6 +164,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       this.reporter.info(`agent: stopped after ${result.steps} step(s) (${result.failedSteps} failed); took over ${result.resumed}, orphaned runtime pods ${result.orphanedRuntimePods}`);
       return result;
     } finally {
+      await guard?.stop();
       api?.close();
       await claim.release();
     }

@@ -10,6 +10,7 @@ import { selectionFlags } from '../lib/flags.js';
 import { renderTable } from '../lib/output.js';
 import { parseDuration } from '../lib/duration.js';
 import { selectionFromFlags, type PodSelection } from '../lib/refs.js';
+import type { LastShutdownJson } from '../services/shutdown/index.js';
 import { NO_NODE_FACTS, STATUS_SORT_KEYS, explainText, statusJson, kubeletHeader, podStatus, sortStatusRows, statusExitCode, statusTable, type StatusResult } from '../services/status.js';
 
 export default class Status extends PodctlCommand {
@@ -62,11 +63,16 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     }),
     'watch-for': Flags.string({ summary: 'With -w: stop watching after DURATION (30s, 10m, 1h; exit 0).', helpValue: 'DURATION' }),
     ...kubeletFlags,
+    'last-shutdown': Flags.boolean({
+      summary: 'The report of the last shutdown the shutdown guard saw (podctl agent --shutdown-guard): per pod its group, grace and what became of it; needs no runtime.',
+      default: false,
+    }),
   };
 
-  async run(): Promise<ReturnType<typeof statusJson> | undefined> {
+  async run(): Promise<ReturnType<typeof statusJson> | LastShutdownJson | undefined> {
     const { argv, flags } = await this.parse(Status);
     this.configure(flags);
+    if (flags['last-shutdown']) return this.#lastShutdown(flags['state-dir'], flags.output);
     // with no pods named, status shows every pod on the node
     const selection = selectionFromFlags(argv, flags, { defaultAllNamespaces: true, allowEmpty: true });
     if (flags.explain && selection.refs.length === 0) {
@@ -105,7 +111,11 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
       ...(apiPods ? { apiPods } : {}),
     }).finally(() => api?.close());
     result.kubelet = await kubelet;
-    if (!this.jsonEnabled() && flags.output !== 'json' && flags.output !== 'yaml') this.logToStderr(kubeletHeader(result.kubelet));
+    if (!this.jsonEnabled() && flags.output !== 'json' && flags.output !== 'yaml') {
+      this.logToStderr(kubeletHeader(result.kubelet));
+      const guard = await (await import('../services/shutdown/index.js')).guardHeader(flags['state-dir']);
+      if (guard) this.logToStderr(guard);
+    }
     for (const ref of result.missing) this.reporter.warn(`pod not found: ${ref}`);
     if (flags['sort-by'] !== undefined) result.pods = sortStatusRows(result.pods, flags['sort-by']);
     const labelColumns = (flags['label-columns'] ?? [])
@@ -128,6 +138,20 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     }
     this.setExitCode(statusExitCode(result));
     return statusJson(result);
+  }
+
+  /** --last-shutdown: the last guarded shutdown's record, read from the state dir (no session, no runtime). */
+  async #lastShutdown(stateDir: string, output: string): Promise<LastShutdownJson> {
+    const { lastShutdown, lastShutdownText } = await import('../services/shutdown/index.js');
+    const last = await lastShutdown(stateDir);
+    for (const line of last.skipped) this.reporter.warn(`shutdown record skipped: ${line}`);
+    if (!this.jsonEnabled()) {
+      if (output === 'json' || output === 'yaml') await this.printStructured(last, output);
+      else if (last.record) this.log(lastShutdownText(last));
+      else this.logToStderr(`no guarded shutdown recorded in ${stateDir}`);
+    }
+    this.setExitCode(last.record ? ExitCode.Done : ExitCode.NotFound);
+    return last;
   }
 
   /** -w: the first listing as a table (or JSON lines), then one line per change until the signal or --watch-for. */

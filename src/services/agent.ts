@@ -155,7 +155,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
     return kubelet.state;
   };
   const selfId = options.selfContainerId;
-  const isSelf = selfId ? (pod: PodInfo) => pod.runtime?.containerStatuses.some((c) => c.id === selfId || c.id.startsWith(selfId)) === true : undefined;
+  const isSelf = selfId ? isSelfPod(selfId) : undefined;
   let stoppingAt = 0;
   signal.addEventListener('abort', () => (stoppingAt = now()), { once: true });
   const wake = new Wake();
@@ -300,6 +300,11 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
   detachRuntime();
   if (server) await closeServer(server);
   return { ...totals, stuckSeen: stuckLogged.size, listen, stoppedInMs: stoppingAt ? now() - stoppingAt : 0 };
+}
+
+/** The pod of the container this process runs in (`selfContainerId`): never a target of its own. */
+export function isSelfPod(selfId: string): (pod: PodInfo) => boolean {
+  return (pod) => pod.runtime?.containerStatuses.some((c) => c.id === selfId || c.id.startsWith(selfId)) === true;
 }
 
 /** The container ID this process runs in, from its cgroup path (containerd, cri-o, docker), if any. */

@@ -1,0 +1,366 @@
+/**
+ * `podctl agent --shutdown-guard` as a node meets it: the built CLI in child processes, a real
+ * `dbus-daemon` on a private system bus with the suite's stand-in logind on it (Inhibit hands out a
+ * real file descriptor; PrepareForShutdown, ListInhibitors, InhibitDelayMaxUSec), `systemd-inhibit`
+ * holding the guard's lock, and the embedded CRI simulator as the node's runtime. The same guard
+ * against containerd's pods is in test/e2e/shutdown-guard.test.ts.
+ *
+ * What is asserted is what logind sees (when the lock is taken and released, whether the power went
+ * off at the end of the delay or when the locks were gone), what the pods' containers went through,
+ * and the report `podctl status --last-shutdown` reads after the "reboot".
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator, type SimPodSpec } from '../../src/cri/simulator/index.js';
+import { holdKubeletInhibitor, logindBusMissing, startLogindBus, type LogindBus } from '../support/logind-bus.js';
+
+const ROOT = process.cwd();
+const BIN = path.join(ROOT, 'bin', 'run.js');
+const missing = logindBusMissing();
+if (missing && process.env.CI) throw new Error(`the shutdown guard's tests need ${missing}; scripts/test.sh installs it`);
+if (missing) console.warn(`SKIPPED: test/commands/shutdown-guard.test.ts: ${missing}`);
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let dir: string;
+const cleanups: (() => Promise<void> | void)[] = [];
+
+beforeAll(() => {
+  if (!existsSync(path.join(ROOT, 'dist', 'commands', 'agent.js'))) throw new Error('dist/ is missing: run `npm run build` before the CLI tests');
+  dir = mkdtempSync(path.join(tmpdir(), 'podctl-guard-'));
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function podctl(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '', ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
+      },
+    );
+  });
+}
+
+interface Node {
+  sim: RunningSimulator;
+  bus: LogindBus;
+  stateDir: string;
+  common: string[];
+}
+
+let serial = 0;
+async function node(pods: SimPodSpec[], delaySeconds: number): Promise<Node> {
+  const name = `n${(serial += 1)}`;
+  const sim = await startSimulator({ socketPath: path.join(dir, `${name}.sock`), pods, timeScale: 1 });
+  cleanups.push(() => sim.close());
+  const bus = await startLogindBus({ delaySeconds });
+  cleanups.push(() => bus.close());
+  const stateDir = path.join(dir, `${name}-state`);
+  // no kubelet here unless a test says so: its healthz refused, and no kubelet process on the machine
+  return { sim, bus, stateDir, common: ['--runtime-endpoint', sim.endpoint, '--state-dir', stateDir, '--kubelet-healthz', '127.0.0.1:1'] };
+}
+
+interface Agent {
+  child: ChildProcess;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+async function startAgent(n: Node, args: string[], common = n.common): Promise<Agent> {
+  const child = spawn(process.execPath, [BIN, 'agent', '--interval', '500ms', '--metrics-addr', '127.0.0.1:0', ...args, ...common], {
+    cwd: ROOT,
+    env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', DBUS_SYSTEM_BUS_ADDRESS: n.bus.address },
+  });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+  const deadline = Date.now() + 30_000;
+  while (!/serving \/metrics/.test(stderr) && Date.now() < deadline && child.exitCode === null) await sleep(50);
+  if (!/serving \/metrics/.test(stderr)) throw new Error(`the agent did not start: ${stderr}`);
+  return { child, stderr: () => stderr, exited };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function lastShutdown(n: Node): Promise<{ record: Record<string, any> | null; counts: Record<string, number> | null; completed: boolean | null }> {
+  const run = await podctl(['status', '--last-shutdown', '-o', 'json', '--state-dir', n.stateDir]);
+  expect(run.stderr).toBe('');
+  return JSON.parse(run.stdout);
+}
+
+function outcomeOf(record: Record<string, any>, name: string): string {
+  return (record.pods as { name: string; outcome: string }[]).find((p) => p.name === name)?.outcome ?? 'absent';
+}
+
+async function metrics(agent: Agent): Promise<string> {
+  const port = /serving \/metrics and \/healthz on http:\/\/127\.0\.0\.1:(\d+)/.exec(agent.stderr())![1];
+  return new Promise((resolve, reject) => {
+    http
+      .get(`http://127.0.0.1:${port}/metrics`, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (d: string) => (body += d));
+        res.on('end', () => resolve(body));
+      })
+      .on('error', reject);
+  });
+}
+
+const podctlLock = (e: { event: string; who?: string }): boolean => e.event === 'inhibit' && e.who === 'podctl';
+
+describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeout: 120_000 }, () => {
+  it('no kubelet: drains the groups in order within the delay, lets the shutdown go on, and the report survives the reboot', async () => {
+    const n = await node(
+      [
+        { name: 'batch', namespace: 'jobs', priority: 0, terminationGracePeriodSeconds: 30 },
+        { name: 'stubborn', namespace: 'jobs', priority: 0, terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'ignore' }] },
+        { name: 'dns', namespace: 'kube-system', priority: 2_000_000_000, terminationGracePeriodSeconds: 30 },
+      ],
+      30,
+    );
+    const agent = await startAgent(n, ['--shutdown-guard', '--shutdown-group', '0:3', '--shutdown-group', '2000000000:3']);
+    await n.bus.waitFor(podctlLock, 15_000);
+    n.bus.send('shutdown');
+    const poweroff = await n.bus.waitFor((e) => e.event === 'poweroff', 40_000);
+    // the power went when podctl let go, not at the end of logind's 30 s
+    expect(poweroff.why).toBe('released');
+    expect(poweroff.held).toEqual([]);
+    expect(poweroff.waitedMs).toBeLessThan(25_000);
+    // the stubborn pod got its group's 3 s (not its own 30) and was killed at the end of them
+    const stubborn = n.sim.state.listContainers(undefined).find((c) => c.labels['io.kubernetes.pod.name'] === 'stubborn');
+    expect(n.sim.state.containerStatus(stubborn!.id).exitCode).toBe(137);
+    agent.child.kill('SIGTERM');
+    expect(await agent.exited).toBe(0);
+
+    // "after the reboot": the report, as text and as JSON
+    const last = await lastShutdown(n);
+    expect(last.completed).toBe(true);
+    expect(last.record).toMatchObject({ trigger: 'logind', state: 'done', windowMs: 30_000, groupsTotalMs: 6_000 });
+    expect(outcomeOf(last.record!, 'batch')).toBe('stopped');
+    expect(outcomeOf(last.record!, 'stubborn')).toBe('killed');
+    expect(outcomeOf(last.record!, 'dns')).toBe('stopped');
+    expect((last.record!.pods as { name: string; graceSeconds: number }[]).find((p) => p.name === 'stubborn')?.graceSeconds).toBe(3);
+    const text = await podctl(['status', '--last-shutdown', '--state-dir', n.stateDir]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/jobs\/stubborn +group ≥0 +grace 3s +killed at the deadline/);
+    expect(text.stdout).toMatch(/2 stopped in time, 1 killed at the deadline/);
+
+    // the agent exports the last shutdown when it starts again (with or without the guard)
+    const again = await startAgent(n, []);
+    const text2 = await metrics(again);
+    expect(text2).toMatch(/^podctl_shutdown_last_pods\{outcome="killed"\} 1$/m);
+    expect(text2).toMatch(/^podctl_shutdown_last_pods\{outcome="stopped"\} 2$/m);
+    expect(text2).toMatch(/^podctl_shutdown_last_completed 1$/m);
+  });
+
+  it('a 5 s delay against 30 s of groups: said at start (log, metric, status header) with the drop-in, and the drain fits in what logind grants', async () => {
+    const n = await node(
+      [
+        { name: 'web', priority: 0, terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'ignore' }] },
+        { name: 'etcd', namespace: 'kube-system', priority: 2_000_000_000, terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'ignore' }] },
+      ],
+      5,
+    );
+    const agent = await startAgent(n, ['--shutdown-guard', '--shutdown-grace-period', '30', '--shutdown-critical-grace-period', '10']);
+    await n.bus.waitFor(podctlLock, 15_000);
+    expect(agent.stderr()).toMatch(/logind grants a shutdown 5s \(InhibitDelayMaxSec\) but the shutdown groups ask for 30s: pods get 3s in all/);
+    expect(agent.stderr()).toContain('/etc/systemd/logind.conf.d/99-podctl-shutdown.conf');
+    expect(agent.stderr()).toMatch(/InhibitDelayMaxSec=31/);
+    expect(await metrics(agent)).toMatch(/^podctl_shutdown_budget_short 1$/m);
+    const status = await podctl(['status', ...n.common]);
+    expect(status.stderr).toMatch(/^shutdown guard \(pid \d+\): logind grants a shutdown 5s .*99-podctl-shutdown\.conf/m);
+
+    const from = n.bus.events.length;
+    n.bus.send('shutdown');
+    const poweroff = await n.bus.waitFor((e) => e.event === 'poweroff', 30_000, from);
+    // podctl released within the delay: logind did not have to cut it off
+    expect(poweroff.why).toBe('released');
+    const last = await lastShutdown(n);
+    const given = (last.record!.groups as { givenSeconds: number }[]).reduce((s, g) => s + g.givenSeconds, 0);
+    expect(given).toBeGreaterThan(0);
+    expect(given).toBeLessThanOrEqual(3);
+    // both pods ignore SIGTERM: each was given no more than the shrunk budgets (what became of them within 5 s depends on the machine)
+    for (const pod of last.record!.pods as { graceSeconds: number }[]) expect(pod.graceSeconds).toBeLessThanOrEqual(3);
+    expect(last.record!.pods).toHaveLength(2);
+  });
+
+  describe('beside a kubelet holding its own inhibitor', () => {
+    const pods: SimPodSpec[] = [
+      { name: 'web', priority: 0, terminationGracePeriodSeconds: 30 },
+      { name: 'apiserver', namespace: 'kube-system', static: true, priority: 2_000_000_000, terminationGracePeriodSeconds: 30 },
+    ];
+
+    /** A node whose kubelet answers its healthz and holds its own shutdown lock; the guard started beside it. */
+    async function besideKubelet(): Promise<{ n: Node; kubelet: ReturnType<typeof holdKubeletInhibitor>; healthz: http.Server; agent: Agent }> {
+      const healthz = http.createServer((_req, res) => res.end('ok'));
+      await new Promise<void>((resolve) => healthz.listen(0, '127.0.0.1', resolve));
+      cleanups.push(() => new Promise<void>((resolve) => (healthz.listening ? healthz.close(() => resolve()) : resolve())));
+      const n = await node(pods, 30);
+      const kubelet = holdKubeletInhibitor(n.bus.address);
+      cleanups.push(() => kubelet.release());
+      await n.bus.waitFor((e) => e.event === 'inhibit' && e.who === 'kubelet', 15_000);
+      const common = ['--runtime-endpoint', n.sim.endpoint, '--state-dir', n.stateDir, '--kubelet-healthz', `127.0.0.1:${(healthz.address() as { port: number }).port}`];
+      const agent = await startAgent(n, ['--shutdown-guard', '--shutdown-group', '0:5', '--shutdown-group', '2000000000:5'], common);
+      await n.bus.waitFor(podctlLock, 15_000);
+      expect(agent.stderr()).toMatch(/the kubelet's graceful shutdown holds its own lock: podctl goes after it/);
+      return { n, kubelet, healthz, agent };
+    }
+
+    it('waits for its lock to go; the pods a running kubelet owns stay its own (never stopped over CRI)', async () => {
+      const { n, kubelet } = await besideKubelet();
+      const from = n.bus.events.length;
+      n.bus.send('shutdown');
+      await n.bus.waitFor((e) => e.event === 'prepare' && e.start === true, 10_000, from);
+      await sleep(2_500);
+      await kubelet.release();
+      const poweroff = await n.bus.waitFor((e) => e.event === 'poweroff', 30_000, from);
+      expect(poweroff.why).toBe('released');
+      const last = await lastShutdown(n);
+      expect(last.record!.kubelet).toMatchObject({ inhibitor: true, owned: 2 });
+      expect(last.record!.kubelet.deferredMs).toBeGreaterThanOrEqual(2_000);
+      // the kubelet stand-in stopped nothing, and podctl stopped nothing behind its back: both still run, and the report says so
+      expect(outcomeOf(last.record!, 'web')).toBe('running');
+      expect(outcomeOf(last.record!, 'apiserver')).toBe('running');
+      expect(n.sim.state.journal().filter((r) => r.kind === 'signal')).toEqual([]);
+    });
+
+    it('the kubelet gone mid-share: nothing stopped while its lock was held, then the guard stops every pod', async () => {
+      const { n, kubelet, healthz } = await besideKubelet();
+      const from = n.bus.events.length;
+      n.bus.send('shutdown');
+      await n.bus.waitFor((e) => e.event === 'prepare' && e.start === true, 10_000, from);
+      await sleep(2_500);
+      expect(n.sim.state.journal().filter((r) => r.kind === 'signal')).toEqual([]);
+      // the kubelet dies: its healthz goes, and its lock with it
+      await new Promise<void>((resolve) => healthz.close(() => resolve()));
+      await kubelet.release();
+      const poweroff = await n.bus.waitFor((e) => e.event === 'poweroff', 30_000, from);
+      expect(poweroff.why).toBe('released');
+      const last = await lastShutdown(n);
+      expect(last.record!.kubelet).toMatchObject({ inhibitor: true, owned: 0 });
+      expect(outcomeOf(last.record!, 'web')).toBe('stopped');
+      expect(outcomeOf(last.record!, 'apiserver')).toBe('stopped');
+    });
+  });
+
+  it('a shutdown cancelled mid-drain stops the drain and keeps the lock; one cancelled after the drain takes the lock again', async () => {
+    const n = await node(
+      [
+        { name: 'slow', priority: 0, terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'ignore' }] },
+        { name: 'late', priority: 1000, terminationGracePeriodSeconds: 30 },
+      ],
+      30,
+    );
+    const agent = await startAgent(n, ['--shutdown-guard', '--shutdown-group', '0:20', '--shutdown-group', '1000:5']);
+    const first = await n.bus.waitFor(podctlLock, 15_000);
+    let from = n.bus.events.length;
+    n.bus.send('shutdown');
+    await n.bus.waitFor((e) => e.event === 'prepare' && e.start === true, 10_000, from);
+    await sleep(1_500);
+    n.bus.send('cancel');
+    const deadline = Date.now() + 15_000;
+    while ((await lastShutdown(n)).record?.state !== 'cancelled' && Date.now() < deadline) await sleep(100);
+    const cancelled = await lastShutdown(n);
+    expect(cancelled.record).toMatchObject({ state: 'cancelled' });
+    // the second group never started: its pod still runs, and the guard still holds the lock it had
+    expect(outcomeOf(cancelled.record!, 'late')).toBe('running');
+    expect(n.sim.state.journal().filter((r) => r.kind === 'signal').length).toBe(1);
+    await sleep(1_000);
+    expect(n.bus.events.slice(from).some((e) => e.event === 'release' || e.event === 'poweroff')).toBe(false);
+    expect(agent.stderr()).toMatch(/the shutdown was cancelled \(PrepareForShutdown false\)/);
+
+    // a shutdown that ran to its end released the lock; cancelled afterwards, the guard takes it again
+    from = n.bus.events.length;
+    n.bus.send('shutdown');
+    await n.bus.waitFor((e) => e.event === 'release' && e.pid === first.pid, 40_000, from);
+    n.bus.send('cancel');
+    const again = await n.bus.waitFor(podctlLock, 15_000, from);
+    expect(again.pid).not.toBe(first.pid);
+  });
+
+  it('the guard killed mid-drain: its lock dies with it, and the record on disk is whole (the drain it had begun)', async () => {
+    const n = await node([{ name: 'slow', priority: 0, terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'ignore' }] }], 60);
+    const agent = await startAgent(n, ['--shutdown-guard', '--shutdown-group', '0:40']);
+    const lock = await n.bus.waitFor(podctlLock, 15_000);
+    const from = n.bus.events.length;
+    n.bus.send('shutdown');
+    const deadline = Date.now() + 20_000;
+    while ((await lastShutdown(n)).record?.state !== 'draining' && Date.now() < deadline) await sleep(100);
+    agent.child.kill('SIGKILL');
+    await agent.exited;
+    const released = await n.bus.waitFor((e) => e.event === 'release' && e.pid === lock.pid, 15_000, from);
+    const poweroff = await n.bus.waitFor((e) => e.event === 'poweroff', 15_000, from);
+    // logind went on when the lock died, long before its 60 s
+    expect(poweroff.why).toBe('released');
+    expect(poweroff.at - released.at).toBeLessThan(5);
+    const last = await lastShutdown(n);
+    expect(last.completed).toBe(false);
+    expect(last.record).toMatchObject({ state: 'draining' });
+    expect(outcomeOf(last.record!, 'slow')).toBe('pending');
+    // nothing half-written: every file in the folder is a whole record or the guard's state
+    const folder = path.join(n.stateDir, 'shutdowns');
+    for (const name of readdirSync(folder)) {
+      expect(name).toMatch(/\.json$|^guard\.state$|^\.tmp$/);
+      if (name.endsWith('.json')) expect(() => JSON.parse(readFileSync(path.join(folder, name), 'utf8'))).not.toThrow();
+    }
+    const text = await podctl(['status', '--last-shutdown', '--state-dir', n.stateDir]);
+    expect(text.stdout).toMatch(/the guard \(pid \d+\) ended before its drain did/);
+  });
+
+  it('SIGTERM: a plain stop drains nothing; during a shutdown logind did not announce it drains within the stop timeout', async () => {
+    const n = await node([{ name: 'web', priority: 0, terminationGracePeriodSeconds: 30 }], 30);
+    const plain = await startAgent(n, ['--shutdown-guard']);
+    await n.bus.waitFor(podctlLock, 15_000);
+    plain.child.kill('SIGTERM');
+    expect(await plain.exited).toBe(0);
+    expect((await lastShutdown(n)).record).toBeNull();
+    expect(n.sim.state.journal().filter((r) => r.kind === 'signal')).toEqual([]);
+
+    const from = n.bus.events.length;
+    const agent = await startAgent(n, ['--shutdown-guard', '--shutdown-stop-timeout', '20s']);
+    await n.bus.waitFor(podctlLock, 15_000, from);
+    n.bus.send('reboot-job');
+    await n.bus.waitFor((e) => e.event === 'reboot-job', 10_000, from);
+    agent.child.kill('SIGTERM');
+    expect(await agent.exited).toBe(0);
+    expect(agent.stderr()).toMatch(/stopped while systemd starts reboot\.target and logind announced nothing: draining within the stop timeout \(20s\)/);
+    const last = await lastShutdown(n);
+    expect(last.record).toMatchObject({ trigger: 'sigterm', state: 'done', windowMs: 20_000 });
+    expect(outcomeOf(last.record!, 'web')).toBe('stopped');
+  });
+
+  it('refuses bad flags and an unreachable bus before anything happens: exit 2, one line', async () => {
+    const n = await node([], 5);
+    const orphanFlag = await podctl(['agent', '--shutdown-group', '0:5', ...n.common]);
+    expect(orphanFlag.code).toBe(2);
+    expect(orphanFlag.stderr.trim().split('\n')).toHaveLength(1);
+    expect(orphanFlag.stderr).toMatch(/the --shutdown-\* budgets need --shutdown-guard/);
+    const noBus = await podctl(['agent', '--shutdown-guard', ...n.common], { DBUS_SYSTEM_BUS_ADDRESS: `unix:path=${path.join(dir, 'no-bus')}` });
+    expect(noBus.code).toBe(2);
+    expect(noBus.stderr).toMatch(/--shutdown-guard: .*ENOENT/);
+    const none = await podctl(['status', '--last-shutdown', '--state-dir', path.join(dir, 'empty-state')]);
+    expect(none.code).toBe(4);
+    expect(none.stderr).toMatch(/no guarded shutdown recorded/);
+  });
+});
