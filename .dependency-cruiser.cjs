@@ -6,14 +6,28 @@
  * never a folder beside it or above it:
  *   0  engine                        the kubelet's pod-worker port: imports nothing of podctl, no I/O
  *   1  domain                        shapes shared by the layers above (the node session's contract)
- *   2  lib                           small helpers: flags, errors, output, selectors
+ *   2  lib                           small shared helpers: errors, output, selectors, durations
  *   3  cri · store · kube · metrics  the node's parts: runtime, checkpoint store, API server, metrics
  *   4  session                       the node session that wires the parts to the engine
- *   5  services                      one service per command
+ *   5  services                      the features, one folder each (sub-layers below)
  *   6  commands · base · tui · (the entry files in src/)
+ *
+ * Some folders are split into sub-folders with layers of their own (SUBLAYERS, lowest first): a
+ * sub-folder imports its own files and the sub-folders of the layers below it, never one beside it
+ * or above it, and never the files at its parent's top (an index that re-exports them).
  */
 const LAYERS = [['engine'], ['domain'], ['lib'], ['cri', 'store', 'kube', 'metrics'], ['session'], ['services'], ['commands', 'base', 'tui']];
 const TOP = LAYERS.length - 1;
+
+const SUBLAYERS = {
+  // the CRI client (and the kubelet's names in CRI objects) · the pod cache (runtime pods rebuilt
+  // from listings and events) and the embedded simulator · the kubelet's runtime manager (syncer,
+  // stop order, preStop hooks)
+  cri: [['client'], ['cache', 'simulator'], ['runtime']],
+  // what a pod is waiting on, the API door, the runtime itself · kill and evict · drain · the
+  // agent's housekeeping, the watch and the shutdown guard
+  services: [['diagnose', 'api', 'runtime'], ['terminate'], ['drain'], ['housekeeping', 'watch', 'shutdown']],
+};
 
 const folder = (name) => `^src/${name}/`;
 const anyOf = (names) => `^src/(${names.join('|')})/`;
@@ -34,10 +48,34 @@ const layerRules = LAYERS.flatMap((layer, rank) =>
   }),
 ).filter(Boolean);
 
+/** For each sub-folder, the sub-folders of its parent it must not import (beside it and above it), and its parent's top files. */
+const subLayerRules = Object.entries(SUBLAYERS).flatMap(([parent, layers]) =>
+  layers.flatMap((layer, rank) =>
+    layer.map((name) => {
+      const forbidden = layers.flatMap((other, otherRank) => (otherRank >= rank ? other.filter((o) => o !== name) : []));
+      return {
+        name: `layer-${parent}-${name}`,
+        comment: `src/${parent}/${name} (sub-layer ${rank} of ${parent}) imports only its own files and the sub-layers below it`,
+        severity: 'error',
+        from: { path: folder(`${parent}/${name}`) },
+        to: { path: forbidden.length === 0 ? `^src/${parent}/[^/]+$` : `^src/${parent}/([^/]+$|(${forbidden.join('|')})/)` },
+      };
+    }),
+  ),
+);
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
     ...layerRules,
+    ...subLayerRules,
+    {
+      name: 'sub-folders-only',
+      comment: 'the files of a folder split into sub-layers live in its sub-folders (its top holds at most an index)',
+      severity: 'error',
+      from: {},
+      to: { path: `^src/(${Object.keys(SUBLAYERS).join('|')})/(?!index\\.ts$)[^/]+$` },
+    },
     {
       name: 'engine-no-io',
       comment: 'the engine does no I/O: no file system, network, processes or timers of its own beyond the clock it is given',
@@ -75,7 +113,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^src/cri/generated/' },
+    exclude: { path: '^src/cri/client/generated/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'], extensions: ['.ts', '.tsx', '.js', '.mjs', '.cjs', '.json'] },

@@ -30,7 +30,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
-import { connectCri, type CriClient } from '../src/cri/client.js';
+import { connectCri, type CriClient } from '../src/cri/client/client.js';
 import { openSession } from '../src/session/open.js';
 import type { NodeSession } from '../src/domain/session-api.js';
 import { collect, PODCTL_BIN, runPodctl, requireBuild, type PodctlRun } from '../test/e2e/support/cli.js';

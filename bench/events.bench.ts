@@ -8,7 +8,7 @@
  * labels and annotations) and its container's status (~1.1 KB each, the size a 500-pod drain of
  * `podctl simulator` sends). Two readers side by side, each in a fresh process (the code as cold as
  * a watch's is when a drain starts):
- * - the summary reader a follower uses (src/cri/container-event.ts);
+ * - the summary reader a follower uses (src/cri/client/container-event.ts);
  * - the generated decoder of the whole message (what a reader that builds every field pays).
  * Figures: µs per event over the first 1,137 events (a 500-pod drain's number) and over 20,000 more
  * (warm), and bytes allocated per event over the first 1,137 (heap growth in a child with a 64 MB young
@@ -17,8 +17,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { ContainerEventResponse } from '../src/cri/generated/runtime_v1.js';
-import { decodeContainerEventSummary } from '../src/cri/container-event.js';
+import { ContainerEventResponse } from '../src/cri/client/generated/runtime_v1.js';
+import { decodeContainerEventSummary } from '../src/cri/client/container-event.js';
 
 const DRAIN_EVENTS = 1_137;
 const WARM_EVENTS = 20_000;

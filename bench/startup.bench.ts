@@ -105,9 +105,9 @@ const phaseScript = `
   await import(${dist('cli.js')}); lap('CLI entry + @oclif/core (bundled)');
   await import(${dist('commands/status.js')}); lap('status command + lib + services');
   const { openSession } = await import(${dist('session/open.js')}); lap('session, store, engine modules');
-  await import(${dist('cri/grpc-modules.js')}); lap('@grpc/grpc-js + CRI proto');
+  await import(${dist('cri/client/grpc-modules.js')}); lap('@grpc/grpc-js + CRI proto');
   const session = await openSession({ stateDir: process.env.BENCH_STATE_DIR, runtimeEndpoint: ${JSON.stringify(sim.endpoint)}, readOnly: true }); lap('openSession (read-only: connect, Version, first relist)');
-  const { podStatus, statusTable } = await import(${dist('services/status.js')});
+  const { podStatus, statusTable } = await import(${dist('services/diagnose/status.js')});
   const { parseSelection } = await import(${dist('lib/refs.js')});
   const result = await podStatus({ session, selection: parseSelection({ args: [], allowEmpty: true, defaultAllNamespaces: true }), explain: false }); lap('listPods (50 pods: relist, checkpoints, leases)');
   const { renderTable, createStyler } = await import(${dist('lib/output.js')});

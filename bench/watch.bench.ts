@@ -33,7 +33,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { openSession } from '../src/session/open.js';
 import type { NodeSession, PodInfo } from '../src/domain/session-api.js';
-import { WatchFeed } from '../src/services/watch-feed.js';
+import { WatchFeed } from '../src/services/watch/watch-feed.js';
 
 const { values } = parseArgs({
   options: {

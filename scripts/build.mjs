@@ -35,8 +35,8 @@ const entryPoints = {
   ...Object.fromEntries(commands.map((f) => [`commands/${f.replace(/\.tsx?$/, '')}`, `src/commands/${f}`])),
   // Stable paths of lazily loaded modules (also chunks of the commands), for bench/startup.bench.ts.
   'session/open': 'src/session/open.ts',
-  'services/status': 'src/services/status.ts',
-  'cri/grpc-modules': 'src/cri/grpc-modules.ts',
+  'services/diagnose/status': 'src/services/diagnose/status.ts',
+  'cri/client/grpc-modules': 'src/cri/client/grpc-modules.ts',
   'lib/output': 'src/lib/output.ts',
   'lib/refs': 'src/lib/refs.ts',
   // The watch screen: Ink is an ES module with top-level await, which CommonJS cannot require, so
@@ -102,7 +102,7 @@ const result = await build({
 const watchScreenFromEsmBuild = {
   name: 'watch-screen-from-esm-build',
   setup(b) {
-    // `import('../tui/index.js')` in src/services/watch.ts: resolved at run time (by src/boot.ts,
+    // `import('../../tui/index.js')` in src/services/watch/watch.ts: resolved at run time (by src/boot.ts,
     // relative to dist/) to the ES-module entry dist/tui/index.js.
     b.onResolve({ filter: /\/tui\/index\.js$/ }, () => ({ path: './tui/index.js', external: true }));
   },

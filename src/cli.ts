@@ -4,11 +4,11 @@
  * so only the invoked command is loaded.
  */
 import { execute } from '@oclif/core';
-import { handleCommandNotFound } from './lib/not-found.js';
+import { handleCommandNotFound } from './base/not-found.js';
 
 /** Runs the CLI for `process.argv`; `dir` is the package root (oclif reads package.json there). */
 export async function run(dir: string): Promise<void> {
-  // "did you mean": @oclif/plugin-not-found's hook (lib/not-found.ts)
+  // "did you mean": @oclif/plugin-not-found's hook (base/not-found.ts)
   handleCommandNotFound();
   await execute({ dir });
 }

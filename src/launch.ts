@@ -13,8 +13,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Config, execute, type Command, type Interfaces } from '@oclif/core';
-import { installLastResort } from './lib/last-resort.js';
-import { handleCommandNotFound } from './lib/not-found.js';
+import { installLastResort } from './base/last-resort.js';
+import { handleCommandNotFound } from './base/not-found.js';
 
 type CommandClass = Command.Class;
 type PJSON = Interfaces.PJSON;
@@ -62,7 +62,7 @@ export async function main(root: string, argv: string[], packageJson?: PJSON): P
       return Object.assign(command, { id, plugin, isESM: false, relativePath: loadable.relativePath });
     };
   }
-  // "did you mean": @oclif/plugin-not-found's hook, served from this script (lib/not-found.ts)
+  // "did you mean": @oclif/plugin-not-found's hook, served from this script (base/not-found.ts)
   handleCommandNotFound();
   await execute({ args: argv, loadOptions: config });
 }

@@ -1,18 +1,18 @@
 /**
  * How a command reaches the API server and the kubelet check: the global flags turned into the
- * API side (services/api-node.ts), loaded only when called, so commands that need no API server
+ * API side (services/api/api-node.ts), loaded only when called, so commands that need no API server
  * never load @kubernetes/client-node.
  */
 import { Flags } from '@oclif/core';
-import type { ApiNode } from '../services/api-node.js';
+import type { ApiNode } from '../services/api/api-node.js';
 import type { KubeletStatus } from '../kube/kubelet.js';
 import { RuntimeFailure } from '../lib/errors.js';
-import { nodeName, type GlobalFlags } from '../lib/flags.js';
+import { nodeName, type GlobalFlags } from './flags.js';
 import type { Reporter } from '../lib/reporter.js';
 
 /** The API side for these flags; undefined when no API server is configured. */
 export async function apiNodeFor(flags: GlobalFlags, reporter: Reporter): Promise<ApiNode | undefined> {
-  const { openApiNode } = await import('../services/api-node.js');
+  const { openApiNode } = await import('../services/api/api-node.js');
   try {
     return await openApiNode({ kubeconfig: flags.kubeconfig, node: nodeName(flags.node), stateDir: flags['state-dir'], reporter });
   } catch (error) {

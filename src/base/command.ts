@@ -22,11 +22,11 @@ import type { NodeSession, SessionOptions } from '../domain/session-api.js';
 import type { PodctlMetrics } from '../metrics/registry.js';
 import { RuntimeFailure, UsageError, errorRecord, exitCodeOf, oneLine } from '../lib/errors.js';
 import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
-import { DEFAULT_STATE_DIR, globalFlags, nodeName, type GlobalFlags } from '../lib/flags.js';
+import { DEFAULT_STATE_DIR, globalFlags, nodeName, type GlobalFlags } from './flags.js';
 import { colorEnabled, createStyler, renderJson, renderYaml, type Styler } from '../lib/output.js';
 import { Reporter } from '../lib/reporter.js';
-import { AFTER_PID_WAIT_MS, waitForExit } from '../lib/safety-flags.js';
-import { isSingleExecutable } from '../lib/self.js';
+import { AFTER_PID_WAIT_MS, waitForExit } from './safety-flags.js';
+import { isSingleExecutable } from './self.js';
 
 export type SessionFactory = (options: SessionOptions) => Promise<NodeSession>;
 
@@ -62,7 +62,7 @@ export abstract class PodctlCommand extends Command {
   protected interruptIsNormal = false;
   /**
    * A background driver (`kill --drive`): told to stop, it starts no other driver; its pods go to the
-   * agent serving the state dir, or are named as left undriven (services/drive.ts `leaveToAgent`).
+   * agent serving the state dir, or are named as left undriven (services/terminate/drive.ts `leaveToAgent`).
    */
   protected backgroundDriver = false;
   /** The command only reads (status): its session takes no lease and starts no watchers. */
@@ -165,7 +165,7 @@ export abstract class PodctlCommand extends Command {
     const { createMetrics, metricsFileProblem } = await import('../metrics/registry.js');
     const problem = await metricsFileProblem(path);
     if (problem) throw new UsageError(`--metrics-textfile: ${problem}`, "point it into an existing directory (node_exporter's --collector.textfile.directory)");
-    const { observeRuntimeOperations } = await import('../cri/client.js');
+    const { observeRuntimeOperations } = await import('../cri/client/client.js');
     const metrics = createMetrics();
     this.#textfile = { path, metrics, detach: [observeRuntimeOperations((op) => metrics.observeRuntimeOperation(op))] };
   }
@@ -264,7 +264,7 @@ export abstract class PodctlCommand extends Command {
     const listed = (await this.#session?.listPods({ uids, runtimeMaxAgeMs: 60_000 }).catch(() => undefined)) ?? [];
     const names = new Map(listed.map((p) => [p.uid, `${p.namespace}/${p.name}`]));
     await this.closeSession();
-    const { AGENT_TAKE_OVER_MS, leaveToAgent } = await import('../services/drive.js');
+    const { AGENT_TAKE_OVER_MS, leaveToAgent } = await import('../services/terminate/drive.js');
     const stop = await leaveToAgent({ stateDir, pods: uids.map((uid) => ({ uid, name: names.get(uid) ?? uid })) });
     if (stop.handed.length > 0) this.reporter.warn(`${action}: stopping; ${stop.handed.length} pod(s) handed to the agent (pid ${stop.agentPid}), which drives them on: ${stop.handed.join(', ')}`);
     if (stop.undriven.length === 0) return;

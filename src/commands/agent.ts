@@ -6,13 +6,13 @@ import { detectKube } from '../kube/index.js';
 import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
 import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
-import { nodeName } from '../lib/flags.js';
+import { nodeName } from '../base/flags.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { parseDuration } from '../lib/duration.js';
-import type { AgentResult } from '../services/agent.js';
-import type { DesiredSource } from '../services/sync-known.js';
+import type { AgentResult } from '../services/housekeeping/agent.js';
+import type { DesiredSource } from '../services/housekeeping/sync-known.js';
 import { MAX_GRACE_SECONDS } from '../engine/grace.js';
-import { DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECONDS, defaultGroups, parseGroups, type PriorityGroup } from '../services/drain-plan.js';
+import { DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECONDS, defaultGroups, parseGroups, type PriorityGroup } from '../services/drain/drain-plan.js';
 
 /** The shutdown guard's groups from the agent's flags; undefined without --shutdown-guard. */
 function shutdownGroupsOf(flags: {
@@ -104,7 +104,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     }
     const guardGroups = shutdownGroupsOf(flags);
     const stopTimeoutMs = parseDuration(flags['shutdown-stop-timeout'], 'shutdown-stop-timeout');
-    const { isSelfPod, parseMetricsAddr, runAgent, selfContainerId } = await import('../services/agent.js');
+    const { isSelfPod, parseMetricsAddr, runAgent, selfContainerId } = await import('../services/housekeeping/agent.js');
     const selfId = await selfContainerId();
     const listen = flags['metrics-addr'] === 'none' ? undefined : parseMetricsAddr(flags['metrics-addr']);
     const kube = detectKube(flags.kubeconfig);

@@ -7,21 +7,21 @@ import { Flags } from '@oclif/core';
 import type { NodeSession } from '../domain/session-api.js';
 import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
-import { globalFlagsOwnTimeout, nodeName } from '../lib/flags.js';
+import { globalFlagsOwnTimeout, nodeName } from '../base/flags.js';
 import { PodctlCommand } from '../base/command.js';
-import { metricsTextfileFlags } from '../lib/safety-flags.js';
+import { metricsTextfileFlags } from '../base/safety-flags.js';
 import { parseDuration } from '../lib/duration.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { renderTable } from '../lib/output.js';
 import { parseSelection } from '../lib/refs.js';
-import { DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECONDS, defaultGroups, parseExcludes, parseGroups } from '../services/drain-plan.js';
-import type { ApiFollowReport } from '../services/api-follow.js';
-import type { KubeletReport } from '../services/kubelet-guard.js';
-import type { TerminatedPod } from '../services/terminate.js';
-import type { ShutdownStatusReport } from '../services/shutdown-status.js';
-import { drainJson } from '../services/json-results.js';
-import { drainExitCode, drainNode, drainPodsToHandOff, drainSummaryLine, drainTable, type DrainResult } from '../services/drain.js';
+import { DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECONDS, defaultGroups, parseExcludes, parseGroups } from '../services/drain/drain-plan.js';
+import type { ApiFollowReport } from '../services/api/api-follow.js';
+import type { KubeletReport } from '../services/terminate/kubelet-guard.js';
+import type { TerminatedPod } from '../services/terminate/terminate.js';
+import type { ShutdownStatusReport } from '../services/drain/shutdown-status.js';
+import { drainJson } from '../base/json-results.js';
+import { drainExitCode, drainNode, drainPodsToHandOff, drainSummaryLine, drainTable, type DrainResult } from '../services/drain/drain.js';
 
 export default class Drain extends PodctlCommand {
   static override summary = "Terminate every pod on the node in priority groups, as the kubelet's graceful node shutdown does.";
@@ -111,9 +111,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     if (flags['shutdown-status'] && !api) throw new UsageError('--shutdown-status needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
     const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
     const session = await this.session();
-    if (api && !flags['dry-run']) await (await import('../services/api-node.js')).replayPendingApiWrites(api, session);
+    if (api && !flags['dry-run']) await (await import('../services/api/api-node.js')).replayPendingApiWrites(api, session);
     // beside a running kubelet: cordon, then the pods it desires through the Eviction API (or refused)
-    const { drainBesideKubelet } = await import('../services/drain-kubelet.js');
+    const { drainBesideKubelet } = await import('../services/drain/drain-kubelet.js');
     const beside = await drainBesideKubelet({
       session,
       selection,
@@ -132,7 +132,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       throw error;
     });
     // with an API server, pods deleted there during the drain are killed with their (shorter) grace and finished
-    const follower = api && !flags['dry-run'] ? new (await import('../services/api-follow.js')).ApiFollower({ session, api, act: true, reporter: this.reporter }) : undefined;
+    const follower = api && !flags['dry-run'] ? new (await import('../services/api/api-follow.js')).ApiFollower({ session, api, act: true, reporter: this.reporter }) : undefined;
     follower?.start();
     const drained = await drainNode({
       session,
@@ -168,7 +168,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       cordoned: beside.cordoned,
       viaApi: beside.viaApi,
       ...(apiServer ? { apiServer } : {}),
-      ...(api && flags['shutdown-status'] && !drained.dryRun ? { shutdownStatus: await (await import('../services/shutdown-status.js')).reportShutdownStatus(api, drained, this.reporter) } : {}),
+      ...(api && flags['shutdown-status'] && !drained.dryRun ? { shutdownStatus: await (await import('../services/drain/shutdown-status.js')).reportShutdownStatus(api, drained, this.reporter) } : {}),
     };
     api?.close();
     if (!drained.dryRun) await this.#report(flags.report, { session, result: drained, endedAt: drainEndedAt, viaApi: beside.viaApi, node: nodeName(flags.node) });
@@ -185,10 +185,10 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
 
   /** Keeps the drain's report in the state dir and, with --report, writes its page. */
   async #report(file: string | undefined, input: { session: NodeSession; result: DrainResult; endedAt: number; viaApi: TerminatedPod[]; node: string }): Promise<void> {
-    const { recordDrainReport } = await import('../services/report/report.js');
+    const { recordDrainReport } = await import('../services/drain/report/report.js');
     const { report } = await recordDrainReport({ ...input, source: 'drain', onError: (message) => this.reporter.warn(message) });
     if (file === undefined) return;
-    const { renderReportHtml } = await import('../services/report/html.js');
+    const { renderReportHtml } = await import('../services/drain/report/html.js');
     try {
       await writeFile(file, renderReportHtml(report));
       this.reporter.info(`drain: report written to ${path.resolve(file)}`);

@@ -6,14 +6,14 @@ import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js'
 import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { globalFlagsOwnTimeout, selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';
-import { safetyFlags, metricsTextfileFlags } from '../lib/safety-flags.js';
+import { globalFlagsOwnTimeout, selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../base/flags.js';
+import { safetyFlags, metricsTextfileFlags } from '../base/safety-flags.js';
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
-import { DEFAULT_EVICTION_REASON, evictPods, type EvictResult } from '../services/evict.js';
-import { replayPendingApiWrites } from '../services/api-node.js';
-import { terminateJson } from '../services/json-results.js';
-import { podsToHandOff, terminateExitCode, terminateSummary, terminateTable } from '../services/terminate.js';
+import { DEFAULT_EVICTION_REASON, evictPods, type EvictResult } from '../services/terminate/evict.js';
+import { replayPendingApiWrites } from '../services/api/api-node.js';
+import { terminateJson } from '../base/json-results.js';
+import { podsToHandOff, terminateExitCode, terminateSummary, terminateTable } from '../services/terminate/terminate.js';
 
 export default class Evict extends PodctlCommand {
   static override summary = 'Evict pods: a kill whose stopped containers and sandboxes are then removed.';

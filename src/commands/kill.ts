@@ -6,14 +6,14 @@ import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js'
 import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { globalFlagsOwnTimeout, selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../lib/flags.js';
-import { driverFlags, safetyFlags, metricsTextfileFlags } from '../lib/safety-flags.js';
+import { globalFlagsOwnTimeout, selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../base/flags.js';
+import { driverFlags, safetyFlags, metricsTextfileFlags } from '../base/safety-flags.js';
 import { renderTable } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
-import type { Persist } from '../services/drive.js';
-import { killPods, type KillResult } from '../services/kill.js';
-import { terminateJson } from '../services/json-results.js';
-import { podsToHandOff, terminateExitCode, terminateSummary, terminateTable } from '../services/terminate.js';
+import type { Persist } from '../services/terminate/drive.js';
+import { killPods, type KillResult } from '../services/terminate/kill.js';
+import { terminateJson } from '../base/json-results.js';
+import { podsToHandOff, terminateExitCode, terminateSummary, terminateTable } from '../services/terminate/terminate.js';
 
 export default class Kill extends PodctlCommand {
   static override summary = "Terminate pods with the kubelet's grace semantics and wait for them.";
@@ -77,12 +77,12 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     // the kubelet check runs beside the session's opening
     const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
     const safety = this.safetyOptions(flags);
-    // the background driver waits out a runtime that is away (services/drive.ts); a kill does not
+    // the background driver waits out a runtime that is away (services/terminate/drive.ts); a kill does not
     const persist: Persist = flags.drive
-      ? (await import('../services/drive.js')).driverPatience({ stateDir: flags['state-dir'], uids: flags.uid ?? [], reporter: this.reporter, signal: this.abort.signal })
+      ? (await import('../services/terminate/drive.js')).driverPatience({ stateDir: flags['state-dir'], uids: flags.uid ?? [], reporter: this.reporter, signal: this.abort.signal })
       : (_what, attempt) => attempt();
     const session = await persist('opening the session', () => this.session());
-    if (api && !flags['dry-run']) await (await import('../services/api-node.js')).replayPendingApiWrites(api, session);
+    if (api && !flags['dry-run']) await (await import('../services/api/api-node.js')).replayPendingApiWrites(api, session);
     const kubelet = await kubeletCheck;
     // a fresh listing the kill's own lookups (≤ 1 s old) reuse: the runtime answered just before
     if (flags.drive) await persist("listing the runtime's pods", () => session.listPods({ scope: 'runtime', runtimeMaxAgeMs: 0, signal: this.abort.signal }));

@@ -7,11 +7,11 @@ import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { selectionFlags } from '../lib/flags.js';
+import { selectionFlags } from '../base/flags.js';
 import { parseDuration } from '../lib/duration.js';
 import { renderJson } from '../lib/output.js';
 import { selectionFromFlags } from '../lib/refs.js';
-import type { DrainReport } from '../services/report/model.js';
+import type { DrainReport } from '../services/drain/report/model.js';
 
 export default class Report extends PodctlCommand {
   static override summary = 'Draw where a drain’s time went: one self-contained HTML page (or its data as JSON).';
@@ -50,7 +50,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])} Exit 2 also 
     const picked = flags.since !== undefined || selection.refs.length > 0 || selection.selector !== undefined || selection.namespace !== undefined;
     if (flags['last-drain'] && picked) throw new UsageError('--last-drain draws a kept drain: it does not take pods or --since', 'leave out --last-drain to pick pods');
     const sinceMs = flags.since === undefined ? undefined : parseDuration(flags.since, 'since');
-    const service = await import('../services/report/report.js');
+    const service = await import('../services/drain/report/report.js');
     let report: DrainReport;
     if (picked) {
       report = await service.reportOfPods({ session: await this.session(), selection, ...(sinceMs !== undefined ? { since: Date.now() - sinceMs } : {}) });
@@ -62,7 +62,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])} Exit 2 also 
     const json = this.jsonEnabled() || flags.output === 'json';
     const file = flags.file ?? (json ? undefined : 'drain-report.html');
     if (file !== undefined) {
-      const text = json ? renderJson(report) : (await import('../services/report/html.js')).renderReportHtml(report);
+      const text = json ? renderJson(report) : (await import('../services/drain/report/html.js')).renderReportHtml(report);
       await writeFile(file, text).catch((error: Error) => {
         throw new UsageError(`--file ${file}: ${error.message}`, 'give a path in a folder you can write');
       });

@@ -6,7 +6,7 @@ import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { DEFAULT_SIMULATOR_PODS, parseFaults, serveSimulator, type SimulatorResult } from '../services/simulator.js';
+import { DEFAULT_SIMULATOR_PODS, parseFaults, serveSimulator, type SimulatorResult } from '../services/runtime/simulator.js';
 import { faultListing } from '../cri/simulator/fault-spec.js';
 
 export const SIMULATOR_SOCKET_NAME = 'simulator.sock';

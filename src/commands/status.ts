@@ -6,12 +6,12 @@ import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js'
 import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { selectionFlags } from '../lib/flags.js';
+import { selectionFlags } from '../base/flags.js';
 import { renderTable } from '../lib/output.js';
 import { parseDuration } from '../lib/duration.js';
 import { selectionFromFlags, type PodSelection } from '../lib/refs.js';
 import type { LastShutdownJson } from '../services/shutdown/index.js';
-import { NO_NODE_FACTS, STATUS_SORT_KEYS, explainText, statusJson, kubeletHeader, podStatus, sortStatusRows, statusExitCode, statusTable, type StatusResult } from '../services/status.js';
+import { NO_NODE_FACTS, STATUS_SORT_KEYS, explainText, statusJson, kubeletHeader, podStatus, sortStatusRows, statusExitCode, statusTable, type StatusResult } from '../services/diagnose/status.js';
 
 export default class Status extends PodctlCommand {
   static override summary = "Show the node's pods as podctl's pod workers see them; --explain says why a pod is still here.";
@@ -170,7 +170,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     } else if (result.pods.length > 0 || !flags['no-headers']) {
       this.log(await renderTable(statusTable(result, format === 'wide', this.styler, table), this.styler, { noHeaders: flags['no-headers'] }));
     }
-    const { watchStatus } = await import('../services/status-watch.js');
+    const { watchStatus } = await import('../services/watch/status-watch.js');
     await watchStatus({
       session: await this.session(),
       selection,

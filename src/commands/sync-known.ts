@@ -5,12 +5,12 @@ import { Flags } from '@oclif/core';
 import { detectKube } from '../kube/index.js';
 import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
 import { PodctlCommand } from '../base/command.js';
-import { metricsTextfileFlags } from '../lib/safety-flags.js';
+import { metricsTextfileFlags } from '../base/safety-flags.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { renderTable } from '../lib/output.js';
-import { syncKnownJson } from '../services/json-results.js';
-import { syncKnown, syncKnownSummary, syncKnownTable, type DesiredSource } from '../services/sync-known.js';
+import { syncKnownJson } from '../base/json-results.js';
+import { syncKnown, syncKnownSummary, syncKnownTable, type DesiredSource } from '../services/housekeeping/sync-known.js';
 
 export default class SyncKnown extends PodctlCommand {
   static override summary = "Run the kubelet's housekeeping step: forget finished pods, finish orphans, resume abandoned pods.";

@@ -5,8 +5,8 @@ import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../base/command.js';
 import { RuntimeFailure, oneLine } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { isSingleExecutable } from '../lib/self.js';
-import { podctlVersion, versionLines, type VersionResult } from '../services/version.js';
+import { isSingleExecutable } from '../base/self.js';
+import { podctlVersion, versionLines, type VersionResult } from '../services/runtime/version.js';
 
 export default class Version extends PodctlCommand {
   static override summary = "Show podctl's version, the Node.js it runs on, and the container runtime's name and version.";

@@ -1,18 +1,18 @@
 /**
  * `podctl watch`: the node's pod workers live. On a terminal, an Ink screen with actions (kill, evict,
  * shorten a grace); otherwise (stdout not a terminal, `--json` or `-o json`) one JSON object per line
- * for scripts. A thin door to `services/watch.ts`; Ink is loaded by the service, only for the screen.
+ * for scripts. A thin door to `services/watch/watch.ts`; Ink is loaded by the service, only for the screen.
  */
 import { Errors, Flags } from '@oclif/core';
 import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
 import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { nodeName } from '../lib/flags.js';
-import { tierUpLikeAFollower } from '../lib/tier-up.js';
+import { nodeName } from '../base/flags.js';
+import { tierUpLikeAFollower } from '../base/tier-up.js';
 import type { LogLevel, SessionOptions } from '../domain/session-api.js';
-import type { WatchFormat, WatchResult } from '../services/watch.js';
-import type { WatchFeed } from '../services/watch-feed.js';
+import type { WatchFormat, WatchResult } from '../services/watch/watch.js';
+import type { WatchFeed } from '../services/watch/watch-feed.js';
 
 export default class Watch extends PodctlCommand {
   static override summary = "Follow the node's pods live: a screen with actions, or a JSON stream for scripts.";
@@ -75,11 +75,11 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
   /** Log lines of the session while the screen is up go to its events pane, not over it. */
   #screenLog: { feed?: WatchFeed; pending: { level: LogLevel; message: string }[] } | undefined;
 
-  /** The runtime relist bound of a watch (services/watch.ts), loaded with the service before the session opens. */
+  /** The runtime relist bound of a watch (services/watch/watch.ts), loaded with the service before the session opens. */
   #eventRelistIntervalMs: ((pods: number) => number) | undefined;
 
   protected override sessionOptions(): SessionOptions {
-    // the runtime's events keep the watch's listing current (cri/cache.ts): a drain's thousands of
+    // the runtime's events keep the watch's listing current (cri/cache/cache.ts): a drain's thousands of
     // container events change the pods they name instead of starting relists of the whole node
     const options: SessionOptions = { ...super.sessionOptions(), runtimeEventPatches: true, ...(this.#eventRelistIntervalMs ? { eventRelistIntervalMs: this.#eventRelistIntervalMs } : {}) };
     const screen = this.#screenLog;
@@ -128,8 +128,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       ...(flags.selector !== undefined ? { selector: parseSelector(flags.selector) } : {}),
     };
     const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], undefined);
-    const { runWatch, watchRuntimeMaxAgeMs } = await import('../services/watch.js');
-    // a follower's work comes in bursts: V8 need not optimize what a burst made warm (lib/tier-up.ts)
+    const { runWatch, watchRuntimeMaxAgeMs } = await import('../services/watch/watch.js');
+    // a follower's work comes in bursts: V8 need not optimize what a burst made warm (base/tier-up.ts)
     tierUpLikeAFollower();
     // runtime events start relists no more often than the watch's own re-reads accept them
     this.#eventRelistIntervalMs = watchRuntimeMaxAgeMs;
@@ -138,10 +138,15 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     const api = await apiNodeFor(flags, this.reporter).catch(() => undefined);
     let feedRef: WatchFeed | undefined;
     const follower = api
-      ? new (await import('../services/api-follow.js')).ApiFollower({ session, api, act: false, onNote: (level, detail) => feedRef?.note({ source: 'session', level, kind: 'api-server', detail }) })
+      ? new (await import('../services/api/api-follow.js')).ApiFollower({
+          session,
+          api,
+          act: false,
+          onNote: (level, detail) => feedRef?.note({ source: 'session', level, kind: 'api-server', detail }),
+        })
       : undefined;
     follower?.start();
-    const PodSpecs = follower ? (await import('../services/pod-specs.js')).PodSpecs : undefined;
+    const PodSpecs = follower ? (await import('../services/api/pod-specs.js')).PodSpecs : undefined;
     const result = await runWatch(session, {
       format,
       signal: this.abort.signal,

@@ -3,9 +3,9 @@
  * are imported only when a client connects or the simulator starts (`connectCri`,
  * `startSimulator`, which lives in ./simulator/index.js and is not re-exported here).
  */
-export * from './errors.js';
-export * from './codes.js';
-export * from './endpoint.js';
-export * from './kubelet-labels.js';
-export { connectCri, type CriClient } from './client.js';
-export * from './pods.js';
+export * from './client/errors.js';
+export * from './client/codes.js';
+export * from './client/endpoint.js';
+export * from './client/kubelet-labels.js';
+export { connectCri, type CriClient } from './client/client.js';
+export * from './cache/pods.js';

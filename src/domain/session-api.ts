@@ -61,7 +61,7 @@ export interface SessionOptions {
   /**
    * Apply the runtime's container events to the pods they name instead of relisting (watch): while
    * the event stream delivers, a listing that accepts an age is kept current by them until the last
-   * relist is 30 s old (cri/cache.ts). Kills still wait on relists.
+   * relist is 30 s old (cri/cache/cache.ts). Kills still wait on relists.
    */
   runtimeEventPatches?: boolean;
 }

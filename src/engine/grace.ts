@@ -11,7 +11,7 @@
  *
  * These functions are the one definition of the rule: the engine decides with them, the planners
  * (`--dry-run`, drain plans, the kubelet guard, `watch`'s kill prompt) predict with
- * `killGracePeriod` below, and API deletions (kube/desired.ts, services/api-follow.ts) and the CRI
+ * `killGracePeriod` below, and API deletions (kube/desired.ts, services/api/api-follow.ts) and the CRI
  * syncer read a pod's own grace with `podOwnGracePeriod`. Nothing outside the engine recomputes them.
  */
 import type { KillPodOptions, V1Pod } from './types.js';

@@ -1,6 +1,6 @@
 /**
  * Single-flight with one follow-up: the one mechanism behind the runtime cache's relist
- * (cri/cache.ts) and the session's checkpoint flush (session/persistence.ts).
+ * (cri/cache/cache.ts) and the session's checkpoint flush (session/persistence.ts).
  *
  * Owns: the run in flight and the one queued after it; no timers, no I/O of its own.
  * Invariants:

@@ -19,7 +19,7 @@
  *   with the kubelet's operation names (stop_container, stop_podsandbox, list_podsandbox, …).
  * - podctl_evictions_total                              counter: terminations requested as evictions.
  * - podctl_stuck_pods{reason}                         gauge: pods on their way out not finishing, by what holds them
- *   (services/blocked-by.ts); the agent counts those terminating past grace + stuck-after.
+ *   (services/diagnose/blocked-by.ts); the agent counts those terminating past grace + stuck-after.
  * - podctl_kubelet_up                                  gauge: 1 running (or unknown), 0 down.
  * - with `processDefaults`, prom-client's process_* and nodejs_* series (less three gauges named
  *   *_total, which promtool rejects) (the agent; never in a
@@ -173,7 +173,7 @@ export class PodctlMetrics {
     });
     this.#stuckPods = new Gauge({
       name: 'podctl_stuck_pods',
-      help: 'Pods on their way out that are not finishing, by what holds them (services/blocked-by.ts: grace, cni-teardown, uninterruptible-io, stale-shim, runtime-deadline, volume-busy, finalizer, kubelet-owns, undriven, runtime-error).',
+      help: 'Pods on their way out that are not finishing, by what holds them (services/diagnose/blocked-by.ts: grace, cni-teardown, uninterruptible-io, stale-shim, runtime-deadline, volume-busy, finalizer, kubelet-owns, undriven, runtime-error).',
       labelNames: ['reason'],
       registers: [this.registry],
     });

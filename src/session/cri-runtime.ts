@@ -12,11 +12,11 @@
  * `simulated` is what the runtime says of itself (its Version answer), not a guess from the
  * socket's path: the simulator reached through any `--runtime-endpoint` is still the simulator.
  */
-import { connectCri, loadGrpcModules, type CriClient } from '../cri/client.js';
-import { RuntimePodCache } from '../cri/cache.js';
-import { connectTimeoutFor, notCriError, resolveEndpoint } from '../cri/endpoint.js';
-import { toPodStatus, toRunningPod, toV1Pod, type RuntimePod } from '../cri/pods.js';
-import { RuntimeSyncer } from '../cri/syncer.js';
+import { connectCri, loadGrpcModules, type CriClient } from '../cri/client/client.js';
+import { RuntimePodCache } from '../cri/cache/cache.js';
+import { connectTimeoutFor, notCriError, resolveEndpoint } from '../cri/client/endpoint.js';
+import { toPodStatus, toRunningPod, toV1Pod, type RuntimePod } from '../cri/cache/pods.js';
+import { RuntimeSyncer } from '../cri/runtime/syncer.js';
 import type { V1Pod } from '../engine/types.js';
 import type { RuntimeStep, SessionOptions } from '../domain/session-api.js';
 import type { RuntimePodRecord, SessionRuntime } from './runtime.js';

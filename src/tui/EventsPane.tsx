@@ -3,7 +3,7 @@
  * Hidden by the app on short terminals.
  */
 import { Box, Text } from 'ink';
-import type { FeedEntry } from '../services/watch-entries.js';
+import type { FeedEntry } from '../services/watch/watch-entries.js';
 import { entryLine, truncate } from './view-model.js';
 
 export interface EventsPaneProps {

@@ -17,7 +17,7 @@
 import { memo } from 'react';
 import { Text } from 'ink';
 import type { PodInfo } from '../domain/session-api.js';
-import type { NodeFacts } from '../services/status.js';
+import type { NodeFacts } from '../services/diagnose/status.js';
 import { rowCells, stateColor, type ColumnId, type TableLayout } from './view-model.js';
 
 export interface PodRowProps {

@@ -4,7 +4,7 @@
  */
 import { Box, Text } from 'ink';
 import type { PodInfo } from '../domain/session-api.js';
-import type { NodeFacts } from '../services/status.js';
+import type { NodeFacts } from '../services/diagnose/status.js';
 import { PodRow } from './PodRow.js';
 import { COLUMN_TITLES, fit, type TableLayout } from './view-model.js';
 

@@ -13,9 +13,9 @@
 import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
 import { Box, useApp, useInput, useStdin } from 'ink';
 import type { KillHandle, KillRequest } from '../domain/session-api.js';
-import type { FeedEntry } from '../services/watch-entries.js';
-import type { NodeFacts } from '../services/status.js';
-import type { RuntimeHealth } from '../services/runtime-probe.js';
+import type { FeedEntry } from '../services/watch/watch-entries.js';
+import type { NodeFacts } from '../services/diagnose/status.js';
+import type { RuntimeHealth } from '../services/runtime/runtime-probe.js';
 import { countWorkingPods } from '../metrics/working-pods.js';
 import { initialUiState, promptText, reduceKey, selectedIndex, splitKeys, type Effect, type UiState } from './controller.js';
 import { EventsPane } from './EventsPane.js';
@@ -43,7 +43,7 @@ export interface FactsSource {
 
 const NO_FACTS_SOURCE: FactsSource = { current: () => undefined, subscribe: () => () => undefined };
 
-/** Whether the runtime answers (services/runtime-probe.ts). */
+/** Whether the runtime answers (services/runtime/runtime-probe.ts). */
 export interface RuntimeSource {
   current(): RuntimeHealth;
   subscribe(listener: () => void): () => void;

@@ -16,7 +16,7 @@
  */
 import { budgetedInterval } from '../lib/budget.js';
 import type { SnapshotSource } from './use-snapshot.js';
-import type { WatchSnapshot } from '../services/watch-feed.js';
+import type { WatchSnapshot } from '../services/watch/watch-feed.js';
 
 export const DEFAULT_FRAME_INTERVAL_MS = 100;
 /** The longest the budget stretches the interval to (a frame every two seconds, as k9s refreshes). */

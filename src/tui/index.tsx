@@ -24,7 +24,7 @@ export interface RenderWatchOptions {
   kubelet?: string;
   /** The node's facts for pods on their way out (watch-facts.ts). */
   facts?: FactsSource;
-  /** Whether the runtime answers (services/runtime-probe.ts): a banner while it does not. */
+  /** Whether the runtime answers (services/runtime/runtime-probe.ts): a banner while it does not. */
   runtime?: RuntimeSource;
   /** Which pods are shown (`namespace kube-system · -l app=x`), when not the whole node. */
   scope?: string;

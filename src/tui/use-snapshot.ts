@@ -3,7 +3,7 @@
  * same immutable object until something changes, which is what useSyncExternalStore requires.
  */
 import { useCallback, useSyncExternalStore } from 'react';
-import type { WatchSnapshot } from '../services/watch-feed.js';
+import type { WatchSnapshot } from '../services/watch/watch-feed.js';
 
 /** The read-only side of the feed the screen needs. */
 export interface SnapshotSource {

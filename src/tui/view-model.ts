@@ -8,10 +8,10 @@
  * - The countdown bar only shrinks as time passes and is empty once the grace has run out.
  */
 import type { PodInfo } from '../domain/session-api.js';
-import type { FeedEntry } from '../services/watch-entries.js';
-import { blockedBy, type BlockedBy } from '../services/blocked-by.js';
-import { plannedGraceSeconds } from '../services/grace-plan.js';
-import { isUndriven, stuckFactsOf, type NodeFacts } from '../services/status.js';
+import type { FeedEntry } from '../services/watch/watch-entries.js';
+import { blockedBy, type BlockedBy } from '../services/diagnose/blocked-by.js';
+import { plannedGraceSeconds } from '../services/terminate/grace-plan.js';
+import { isUndriven, stuckFactsOf, type NodeFacts } from '../services/diagnose/status.js';
 
 export type SortKey = 'name' | 'state' | 'age' | 'grace';
 export const SORT_KEYS: readonly SortKey[] = ['state', 'age', 'grace', 'name'];
@@ -364,7 +364,7 @@ export function entryLine(entry: FeedEntry, width: number): string {
 
 /**
  * The default grace offered by the kill prompt: the grace a kill of this pod without --grace runs
- * with, as `podctl kill --dry-run` shows it (services/grace-plan.ts, the engine's rule: its deletion
+ * with, as `podctl kill --dry-run` shows it (services/terminate/grace-plan.ts, the engine's rule: its deletion
  * grace, else its spec's, never longer than a grace already in force, at least 1 s).
  */
 export function defaultGraceOf(pod: PodInfo): number {

@@ -1,6 +1,6 @@
 /**
  * A background driver outlives a runtime that goes away: `podctl kill` times out while the runtime
- * is gone and hands the pod to `kill --drive`; that driver waits for the runtime (services/drive.ts)
+ * is gone and hands the pod to `kill --drive`; that driver waits for the runtime (services/terminate/drive.ts)
  * instead of exiting, and once a runtime answers on the same socket it drives the pod to the end
  * and exits 0 — so the kill's message "handed to background podctl pid N, which drives them until
  * terminated" stays true. The built CLI in child processes against the embedded simulator, in real

@@ -1,5 +1,5 @@
 /**
- * Every kill with the pod as the API server holds it (src/services/pod-specs.ts), through the built
+ * Every kill with the pod as the API server holds it (src/services/api/pod-specs.ts), through the built
  * CLI, the local API server (test/support/kube-api-server.ts) and the embedded simulator, whose
  * journal times each container's SIGTERM and exit:
  * - with an API server, `kill` hands the API's spec to the syncer: a sidecar (restartable init

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import Kill from '../../src/commands/kill.js';
 import Status from '../../src/commands/status.js';
-import type { StatusResult } from '../../src/services/status.js';
+import type { StatusResult } from '../../src/services/diagnose/status.js';
 import { FakeSession } from '../services/fake-session.js';
 import { runCommand } from './harness.js';
 

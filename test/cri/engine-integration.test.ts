@@ -4,11 +4,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createPodWorkers, type PodWorkerEvent, type PodWorkers } from '../../src/engine/index.js';
-import { RuntimePodCache } from '../../src/cri/cache.js';
-import { GrpcStatus } from '../../src/cri/errors.js';
-import { groupRuntimePods, toRunningPod, toV1Pod } from '../../src/cri/pods.js';
-import { RuntimeSyncer } from '../../src/cri/syncer.js';
-import type { CriClient } from '../../src/cri/client.js';
+import { RuntimePodCache } from '../../src/cri/cache/cache.js';
+import { GrpcStatus } from '../../src/cri/client/errors.js';
+import { groupRuntimePods, toRunningPod, toV1Pod } from '../../src/cri/cache/pods.js';
+import { RuntimeSyncer } from '../../src/cri/runtime/syncer.js';
+import type { CriClient } from '../../src/cri/client/client.js';
 import type { SimRecord, StartSimulatorOptions } from '../../src/cri/simulator/index.js';
 import { until, useSimulator } from './support.js';
 

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { connectCri } from '../../src/cri/client.js';
-import { GrpcStatus } from '../../src/cri/errors.js';
-import { groupRuntimePods } from '../../src/cri/pods.js';
+import { connectCri } from '../../src/cri/client/client.js';
+import { GrpcStatus } from '../../src/cri/client/errors.js';
+import { groupRuntimePods } from '../../src/cri/cache/pods.js';
 import { behaviourOf, demoNode, FaultInjector, runSimulator, seedPods, SimRuntime, startSimulator } from '../../src/cri/simulator/index.js';
 import { until, useTempDir } from './support.js';
 

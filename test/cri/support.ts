@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach } from 'vitest';
-import { connectCri, type CriClient } from '../../src/cri/client.js';
+import { connectCri, type CriClient } from '../../src/cri/client/client.js';
 import { startSimulator, type RunningSimulator, type StartSimulatorOptions } from '../../src/cri/simulator/index.js';
 
 export function useTempDir(prefix = 'podctl-cri-'): () => string {

@@ -18,7 +18,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
-import { connectCri, type CriClient } from '../../src/cri/client.js';
+import { connectCri, type CriClient } from '../../src/cri/client/client.js';
 import { writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { requireBuild, runPodctl, spawnPodctl, collect } from './support/cli.js';

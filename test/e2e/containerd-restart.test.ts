@@ -14,7 +14,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { connectCri, type CriClient } from '../../src/cri/client.js';
+import { connectCri, type CriClient } from '../../src/cri/client/client.js';
 import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js';
 import { describeContainerd } from './support/env.js';
 import { EngineStack, waitFor } from './support/engine.js';

@@ -7,7 +7,7 @@
  * fast podctl is lives in bench/cri.bench.ts.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { toRunningPod, toV1Pod } from '../../src/cri/pods.js';
+import { toRunningPod, toV1Pod } from '../../src/cri/cache/pods.js';
 import { isStaticPod } from '../../src/engine/index.js';
 import { describeContainerd } from './support/env.js';
 import { useContainerd } from './support/context.js';

@@ -6,12 +6,12 @@
  * builders) and check that podctl's rebuild from ListPodSandbox/ListContainers recovers the pod.
  */
 import { expect, it } from 'vitest';
-import { groupRuntimePods, toV1Pod } from '../../src/cri/pods.js';
+import { groupRuntimePods, toV1Pod } from '../../src/cri/cache/pods.js';
 import { isStaticPod } from '../../src/engine/index.js';
 import { describeContainerd } from './support/env.js';
 import { useContainerd } from './support/context.js';
 import { readContainerLog } from './support/pods.js';
-import { GrpcStatus } from '../../src/cri/errors.js';
+import { GrpcStatus } from '../../src/cri/client/errors.js';
 
 describeContainerd(import.meta.url, 'kubelet-style pods on containerd', () => {
   const node = useContainerd();

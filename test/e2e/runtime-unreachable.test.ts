@@ -13,10 +13,10 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectCri } from '../../src/cri/client.js';
-import { resolveEndpoint, EndpointError } from '../../src/cri/endpoint.js';
+import { connectCri } from '../../src/cri/client/client.js';
+import { resolveEndpoint, EndpointError } from '../../src/cri/client/endpoint.js';
 import { openSession } from '../../src/session/open.js';
-import { CriError, GrpcStatus } from '../../src/cri/errors.js';
+import { CriError, GrpcStatus } from '../../src/cri/client/errors.js';
 import { EngineStack, waitFor } from './support/engine.js';
 import { buildPod } from './support/pods.js';
 

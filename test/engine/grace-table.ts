@@ -1,7 +1,7 @@
 /**
  * The kubelet's grace table, ported once and shared: the engine's port of the kubelet's tests
  * (test/engine/kubelet/kill-and-grace.test.ts) runs it through calculateEffectiveGracePeriod, and
- * the parity test (test/services/grace-parity.test.ts) runs it through every planner and through the
+ * the parity test (test/services/terminate/grace-parity.test.ts) runs it through every planner and through the
  * engine and finds them equal.
  *
  * - KUBELET_EFFECTIVE_GRACE_CASES: Test_calculateEffectiveGracePeriod (pkg/kubelet/pod_workers_test.go),

@@ -19,7 +19,7 @@ import {
 } from '../../src/engine/pod-kinds.js';
 import { createPodWorkers } from '../../src/engine/index.js';
 import { planDesired } from '../../src/kube/desired.js';
-import { criticalReason } from '../../src/services/drain-plan.js';
+import { criticalReason } from '../../src/services/drain/drain-plan.js';
 import type { PodInfo } from '../../src/domain/session-api.js';
 
 const SOURCE = 'kubernetes.io/config.source';

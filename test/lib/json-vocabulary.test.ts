@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import type { PodSandbox, Container } from '../../src/cri/client.js';
-import { EndpointError } from '../../src/cri/endpoint.js';
-import { CriError } from '../../src/cri/errors.js';
-import { groupRuntimePods, toPodStatus, toV1Pod } from '../../src/cri/pods.js';
+import type { PodSandbox, Container } from '../../src/cri/client/client.js';
+import { EndpointError } from '../../src/cri/client/endpoint.js';
+import { CriError } from '../../src/cri/client/errors.js';
+import { groupRuntimePods, toPodStatus, toV1Pod } from '../../src/cri/cache/pods.js';
 import { KubeError } from '../../src/kube/errors.js';
 import { ERROR_NAMES, PodNotFoundError, RuntimeFailure, UsageError, errorName, errorRecord, exitCodeOf } from '../../src/lib/errors.js';
 import { isoOrNull, isoTime, withNulls } from '../../src/lib/json-vocabulary.js';
 import { PodNotFound } from '../../src/session/inbox.js';
-import { createdAtOf, formatAge, readyCell, readyOf, sandboxCell } from '../../src/services/pod-ready.js';
+import { createdAtOf, formatAge, readyCell, readyOf, sandboxCell } from '../../src/services/diagnose/pod-ready.js';
 import { StoreError } from '../../src/store/errors.js';
 
 describe('error records: one name vocabulary', () => {

@@ -25,7 +25,10 @@ describe('lazy heavy imports', () => {
     ...readdirSync(path.join(ROOT, 'src/lib')).map((f) => `src/lib/${f}`),
     ...readdirSync(path.join(ROOT, 'src/kube')).map((f) => `src/kube/${f}`),
     ...['kill', 'evict', 'drain', 'sync-known', 'status', 'simulator'].map((c) => `src/commands/${c}.ts`),
-    ...['terminate', 'kill', 'evict', 'drain', 'drain-plan', 'sync-known', 'status', 'simulator'].map((s) => `src/services/${s}.ts`),
+    ...['flags', 'safety-flags', 'last-resort', 'not-found', 'self', 'tier-up'].map((f) => `src/base/${f}.ts`),
+    ...['terminate/terminate', 'terminate/kill', 'terminate/evict', 'drain/drain', 'drain/drain-plan', 'housekeeping/sync-known', 'diagnose/status', 'runtime/simulator'].map(
+      (s) => `src/services/${s}.ts`,
+    ),
   ].filter((f) => f.endsWith('.ts'));
 
   it.each(mine)('%s has no static import of a heavy module', (file) => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handOff, handOffArgs } from '../../src/session/hand-off.js';
-import { podsToHandOff, type TerminateResult } from '../../src/services/terminate.js';
+import { podsToHandOff, type TerminateResult } from '../../src/services/terminate/terminate.js';
 
 describe('hand-off to a background driver', () => {
   it('builds an unbounded `kill --uid … --drive` that waits for the handing process, with the same node, runtime and state dir (no --grace: grace only shrinks)', () => {

@@ -12,8 +12,8 @@ import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/i
 import type { FaultRule, SimPodSpec } from '../../src/cri/simulator/index.js';
 import { openSession } from '../../src/session/open.js';
 import type { NodeSession } from '../../src/domain/session-api.js';
-import { podStatus } from '../../src/services/status.js';
-import { syncKnown } from '../../src/services/sync-known.js';
+import { podStatus } from '../../src/services/diagnose/status.js';
+import { syncKnown } from '../../src/services/housekeeping/sync-known.js';
 import { openStore } from '../../src/store/index.js';
 import { auditCheckpoints } from '../store/support/harness.js';
 import { tempDir } from '../store/support/fixtures.js';

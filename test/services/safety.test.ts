@@ -10,12 +10,12 @@ import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/lib/errors.js';
 import { parseSelection } from '../../src/lib/refs.js';
 import { Reporter } from '../../src/lib/reporter.js';
-import { drainExitCode, drainNode, drainPodsToHandOff } from '../../src/services/drain.js';
-import { defaultGroups } from '../../src/services/drain-plan.js';
-import { evictPods } from '../../src/services/evict.js';
-import { killPods } from '../../src/services/kill.js';
-import { statusRow } from '../../src/services/status.js';
-import { syncKnown } from '../../src/services/sync-known.js';
+import { drainExitCode, drainNode, drainPodsToHandOff } from '../../src/services/drain/drain.js';
+import { defaultGroups } from '../../src/services/drain/drain-plan.js';
+import { evictPods } from '../../src/services/terminate/evict.js';
+import { killPods } from '../../src/services/terminate/kill.js';
+import { statusRow } from '../../src/services/diagnose/status.js';
+import { syncKnown } from '../../src/services/housekeeping/sync-known.js';
 import { FakeSession } from './fake-session.js';
 
 const node = (): FakeSession =>

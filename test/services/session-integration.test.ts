@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import { demoNode, startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { openSession } from '../../src/session/open.js';
 import type { NodeSession } from '../../src/domain/session-api.js';
-import { drainNode } from '../../src/services/drain.js';
-import { defaultGroups } from '../../src/services/drain-plan.js';
-import { podStatus } from '../../src/services/status.js';
-import { killPods } from '../../src/services/kill.js';
-import { syncKnown } from '../../src/services/sync-known.js';
+import { drainNode } from '../../src/services/drain/drain.js';
+import { defaultGroups } from '../../src/services/drain/drain-plan.js';
+import { podStatus } from '../../src/services/diagnose/status.js';
+import { killPods } from '../../src/services/terminate/kill.js';
+import { syncKnown } from '../../src/services/housekeeping/sync-known.js';
 import { auditCheckpoints } from '../store/support/harness.js';
 import { tempDir } from '../store/support/fixtures.js';
 

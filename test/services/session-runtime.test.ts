@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { GrpcStatus } from '../../src/cri/errors.js';
+import { GrpcStatus } from '../../src/cri/client/errors.js';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { openSession } from '../../src/session/open.js';
 import { runtimeIsSimulator, SIMULATOR_RUNTIME_NAME } from '../../src/session/cri-runtime.js';

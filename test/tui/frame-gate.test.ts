@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FrameGate } from '../../src/tui/frame-gate.js';
-import type { WatchSnapshot } from '../../src/services/watch-feed.js';
+import type { WatchSnapshot } from '../../src/services/watch/watch-feed.js';
 
 /** A feed stand-in: publishes a new snapshot object (version n) on `bump()`. */
 class Source {

@@ -4,7 +4,7 @@ import { render as inkRender } from 'ink';
 import { cleanup, render } from 'ink-testing-library';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PodInfo } from '../../src/domain/session-api.js';
-import { WatchFeed } from '../../src/services/watch-feed.js';
+import { WatchFeed } from '../../src/services/watch/watch-feed.js';
 import { WatchApp } from '../../src/tui/WatchApp.js';
 import { FakeSession, pod } from './support/fake-session.js';
 

@@ -13,9 +13,9 @@
  * emitted synchronously after each state change.
  */
 import { randomBytes } from 'node:crypto';
-import type { Container, ContainerConfig, ContainerEventResponse, ContainerFilter, ContainerStatus, PodSandboxStatus } from '../generated/runtime_v1.js';
-import { ContainerEventCode, ContainerStateCode } from '../codes.js';
-import { GrpcStatus } from '../errors.js';
+import type { Container, ContainerConfig, ContainerEventResponse, ContainerFilter, ContainerStatus, PodSandboxStatus } from '../client/generated/runtime_v1.js';
+import { ContainerEventCode, ContainerStateCode } from '../client/codes.js';
+import { GrpcStatus } from '../client/errors.js';
 import { behaviourOf, processModeOf, SIM_PID_BASE, staleShimError, type ProcessMode } from './process.js';
 import { SimError, type SigtermBehaviour, type SimRecord } from './types.js';
 

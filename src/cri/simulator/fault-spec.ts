@@ -14,7 +14,7 @@
  * Invariants: parsing is pure and total: a bad specification is an Error with one line saying what
  * is wrong; nothing here touches the simulator.
  */
-import { GrpcStatus, type GrpcStatusName } from '../errors.js';
+import { GrpcStatus, type GrpcStatusName } from '../client/errors.js';
 import type { CriMethod, FaultRule } from './types.js';
 
 const FAULT_METHODS: readonly CriMethod[] = [

@@ -6,7 +6,7 @@
  * then closes cleanly and removes its socket).
  */
 import path from 'node:path';
-import { SIMULATOR_SOCKET_NAME } from '../endpoint.js';
+import { SIMULATOR_SOCKET_NAME } from '../client/endpoint.js';
 import { startSimulator, type RunningSimulator, type StartSimulatorOptions } from './server.js';
 import type { FaultRule, SimPodSpec } from './types.js';
 import type { ProcessMode } from './process.js';

@@ -7,8 +7,8 @@
  * (annotations first, then the command line, as the test image's /pause reads it); anything not
  * understood is the normal process that exits on SIGTERM. A simulated pid never names a real process.
  */
-import type { ContainerConfig } from '../generated/runtime_v1.js';
-import { GrpcStatus } from '../errors.js';
+import type { ContainerConfig } from '../client/generated/runtime_v1.js';
+import { GrpcStatus } from '../client/errors.js';
 import { SimError, type SigtermBehaviour } from './types.js';
 
 const ANN_SIM_SIGTERM = 'podctl.io/sim-sigterm';

@@ -9,8 +9,8 @@
  * deterministic: the same count always yields the same names, UIDs and behaviours.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { kubeletContainerConfig, kubeletSandboxConfig, type KubeletPodMeta } from '../kubelet-labels.js';
-import type { ContainerConfig, DeepPartial, PodSandboxConfig } from '../generated/runtime_v1.js';
+import { kubeletContainerConfig, kubeletSandboxConfig, type KubeletPodMeta } from '../client/kubelet-labels.js';
+import type { ContainerConfig, DeepPartial, PodSandboxConfig } from '../client/generated/runtime_v1.js';
 import { ANN_SIM_PROCESS } from './process.js';
 import type { SimRuntime } from './state.js';
 import type { SigtermBehaviour, SimContainerSpec, SimPodSpec } from './types.js';

@@ -14,10 +14,10 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { handleServerStreamingCall, handleUnaryCall, sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
-import type { RuntimeServiceServer } from '../generated/runtime_v1.js';
-import { loadGrpcModules } from '../client.js';
-import { checkSocket } from '../endpoint.js';
-import { GrpcStatus } from '../errors.js';
+import type { RuntimeServiceServer } from '../client/generated/runtime_v1.js';
+import { loadGrpcModules } from '../client/client.js';
+import { checkSocket } from '../client/endpoint.js';
+import { GrpcStatus } from '../client/errors.js';
 import { FaultInjector } from './faults.js';
 import { seedPods, demoNode } from './seed.js';
 import { SimRuntime } from './state.js';

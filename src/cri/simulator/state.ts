@@ -16,7 +16,7 @@
  * exactly once; events are emitted synchronously after each state change; nothing is created after
  * `close()`.
  */
-import { ContainerConfig as ContainerConfigMessage, PodSandboxConfig as PodSandboxConfigMessage } from '../generated/runtime_v1.js';
+import { ContainerConfig as ContainerConfigMessage, PodSandboxConfig as PodSandboxConfigMessage } from '../client/generated/runtime_v1.js';
 import type {
   Container,
   ContainerConfig,
@@ -28,9 +28,9 @@ import type {
   PodSandboxConfig,
   PodSandboxFilter,
   PodSandboxStatus,
-} from '../generated/runtime_v1.js';
-import { ContainerEventCode, SandboxStateCode } from '../codes.js';
-import { GrpcStatus } from '../errors.js';
+} from '../client/generated/runtime_v1.js';
+import { ContainerEventCode, SandboxStateCode } from '../client/codes.js';
+import { GrpcStatus } from '../client/errors.js';
 import { matchesLabels, nanos, newId, SimContainers } from './containers.js';
 import type { ProcessMode } from './process.js';
 import { SimError, type CriMethod, type SimClock, type SimRecord } from './types.js';

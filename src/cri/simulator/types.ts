@@ -3,7 +3,7 @@
  * one error (`SimError`, which the server turns into a gRPC status).
  */
 import type { V1LifecycleHandler } from '@kubernetes/client-node';
-import type { RestartPolicy } from '../kubelet-labels.js';
+import type { RestartPolicy } from '../client/kubelet-labels.js';
 
 /**
  * What a simulated container does on SIGTERM (the same three behaviours as the test image's

@@ -9,7 +9,7 @@
  * - A short window is shared in proportion to what each group asked for; the seconds rounding
  *   leaves over go to the last groups first (critical pods stop last and matter most to a node).
  */
-import type { PriorityGroup } from '../drain-plan.js';
+import type { PriorityGroup } from '../drain/drain-plan.js';
 
 /** Kept back from logind's delay: the record is written and the lock released before it ends. */
 export const RELEASE_MARGIN_MS = 1_000;

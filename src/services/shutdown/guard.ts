@@ -30,10 +30,10 @@ import { silentReporter, type Reporter } from '../../lib/reporter.js';
 import { SYSTEM_CRITICAL_PRIORITY, isApiSourcedPod } from '../../engine/pod-kinds.js';
 import type { KubeletStatus } from '../../kube/kubelet.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
-import type { ApiNode } from '../api-node.js';
-import type { PriorityGroup } from '../drain-plan.js';
+import type { ApiNode } from '../api/api-node.js';
+import type { PriorityGroup } from '../drain/drain-plan.js';
 import { parseSelection, type PodSelection } from '../../lib/refs.js';
-import { drainNode, type DrainResult } from '../drain.js';
+import { drainNode, type DrainResult } from '../drain/drain.js';
 import { RELEASE_MARGIN_MS, SETTLE_MARGIN_MS, checkBudget, fitGroups, groupsTotalSeconds, type BudgetCheck } from './budget.js';
 import { takeDelayLock, type DelayLock } from './inhibit.js';
 import { Logind, isKubeletInhibitor, shutdownJobQueued } from './logind.js';
@@ -246,7 +246,7 @@ export class ShutdownGuard {
           ...this.#self(),
         });
     if (result && this.#options.api && this.#options.api !== undefined) {
-      const { reportShutdownStatus } = await import('../shutdown-status.js');
+      const { reportShutdownStatus } = await import('../drain/shutdown-status.js');
       await within(reportShutdownStatus(this.#options.api, result, reporter), Math.max(0, deadline - this.#now()), undefined);
     }
     const outcomes = await this.#outcomes(result, leftToKubelet);

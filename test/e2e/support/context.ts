@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { connectCri, type CriClient } from '../../../src/cri/client.js';
+import { connectCri, type CriClient } from '../../../src/cri/client/client.js';
 import { requireNodeDir, requireSocket } from './env.js';
 import { PodFactory } from './pods.js';
 

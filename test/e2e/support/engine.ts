@@ -6,9 +6,9 @@
  * (aborting in-flight syncs), the cache and the client, in that order.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import { connectCri, type CriClient } from '../../../src/cri/client.js';
-import { RuntimePodCache } from '../../../src/cri/cache.js';
-import { RuntimeSyncer } from '../../../src/cri/syncer.js';
+import { connectCri, type CriClient } from '../../../src/cri/client/client.js';
+import { RuntimePodCache } from '../../../src/cri/cache/cache.js';
+import { RuntimeSyncer } from '../../../src/cri/runtime/syncer.js';
 import { createPodWorkers, killPodNow, type KillPodFunc, type PodWorkerEvent, type PodWorkers } from '../../../src/engine/index.js';
 
 export interface EngineStackOptions {

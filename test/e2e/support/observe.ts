@@ -2,7 +2,7 @@
  * What a test reads back from the runtime after a kill: container exit status and times, sandbox
  * state, and the SIGTERMs the test image logged.
  */
-import type { CriClient } from '../../../src/cri/client.js';
+import type { CriClient } from '../../../src/cri/client/client.js';
 import { readContainerLog, type LogLine, type RealContainer } from './pods.js';
 import { waitFor } from './engine.js';
 

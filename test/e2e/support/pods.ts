@@ -10,7 +10,7 @@
  * preStopHandler,type} and io.kubernetes.pod.{terminationGracePeriod,deletionGracePeriod}.
  * podctl rebuilds pods from exactly these, so the suite proves that path against the real thing.
  * This writer follows the kubelet (pkg/kubelet/kuberuntime labels.go) on its own, deliberately not
- * through podctl's builders in src/cri/kubelet-labels.ts: a key both spelled wrong would otherwise
+ * through podctl's builders in src/cri/client/kubelet-labels.ts: a key both spelled wrong would otherwise
  * go unnoticed.
  *
  * Every container runs the test image's /pause in one of its modes (its argv):
@@ -27,8 +27,8 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Container, V1LifecycleHandler, V1Pod } from '@kubernetes/client-node';
-import type { CriClient } from '../../../src/cri/client.js';
-import { isDeadlineExceeded, isNotFound, isTransient } from '../../../src/cri/errors.js';
+import type { CriClient } from '../../../src/cri/client/client.js';
+import { isDeadlineExceeded, isNotFound, isTransient } from '../../../src/cri/client/errors.js';
 import { TEST_IMAGE } from './env.js';
 
 type PauseMode = 'default' | 'ignore' | { graceful: number };
@@ -316,7 +316,7 @@ async function waitUntilListening(container: RealContainer, signal?: AbortSignal
 const CLEANUP_RETRY_MS: readonly number[] = [250, 1_000];
 
 /**
- * One cleanup call; "not found" counts as done, and a transient failure (cri/errors.ts, but for a
+ * One cleanup call; "not found" counts as done, and a transient failure (cri/client/errors.ts, but for a
  * passed deadline: a runtime that took 30 s will not do better at once) is tried again twice: a
  * background podctl driver a test handed a pod to may be stopping the same sandbox in containerd
  * (killing the driver does not stop what containerd is doing for it), and two StopPodSandbox calls

@@ -1,0 +1,132 @@
+/**
+ * Maintenance through Kubernetes: the agent follows its own Node object. Annotating the node
+ * `podctl.io/drain=requested` makes that node's agent drain it — beside a running kubelet as
+ * `kubectl drain` does (cordon first, then the Eviction API in podctl's priority order, honouring
+ * PodDisruptionBudgets unless `podctl.io/drain-ignore-pdb=true`, waiting for the kubelet; CRI only
+ * for what the kubelet fails to finish past its grace), with the kubelet down the node-local CRI
+ * drain — posting progress as Events on the Node and ending with `podctl.io/drain=done` or
+ * `failed`. `podctl.io/drain=uncordon` uncordons the node and removes the annotation.
+ *
+ * Invariants: a request is taken once (the annotation goes to `draining` before the first pod); the
+ * agent's own pod is never drained (`skipped: self`); a drain that throws ends as `failed` with a
+ * Warning Event naming the cause, never as a silent stop. The Event that says how a drain ended is
+ * posted before the annotation says `done` or `failed`, so whoever waits for the annotation finds
+ * the explanation already on the Node. The drain's report is kept in the state dir (report/report.ts)
+ * and that final Event names its file.
+ */
+import type { KubeletStatus } from '../../kube/kubelet.js';
+import { parseSelection } from '../../lib/refs.js';
+import { silentReporter, type Reporter } from '../../lib/reporter.js';
+import type { ApiNode } from '../api/api-node.js';
+import { drainBesideKubelet } from './drain-kubelet.js';
+import { defaultGroups, DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECONDS } from './drain-plan.js';
+import { drainNode } from './drain.js';
+import type { NodeSession, PodInfo } from '../../domain/session-api.js';
+
+const DRAIN_ANNOTATION = 'podctl.io/drain';
+const IGNORE_PDB_ANNOTATION = 'podctl.io/drain-ignore-pdb';
+
+type MaintenanceAction = 'none' | 'drained' | 'failed' | 'uncordoned';
+
+export interface MaintenanceOptions {
+  session: NodeSession;
+  api: ApiNode;
+  kubelet: KubeletStatus;
+  node: string;
+  isSelf?: (pod: PodInfo) => boolean;
+  reporter?: Reporter;
+  signal?: AbortSignal;
+  /** The Node as the agent's watch last saw it (null: no such Node); without it, one GET. */
+  current?: { annotations: Record<string, string> } | null;
+}
+
+export interface MaintenanceOutcome {
+  action: MaintenanceAction;
+  detail?: string;
+}
+
+/** Looks at the node's annotations once and does what they ask. */
+export async function checkMaintenance(options: MaintenanceOptions): Promise<MaintenanceOutcome> {
+  const { kube } = options.api;
+  const node = options.current !== undefined ? options.current : await kube.getNode(options.signal);
+  const want = node?.annotations[DRAIN_ANNOTATION];
+  if (want === 'requested') return drainForMaintenance(options, node?.annotations[IGNORE_PDB_ANNOTATION] === 'true');
+  if (want === 'uncordon') {
+    await kube.setUnschedulable(false, options.signal);
+    await kube.annotateNode({ [DRAIN_ANNOTATION]: null }, options.signal);
+    await event(options, 'Normal', 'Uncordoned', `podctl agent uncordoned node ${options.node}`);
+    options.reporter?.info(`agent: node ${options.node} uncordoned (${DRAIN_ANNOTATION}=uncordon)`);
+    return { action: 'uncordoned' };
+  }
+  return { action: 'none' };
+}
+
+async function drainForMaintenance(options: MaintenanceOptions, ignorePdb: boolean): Promise<MaintenanceOutcome> {
+  const reporter = options.reporter ?? silentReporter();
+  const { kube } = options.api;
+  await kube.annotateNode({ [DRAIN_ANNOTATION]: 'draining' }, options.signal);
+  const how =
+    options.kubelet.state === 'down' ? 'the kubelet is down: over CRI' : `the kubelet is ${options.kubelet.state}: cordon, then the Eviction API${ignorePdb ? ' (PodDisruptionBudgets ignored)' : ''}`;
+  await event(options, 'Normal', 'DrainStarted', `podctl agent drains node ${options.node} (${how})`);
+  reporter.info(`agent: draining node ${options.node} (${DRAIN_ANNOTATION}=requested; ${how})`);
+  try {
+    const selection = parseSelection({ args: [], allNamespaces: true, allowEmpty: true });
+    const beside = await drainBesideKubelet({
+      session: options.session,
+      selection,
+      ...(options.isSelf ? { isExcluded: options.isSelf } : {}),
+      kubelet: options.kubelet,
+      api: options.api,
+      force: false,
+      ignorePdb,
+      dryRun: false,
+      node: options.node,
+      reporter,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    // what the kubelet failed to finish within its bound: podctl finishes it over CRI
+    const unfinished = new Set(beside.viaApi.filter((p) => p.outcome === 'timeout').map((p) => p.uid));
+    const drained = await drainNode({
+      session: options.session,
+      selection,
+      groups: defaultGroups(DEFAULT_DRAIN_GRACE_SECONDS, DEFAULT_CRITICAL_GRACE_SECONDS),
+      isExcluded: (pod) => beside.handled.has(pod.uid) && !unfinished.has(pod.uid),
+      specs: beside.specs,
+      ...(options.isSelf ? { isSelf: options.isSelf } : {}),
+      dryRun: false,
+      reporter,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    const endedAt = Date.now();
+    const held = beside.viaApi.filter((p) => p.outcome === 'blocked-by-pdb' || p.outcome === 'failed');
+    const ok = held.length === 0 && drained.status === 'done';
+    const stopped = beside.viaApi.filter((p) => p.outcome === 'terminated' || p.outcome === 'gone').length + drained.summary.terminated;
+    // the drain's report, kept in the state dir: the final Event names it (`podctl report --last-drain` draws it)
+    const { recordDrainReport } = await import('./report/report.js');
+    const { file } = await recordDrainReport({
+      session: options.session,
+      result: drained,
+      endedAt,
+      source: 'agent',
+      node: options.node,
+      viaApi: beside.viaApi,
+      onError: (message) => reporter.warn(`agent: ${message}`),
+    });
+    const report = file === null ? '' : `; report ${file} (podctl report --last-drain)`;
+    const detail = `${stopped} pod(s) stopped${held.length > 0 ? `; held back: ${held.map((p) => `${p.namespace}/${p.name} (${p.outcome})`).join(', ')}` : ''}; drain ${drained.status}${report}`;
+    await event(options, ok ? 'Normal' : 'Warning', ok ? 'DrainCompleted' : 'DrainFailed', `podctl agent: ${detail}`);
+    await kube.annotateNode({ [DRAIN_ANNOTATION]: ok ? 'done' : 'failed' }, options.signal);
+    reporter.info(`agent: drain of node ${options.node} ${ok ? 'done' : 'failed'}: ${detail}`);
+    return { action: ok ? 'drained' : 'failed', detail };
+  } catch (error) {
+    const detail = (error as Error).message;
+    await event(options, 'Warning', 'DrainFailed', `podctl agent: ${detail}`);
+    await kube.annotateNode({ [DRAIN_ANNOTATION]: 'failed' }, options.signal).catch(() => undefined);
+    reporter.warn(`agent: drain of node ${options.node} failed: ${detail}`);
+    return { action: 'failed', detail };
+  }
+}
+
+async function event(options: MaintenanceOptions, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+  await options.api.kube.postNodeEvent(type, reason, message, options.signal).catch((error: Error) => options.reporter?.debug(`node event ${reason}: ${error.message}`));
+}

@@ -1,0 +1,603 @@
+/**
+ * `podctl agent`: the node's long-running housekeeper. Every `intervalMs` it runs the kubelet's
+ * housekeeping step (the `sync-known` service, safety rules included) from the configured desired
+ * source, so pods whose owner died or timed out are taken over, orphans are driven to termination and
+ * finished workers are forgotten; between steps its session serves the store's inbox (kills other
+ * podctl processes hand to it). It detects stuck pods and serves `/metrics` and `/healthz`.
+ *
+ * Invariants:
+ * - One housekeeping step at a time; a step that fails is logged and counted, never ends the loop.
+ * - A runtime that cannot be reached (a step's check or listing: no socket, UNAVAILABLE, a deadline)
+ *   is said once, and so is its answering again; a step that could not reach it counts as failed.
+ * - A full step runs whenever its inputs may have changed (`ChangeGate`): any runtime, store or
+ *   engine event since the last one, a lease holder that died (its PID is gone), a changed desired
+ *   file, a change of the API server's pods of this node (its watch, api-informers.ts), pods still
+ *   terminating, or `FULL_STEP_EVERY_MS` passed. Otherwise the step only asks the runtime for its
+ *   version (the health check): an idle node costs almost nothing, and asks the API server nothing.
+ * - With an API server the agent lists its node's pods and its Node once and then watches them
+ *   (api-informers.ts): housekeeping and the maintenance check read those copies. A pod deleted in
+ *   the API, or a change of the Node's drain annotation, wakes the loop at once (not at the next
+ *   interval). While the API server does not answer, housekeeping goes on with the last known pods
+ *   (takeovers, deletions, stuck pods) but terminates no orphan and sends no final delete.
+ * - A step refused by a safety rule (an empty desired list while pods run) changes nothing; the
+ *   refusal is logged once until the step is allowed again. The agent never passes `--yes`.
+ * - A stuck pod (terminating past its grace + `stuckAfterMs`, `isStuck`) is logged once per
+ *   termination; `podctl_stuck_pods` counts those stuck now.
+ * - The HTTP server serves exactly `/metrics` and `/healthz` (GET/HEAD); anything else is 404/405.
+ *   `/healthz` is 200 while the loop runs and the runtime answered within `healthWindowMs`, else 503
+ *   with a one-line reason.
+ * - On abort the loop stops at once (an in-flight step is cancelled through the signal), the server
+ *   closes its connections, and the call returns; the caller closes the session (state saved).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { isStuck, stuckForMs } from '../diagnose/stuck.js';
+import { BLOCKED_KINDS, blockedBy } from '../diagnose/blocked-by.js';
+import { gatherNodeFacts, stuckFactsOf, type NodeFacts } from '../diagnose/status.js';
+import type { NodeSession, PodInfo } from '../../domain/session-api.js';
+import type { V1Pod } from '../../engine/types.js';
+import type { ApiNode } from '../api/api-node.js';
+import { syncKnown, type DesiredSource, type SyncKnownResult } from './sync-known.js';
+import { isRuntimeAway } from '../terminate/drive.js';
+import { UsageError, isAbort } from '../../lib/errors.js';
+import { formatDuration } from '../../lib/duration.js';
+import { sleep } from '../../lib/abortable.js';
+import { silentReporter, type Reporter } from '../../lib/reporter.js';
+import { readFile, stat } from 'node:fs/promises';
+import { connectCri, observeRuntimeOperations, type CriClient } from '../../cri/client/client.js';
+import { attachMetrics, type PodctlMetrics } from '../../metrics/registry.js';
+import type { KubeletStatus } from '../../kube/kubelet.js';
+import { ApiInformers } from '../api/api-informers.js';
+
+const DEFAULT_METRICS_ADDR = '127.0.0.1:9640';
+/** A full housekeeping step at least this often, changes or not. */
+const FULL_STEP_EVERY_MS = 30_000;
+/** How long the first step waits for the API server's first lists (then it fails, naming why). */
+const API_SYNC_WAIT_MS = 10_000;
+/** How often the agent asks whether a kubelet runs (podctl_kubelet_up). */
+const KUBELET_CHECK_MS = 10_000;
+
+export interface MetricsAddress {
+  host: string;
+  port: number;
+}
+
+export interface AgentOptions {
+  session: NodeSession;
+  source: DesiredSource;
+  api?: ApiNode;
+  intervalMs: number;
+  stuckAfterMs: number;
+  /** Where /metrics and /healthz are served; undefined: no HTTP server. */
+  listen?: MetricsAddress;
+  metrics: PodctlMetrics;
+  /** The kubelet's state (podctl_kubelet_up, and the orphan rule beside it), asked at most every KUBELET_CHECK_MS. */
+  kubeletState?: () => Promise<KubeletStatus>;
+  /** The kubelet's root directory (the final delete's volume check). */
+  kubeletRoot?: string;
+  /** This node's name (the agent follows its Node object for maintenance requests). */
+  node?: string;
+  /** The container this agent runs in, when it runs in one (its pod is never a target). */
+  selfContainerId?: string;
+  reporter?: Reporter;
+  signal: AbortSignal;
+  /** Called once the HTTP server listens (tests, and the start-up line). */
+  onListening?: (address: MetricsAddress) => void;
+  /** How long the runtime may stay silent before /healthz says 503 (default `healthWindowMs(intervalMs)`). */
+  healthWindowMs?: number;
+  /** Called after every step (tests and benchmarks). */
+  onStep?: (step: AgentStep) => void;
+  now?: () => number;
+  /** Backoff of the API watches after a failure, ms (default 500, doubling up to 10 s; tests shorten it). */
+  apiBackoffMs?: { base: number; max: number };
+}
+
+export interface AgentStep {
+  at: number;
+  ok: boolean;
+  /** false: nothing could have changed since the last full step, only the runtime was asked (ChangeGate). */
+  full: boolean;
+  ms: number;
+  error?: string;
+  /** Pods resumed from a dead owner in this step. */
+  resumed: string[];
+  orphaned: string[];
+  stuck: string[];
+}
+
+export interface AgentResult {
+  steps: number;
+  failedSteps: number;
+  resumed: number;
+  orphanedRuntimePods: number;
+  stuckSeen: number;
+  listen: MetricsAddress | null;
+  stoppedInMs: number;
+}
+
+/** Parses `HOST:PORT` (IPv6 as `[::1]:9640`); port 0 picks a free one. */
+export function parseMetricsAddr(text: string): MetricsAddress {
+  const m = /^(?:\[([0-9a-fA-F:]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text.trim());
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65_535) throw new UsageError(`--metrics-addr "${text}" is not HOST:PORT`, `e.g. --metrics-addr ${DEFAULT_METRICS_ADDR}`);
+  return { host: (m[1] ?? m[2]) as string, port };
+}
+
+/** How long the runtime may stay silent before /healthz says 503: three steps, at least 10 s. */
+export function healthWindowMs(intervalMs: number): number {
+  return Math.max(3 * intervalMs, 10_000);
+}
+
+export async function runAgent(options: AgentOptions): Promise<AgentResult> {
+  const reporter = options.reporter ?? silentReporter();
+  const now = options.now ?? Date.now;
+  const { session, metrics, signal } = options;
+  const state = new AgentState(now, options.healthWindowMs ?? healthWindowMs(options.intervalMs), reporter);
+  const server = options.listen ? await serve(options.listen, metrics, state, signal) : undefined;
+  const detachEngine = attachMetrics(metrics, session);
+  const detachRuntime = observeRuntimeOperations((op) => {
+    metrics.observeRuntimeOperation(op);
+    if (!op.error) state.runtimeAnswered();
+  });
+  const listen = server ? addressOf(server) : null;
+  if (listen) options.onListening?.(listen);
+  const totals = { steps: 0, failedSteps: 0, resumed: 0, orphanedRuntimePods: 0 };
+  const stuckLogged = new Map<string, number>(); // uid → since of the termination logged
+  let refusal: string | undefined;
+  // the kubelet check (healthz, /proc) at most every KUBELET_CHECK_MS: it is not free on a busy node
+  type Kubelet = KubeletStatus;
+  let kubelet: { at: number; state: Promise<Kubelet> } | undefined;
+  const kubeletState = (): Promise<Kubelet | undefined> => {
+    if (!options.kubeletState) return Promise.resolve(undefined);
+    if (!kubelet || now() - kubelet.at >= KUBELET_CHECK_MS) {
+      kubelet = { at: now(), state: options.kubeletState().catch((error: Error): Kubelet => ({ state: 'unknown', via: 'none', detail: error.message })) };
+    }
+    return kubelet.state;
+  };
+  const selfId = options.selfContainerId;
+  const isSelf = selfId ? isSelfPod(selfId) : undefined;
+  let stoppingAt = 0;
+  signal.addEventListener('abort', () => (stoppingAt = now()), { once: true });
+  const wake = new Wake();
+  const informers =
+    options.api && (options.source.kind === 'api' || options.node)
+      ? new ApiInformers({
+          api: options.api,
+          followNode: options.node !== undefined,
+          onWake: (why) => {
+            reporter.debug(`agent: ${why}: housekeeping now`);
+            wake.wake();
+          },
+          onSourceNote: (what, event) => {
+            if (event.kind === 'error') state.apiAway(event.message);
+            else if (event.kind === 'open') state.apiAnswered();
+            else reporter.debug(`agent: API server (${what}): ${event.kind === 'relist' ? `relisting (${event.reason})` : event.kind}`);
+          },
+          now,
+          ...(options.apiBackoffMs ? { baseBackoffMs: options.apiBackoffMs.base, maxBackoffMs: options.apiBackoffMs.max } : {}),
+        })
+      : undefined;
+  informers?.start();
+  // the first step housekeeps with the API's pods: wait (bounded) for the first lists
+  await informers?.synced(API_SYNC_WAIT_MS, signal);
+  const gate = new ChangeGate(session, options.source, now, options.source.kind === 'api' ? informers : undefined);
+  const probe = await connectCri({ endpoint: session.endpoint, timeoutMs: 5_000 });
+  state.running = true;
+  let maintenanceRv: string | undefined; // the Node version the last maintenance action answered
+
+  while (!signal.aborted) {
+    // maintenance through Kubernetes: the node's podctl.io/drain annotation (maintenance.ts), as watched
+    const current = informers?.node();
+    if (options.api && options.node && current !== undefined && (current === null || current.resourceVersion !== maintenanceRv)) {
+      const kubeletNow = await kubeletState();
+      const { checkMaintenance } = await import('../drain/maintenance.js');
+      const outcome = await checkMaintenance({
+        session,
+        api: options.api,
+        kubelet: kubeletNow ?? { state: 'unknown', via: 'none', detail: 'not checked' },
+        node: options.node,
+        current,
+        ...(isSelf ? { isSelf } : {}),
+        reporter,
+        signal,
+      }).catch((error: Error) => {
+        if (!signal.aborted) reporter.warn(`agent: node ${options.node}: ${error.message}`);
+        return { action: 'none' as const };
+      });
+      if (outcome.action !== 'none') {
+        gate.markChanged();
+        // the watch may not have brought our own annotation writes yet: never act twice on one version
+        maintenanceRv = current?.resourceVersion;
+      }
+    }
+    const started = now();
+    const step: AgentStep = { at: started, ok: true, full: true, ms: 0, resumed: [], orphaned: [], stuck: [] };
+    let pods: PodInfo[] = [];
+    if (!(await gate.needsFullStep())) {
+      step.full = false;
+      const unanswered = await probeRuntime(probe, signal);
+      if (unanswered !== undefined && !signal.aborted) {
+        step.ok = false;
+        step.error = unanswered.message;
+        totals.failedSteps += 1;
+        state.runtimeAway(unanswered.message);
+      }
+      const kubeletNow = await kubeletState();
+      if (kubeletNow) metrics.setKubeletState(kubeletNow.state);
+      step.stuck = [...stuckLogged.keys()].filter((uid) => gate.stillTerminating(uid));
+      step.ms = now() - started;
+      totals.steps += 1;
+      state.lastStepAt = now();
+      options.onStep?.(step);
+      await wake.sleep(Math.max(0, options.intervalMs - step.ms), signal);
+      continue;
+    }
+    try {
+      const kubeletNow = await kubeletState();
+      const mark = informers?.mark();
+      gate.beginFullStep();
+      const apiView = options.source.kind === 'api' && informers ? watchedPods(informers, now) : undefined;
+      const result = await syncKnown({
+        session,
+        source: options.source,
+        ...(options.api ? { api: options.api } : {}),
+        ...(apiView ? { apiView } : {}),
+        ...(kubeletNow ? { kubelet: kubeletNow } : {}),
+        ...(options.kubeletRoot ? { kubeletRoot: options.kubeletRoot } : {}),
+        ...(isSelf ? { isSelf } : {}),
+        reporter: quiet(reporter),
+        signal,
+        wait: false,
+        listingMaxAgeMs: options.intervalMs,
+        onListing: (p) => (pods = p),
+      });
+      reporter.debug(`agent: step sync done in ${now() - started} ms`);
+      if (kubeletNow) metrics.setKubeletState(kubeletNow.state);
+      if (refusal !== undefined) reporter.info('agent: housekeeping resumed');
+      refusal = undefined;
+      step.resumed = result.resumed.map((p) => p.uid);
+      step.orphaned = result.orphanedRuntimePods.map((p) => p.uid);
+      for (const p of result.resumed) reporter.info(`agent: took over ${p.namespace}/${p.name} from a dead or timed-out owner`);
+      for (const p of result.orphanedRuntimePods) reporter.info(`agent: terminating orphaned runtime pod ${p.namespace}/${p.name}`);
+      observeStep(metrics, result, pods);
+      gate.afterFullStep(pods, mark);
+      step.stuck = noteStuck(pods, now(), options.stuckAfterMs, stuckLogged, reporter, options.api);
+      // what holds each stuck pod, with the node's facts (/proc, mounts) for those few pods only
+      const stuckPods = pods.filter((p) => step.stuck.includes(p.uid));
+      const facts = stuckPods.length > 0 ? await gatherNodeFacts(session, stuckPods, kubeletNow, new Map(), signal).catch(() => undefined) : undefined;
+      metrics.setStuckPods(BLOCKED_KINDS, stuckReasons(stuckPods, now(), facts));
+      state.runtimeAnswered();
+      totals.resumed += result.resumed.length;
+      totals.orphanedRuntimePods += result.orphanedRuntimePods.length;
+    } catch (error) {
+      if (signal.aborted && isAbort(error)) break;
+      gate.markChanged();
+      step.ok = false;
+      step.error = (error as Error).message;
+      totals.failedSteps += 1;
+      if (error instanceof UsageError) {
+        // a safety refusal: nothing was done; said once until it clears
+        if (refusal !== step.error) reporter.warn(`agent: housekeeping step refused, nothing done: ${step.error}`);
+        refusal = step.error;
+        state.runtimeAnswered();
+      } else {
+        reporter.warn(`agent: housekeeping step failed: ${step.error}`);
+        if (isRuntimeAway(error)) state.runtimeAway(step.error);
+      }
+    }
+    step.ms = now() - started;
+    totals.steps += 1;
+    state.lastStepAt = now();
+    options.onStep?.(step);
+    await wake.sleep(Math.max(0, options.intervalMs - step.ms), signal);
+  }
+
+  state.running = false;
+  await informers?.stop();
+  gate.close();
+  probe.close();
+  detachEngine();
+  detachRuntime();
+  if (server) await closeServer(server);
+  return { ...totals, stuckSeen: stuckLogged.size, listen, stoppedInMs: stoppingAt ? now() - stoppingAt : 0 };
+}
+
+/** The pod of the container this process runs in (`selfContainerId`): never a target of its own. */
+export function isSelfPod(selfId: string): (pod: PodInfo) => boolean {
+  return (pod) => pod.runtime?.containerStatuses.some((c) => c.id === selfId || c.id.startsWith(selfId)) === true;
+}
+
+/** The container ID this process runs in, from its cgroup path (containerd, cri-o, docker), if any. */
+export async function selfContainerId(cgroupPath = '/proc/self/cgroup'): Promise<string | undefined> {
+  try {
+    const text = await readFile(cgroupPath, 'utf8');
+    return /([0-9a-f]{64})/.exec(text)?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The API server's pods of this node as the watch last saw them, for a step of source api. Before
+ * the first list there is no desired set: the step fails, naming why.
+ */
+function watchedPods(informers: ApiInformers, now: () => number): { pods: V1Pod[]; stale?: string } {
+  const pods = informers.pods();
+  const reach = informers.reachability();
+  if (!pods) throw new ApiUnlisted(`the API server has not listed this node's pods yet${reach.reachable ? '' : `: ${reach.error}`}`);
+  if (reach.reachable) return { pods };
+  return { pods, stale: `the API server does not answer (for ${formatDuration(now() - reach.since)}), it cannot confirm the pod is gone` };
+}
+
+/** A step of source api before the first list: no desired set to housekeep with. */
+class ApiUnlisted extends Error {
+  override readonly name = 'ApiUnlisted';
+}
+
+/** The loop's pause between steps, cut short by `wake()` (a watch event to act on at once). */
+class Wake {
+  #controller = new AbortController();
+
+  wake(): void {
+    this.#controller.abort();
+  }
+
+  /** Sleeps `ms`, or less when woken (a wake during a step cuts the next pause to nothing). */
+  async sleep(ms: number, signal: AbortSignal): Promise<void> {
+    await sleep(ms, AbortSignal.any([signal, this.#controller.signal]), { onAbort: 'resolve' });
+    if (this.#controller.signal.aborted) this.#controller = new AbortController();
+  }
+}
+
+/**
+ * The runtime's Version call: the health check of a step that had nothing else to ask (observed by
+ * the operation metrics either way); the error when the runtime could not be reached.
+ */
+async function probeRuntime(client: CriClient, signal: AbortSignal): Promise<Error | undefined> {
+  try {
+    await client.version({ signal });
+    return undefined;
+  } catch (error) {
+    return isRuntimeAway(error) ? (error as Error) : undefined;
+  }
+}
+
+/**
+ * Decides whether a housekeeping step can have anything to do. Inputs that change without an event
+ * are checked directly (a lease holder's PID, the desired file's stamp); the rest arrives as session
+ * events. Conservative: when in doubt, a full step.
+ */
+class ChangeGate {
+  #dirty = true;
+  #lastFullAt = 0;
+  #owners = new Set<number>();
+  #terminating = new Set<string>();
+  #fileStamp: string | undefined;
+  readonly #source: DesiredSource;
+  readonly #now: () => number;
+  readonly #unsubscribe: () => void;
+  /** The watched API pods (source api); without them an API source always takes a full step. */
+  readonly #informers: ApiInformers | undefined;
+  #informersMark = -1;
+
+  constructor(session: NodeSession, source: DesiredSource, now: () => number, informers?: ApiInformers) {
+    this.#source = source;
+    this.#now = now;
+    this.#informers = informers;
+    this.#unsubscribe = session.subscribe((event) => {
+      // a relist that found nothing new is not a change; everything else may be
+      if (event.source === 'runtime' && event.kind === 'relisted' && event.uids.length === 0) return;
+      if (event.source === 'session') return;
+      this.#dirty = true;
+    });
+  }
+
+  async needsFullStep(): Promise<boolean> {
+    if (this.#dirty || this.#terminating.size > 0) return true;
+    if (this.#source.kind === 'api' && (!this.#informers || this.#informers.changedSince(this.#informersMark))) return true;
+    if (this.#now() - this.#lastFullAt >= FULL_STEP_EVERY_MS) return true;
+    for (const pid of this.#owners) if (!pidAlive(pid)) return true;
+    if (this.#source.kind === 'file' && (await fileStamp(this.#source.path)) !== this.#fileStamp) return true;
+    return false;
+  }
+
+  /** Something happened outside the session's events (a maintenance drain): the next step is full. */
+  markChanged(): void {
+    this.#dirty = true;
+  }
+
+  stillTerminating(uid: string): boolean {
+    return this.#terminating.has(uid);
+  }
+
+  /** A full step begins: what changes from now on (its own kills included) makes the next one full too. */
+  beginFullStep(): void {
+    this.#dirty = false;
+  }
+
+  /** Called after a full step that succeeded, with the pods it listed and the API watch's mark taken before it. */
+  afterFullStep(pods: PodInfo[], informersMark: number | undefined): void {
+    if (informersMark !== undefined) this.#informersMark = informersMark;
+    this.#lastFullAt = this.#now();
+    this.#owners = new Set(pods.filter((p) => p.owner?.alive === true && p.owner.pid !== process.pid).map((p) => p.owner!.pid));
+    this.#terminating = new Set(pods.filter((p) => p.state === 'terminating' || (p.state === 'terminated' && p.worker?.finished !== true)).map((p) => p.uid));
+    if (this.#source.kind === 'file') void fileStamp(this.#source.path).then((s) => (this.#fileStamp = s));
+  }
+
+  close(): void {
+    this.#unsubscribe();
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function fileStamp(path: string): Promise<string> {
+  try {
+    const s = await stat(path);
+    return `${s.ino}:${s.size}:${s.mtimeMs}`;
+  } catch (error) {
+    return `error:${(error as NodeJS.ErrnoException).code ?? ''}`;
+  }
+}
+
+/** The agent's health as /healthz reports it. */
+class AgentState {
+  running = false;
+  lastStepAt = 0;
+  #lastRuntimeAt: number;
+  /** When the log said the runtime could not be reached; undefined while it answers. */
+  #awaySince: number | undefined;
+  readonly #now: () => number;
+  readonly #windowMs: number;
+  readonly #reporter: Reporter;
+
+  constructor(now: () => number, windowMs: number, reporter: Reporter) {
+    this.#now = now;
+    this.#windowMs = windowMs;
+    this.#reporter = reporter;
+    this.#lastRuntimeAt = now();
+  }
+
+  runtimeAnswered(): void {
+    const silentSince = this.#lastRuntimeAt;
+    this.#lastRuntimeAt = this.#now();
+    if (this.#awaySince === undefined) return;
+    this.#reporter.info(`agent: the runtime answers again (after ${formatDuration(this.#lastRuntimeAt - silentSince)} without an answer)`);
+    this.#awaySince = undefined;
+  }
+
+  /** When the log said the API server does not answer; undefined while it answers. */
+  #apiAwaySince: number | undefined;
+
+  /** A watch of the API server failed: said once until it answers again. */
+  apiAway(reason: string): void {
+    if (this.#apiAwaySince !== undefined) return;
+    this.#apiAwaySince = this.#now();
+    this.#reporter.warn(`agent: the API server does not answer: ${reason}; housekeeping goes on with the last known pods (no orphan is terminated, no final delete sent until it answers)`);
+  }
+
+  apiAnswered(): void {
+    if (this.#apiAwaySince === undefined) return;
+    this.#reporter.info(`agent: the API server answers again (after ${formatDuration(this.#now() - this.#apiAwaySince)})`);
+    this.#apiAwaySince = undefined;
+  }
+
+  /** A step could not reach the runtime: said once until it answers again. */
+  runtimeAway(reason: string): void {
+    if (this.#awaySince !== undefined) return;
+    this.#awaySince = this.#now();
+    this.#reporter.warn(`agent: the runtime does not answer: ${reason}; housekeeping waits for it (/healthz says 503 after ${formatDuration(this.#windowMs)} without an answer)`);
+  }
+
+  /** undefined when healthy, else the one-line reason. */
+  unhealthy(): string | undefined {
+    if (!this.running) return 'the housekeeping loop is not running';
+    const silent = this.#now() - this.#lastRuntimeAt;
+    if (silent > this.#windowMs) return `the container runtime has not answered for ${formatDuration(silent)}`;
+    return undefined;
+  }
+}
+
+function observeStep(metrics: PodctlMetrics, result: SyncKnownResult, pods: PodInfo[]): void {
+  metrics.setWorkingPods(result.workers);
+  metrics.observeOrphanedRuntimePods(result.orphanedRuntimePods.map((p) => p.uid));
+  // active: pods that run here and are not being terminated (they hold the node's resources)
+  const active = pods.filter((p) => p.state === 'sync' || (p.state === 'runtime' && p.containersRunning > 0));
+  const activeStatic = active.filter((p) => p.static).length;
+  metrics.setNodePods(
+    {
+      desired: { static: result.desiredStatic, other: result.desiredPods - result.desiredStatic },
+      active: { static: activeStatic, other: active.length - activeStatic },
+      mirror: result.api?.mirrors.length ?? 0,
+    },
+    pods.filter((p) => p.static).map((p) => p.uid),
+  );
+}
+
+/** Stuck pods by what holds them (blocked-by.ts, from the listing): `grace` when nothing more is known. */
+function stuckReasons(stuck: PodInfo[], now: number, facts: NodeFacts | undefined): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const pod of stuck) {
+    const kind = blockedBy(stuckFactsOf(pod, now, facts))?.kind ?? 'grace';
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** Logs each newly stuck pod once (and posts an Event when an API server is configured). */
+function noteStuck(pods: PodInfo[], now: number, stuckAfterMs: number, logged: Map<string, number>, reporter: Reporter, api: ApiNode | undefined): string[] {
+  const stuck: string[] = [];
+  for (const pod of pods) {
+    if (!isStuck(pod, now, stuckAfterMs)) continue;
+    stuck.push(pod.uid);
+    if (logged.get(pod.uid) === pod.since) continue;
+    logged.set(pod.uid, pod.since);
+    const message = `terminating ${formatDuration(stuckForMs(pod, now))} past its grace period of ${pod.gracePeriod ?? '?'}s; see podctl status --explain ${pod.namespace}/${pod.name}`;
+    reporter.warn(`agent: ${pod.namespace}/${pod.name} is stuck: ${message}`);
+    if (api && pod.pod) void api.event(pod.pod, 'Warning', 'PodStuckTerminating', message).catch(() => undefined);
+  }
+  return stuck;
+}
+
+/** Step details go to debug: the agent's own lines say what matters. */
+function quiet(reporter: Reporter): Reporter {
+  const q = Object.create(reporter) as Reporter;
+  q.info = (message: string) => reporter.debug(message);
+  q.progress = () => undefined;
+  return q;
+}
+
+async function serve(listen: MetricsAddress, metrics: PodctlMetrics, state: AgentState, signal: AbortSignal): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path !== '/metrics' && path !== '/healthz') {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: podctl agent serves /metrics and /healthz\n');
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('method not allowed\n');
+      return;
+    }
+    if (path === '/healthz') {
+      const reason = state.unhealthy();
+      res.writeHead(reason ? 503 : 200, { 'content-type': 'text/plain; charset=utf-8' }).end(reason ? `${reason}\n` : 'ok\n');
+      return;
+    }
+    metrics.exposition().then(
+      (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
+      (error: Error) => res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`${error.message}\n`),
+    );
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException): void => {
+      reject(new UsageError(`--metrics-addr ${listen.host}:${listen.port}: cannot listen (${error.code ?? error.message})`, 'choose another HOST:PORT'));
+    };
+    server.once('error', onError);
+    server.listen(listen.port, listen.host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  signal.addEventListener('abort', () => server.closeIdleConnections(), { once: true });
+  return server;
+}
+
+function addressOf(server: http.Server): MetricsAddress {
+  const a = server.address() as AddressInfo;
+  return { host: a.address, port: a.port };
+}
+
+function closeServer(server: http.Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}

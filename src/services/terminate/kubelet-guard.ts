@@ -1,0 +1,282 @@
+/**
+ * Stopping pods beside a running kubelet (kill, evict, drain). The pods it desires (bound to this
+ * node in the API, or static pods from its manifests) are its own: stopped over CRI, it starts them
+ * again. The rule is `desiredPodPolicy` (kube/kubelet.ts), one function: through the API server when
+ * one is configured — a delete with the grace (kill) or the Eviction API (evict, drain; a
+ * PodDisruptionBudget's 429 is waited out within the bound, then reported `blocked-by-pdb`;
+ * `ignorePdb` deletes instead) — and the kubelet finishes the pod while podctl waits (bounded); no
+ * API server: refused (exit 2, naming --force); `--force`: over CRI, with a warning.
+ *
+ * Invariants:
+ * - With the kubelet down nothing changes: podctl acts over CRI.
+ * - `unknown` counts as running.
+ * - A dry run plans (outcome `planned`) and writes nothing to the API.
+ * - Every wait is bounded (--timeout, else the killPodNow bound of the grace).
+ * - Static pods cannot be deleted through the API (their mirror pod is not them): with the API path
+ *   they are refused like any desired pod without an API server, unless --force.
+ * - What cannot be told counts as desired: a pod the kubelet took from the API server
+ *   (`kubernetes.io/config.source: api`) while the kubelet runs and no API server answered (none
+ *   configured, or its list failed) is the kubelet's until the API says otherwise, as an orphan is
+ *   kept until the API confirms it gone.
+ */
+import type { V1Pod } from '../../engine/types.js';
+import { desiredInApi, isBeingDeleted } from '../../kube/desired.js';
+import { isApiSourcedPod, isMirrorPod, isTerminalPhase } from '../../engine/pod-kinds.js';
+import { podOwnGracePeriod } from '../../engine/grace.js';
+import { listPodSpecs, type PodSpecs } from '../api/pod-specs.js';
+import { desiredPodPolicy, type DesiredPodAction, type KubeletStatus } from '../../kube/kubelet.js';
+import { UsageError } from '../../lib/errors.js';
+import { formatDuration } from '../../lib/duration.js';
+import { resolveSelection, type PodSelection } from '../../lib/refs.js';
+import { silentReporter, type Reporter } from '../../lib/reporter.js';
+import { sleep } from '../../lib/abortable.js';
+import type { ApiNode } from '../api/api-node.js';
+import { killTimeoutMs } from '../../engine/kill-now.js';
+import { plannedGraceSeconds } from './grace-plan.js';
+import type { NodeSession, PodInfo } from '../../domain/session-api.js';
+import type { TerminatedPod } from './terminate.js';
+
+export interface KubeletGuardOptions {
+  kubelet: KubeletStatus;
+  api?: ApiNode | undefined;
+  /** Stop desired pods over CRI anyway (the kubelet may start them again). */
+  force: boolean;
+  /** Go through the API server (kill --via-api); the default whenever one is configured. */
+  viaApi: boolean;
+  /** evict/drain: delete instead of the Eviction API (PodDisruptionBudgets not honoured). */
+  ignorePdb?: boolean;
+}
+
+/** What kill, evict, drain and sync-known say about the kubelet in their result. */
+export interface KubeletReport {
+  state: KubeletStatus['state'];
+  detail: string;
+  action: DesiredPodAction;
+  /** Targets the kubelet desires ("ns/name"). */
+  desired: string[];
+}
+
+export interface GuardInput {
+  session: NodeSession;
+  /** The pods to stop, as selected (kill, evict), or given (drain). */
+  selection?: PodSelection;
+  targets?: PodInfo[];
+  /** kill: a graceful delete; evict, drain: the Eviction API. */
+  mode: 'delete' | 'evict';
+  /** The command, for messages. */
+  action: string;
+  gracePeriodSeconds?: number;
+  timeoutMs?: number;
+  reporter?: Reporter;
+  signal?: AbortSignal;
+  dryRun?: boolean;
+  guard: KubeletGuardOptions;
+  /** This node's pods as the API server holds them, when the caller listed them already. */
+  specs?: PodSpecs;
+}
+
+export interface GuardOutcome {
+  report: KubeletReport;
+  /** Pods stopped through the API server (the kubelet does it), with their outcome. */
+  viaApi: TerminatedPod[];
+  /** UIDs left for the CRI path (all targets unless the API path took some). */
+  remaining: string[] | undefined;
+  /** This node's pods as the API server holds them (what the CRI path hands to the syncer). */
+  specs: PodSpecs;
+}
+
+/** Between two eviction attempts a PodDisruptionBudget refused (unless the server says when). */
+const EVICTION_RETRY_MS = 1_000;
+
+const refOf = (p: { namespace: string; name: string }): string => `${p.namespace}/${p.name}`;
+
+export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
+  const reporter = input.reporter ?? silentReporter();
+  const { guard, session } = input;
+  const targets = input.targets ?? resolveSelection(await session.listPods({ runtimeMaxAgeMs: 1_000 }), input.selection!).targets;
+  // bounded: the command does not wait long for an API server that does not answer
+  const specs = input.specs ?? (await listPodSpecs(guard.api, { ...(input.signal ? { signal: input.signal } : {}), reporter }));
+  const apiPods = specs.all();
+  /** Why the API server could not say which pods the kubelet desires (none configured, or its list failed). */
+  const apiSilent = guard.api ? specs.missingBecause : 'no API server is configured to ask';
+  const live = targets.filter((p) => p.state !== 'finished');
+  const desiredPods = live.filter((p) => p.static || desiredInApi(apiPods, p.uid) !== undefined);
+  // from the API server, which did not answer: the kubelet's until it says otherwise
+  const untold = guard.kubelet.state === 'down' || apiSilent === undefined ? [] : live.filter((p) => !p.static && desiredInApi(apiPods, p.uid) === undefined && isApiSourcedPod(p.pod));
+  // being deleted in the API: the running kubelet is terminating them already (its grace, its hooks)
+  const terminating = guard.kubelet.state === 'down' ? [] : live.filter((p) => terminatingInApi(specs.of(p.uid)));
+  const mayBeDesired = [...desiredPods, ...untold];
+  const kubelets = [...mayBeDesired, ...terminating];
+  const action = desiredPodPolicy({ kubelet: guard.kubelet.state, desired: kubelets.length > 0, force: guard.force, viaApi: guard.viaApi, api: guard.api !== undefined });
+  const report: KubeletReport = { state: guard.kubelet.state, detail: guard.kubelet.detail, action, desired: kubelets.map(refOf) };
+  const names = kubelets.map(refOf).join(', ');
+  switch (action) {
+    case 'proceed':
+      if (kubelets.length > 0 && guard.force) reporter.warn(`--force: stopping ${names} over CRI while the kubelet is ${guard.kubelet.state}; it may start them again`);
+      return { report, viaApi: [], remaining: undefined, specs };
+    case 'refuse':
+      throw new UsageError(
+        `the kubelet is ${guard.kubelet.state} (${guard.kubelet.detail}) and ${desiredPhrase(desiredPods, untold)}: it would start ${mayBeDesired.length === 1 ? 'it' : 'them'} again`,
+        'configure the API server (--kubeconfig) so podctl goes through it, or pass --force to stop over CRI anyway',
+      );
+    case 'via-api':
+      break;
+  }
+  if (!guard.api) throw new UsageError(`--via-api needs an API server`, 'pass --kubeconfig FILE or set KUBECONFIG');
+  if (untold.length > 0) {
+    throw new UsageError(
+      `the kubelet is ${guard.kubelet.state} and may desire ${untold.map(refOf).join(', ')}, which came from the API server, but ${apiSilent}: it would start ${untold.length === 1 ? 'it' : 'them'} again`,
+      'retry when the API server answers, or pass --force to stop over CRI anyway',
+    );
+  }
+  const viaApi: TerminatedPod[] = [];
+  const throughApi = new Set<string>();
+  const staticOnly: PodInfo[] = [];
+  for (const pod of desiredPods) {
+    const apiPod = desiredInApi(apiPods, pod.uid);
+    if (!apiPod || isMirrorPod(apiPod)) {
+      staticOnly.push(pod); // a static pod: the API cannot stop it
+      continue;
+    }
+    throughApi.add(pod.uid);
+  }
+  if (staticOnly.length > 0) {
+    throw new UsageError(
+      `the kubelet is ${guard.kubelet.state} and runs static pod(s) ${staticOnly.map(refOf).join(', ')} from its manifests: the API server cannot stop them and the kubelet would start them again`,
+      "move the manifest out of the kubelet's manifest directory, or pass --force to stop over CRI anyway",
+    );
+  }
+  const mode = input.mode === 'evict' && guard.ignorePdb ? 'delete' : input.mode;
+  const deadline = Date.now();
+  const left = await Promise.all(terminating.map((pod) => leaveToKubelet(guard.api!, pod, specs.of(pod.uid)!, input, reporter, deadline)));
+  viaApi.push(...left);
+  for (const pod of terminating) throughApi.add(pod.uid);
+  if (desiredPods.length > 0) {
+    reporter.info(
+      `${input.action}: the kubelet is ${guard.kubelet.state}; ${desiredPods.map(refOf).join(', ')} ${input.dryRun ? 'would go' : 'go'} through the API server (${mode === 'evict' ? 'the Eviction API' : 'a graceful delete'}), and the kubelet stops ${desiredPods.length === 1 ? 'it' : 'them'}`,
+    );
+  }
+  await Promise.all(
+    desiredPods
+      .filter((p) => throughApi.has(p.uid))
+      .map(async (pod) => {
+        const grace = plannedGraceSeconds({ ...pod, pod: specs.of(pod.uid) ?? pod.pod }, input.gracePeriodSeconds);
+        if (input.dryRun) {
+          viaApi.push({ uid: pod.uid, namespace: pod.namespace, name: pod.name, gracePeriodSeconds: grace, outcome: 'planned', handledBy: 'api' });
+          return;
+        }
+        viaApi.push(await stopThroughApi(guard.api!, pod, grace, mode, input, reporter, deadline));
+      }),
+  );
+  viaApi.sort((a, b) => refOf(a).localeCompare(refOf(b)));
+  return { report, viaApi, remaining: targets.filter((p) => !throughApi.has(p.uid)).map((p) => p.uid), specs };
+}
+
+/** Deleted in the API and not terminal there: a running kubelet is terminating it. */
+function terminatingInApi(apiPod: V1Pod | undefined): apiPod is V1Pod {
+  return apiPod !== undefined && isBeingDeleted(apiPod) && !isTerminalPhase(apiPod);
+}
+
+/**
+ * A pod the API server is deleting while the kubelet runs is the kubelet's to finish: podctl never
+ * stops it over CRI (the kubelet runs its hooks and its grace). A shorter grace than the deletion's
+ * is asked for as the API allows it, by a DELETE with that grace; then podctl waits (bounded) as for
+ * any pod stopped through the API. The result says it was left to the kubelet.
+ */
+async function leaveToKubelet(api: ApiNode, pod: PodInfo, apiPod: V1Pod, input: GuardInput, reporter: Reporter, started: number): Promise<TerminatedPod> {
+  const current = podOwnGracePeriod(apiPod);
+  const shorter = input.gracePeriodSeconds !== undefined && input.gracePeriodSeconds < current ? Math.max(0, input.gracePeriodSeconds) : undefined;
+  const grace = shorter ?? current;
+  const note =
+    shorter === undefined
+      ? `already terminating in the API server (grace ${current}s): left to the kubelet`
+      : `already terminating in the API server (grace ${current}s): left to the kubelet, grace shortened to ${shorter}s by a delete`;
+  const entry: TerminatedPod = { uid: pod.uid, namespace: pod.namespace, name: pod.name, gracePeriodSeconds: grace, outcome: 'requested', handledBy: 'api', note };
+  if (input.dryRun) return { ...entry, outcome: 'planned' };
+  if (shorter !== undefined) {
+    try {
+      if ((await api.kube.deletePod({ namespace: pod.namespace, name: pod.name, uid: pod.uid }, shorter, input.signal)) !== 'accepted') return { ...entry, outcome: 'gone' };
+    } catch (error) {
+      reporter.warn(`${refOf(pod)}: the delete with grace ${shorter}s failed: ${(error as Error).message}; the kubelet goes on with grace ${current}s`);
+      entry.gracePeriodSeconds = current;
+      entry.note = `already terminating in the API server (grace ${current}s): left to the kubelet (the shorter grace could not be asked for)`;
+    }
+  }
+  reporter.info(`${input.action}: ${refOf(pod)} ${entry.note}; waiting up to ${formatDuration(input.timeoutMs ?? killTimeoutMs(entry.gracePeriodSeconds))} for it to finish`);
+  return await waitForKubelet(api, pod, entry, input.timeoutMs ?? killTimeoutMs(entry.gracePeriodSeconds), input, reporter, started);
+}
+
+/** "desires a, b" / "may desire c (from the API server, and none is configured to ask)" / both: the refusal without an API server. */
+function desiredPhrase(desired: PodInfo[], untold: PodInfo[]): string {
+  const parts: string[] = [];
+  if (desired.length > 0) parts.push(`desires ${desired.map(refOf).join(', ')}`);
+  if (untold.length > 0) parts.push(`may desire ${untold.map(refOf).join(', ')} (from the API server, and no API server is configured to ask)`);
+  return parts.join(' and ');
+}
+
+/** Delete or evict one pod through the API, then wait (bounded) until the kubelet has finished it. */
+async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, mode: 'delete' | 'evict', input: GuardInput, reporter: Reporter, started: number): Promise<TerminatedPod> {
+  const entry: TerminatedPod = { uid: pod.uid, namespace: pod.namespace, name: pod.name, gracePeriodSeconds: grace, outcome: 'requested', handledBy: 'api' };
+  const boundMs = input.timeoutMs ?? killTimeoutMs(grace);
+  const ref = { namespace: pod.namespace, name: pod.name, uid: pod.uid };
+  try {
+    if (mode === 'delete') {
+      const outcome = await api.kube.deletePod(ref, input.gracePeriodSeconds, input.signal);
+      if (outcome !== 'accepted') {
+        entry.outcome = 'gone';
+        return entry;
+      }
+    } else {
+      // a PodDisruptionBudget's 429 is waited out within the bound, as kubectl drain does
+      for (;;) {
+        const evicted = await api.kube.evictPod(ref, input.gracePeriodSeconds, input.signal);
+        if (evicted.outcome !== 'blocked-by-pdb') {
+          if (evicted.outcome === 'accepted') break;
+          entry.outcome = 'gone';
+          return entry;
+        }
+        const waitMs = evicted.retryAfterMs ?? EVICTION_RETRY_MS;
+        if (Date.now() + waitMs - started >= boundMs || input.signal?.aborted) {
+          entry.outcome = 'blocked-by-pdb';
+          entry.error = evicted.message;
+          reporter.warn(`${refOf(pod)}: eviction blocked by a PodDisruptionBudget for ${formatDuration(Date.now() - started)} (${evicted.message}); --ignore-pdb deletes it anyway`);
+          return entry;
+        }
+        reporter.info(`${refOf(pod)}: eviction refused by a PodDisruptionBudget; trying again in ${formatDuration(waitMs)}`);
+        await sleep(waitMs, input.signal).catch(() => {});
+      }
+    }
+  } catch (error) {
+    entry.outcome = 'failed';
+    entry.error = (error as Error).message;
+    reporter.warn(`${refOf(pod)}: ${mode === 'evict' ? 'eviction' : 'delete'} through the API failed: ${entry.error}`);
+    return entry;
+  }
+  reporter.info(
+    `${input.action}: ${refOf(pod)} ${mode === 'evict' ? 'evicted' : 'deleted'} in the API server with grace ${grace}s; waiting up to ${formatDuration(boundMs)} for the kubelet to finish it`,
+  );
+  return await waitForKubelet(api, pod, entry, boundMs, input, reporter, started);
+}
+
+/** Waits (bounded) until the pod is gone from the API server (the kubelet finished it), polling. */
+async function waitForKubelet(api: ApiNode, pod: PodInfo, entry: TerminatedPod, boundMs: number, input: GuardInput, reporter: Reporter, started: number): Promise<TerminatedPod> {
+  for (;;) {
+    let current: V1Pod | undefined;
+    try {
+      current = await api.kube.getPod(pod.namespace, pod.name, input.signal);
+    } catch (error) {
+      reporter.debug(`${refOf(pod)}: ${(error as Error).message}`);
+    }
+    if (current === undefined || current.metadata?.uid !== pod.uid) {
+      entry.outcome = 'terminated';
+      entry.elapsedMs = Date.now() - started;
+      return entry;
+    }
+    if (Date.now() - started >= boundMs || input.signal?.aborted) {
+      entry.outcome = input.signal?.aborted ? 'interrupted' : 'timeout';
+      reporter.warn(`${refOf(pod)} still in the API server after ${formatDuration(Date.now() - started)}; the kubelet goes on with its deletion`);
+      return entry;
+    }
+    await sleep(Math.min(500, boundMs), input.signal).catch(() => {});
+  }
+}

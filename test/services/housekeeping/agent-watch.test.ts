@@ -1,0 +1,144 @@
+/**
+ * The agent follows the API server with watches (the local API server, test/support; the CRI
+ * simulator): one list and one watch each for its node's pods and its Node, whatever the number of
+ * steps; a pod deleted in the API is stopped when its watch event arrives, not at the next interval;
+ * the drain annotation is read from the watched Node.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../../../src/cri/simulator/index.js';
+import { observeRuntimeOperations } from '../../../src/cri/client/client.js';
+import { connectKube } from '../../../src/kube/index.js';
+import { createMetrics } from '../../../src/metrics/registry.js';
+import { runAgent, type AgentOptions, type AgentStep } from '../../../src/services/housekeeping/agent.js';
+import { ApiNode } from '../../../src/services/api/api-node.js';
+import { openSession } from '../../../src/session/open.js';
+import type { NodeSession } from '../../../src/domain/session-api.js';
+import { writeKubeconfig } from '../../kube/support.js';
+import { startKubeApiServer, type KubeApiServer, type RecordedRequest } from '../../support/kube-api-server.js';
+
+let server: KubeApiServer;
+let sim: RunningSimulator;
+let dir: string;
+let session: NodeSession;
+let api: ApiNode;
+
+const POD_NAMES = ['a', 'b', 'c', 'd', 'e'];
+
+beforeAll(async () => {
+  server = await startKubeApiServer();
+  dir = mkdtempSync(path.join(tmpdir(), 'podctl-agent-watch-'));
+  sim = await startSimulator({
+    socketPath: path.join(dir, 'cri.sock'),
+    timeScale: 1,
+    pods: POD_NAMES.map((name) => ({ name, namespace: 'app', uid: `uid-${name}`, containers: [{ name: 'c', onSigterm: 'exit' as const }] })),
+    faults: [],
+  });
+  server.addNode('node-1');
+  for (const name of POD_NAMES) {
+    server.addPod({
+      metadata: { name, namespace: 'app', uid: `uid-${name}` },
+      spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 30, containers: [{ name: 'c' }] },
+      status: { phase: 'Running' },
+    });
+  }
+  const kube = await connectKube({ kind: 'kubeconfig', path: writeKubeconfig(dir, server.port) }, { node: 'node-1', timeoutMs: 2_000 });
+  api = new ApiNode(kube, { node: 'node-1', stateDir: path.join(dir, 'state') });
+  session = await openSession({ stateDir: path.join(dir, 'state'), runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
+});
+afterAll(async () => {
+  await session?.close();
+  api?.close();
+  await sim?.close();
+  await server?.stop();
+});
+afterEach(() => {
+  server.requests.length = 0;
+});
+
+/** Runs the agent until `until` holds (checked after each step and every 20 ms) or the bound. */
+async function runUntil(options: Partial<AgentOptions>, until: (steps: AgentStep[]) => boolean, boundMs = 20_000): Promise<AgentStep[]> {
+  const controller = new AbortController();
+  const steps: AgentStep[] = [];
+  const running = runAgent({
+    session,
+    source: { kind: 'api' },
+    api,
+    node: 'node-1',
+    intervalMs: 100,
+    stuckAfterMs: 60_000,
+    metrics: createMetrics(),
+    kubeletState: async () => ({ state: 'down', via: 'none', detail: 'test' }),
+    signal: controller.signal,
+    onStep: (step) => steps.push(step),
+    ...options,
+  });
+  const end = Date.now() + boundMs;
+  while (!until(steps) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  controller.abort(new DOMException('test done', 'AbortError'));
+  await running;
+  return steps;
+}
+
+const isWatch = (r: RecordedRequest): boolean => r.query.get('watch') === '1';
+const count = (test: (r: RecordedRequest) => boolean): number => server.requests.filter(test).length;
+
+describe('podctl agent follows the API server with watches', () => {
+  it('lists its pods and its Node once, then only watches them: no request per step', async () => {
+    const steps = await runUntil({}, (s) => s.length >= 25);
+    expect(steps.length).toBeGreaterThanOrEqual(25);
+    expect(steps.every((s) => s.ok)).toBe(true);
+    expect(count((r) => r.path === '/api/v1/pods' && !isWatch(r))).toBe(1);
+    expect(count((r) => r.path === '/api/v1/nodes' && !isWatch(r))).toBe(1);
+    // the first list may come from the watch cache
+    expect(server.requests.find((r) => r.path === '/api/v1/pods' && !isWatch(r))?.query.get('resourceVersion')).toBe('0');
+    expect(count((r) => r.path === '/api/v1/pods' && isWatch(r))).toBe(1);
+    expect(count((r) => r.path === '/api/v1/nodes' && isWatch(r))).toBe(1);
+    expect(count((r) => r.path === '/api/v1/nodes/node-1')).toBe(0); // no GET of the Node per step
+    expect(server.requests.length).toBe(4);
+    // and nothing was stopped: every pod is desired
+    for (const name of POD_NAMES) expect((await session.getPod(`uid-${name}`))?.containersRunning).toBe(1);
+  }, 30_000);
+
+  it('stops a pod deleted in the API when the watch says so, long before the next interval', async () => {
+    let stoppedAt = 0;
+    const detach = observeRuntimeOperations((op) => {
+      if (op.method === 'StopContainer' && stoppedAt === 0) stoppedAt = Date.now();
+    });
+    let deletedAt = 0;
+    try {
+      const steps = await runUntil({ intervalMs: 60_000 }, (s) => {
+        if (s.length >= 1 && deletedAt === 0) {
+          deletedAt = Date.now();
+          server.deletePod('app', 'a', 3);
+        }
+        return stoppedAt > 0;
+      });
+      expect(stoppedAt).toBeGreaterThan(0);
+      // one step at the start, one on the deletion's watch event: the 60 s interval never ran out
+      expect(steps.length).toBeLessThanOrEqual(3);
+      expect(stoppedAt - deletedAt).toBeLessThan(15_000);
+      expect(server.eventsFor('app', 'a').some((e) => e.reason === 'Killing')).toBe(true);
+      expect(count((r) => r.path === '/api/v1/pods' && !isWatch(r))).toBe(1);
+    } finally {
+      detach();
+    }
+  }, 30_000);
+
+  it("drains when the watched Node's annotation asks, without a GET of the Node", async () => {
+    server.requests.length = 0;
+    let asked = false;
+    await runUntil({ intervalMs: 60_000 }, (s) => {
+      if (s.length >= 1 && !asked) {
+        asked = true;
+        server.updateNode('node-1', (n) => (n.metadata.annotations = { 'podctl.io/drain': 'requested' }));
+      }
+      const drain = server.nodes.get('node-1')?.metadata.annotations?.['podctl.io/drain'];
+      return drain === 'done' || drain === 'failed';
+    });
+    expect(['done', 'failed']).toContain(server.nodes.get('node-1')?.metadata.annotations?.['podctl.io/drain']);
+    expect(count((r) => r.method === 'GET' && r.path === '/api/v1/nodes/node-1')).toBe(0);
+  }, 40_000);
+});
