@@ -17,6 +17,8 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator, type SimPodSpec } from '../../src/cri/simulator/index.js';
 import { holdKubeletInhibitor, logindBusMissing, startLogindBus, type LogindBus } from '../support/logind-bus.js';
+import { startKubeApiServer } from '../support/kube-api-server.js';
+import { writeKubeconfig } from '../kube/support.js';
 
 const ROOT = process.cwd();
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -348,6 +350,28 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
     const last = await lastShutdown(n);
     expect(last.record).toMatchObject({ trigger: 'sigterm', state: 'done', windowMs: 20_000 });
     expect(outcomeOf(last.record!, 'web')).toBe('stopped');
+  });
+
+  it("with an API server: the pods it stopped get the kubelet's node-shutdown status, as the agent's own RBAC allows", async () => {
+    const server = await startKubeApiServer();
+    cleanups.push(() => server.stop());
+    const token = server.addAgent({ node: 'node-7' });
+    const n = await node([{ name: 'api-web', namespace: 'web', uid: 'uid-api-web', priority: 0, terminationGracePeriodSeconds: 30 }], 30);
+    server.addPod({ metadata: { name: 'api-web', namespace: 'web', uid: 'uid-api-web' }, spec: { nodeName: 'node-7', containers: [{ name: 'main' }] }, status: { phase: 'Running' } });
+    const kubeconfig = writeKubeconfig(dir, server.port, 't', token, 'kubeconfig-api');
+    await startAgent(n, ['--shutdown-guard', '--shutdown-group', '0:5', '--kubeconfig', kubeconfig, '--node', 'node-7']);
+    await n.bus.waitFor(podctlLock, 15_000);
+    const from = n.bus.events.length;
+    n.bus.send('shutdown');
+    const poweroff = await n.bus.waitFor((e) => e.event === 'poweroff', 30_000, from);
+    expect(poweroff.why).toBe('released');
+    expect(outcomeOf((await lastShutdown(n)).record!, 'api-web')).toBe('stopped');
+    expect(server.getPod('web', 'api-web')?.status).toMatchObject({
+      phase: 'Failed',
+      reason: 'Terminated',
+      message: 'Pod was terminated in response to imminent node shutdown.',
+      conditions: [expect.objectContaining({ type: 'DisruptionTarget', status: 'True' })],
+    });
   });
 
   it('refuses bad flags and an unreachable bus before anything happens: exit 2, one line', async () => {
