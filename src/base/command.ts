@@ -22,7 +22,7 @@ import type { NodeSession, SessionOptions } from '../domain/session-api.js';
 import type { PodctlMetrics } from '../metrics/registry.js';
 import { RuntimeFailure, UsageError, errorRecord, exitCodeOf, oneLine } from '../lib/errors.js';
 import { ExitCode, type ExitCodeValue } from '../lib/exit-codes.js';
-import { DEFAULT_STATE_DIR, globalFlags, nodeName, type GlobalFlags } from './flags.js';
+import { DEFAULT_STATE_DIR, globalFlags, lastOfEachFlag, nodeName, type GlobalFlags } from './flags.js';
 import { colorEnabled, createStyler, renderJson, renderYaml, type Styler } from '../lib/output.js';
 import { Reporter } from '../lib/reporter.js';
 import { AFTER_PID_WAIT_MS, waitForExit } from './safety-flags.js';
@@ -320,6 +320,14 @@ export abstract class PodctlCommand extends Command {
   protected async printStructured(value: unknown, format: 'json' | 'yaml'): Promise<void> {
     if (this.jsonEnabled()) return;
     this.log(format === 'json' ? renderJson(value) : await renderYaml(value));
+  }
+
+  /** A flag given more than once is taken the last time (lib/flags.ts lastOfEachFlag), before oclif parses. */
+  override async init(): Promise<void> {
+    await super.init();
+    const own = this.constructor as typeof PodctlCommand;
+    const flags = { ...own.baseFlags, ...own.flags } as unknown as Parameters<typeof lastOfEachFlag>[1];
+    this.argv = lastOfEachFlag(this.argv, flags);
   }
 
   override async catch(error: Error & { exitCode?: number }): Promise<unknown> {

@@ -8,8 +8,7 @@
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { Flags } from '@oclif/core';
-import { MAX_GRACE_SECONDS } from '../engine/grace.js';
-import { parseDuration } from '../lib/duration.js';
+import { parseDuration, parseSeconds } from '../lib/duration.js';
 import { UsageError } from '../lib/errors.js';
 
 export const DEFAULT_STATE_DIR = '/var/lib/podctl';
@@ -124,13 +123,19 @@ export const selectionFlags = {
   }),
 };
 
+/**
+ * A grace or budget flag: a number of seconds or a duration string (`5`, `5s`, `1m30s`), whole
+ * seconds, at most a year (lib/duration.ts `parseSeconds`): every such flag of podctl takes both.
+ */
+export function secondsFlag(options: { summary: string; flag: string }) {
+  return Flags.custom<number>({ summary: options.summary, helpValue: 'SECONDS|DURATION', parse: async (value) => parseSeconds(value, options.flag) })();
+}
+
 /** Flags of commands that terminate pods and wait for them. */
 export const terminationFlags = {
-  grace: Flags.integer({
-    summary: "Grace period in seconds; only ever shortens a pod's grace (minimum 1, maximum 31536000: a year).",
-    min: 0,
-    max: MAX_GRACE_SECONDS,
-    helpValue: 'SECONDS',
+  grace: secondsFlag({
+    summary: "Grace period: seconds or a duration (5, 5s, 1m30s); only ever shortens a pod's grace (minimum 1, maximum 31536000s: a year).",
+    flag: 'grace',
   }),
   timeout: Flags.string({
     summary: "How long to wait for termination (default: the kubelet's bound, max(10s, 1.5×grace)).",
@@ -150,12 +155,22 @@ export interface TerminationOptions {
   wait: boolean;
 }
 
+/**
+ * A command's `--timeout` (kill, evict, drain: the bound of the wait for termination), in ms: a
+ * duration, never 0 (a wait of no time stops nothing; the same refusal on every command).
+ */
+export function parseWaitBound(text: string): number {
+  const ms = parseDuration(text, 'timeout');
+  if (ms === 0) throw new UsageError(`--timeout: "${text}" leaves no time to wait for termination`, 'give a bound such as 2m, or leave --timeout out for the default');
+  return ms;
+}
+
 /** Validates and converts the termination flags; `--timeout` with `--no-wait` is a usage error. */
 export function terminationOptionsFromFlags(flags: { grace?: number; timeout?: string; 'no-wait': boolean }): TerminationOptions {
   if (flags['no-wait'] && flags.timeout !== undefined) throw new UsageError('--timeout has no effect with --no-wait', 'drop one of them');
   return {
     ...(flags.grace !== undefined ? { gracePeriodSeconds: flags.grace } : {}),
-    ...(flags.timeout !== undefined ? { timeoutMs: parseDuration(flags.timeout, 'timeout') } : {}),
+    ...(flags.timeout !== undefined ? { timeoutMs: parseWaitBound(flags.timeout) } : {}),
     wait: !flags['no-wait'],
   };
 }
@@ -174,4 +189,45 @@ export type GlobalFlags = {
 /** This node's name: --node / $NODE_NAME, else the host name in lower case (the kubelet's default). */
 export function nodeName(flag: string | undefined): string {
   return flag ?? hostname().toLowerCase();
+}
+
+/** What `lastOfEachFlag` needs of a flag definition (oclif's). */
+interface FlagShape {
+  type: 'boolean' | 'option';
+  char?: string;
+  aliases?: string[];
+  multiple?: boolean;
+  allowNo?: boolean;
+}
+
+/**
+ * The command line with every flag that is not repeatable given once, the last time it was given
+ * (`--state-dir a --state-dir b` is `--state-dir b`), as most CLIs take it; oclif refuses a second
+ * one. Repeatable flags, arguments and everything after `--` are left as they are.
+ */
+export function lastOfEachFlag(argv: readonly string[], flags: Readonly<Record<string, FlagShape>>): string[] {
+  const byName = new Map<string, { key: string; def: FlagShape }>();
+  for (const [key, def] of Object.entries(flags)) {
+    byName.set(`--${key}`, { key, def });
+    if (def.allowNo) byName.set(`--no-${key}`, { key, def });
+    for (const alias of def.aliases ?? []) byName.set(`--${alias}`, { key, def });
+    if (def.char) byName.set(`-${def.char}`, { key, def });
+  }
+  const spans = new Map<string, [number, number][]>();
+  for (let i = 0; i < argv.length; i += 1) {
+    const token = argv[i]!;
+    if (token === '--') break;
+    const long = token.startsWith('--');
+    const name = long ? token.split('=')[0]! : token.slice(0, 2);
+    const found = token.startsWith('-') ? byName.get(name) : undefined;
+    if (!found || found.def.multiple) continue;
+    // the value is the next token unless it is joined (--flag=value, -xvalue)
+    const joined = long ? token.includes('=') : token.length > 2;
+    const length = found.def.type === 'option' && !joined && i + 1 < argv.length ? 2 : 1;
+    spans.set(found.key, [...(spans.get(found.key) ?? []), [i, length]]);
+    i += length - 1;
+  }
+  const dropped = new Set<number>();
+  for (const list of spans.values()) for (const [start, length] of list.slice(0, -1)) for (let k = 0; k < length; k += 1) dropped.add(start + k);
+  return dropped.size === 0 ? [...argv] : argv.filter((_, i) => !dropped.has(i));
 }

@@ -7,10 +7,9 @@ import { Flags } from '@oclif/core';
 import type { NodeSession } from '../domain/session-api.js';
 import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
-import { globalFlagsOwnTimeout, nodeName } from '../base/flags.js';
+import { globalFlagsOwnTimeout, nodeName, parseWaitBound, secondsFlag } from '../base/flags.js';
 import { PodctlCommand } from '../base/command.js';
 import { metricsTextfileFlags } from '../base/safety-flags.js';
-import { parseDuration } from '../lib/duration.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { renderTable } from '../lib/output.js';
@@ -48,17 +47,13 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
 
   static override flags = {
     ...metricsTextfileFlags,
-    'grace-period': Flags.integer({
-      summary: `Whole drain budget in seconds, critical pods' share included (default ${DEFAULT_DRAIN_GRACE_SECONDS}; maximum ${MAX_GRACE_SECONDS}).`,
-      min: 0,
-      max: MAX_GRACE_SECONDS,
-      helpValue: 'SECONDS',
+    'grace-period': secondsFlag({
+      summary: `Whole drain budget, critical pods' share included: seconds or a duration (default ${DEFAULT_DRAIN_GRACE_SECONDS}; maximum ${MAX_GRACE_SECONDS}s).`,
+      flag: 'grace-period',
     }),
-    'critical-grace-period': Flags.integer({
-      summary: `Seconds of the budget reserved for critical pods (default ${DEFAULT_CRITICAL_GRACE_SECONDS}).`,
-      min: 0,
-      max: MAX_GRACE_SECONDS,
-      helpValue: 'SECONDS',
+    'critical-grace-period': secondsFlag({
+      summary: `The budget's share reserved for critical pods: seconds or a duration (default ${DEFAULT_CRITICAL_GRACE_SECONDS}).`,
+      flag: 'critical-grace-period',
     }),
     group: Flags.string({
       summary: 'A priority group PRIORITY:SECONDS (repeatable); replaces --grace-period/--critical-grace-period.',
@@ -103,9 +98,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const groups = flags.group ? parseGroups(flags.group) : defaultGroups(flags['grace-period'] ?? DEFAULT_DRAIN_GRACE_SECONDS, flags['critical-grace-period'] ?? DEFAULT_CRITICAL_GRACE_SECONDS);
     const selection = parseSelection({ args: [], selector: flags.selector, allNamespaces: true, allowEmpty: true });
     const isExcluded = flags.exclude ? parseExcludes(flags.exclude) : undefined;
-    const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, 'timeout');
     // a bound of nothing starts nothing and ends "timed out": refused before anything is read
-    if (timeoutMs === 0) throw new UsageError(`--timeout: "${flags.timeout}" leaves the drain no time (no pod would be stopped)`, 'give a bound such as 2m, or leave --timeout out for the default');
+    const timeoutMs = flags.timeout === undefined ? undefined : parseWaitBound(flags.timeout);
     if (flags['dry-run']) this.readOnlySession = true;
     const api = await apiNodeFor(flags, this.reporter);
     if (flags['shutdown-status'] && !api) throw new UsageError('--shutdown-status needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');

@@ -35,6 +35,17 @@ function parseDurationUnbounded(text: string, flag: string): number {
   return Math.round(total);
 }
 
+/**
+ * Whole seconds for a grace or a budget, given as a number of seconds or a duration string (`45`,
+ * `45s`, `2m`, `1m30s`): the one rule of every such flag. A part of a second is a UsageError naming
+ * the flag (grace periods are whole seconds, as in Kubernetes).
+ */
+export function parseSeconds(text: string, flag: string): number {
+  const ms = parseDuration(text, flag);
+  if (ms % 1000 !== 0) throw new UsageError(`--${flag}: "${text}" is not a whole number of seconds`, 'give whole seconds, e.g. 5, 5s or 1m30s');
+  return ms / 1000;
+}
+
 /** Short human form: `850ms`, `12s`, `3m05s`, `1h02m`. */
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms)) return '-';

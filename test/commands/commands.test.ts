@@ -76,7 +76,7 @@ describe('usage errors: exit 2, one line naming the flag, nothing done', () => {
     [Drain, ['--group', '0:5', '--grace-period', '10'], /--group cannot be combined with --grace-period/],
     [Drain, ['--grace-period', '5', '--critical-grace-period', '10'], /exceeds --grace-period/],
     [Drain, ['--exclude', 'a/b/c'], /--exclude "a\/b\/c"/],
-    [Drain, ['--timeout', '0s'], /--timeout: "0s" leaves the drain no time/],
+    [Drain, ['--timeout', '0s'], /--timeout: "0s" leaves no time to wait for termination/],
     [SyncKnown, [], /no source of desired pods \(pass --desired FILE or --desired-from runtime/],
     [SyncKnown, ['--desired', 'x', '--desired-from', 'runtime'], /mutually exclusive/],
     [SyncKnown, ['--desired-from', 'api'], /--desired-from api needs an API server/],

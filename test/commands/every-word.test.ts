@@ -209,3 +209,64 @@ describe('a background driver stops on SIGTERM', { timeout: 120_000 }, () => {
     expect(text.stdout).not.toMatch(/-\d+s/);
   });
 });
+
+describe('one rule for duration flags, --timeout 0 and repeated flags', { timeout: 90_000 }, () => {
+  let sim: RunningSimulator;
+  let dir: string;
+  let common: string[];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'podctl-words-flags-'));
+    sim = await startSimulator({
+      socketPath: path.join(dir, 'cri.sock'),
+      pods: [
+        { name: 'app-1', namespace: 'web', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] },
+        { name: 'dns', namespace: 'kube-system', priority: 2_000_000_000, terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] },
+      ],
+    });
+    common = ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state')];
+  });
+
+  afterAll(async () => {
+    await sim?.close();
+  });
+
+  const plan = async (args: string[]): Promise<unknown> => {
+    const run = await podctl([...args, '--dry-run', '--json', ...common]);
+    expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(0);
+    const result = JSON.parse(run.stdout) as { pods?: { name: string; gracePeriodSeconds: number; drainGraceSeconds?: number }[]; groups?: unknown };
+    return { groups: result.groups, pods: result.pods?.map((p) => [p.name, p.gracePeriodSeconds, p.drainGraceSeconds]) };
+  };
+
+  it('a grace or budget is a number of seconds or a duration, on every command', async () => {
+    expect(await plan(['drain', '--grace-period', '1m', '--critical-grace-period', '20s'])).toEqual(await plan(['drain', '--grace-period', '60', '--critical-grace-period', '20']));
+    expect(await plan(['drain', '--group', '0:5s', '--group', '2000000000:1m'])).toEqual(await plan(['drain', '--group', '0:5', '--group', '2000000000:60']));
+    expect(await plan(['kill', 'web/app-1', '--grace', '5s'])).toEqual(await plan(['kill', 'web/app-1', '--grace', '5']));
+    // a part of a second is refused, naming the flag
+    const part = await podctl(['kill', 'web/app-1', '--grace', '1.5', '--dry-run', ...common]);
+    expect(part.code).toBe(2);
+    expect(part.stderr).toContain('--grace: "1.5" is not a whole number of seconds');
+  });
+
+  it('--timeout 0 is refused alike by kill, evict and drain', async () => {
+    const runs = await Promise.all([
+      podctl(['kill', 'web/app-1', '--timeout', '0', ...common]),
+      podctl(['evict', 'web/app-1', '--timeout', '0s', ...common]),
+      podctl(['drain', '--timeout', '0', ...common]),
+    ]);
+    for (const run of runs) {
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/^error: --timeout: "0s?" leaves no time to wait for termination/);
+    }
+    // nothing was done
+    expect((JSON.parse((await podctl(['status', 'web/app-1', '--json', ...common])).stdout) as { pods: { state: string }[] }).pods[0]!.state).toBe('runtime');
+  });
+
+  it('a flag given twice is taken the last time (--state-dir, -o, --grace)', async () => {
+    const run = await podctl(['status', '--state-dir', path.join(dir, 'not-this-one'), '-o', 'table', ...common, '-o', 'json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect((JSON.parse(run.stdout) as { stateDir: string }).stateDir).toBe(path.join(dir, 'state'));
+    expect(existsSync(path.join(dir, 'not-this-one'))).toBe(false);
+    expect(await plan(['kill', 'web/app-1', '--grace', '20', '--grace', '3'])).toEqual(await plan(['kill', 'web/app-1', '--grace', '3']));
+  });
+});

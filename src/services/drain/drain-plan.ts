@@ -16,6 +16,7 @@
  */
 import type { PodInfo } from '../../domain/session-api.js';
 import { MAX_GRACE_SECONDS } from '../../engine/grace.js';
+import { parseSeconds } from '../../lib/duration.js';
 import { UsageError } from '../../lib/errors.js';
 import { comparePods } from '../../lib/refs.js';
 import { killTimeoutMs } from '../../engine/kill-now.js';
@@ -94,10 +95,11 @@ export function defaultGroups(gracePeriodSeconds: number, criticalGracePeriodSec
 export function parseGroups(values: string[]): PriorityGroup[] {
   const groups: PriorityGroup[] = [];
   for (const value of values) {
-    const match = /^\s*(-?\d+)\s*:\s*(\d+)\s*$/.exec(value);
-    if (!match) throw new UsageError(`--group "${value}" is not PRIORITY:SECONDS`, 'e.g. --group 0:20 --group 100000:10 --group 2000000000:10');
+    const match = /^\s*(-?\d+)\s*:\s*(\S+)\s*$/.exec(value);
+    if (!match) throw new UsageError(`--group "${value}" is not PRIORITY:SECONDS`, 'e.g. --group 0:20 --group 100000:10s --group 2000000000:10');
     const priority = Number(match[1]);
-    const budgetSeconds = Number(match[2]);
+    // seconds or a duration, as every grace flag (lib/duration.ts parseSeconds)
+    const budgetSeconds = parseSeconds(match[2]!, 'group');
     if (!Number.isSafeInteger(priority) || Math.abs(priority) > 2 ** 31 - 1) {
       throw new UsageError(`--group "${value}": priority out of range`, 'pod priorities are 32-bit integers');
     }
