@@ -1,11 +1,12 @@
 /**
  * `podctl agent`: parse and validate, run the agent service until SIGTERM/SIGINT. No logic of its own.
  */
+import { access } from 'node:fs/promises';
 import { Flags } from '@oclif/core';
 import { detectKube } from '../kube/index.js';
 import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
 import { PodctlCommand } from '../base/command.js';
-import { UsageError } from '../lib/errors.js';
+import { RuntimeFailure, UsageError } from '../lib/errors.js';
 import { nodeName } from '../base/flags.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { parseDuration } from '../lib/duration.js';
@@ -45,7 +46,11 @@ Every --interval it runs the kubelet's housekeeping step, exactly what \`podctl 
 
 A pod terminating longer than its grace period plus --stuck-after is logged once, counted in podctl_stuck_pods (and an Event is posted when an API server is configured); \`podctl status\` marks it stuck too.
 
-HTTP on --metrics-addr (default 127.0.0.1:9640, loopback only unless told): /metrics (Prometheus text format; every series in docs/metrics.md) and /healthz (200 "ok" while the loop runs and the runtime answered within max(3 × interval, 10 s); 503 with a one-line reason otherwise). Nothing else is served.
+With an API server it lists its node's pods and its Node once, then follows them with watches (no request per step); a pod deleted in the API is acted on when the watch says so. While the API server does not answer, housekeeping goes on with the last known pods (takeovers, deletions, stuck pods), but no pod is terminated as an orphan until it answers again.
+
+HTTP on --metrics-addr (default 127.0.0.1:9640, loopback only unless told): /metrics (Prometheus text format; every series in docs/metrics.md), /healthz (liveness: 200 while the loop makes progress, whatever its dependencies say) and /readyz (readiness: 503 after 3 failed steps in a row, while the runtime has not answered for max(3 × interval, 10 s), or while the API server refuses the credentials); both name the verdict on the first line, then the runtime, state dir, API server and kubelet, each with its state and since when. Nothing else is served.
+
+A --desired file that cannot be read, or a state dir that cannot be created or opened, ends the agent at start with exit 2 and one line.
 
 ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
 
@@ -113,10 +118,21 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     else if (flags['desired-from'] === 'api' && !kube) throw new UsageError('--desired-from api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
     else if (flags['desired-from'] === 'runtime' || !kube) source = { kind: 'runtime' };
     else source = { kind: 'api' };
+    if (source.kind === 'file') {
+      // only the operator can fix it: said at start, not at every step
+      await access(source.path).catch((error: NodeJS.ErrnoException) => {
+        throw new UsageError(`--desired ${flags.desired}: cannot read (${error.code ?? error.message})`, 'give a readable file of desired pods');
+      });
+    }
     const api = kube ? await apiNodeFor(flags, this.reporter) : undefined;
     const { createMetrics } = await import('../metrics/registry.js');
     const metrics = createMetrics({ processDefaults: true });
-    const session = await this.session();
+    const session = await this.session().catch((error: Error) => {
+      // a state dir that cannot be created or opened: only the operator can fix it
+      if (error instanceof RuntimeFailure && error.kind === 'StoreError') throw new UsageError(error.message, error.hint);
+      if (error.name === 'StoreError') throw new UsageError(error.message);
+      throw error;
+    });
     // one agent per state dir: a second one would take the same pods over and fight for them
     const { claimAgentMark } = await import('../store/agent-mark.js');
     const claim = await claimAgentMark(session.stateDir);

@@ -21,6 +21,8 @@
  * - podctl_stuck_pods{reason}                         gauge: pods on their way out not finishing, by what holds them
  *   (services/diagnose/blocked-by.ts); the agent counts those terminating past grace + stuck-after.
  * - podctl_kubelet_up                                  gauge: 1 running (or unknown), 0 down.
+ * - podctl_api_reachable                               gauge (the agent, with an API server): 1 its watches are answered, 0 not.
+ * - podctl_housekeeping_steps_total{result}            counter (the agent): steps by result (ok, stale, failed, refused).
  * - with `processDefaults`, prom-client's process_* and nodejs_* series (less three gauges named
  *   *_total, which promtool rejects) (the agent; never in a
  *   textfile, where node_exporter's own process series would collide).
@@ -88,6 +90,8 @@ export class PodctlMetrics {
   #runtimeDuration: Histogram<'operation_type'>;
   #evictions: Counter;
   #kubeletUp: Gauge;
+  #apiReachable: Gauge | undefined;
+  #steps: Counter<'result'> | undefined;
   /** Worker sync start and the update type it serves, per pod UID. */
   #syncStartedAt = new Map<string, number>();
   #updateType = new Map<string, string>();
@@ -227,6 +231,26 @@ export class PodctlMetrics {
   }
 
   /** `running` and `unknown` are 1 (unknown is treated as running), `down` 0. */
+  /** podctl_api_reachable, registered on first use (only an agent with an API server has it). */
+  setApiReachable(reachable: boolean): void {
+    this.#apiReachable ??= new Gauge({ name: 'podctl_api_reachable', help: "Whether the agent's watches of the API server are answered: 1 yes, 0 no.", registers: [this.registry] });
+    this.#apiReachable.set(reachable ? 1 : 0);
+  }
+
+  /** podctl_housekeeping_steps_total{result}: the agent's steps (every result present from the first). */
+  countHousekeepingStep(result: 'ok' | 'stale' | 'failed' | 'refused'): void {
+    if (!this.#steps) {
+      this.#steps = new Counter({
+        name: 'podctl_housekeeping_steps_total',
+        help: `The agent's housekeeping steps by result: ok, stale (on the last known pods: the API server did not answer), failed, refused (a safety rule).${RESET_HELP}`,
+        labelNames: ['result'],
+        registers: [this.registry],
+      });
+      for (const r of ['ok', 'stale', 'failed', 'refused']) this.#steps.inc({ result: r }, 0);
+    }
+    this.#steps.inc({ result });
+  }
+
   setKubeletState(state: 'running' | 'down' | 'unknown'): void {
     this.#kubeletUp.set(state === 'down' ? 0 : 1);
   }

@@ -5,7 +5,7 @@
  * files pointed into a directory that does not exist.
  */
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -61,11 +61,21 @@ describe('podctl agent (CLI)', { timeout: 60_000 }, () => {
     [['--interval', 'soon'], /--interval/],
     [['--metrics-addr', '9640'], /--metrics-addr "9640" is not HOST:PORT/],
     [['--desired', 'x.json', '--desired-from', 'runtime'], /mutually exclusive/],
+    [['--desired', '/nonexistent/desired.yaml'], /--desired \/nonexistent\/desired.yaml: cannot read \(ENOENT\)/],
   ])('refuses %j before anything happens: exit 2, one line', async (args, message) => {
     const run = await podctl(['agent', ...args, ...common()]);
     expect(run.code).toBe(2);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toMatch(message);
+  });
+
+  it('a state dir that cannot be created ends it at start: exit 2, one line naming it', async () => {
+    const file = path.join(dir, 'not-a-dir');
+    writeFileSync(file, '');
+    const run = await podctl(['agent', '--metrics-addr', 'none', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(file, 'state')]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toMatch(/state dir .*not-a-dir\/state: a part of the path is not a directory \(ENOTDIR\)/);
   });
 
   it('a --metrics-addr already in use is exit 2 naming the address', async () => {

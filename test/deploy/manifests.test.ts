@@ -164,7 +164,7 @@ describe('deploy/ manifests', () => {
     });
   });
 
-  it('the DaemonSet: host PID and network, every taint tolerated, node-critical, probes on /healthz, node-bound token, read-only root', () => {
+  it('the DaemonSet: host PID and network, every taint tolerated, node-critical, readiness on /readyz and liveness on /healthz, node-bound token, read-only root', () => {
     const ds = find('DaemonSet');
     const spec = ds.spec.template.spec;
     const agent = spec.containers[0];
@@ -176,7 +176,7 @@ describe('deploy/ manifests', () => {
       { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
       { name: 'NODE_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
     ]);
-    expect(agent.readinessProbe.httpGet).toEqual({ path: '/healthz', port: 9640 });
+    expect(agent.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 9640 });
     expect(agent.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 9640 });
     expect(agent.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
     expect(agent.resources.limits.memory).toBe('256Mi');

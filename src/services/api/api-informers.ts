@@ -56,9 +56,12 @@ export class ApiInformers {
   #generation = 0;
   #known = new Map<string, string>(); // uid → deletion state
   #drain: string | undefined;
+  #failed: Promise<void>;
+  #fail!: () => void;
 
   constructor(options: ApiInformersOptions) {
     this.#options = options;
+    this.#failed = new Promise((resolve) => (this.#fail = resolve));
     const backoff = {
       ...(options.baseBackoffMs !== undefined ? { baseBackoffMs: options.baseBackoffMs } : {}),
       ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
@@ -72,10 +75,10 @@ export class ApiInformers {
     this.#running ??= Promise.all([this.#pods.run(this.#stop.signal), this.#node?.run(this.#stop.signal)]);
   }
 
-  /** Waits (at most `boundMs`) for the first list of the pods and the Node. */
+  /** Waits (at most `boundMs`, and no longer than a first failure) for the first list of the pods and the Node. */
   async synced(boundMs: number, signal: AbortSignal): Promise<void> {
     const both = Promise.all([this.#pods.synced(), this.#node?.synced()]);
-    await within(raceAbort(both, signal), boundMs, undefined).catch(() => undefined);
+    await within(raceAbort(Promise.race([both, this.#failed]), signal), boundMs, undefined).catch(() => undefined);
   }
 
   async stop(): Promise<void> {
@@ -150,6 +153,8 @@ export class ApiInformers {
       case 'error':
       case 'open':
       case 'relist':
+        if (event.kind === 'error') this.#fail();
+        if (event.kind === 'open') this.#generation += 1; // what waited for the API server (final deletes) goes now
         this.#options.onSourceNote?.('pods', event);
         break;
       default:
@@ -170,6 +175,7 @@ export class ApiInformers {
       case 'error':
       case 'open':
       case 'relist':
+        if (event.kind === 'error') this.#fail();
         this.#options.onSourceNote?.('node', event);
         break;
       default:

@@ -23,9 +23,12 @@
  *   refusal is logged once until the step is allowed again. The agent never passes `--yes`.
  * - A stuck pod (terminating past its grace + `stuckAfterMs`, `isStuck`) is logged once per
  *   termination; `podctl_stuck_pods` counts those stuck now.
- * - The HTTP server serves exactly `/metrics` and `/healthz` (GET/HEAD); anything else is 404/405.
- *   `/healthz` is 200 while the loop runs and the runtime answered within `healthWindowMs`, else 503
- *   with a one-line reason.
+ * - The HTTP server serves exactly `/metrics`, `/healthz` and `/readyz` (GET/HEAD); anything else
+ *   is 404/405. `/healthz` is liveness (the loop's own progress), `/readyz` readiness (failed steps
+ *   in a row, a runtime silent past `healthWindowMs`, credentials refused); both list every
+ *   dependency with its state and since when (agent-health.ts).
+ * - A step that fails is logged once until a step succeeds again; the state dir is checked with a
+ *   write at most every `STATE_DIR_CHECK_MS` and a step waits while it cannot be written.
  * - On abort the loop stops at once (an in-flight step is cancelled through the signal), the server
  *   closes its connections, and the call returns; the caller closes the session (state saved).
  */
@@ -48,12 +51,17 @@ import { connectCri, observeRuntimeOperations, type CriClient } from '../../cri/
 import { attachMetrics, type PodctlMetrics } from '../../metrics/registry.js';
 import type { KubeletStatus } from '../../kube/kubelet.js';
 import { ApiInformers } from '../api/api-informers.js';
+import { AgentHealth, type StepCause } from './agent-health.js';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 
 const DEFAULT_METRICS_ADDR = '127.0.0.1:9640';
 /** A full housekeeping step at least this often, changes or not. */
 const FULL_STEP_EVERY_MS = 30_000;
 /** How long the first step waits for the API server's first lists (then it fails, naming why). */
 const API_SYNC_WAIT_MS = 10_000;
+/** How often the agent checks that its state dir can be written. */
+const STATE_DIR_CHECK_MS = 10_000;
 /** How often the agent asks whether a kubelet runs (podctl_kubelet_up). */
 const KUBELET_CHECK_MS = 10_000;
 
@@ -83,7 +91,7 @@ export interface AgentOptions {
   signal: AbortSignal;
   /** Called once the HTTP server listens (tests, and the start-up line). */
   onListening?: (address: MetricsAddress) => void;
-  /** How long the runtime may stay silent before /healthz says 503 (default `healthWindowMs(intervalMs)`). */
+  /** How long the runtime may stay silent before /readyz says 503 (default `healthWindowMs(intervalMs)`). */
   healthWindowMs?: number;
   /** Called after every step (tests and benchmarks). */
   onStep?: (step: AgentStep) => void;
@@ -123,16 +131,23 @@ export function parseMetricsAddr(text: string): MetricsAddress {
   return { host: (m[1] ?? m[2]) as string, port };
 }
 
-/** How long the runtime may stay silent before /healthz says 503: three steps, at least 10 s. */
+/** How long the runtime may stay silent before /readyz says 503: three steps, at least 10 s. */
 export function healthWindowMs(intervalMs: number): number {
   return Math.max(3 * intervalMs, 10_000);
+}
+
+/** How long the loop may go without ending a step before /healthz (liveness) says 503: ten steps, at least a minute. */
+export function livenessWindowMs(intervalMs: number): number {
+  return Math.max(10 * intervalMs, 60_000);
 }
 
 export async function runAgent(options: AgentOptions): Promise<AgentResult> {
   const reporter = options.reporter ?? silentReporter();
   const now = options.now ?? Date.now;
   const { session, metrics, signal } = options;
-  const state = new AgentState(now, options.healthWindowMs ?? healthWindowMs(options.intervalMs), reporter);
+  const state = new AgentHealth(now, options.healthWindowMs ?? healthWindowMs(options.intervalMs), livenessWindowMs(options.intervalMs), reporter);
+  state.set('state-dir', 'ok', true, session.stateDir);
+  if (!options.api) state.set('api', 'not configured', true);
   const server = options.listen ? await serve(options.listen, metrics, state, signal) : undefined;
   const detachEngine = attachMetrics(metrics, session);
   const detachRuntime = observeRuntimeOperations((op) => {
@@ -169,14 +184,19 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
             wake.wake();
           },
           onSourceNote: (what, event) => {
-            if (event.kind === 'error') state.apiAway(event.message);
-            else if (event.kind === 'open') state.apiAnswered();
+            if (event.kind === 'error' || event.kind === 'open') noteApi();
             else reporter.debug(`agent: API server (${what}): ${event.kind === 'relist' ? `relisting (${event.reason})` : event.kind}`);
           },
           now,
           ...(options.apiBackoffMs ? { baseBackoffMs: options.apiBackoffMs.base, maxBackoffMs: options.apiBackoffMs.max } : {}),
         })
       : undefined;
+  const noteApi = (): void => {
+    if (!informers) return;
+    const reach = informers.reachability();
+    state.api(reach.reachable, reach.permanent === true, reach.error);
+    metrics.setApiReachable(reach.reachable);
+  };
   informers?.start();
   // the first step housekeeps with the API's pods: wait (bounded) for the first lists
   await informers?.synced(API_SYNC_WAIT_MS, signal);
@@ -184,6 +204,23 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
   const probe = await connectCri({ endpoint: session.endpoint, timeoutMs: 5_000 });
   state.running = true;
   let maintenanceRv: string | undefined; // the Node version the last maintenance action answered
+  let failure: string | undefined; // the last failed step's error, said once
+  const noteKubelet = (kubeletNow: KubeletStatus): void => {
+    metrics.setKubeletState(kubeletNow.state);
+    state.set('kubelet', kubeletNow.state, true, kubeletNow.detail);
+  };
+  // the state dir takes a write at most every STATE_DIR_CHECK_MS (a read-only or full disk is said at once)
+  let stateDirChecked: { at: number; failure: string | undefined } | undefined;
+  const stateDirCheck = async (): Promise<string | undefined> => {
+    if (stateDirChecked && now() - stateDirChecked.at < STATE_DIR_CHECK_MS) return stateDirChecked.failure;
+    const failure = await writableStateDir(session.stateDir);
+    stateDirChecked = { at: now(), failure };
+    if (state.set('state-dir', failure === undefined ? 'ok' : 'failing', failure === undefined, failure ?? session.stateDir)) {
+      if (failure !== undefined) reporter.warn(`agent: the state dir cannot be written: ${failure}; housekeeping waits for it`);
+      else reporter.info(`agent: the state dir can be written again (${session.stateDir})`);
+    }
+    return failure;
+  };
 
   while (!signal.aborted) {
     // maintenance through Kubernetes: the node's podctl.io/drain annotation (maintenance.ts), as watched
@@ -191,6 +228,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
     if (options.api && options.node && current !== undefined && (current === null || current.resourceVersion !== maintenanceRv)) {
       const kubeletNow = await kubeletState();
       const { checkMaintenance } = await import('../drain/maintenance.js');
+      state.busySince = now(); // a drain runs inside the loop: it is the loop's progress
       const outcome = await checkMaintenance({
         session,
         api: options.api,
@@ -204,7 +242,9 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
         if (!signal.aborted) reporter.warn(`agent: node ${options.node}: ${error.message}`);
         return { action: 'none' as const };
       });
+      state.busySince = undefined;
       if (outcome.action !== 'none') {
+        state.lastStepAt = now(); // a drain is the loop's progress
         gate.markChanged();
         // the watch may not have brought our own annotation writes yet: never act twice on one version
         maintenanceRv = current?.resourceVersion;
@@ -213,81 +253,101 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
     const started = now();
     const step: AgentStep = { at: started, ok: true, full: true, ms: 0, resumed: [], orphaned: [], stuck: [] };
     let pods: PodInfo[] = [];
-    if (!(await gate.needsFullStep())) {
+    let result: StepResult = 'ok';
+    let cause: StepCause | undefined;
+    const stateDirFailure = await stateDirCheck();
+    if (stateDirFailure !== undefined) {
+      // nothing can be recorded: housekeeping waits for the state dir
+      step.ok = false;
+      step.full = false;
+      step.error = stateDirFailure;
+      result = 'failed';
+      cause = { dependency: 'state-dir', message: stateDirFailure };
+    } else if (!(await gate.needsFullStep())) {
       step.full = false;
       const unanswered = await probeRuntime(probe, signal);
       if (unanswered !== undefined && !signal.aborted) {
         step.ok = false;
         step.error = unanswered.message;
-        totals.failedSteps += 1;
+        result = 'failed';
+        cause = { dependency: 'runtime', message: unanswered.message };
         state.runtimeAway(unanswered.message);
       }
       const kubeletNow = await kubeletState();
-      if (kubeletNow) metrics.setKubeletState(kubeletNow.state);
+      if (kubeletNow) noteKubelet(kubeletNow);
       step.stuck = [...stuckLogged.keys()].filter((uid) => gate.stillTerminating(uid));
-      step.ms = now() - started;
-      totals.steps += 1;
-      state.lastStepAt = now();
-      options.onStep?.(step);
-      await wake.sleep(Math.max(0, options.intervalMs - step.ms), signal);
-      continue;
-    }
-    try {
-      const kubeletNow = await kubeletState();
-      const mark = informers?.mark();
-      gate.beginFullStep();
-      const apiView = options.source.kind === 'api' && informers ? watchedPods(informers, now) : undefined;
-      const result = await syncKnown({
-        session,
-        source: options.source,
-        ...(options.api ? { api: options.api } : {}),
-        ...(apiView ? { apiView } : {}),
-        ...(kubeletNow ? { kubelet: kubeletNow } : {}),
-        ...(options.kubeletRoot ? { kubeletRoot: options.kubeletRoot } : {}),
-        ...(isSelf ? { isSelf } : {}),
-        reporter: quiet(reporter),
-        signal,
-        wait: false,
-        listingMaxAgeMs: options.intervalMs,
-        onListing: (p) => (pods = p),
-      });
-      reporter.debug(`agent: step sync done in ${now() - started} ms`);
-      if (kubeletNow) metrics.setKubeletState(kubeletNow.state);
-      if (refusal !== undefined) reporter.info('agent: housekeeping resumed');
-      refusal = undefined;
-      step.resumed = result.resumed.map((p) => p.uid);
-      step.orphaned = result.orphanedRuntimePods.map((p) => p.uid);
-      for (const p of result.resumed) reporter.info(`agent: took over ${p.namespace}/${p.name} from a dead or timed-out owner`);
-      for (const p of result.orphanedRuntimePods) reporter.info(`agent: terminating orphaned runtime pod ${p.namespace}/${p.name}`);
-      observeStep(metrics, result, pods);
-      gate.afterFullStep(pods, mark);
-      step.stuck = noteStuck(pods, now(), options.stuckAfterMs, stuckLogged, reporter, options.api);
-      // what holds each stuck pod, with the node's facts (/proc, mounts) for those few pods only
-      const stuckPods = pods.filter((p) => step.stuck.includes(p.uid));
-      const facts = stuckPods.length > 0 ? await gatherNodeFacts(session, stuckPods, kubeletNow, new Map(), signal).catch(() => undefined) : undefined;
-      metrics.setStuckPods(BLOCKED_KINDS, stuckReasons(stuckPods, now(), facts));
-      state.runtimeAnswered();
-      totals.resumed += result.resumed.length;
-      totals.orphanedRuntimePods += result.orphanedRuntimePods.length;
-    } catch (error) {
-      if (signal.aborted && isAbort(error)) break;
-      gate.markChanged();
-      step.ok = false;
-      step.error = (error as Error).message;
-      totals.failedSteps += 1;
-      if (error instanceof UsageError) {
-        // a safety refusal: nothing was done; said once until it clears
-        if (refusal !== step.error) reporter.warn(`agent: housekeeping step refused, nothing done: ${step.error}`);
-        refusal = step.error;
+    } else {
+      try {
+        const kubeletNow = await kubeletState();
+        const mark = informers?.mark();
+        gate.beginFullStep();
+        const apiView = options.source.kind === 'api' && informers ? watchedPods(informers, now) : undefined;
+        const outcome = await syncKnown({
+          session,
+          source: options.source,
+          ...(options.api ? { api: options.api } : {}),
+          ...(apiView ? { apiView } : {}),
+          ...(kubeletNow ? { kubelet: kubeletNow } : {}),
+          ...(options.kubeletRoot ? { kubeletRoot: options.kubeletRoot } : {}),
+          ...(isSelf ? { isSelf } : {}),
+          reporter: quiet(reporter),
+          signal,
+          wait: false,
+          listingMaxAgeMs: options.intervalMs,
+          onListing: (p) => (pods = p),
+        });
+        reporter.debug(`agent: step sync done in ${now() - started} ms`);
+        if (kubeletNow) noteKubelet(kubeletNow);
+        if (refusal !== undefined) reporter.info('agent: housekeeping resumed');
+        refusal = undefined;
+        if (apiView?.stale) result = 'stale';
+        step.resumed = outcome.resumed.map((p) => p.uid);
+        step.orphaned = outcome.orphanedRuntimePods.map((p) => p.uid);
+        for (const p of outcome.resumed) reporter.info(`agent: took over ${p.namespace}/${p.name} from a dead or timed-out owner`);
+        for (const p of outcome.orphanedRuntimePods) reporter.info(`agent: terminating orphaned runtime pod ${p.namespace}/${p.name}`);
+        observeStep(metrics, outcome, pods);
+        gate.afterFullStep(pods, mark);
+        step.stuck = noteStuck(pods, now(), options.stuckAfterMs, stuckLogged, reporter, options.api);
+        // what holds each stuck pod, with the node's facts (/proc, mounts) for those few pods only
+        const stuckPods = pods.filter((p) => step.stuck.includes(p.uid));
+        const facts = stuckPods.length > 0 ? await gatherNodeFacts(session, stuckPods, kubeletNow, new Map(), signal).catch(() => undefined) : undefined;
+        metrics.setStuckPods(BLOCKED_KINDS, stuckReasons(stuckPods, now(), facts));
         state.runtimeAnswered();
-      } else {
-        reporter.warn(`agent: housekeeping step failed: ${step.error}`);
-        if (isRuntimeAway(error)) state.runtimeAway(step.error);
+        totals.resumed += outcome.resumed.length;
+        totals.orphanedRuntimePods += outcome.orphanedRuntimePods.length;
+      } catch (error) {
+        if (signal.aborted && isAbort(error)) break;
+        gate.markChanged();
+        step.ok = false;
+        step.error = (error as Error).message;
+        if (error instanceof UsageError) {
+          // a safety refusal: nothing was done; said once until it clears
+          result = 'refused';
+          if (refusal !== step.error) reporter.warn(`agent: housekeeping step refused, nothing done: ${step.error}`);
+          refusal = step.error;
+          state.runtimeAnswered();
+        } else {
+          result = 'failed';
+          cause = causeOf(error);
+          if (cause.dependency === 'runtime') state.runtimeAway(step.error);
+        }
       }
     }
+    if (result === 'failed') {
+      totals.failedSteps += 1;
+      // said once until a step succeeds again, not at every interval
+      if (failure !== step.error) reporter.warn(`agent: housekeeping step failed: ${step.error}`);
+      failure = step.error;
+    } else if (result !== 'refused') {
+      if (failure !== undefined) reporter.info('agent: housekeeping steps succeed again');
+      failure = undefined;
+    }
+    if (result === 'refused') totals.failedSteps += 1;
+    noteApi();
+    metrics.countHousekeepingStep(result);
     step.ms = now() - started;
     totals.steps += 1;
-    state.lastStepAt = now();
+    state.stepEnded(result !== 'failed', cause);
     options.onStep?.(step);
     await wake.sleep(Math.max(0, options.intervalMs - step.ms), signal);
   }
@@ -327,6 +387,38 @@ function watchedPods(informers: ApiInformers, now: () => number): { pods: V1Pod[
   if (!pods) throw new ApiUnlisted(`the API server has not listed this node's pods yet${reach.reachable ? '' : `: ${reach.error}`}`);
   if (reach.reachable) return { pods };
   return { pods, stale: `the API server does not answer (for ${formatDuration(now() - reach.since)}), it cannot confirm the pod is gone` };
+}
+
+/** How a step ended (podctl_housekeeping_steps_total{result}): `stale` ran on the last known API pods. */
+type StepResult = 'ok' | 'stale' | 'failed' | 'refused';
+
+const FILE_SYSTEM_CODES = new Set(['EROFS', 'EACCES', 'EPERM', 'ENOSPC', 'EDQUOT', 'EIO', 'ENOTDIR']);
+
+/** What a failed step's error points at: the runtime, the state dir, the API server, or housekeeping itself. */
+function causeOf(error: unknown): StepCause {
+  const message = (error as Error).message;
+  if (isRuntimeAway(error)) return { dependency: 'runtime', message };
+  if (error instanceof ApiUnlisted) return { dependency: 'api', message };
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (e.name === 'StoreError' || (typeof code === 'string' && FILE_SYSTEM_CODES.has(code))) return { dependency: 'state-dir', message };
+    if (e.name === 'KubeError') return { dependency: 'api', message };
+  }
+  return { dependency: 'housekeeping', message };
+}
+
+/** undefined when a file can be written and removed in the state dir, else why not (one line). */
+async function writableStateDir(dir: string): Promise<string | undefined> {
+  const file = join(dir, `.agent-check-${process.pid}`);
+  try {
+    await writeFile(file, '', { mode: 0o600 });
+    await rm(file, { force: true });
+    return undefined;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    const why = code === 'EROFS' ? 'read-only file system' : code === 'ENOSPC' || code === 'EDQUOT' ? 'no space left' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code;
+    return `${dir}: ${why} (${code})`;
+  }
 }
 
 /** A step of source api before the first list: no desired set to housekeep with. */
@@ -447,64 +539,6 @@ async function fileStamp(path: string): Promise<string> {
   }
 }
 
-/** The agent's health as /healthz reports it. */
-class AgentState {
-  running = false;
-  lastStepAt = 0;
-  #lastRuntimeAt: number;
-  /** When the log said the runtime could not be reached; undefined while it answers. */
-  #awaySince: number | undefined;
-  readonly #now: () => number;
-  readonly #windowMs: number;
-  readonly #reporter: Reporter;
-
-  constructor(now: () => number, windowMs: number, reporter: Reporter) {
-    this.#now = now;
-    this.#windowMs = windowMs;
-    this.#reporter = reporter;
-    this.#lastRuntimeAt = now();
-  }
-
-  runtimeAnswered(): void {
-    const silentSince = this.#lastRuntimeAt;
-    this.#lastRuntimeAt = this.#now();
-    if (this.#awaySince === undefined) return;
-    this.#reporter.info(`agent: the runtime answers again (after ${formatDuration(this.#lastRuntimeAt - silentSince)} without an answer)`);
-    this.#awaySince = undefined;
-  }
-
-  /** When the log said the API server does not answer; undefined while it answers. */
-  #apiAwaySince: number | undefined;
-
-  /** A watch of the API server failed: said once until it answers again. */
-  apiAway(reason: string): void {
-    if (this.#apiAwaySince !== undefined) return;
-    this.#apiAwaySince = this.#now();
-    this.#reporter.warn(`agent: the API server does not answer: ${reason}; housekeeping goes on with the last known pods (no orphan is terminated, no final delete sent until it answers)`);
-  }
-
-  apiAnswered(): void {
-    if (this.#apiAwaySince === undefined) return;
-    this.#reporter.info(`agent: the API server answers again (after ${formatDuration(this.#now() - this.#apiAwaySince)})`);
-    this.#apiAwaySince = undefined;
-  }
-
-  /** A step could not reach the runtime: said once until it answers again. */
-  runtimeAway(reason: string): void {
-    if (this.#awaySince !== undefined) return;
-    this.#awaySince = this.#now();
-    this.#reporter.warn(`agent: the runtime does not answer: ${reason}; housekeeping waits for it (/healthz says 503 after ${formatDuration(this.#windowMs)} without an answer)`);
-  }
-
-  /** undefined when healthy, else the one-line reason. */
-  unhealthy(): string | undefined {
-    if (!this.running) return 'the housekeeping loop is not running';
-    const silent = this.#now() - this.#lastRuntimeAt;
-    if (silent > this.#windowMs) return `the container runtime has not answered for ${formatDuration(silent)}`;
-    return undefined;
-  }
-}
-
 function observeStep(metrics: PodctlMetrics, result: SyncKnownResult, pods: PodInfo[]): void {
   metrics.setWorkingPods(result.workers);
   metrics.observeOrphanedRuntimePods(result.orphanedRuntimePods.map((p) => p.uid));
@@ -554,20 +588,20 @@ function quiet(reporter: Reporter): Reporter {
   return q;
 }
 
-async function serve(listen: MetricsAddress, metrics: PodctlMetrics, state: AgentState, signal: AbortSignal): Promise<http.Server> {
+async function serve(listen: MetricsAddress, metrics: PodctlMetrics, state: AgentHealth, signal: AbortSignal): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path !== '/metrics' && path !== '/healthz') {
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: podctl agent serves /metrics and /healthz\n');
+    if (path !== '/metrics' && path !== '/healthz' && path !== '/readyz') {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: podctl agent serves /metrics, /healthz and /readyz\n');
       return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('method not allowed\n');
       return;
     }
-    if (path === '/healthz') {
-      const reason = state.unhealthy();
-      res.writeHead(reason ? 503 : 200, { 'content-type': 'text/plain; charset=utf-8' }).end(reason ? `${reason}\n` : 'ok\n');
+    if (path === '/healthz' || path === '/readyz') {
+      const reason = path === '/healthz' ? state.notLive() : state.notReady();
+      res.writeHead(reason ? 503 : 200, { 'content-type': 'text/plain; charset=utf-8' }).end(req.method === 'HEAD' ? undefined : state.report(reason));
       return;
     }
     metrics.exposition().then(

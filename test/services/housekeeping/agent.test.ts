@@ -120,7 +120,8 @@ describe('podctl agent (service)', () => {
     expect(result.orphanedRuntimePods).toBe(1);
     expect(stopMs).toBeGreaterThanOrEqual(0);
     expect(stopMs).toBeLessThan(5_000);
-    expect(health).toEqual({ status: 200, text: 'ok\n' });
+    expect(health.status).toBe(200);
+    expect(health.text).toMatch(/^ok\nloop: ok, last step ended .* ago\nruntime: ok since \S+Z \(.*\)\nstate-dir: ok since /);
     // all 15 working-pods series, the runtime operations with the kubelet's names
     expect(metricsText.match(/^podctl_working_pods\{/gm)).toHaveLength(15);
     expect(metricsText).toMatch(/^podctl_runtime_operations_total\{operation_type="stop_container"\} [1-9]/m);
@@ -130,7 +131,7 @@ describe('podctl agent (service)', () => {
     expect(metricsText).toMatch(/^podctl_pod_worker_duration_seconds_count\{operation_type="kill"\} [1-9]/m);
   });
 
-  it('serves nothing but /metrics and /healthz', async () => {
+  it('serves nothing but /metrics, /healthz and /readyz', async () => {
     const session = await node([{ name: 'a' }]);
     const answers: Record<string, number> = {};
     await runUntil({ session, source: { kind: 'runtime' }, intervalMs: 200, stuckAfterMs: 30_000, listen: { host: '127.0.0.1', port: 0 } }, async (_s, listen) => {
@@ -139,9 +140,10 @@ describe('podctl agent (service)', () => {
       answers.debug = (await get(listen, '/debug/pprof')).status;
       answers.post = (await get(listen, '/metrics', 'POST')).status;
       answers.head = (await get(listen, '/healthz', 'HEAD')).status;
+      answers.ready = (await get(listen, '/readyz')).status;
       return true;
     });
-    expect(answers).toEqual({ root: 404, debug: 404, post: 405, head: 200 });
+    expect(answers).toEqual({ root: 404, debug: 404, post: 405, head: 200, ready: 200 });
   });
 
   it('refuses a step whose desired list is empty while pods run: nothing is stopped, said once', async () => {
@@ -213,38 +215,42 @@ describe('podctl agent (service)', () => {
     expect(steps.at(-1)!.ok).toBe(true);
     const down = lines.filter((l) => l.includes('the runtime does not answer'));
     expect(down).toHaveLength(1);
-    expect(down[0]).toMatch(/^warning: agent: the runtime does not answer: .*runtime restarting.*; housekeeping waits for it \(\/healthz says 503 after 10s without an answer\)$/);
+    expect(down[0]).toMatch(/^warning: agent: the runtime does not answer: .*runtime restarting.*; housekeeping waits for it \(\/readyz says 503 after 10s without an answer\)$/);
     expect(lines.filter((l) => /agent: the runtime answers again \(after \S+ without an answer\)$/.test(l))).toHaveLength(1);
     expect(lines.findIndex((l) => l.includes('answers again'))).toBeGreaterThan(lines.findIndex((l) => l.includes('does not answer')));
     expect(result.failedSteps).toBe(steps.filter((s) => !s.ok).length);
     expect(result.failedSteps).toBeGreaterThanOrEqual(3);
   });
 
-  it('says 503 with a reason on /healthz once the runtime stops answering', async () => {
+  it('says 503 with a reason on /readyz once the runtime stops answering, while /healthz (liveness) stays 200', async () => {
     const session = await node([{ name: 'a' }]);
     let before = { status: 0, text: '' };
     let after = { status: 0, text: '' };
+    let live = { status: 0, text: '' };
     let closedAt = 0;
     await runUntil(
       { session, source: { kind: 'runtime' }, intervalMs: 100, stuckAfterMs: 30_000, listen: { host: '127.0.0.1', port: 0 }, healthWindowMs: 600 },
       async (s, listen) => {
         if (!listen) return false;
         if (closedAt === 0) {
-          before = await get(listen, '/healthz');
+          before = await get(listen, '/readyz');
           await sim?.close();
           sim = undefined;
           closedAt = Date.now();
           return false;
         }
         if (Date.now() - closedAt < 1_500) return false;
-        after = await get(listen, '/healthz');
+        after = await get(listen, '/readyz');
+        live = await get(listen, '/healthz');
         return after.status === 503;
       },
       20_000,
     );
     expect(before.status).toBe(200);
     expect(after.status).toBe(503);
-    expect(after.text).toMatch(/^the container runtime has not answered for .+\n$/);
+    expect(after.text).toMatch(/^runtime: the container runtime has not answered for .+\n/);
+    expect(after.text).toMatch(/^runtime: unreachable since /m);
+    expect(live.status).toBe(200);
   });
 
   it("finds the container it runs in from its cgroup (containerd's path), and none on a host", async () => {
