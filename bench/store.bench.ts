@@ -14,8 +14,8 @@
  * - checkpoint reads: `readAll()` of every checkpoint (decode + checksum + schema).
  * - record validation, side by side: the hand-written guards the schemas replaced
  *   (bench/support/guards-baseline.ts), the store's `checkRecord` (the valibot schema of
- *   src/store/records.ts through its compiled checker, lib/schema-compiler.ts) and valibot's own
- *   `v.safeParse` of the same schema. Each is bundled as the
+ *   src/store/records.ts, checked by valibot, with the wording of a rejection) and valibot's own
+ *   `v.safeParse` of the same schema alone. Each is bundled as the
  *   build bundles it (esbuild, CommonJS, valibot included and tree-shaken) and timed as (a) its
  *   import in a fresh `node -e` process (median of STORE_BENCH_IMPORTS runs, interleaved), with the
  *   validation of 500 checkpoints right after it in the same cold process (the first 50 also
@@ -194,7 +194,7 @@ async function benchValidators(root: string): Promise<{ guards: ValidatorFigures
   const payloads = Array.from({ length: VALIDATED }, (_, i) => JSON.stringify(checkpointFor(`pod-${i}`, i)));
   const payloadFile = join(dir, 'payloads.json');
   writeFileSync(payloadFile, JSON.stringify(payloads));
-  // valibot alone: records.ts's schema through v.safeParse, as checkRecord did before its compiled checker
+  // valibot alone: records.ts's schema through v.safeParse, without checkRecord's wrapping
   const valibotEntry = join(dir, 'valibot-entry.ts');
   writeFileSync(
     valibotEntry,
@@ -275,7 +275,7 @@ try {
   const pair = (pick: (f: ValidatorFigures) => number[]): string => [validators.guards, validators.schema, validators.valibot].map((f) => ms2(p50(pick(f)))).join(' / ');
   const kib = (f: ValidatorFigures): string => `${(f.bytes / 1024).toFixed(1)} KiB`;
   rows.push(
-    ['record validation: hand-written guards / compiled schema (checkRecord) / valibot safeParse', ''],
+    ["record validation: hand-written guards / the store's checkRecord / valibot safeParse alone", ''],
     [`  bundle size`, [validators.guards, validators.schema, validators.valibot].map(kib).join(' / ')],
     [`  import, fresh node -e, CPU (median of ${IMPORTS})`, pair((f) => f.importMs)],
     [`  validate the first ${FIRST} checkpoints, cold (same processes), CPU`, pair((f) => f.firstMs)],
@@ -317,9 +317,9 @@ try {
         "- *until the runtime sees the shorter grace*: to the owner's StopContainer with the new timeout at",
         '  the simulator; adds the write-ahead checkpoint (durable before the worker acts) and the RPC.',
         '- *checkpoint write*: `CheckpointStore.write` — temp file, write, fsync, rename, directory fsync.',
-        '- *readAll*: list, read, checksum and validate every checkpoint (the schema of store/records.ts, compiled).',
+        '- *readAll*: list, read, checksum and validate every checkpoint (the valibot schema of store/records.ts).',
         '- *record validation*: the hand-written guards the schemas replaced (bench/support/guards-baseline.ts),',
-        "  the store's `checkRecord` (the checkpoint schema through its compiled checker, lib/schema-compiler.ts)",
+        "  the store's `checkRecord` (the checkpoint schema, checked by valibot)",
         "  and valibot's `v.safeParse` of the same schema, each bundled alone by esbuild as the build bundles podctl;",
         '  import timed inside fresh `node -e` processes, then the same 500 checkpoint payloads validated',
         "  cold in that process, and JSON.parse + validation warm in the benchmark's own process; CPU",

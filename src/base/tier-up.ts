@@ -1,15 +1,11 @@
 /**
  * How eagerly V8 optimizes a long-running follower's code (the watch): its work comes in bursts (a
  * drain of hundreds of pods for a few seconds, then quiet), and V8's optimizing compiler, which by
- * default takes a function once it has run ~66 KB of bytecode, spends a burst compiling code that
- * goes cold right after. On Node.js 20 (V8 11.3) that compiling was 200-270 ms of CPU on V8's
- * helper threads over a 500-pod drain followed by `watch -o json`, about 40 % of what the watch
- * cost; with the budget at four times the default, 70-110 ms, for a little more on the main thread
- * (docs/benchmarks.md, "Seventh step"). At 2,000 pods (a 20 s drain) it makes no difference: a
- * longer burst pays the compiling back.
- *
- * Node.js 24 and 26 (V8 13.6 and 14.6) tier up by invocation counts, through Maglev first; on 26,
- * four times those counts made no difference beyond the runs' spread, so nothing is set there.
+ * default takes a function once it has run its interrupt budget of bytecode, spends a burst
+ * compiling code that goes cold right after. On Node.js 20 (V8 11.3) the follower's budget is four
+ * times the default; Node.js 24 and 26 (V8 13.6 and 14.6) tier up by invocation counts, through
+ * Maglev first, and keep their defaults. What it saves and where it does not help:
+ * docs/benchmarks.md, "Seventh step" and "Issue 41: figures that were in code comments".
  *
  * Invariants:
  * - Only a flag the running V8 knows is ever set (an unknown one prints an error on stderr), and only

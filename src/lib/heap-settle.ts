@@ -5,11 +5,10 @@
  * changes since the last settle), a compacting full garbage collection runs and then a
  * memory-reducing one (V8's "last resort" flavour: full collections until nothing more is freed,
  * and the young generation shrunk back), which returns the free pages to the system: the old
- * generation's half-empty pages (V8 compacts only the most fragmented ones unless asked: a 500-pod
- * drain left the screen's on Node.js 20 at 42 MB committed for 25 MB after compaction), and the
- * young generation where node was started without podctl's flags (bin/run.js's first line bounds it
- * to 2 × 4 MB; by default Node.js 24 and 26 grow it to 64-128 MB under a drain's allocation). For
- * 40-60 ms of CPU once.
+ * generation's half-empty pages (V8 compacts only the most fragmented ones unless asked), and the
+ * young generation where node was started without podctl's flags (bin/run.js's first line bounds
+ * it; by default Node.js 24 and 26 grow it under a drain's allocation). Its cost and what it gives
+ * back: docs/benchmarks.md, "Issue 41: figures that were in code comments".
  *
  * A pause inside a burst (a drain between its groups, pods counting down their grace) is not its
  * end: while `busy()` says work is still under way the settle waits, up to `maxWaitMs` after the

@@ -66,9 +66,6 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** The parsed JSON is this function's own: the record check keeps it rather than copy it. */
-const OWNED = { owned: true };
-
 /** Validates a checkpoint file's bytes; never throws. `expectedUid` guards against misfiled copies. */
 export function decodeCheckpoint(data: Uint8Array, expectedUid?: string): DecodeOutcome {
   const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
@@ -83,7 +80,7 @@ export function decodeCheckpoint(data: Uint8Array, expectedUid?: string): Decode
   if (version !== CHECKPOINT_VERSION) {
     return rejected(`unsupported version ${JSON.stringify(version)} (this podctl reads version ${CHECKPOINT_VERSION})`);
   }
-  const headerCheck = checkRecord(checkpointHeaderSchema, headerJson, OWNED);
+  const headerCheck = checkRecord(checkpointHeaderSchema, headerJson);
   if (!headerCheck.ok) return rejected(`bad header (${headerCheck.issue})`);
   const header = headerCheck.value;
   const payload = bytes.subarray(newline + 1);
@@ -96,7 +93,7 @@ export function decodeCheckpoint(data: Uint8Array, expectedUid?: string): Decode
   if (sha256(payload) !== header.sha256) return rejected('checksum mismatch');
   const body = parseJson(payload.toString('utf8'));
   if (body === undefined) return rejected('payload is not JSON');
-  const check = checkRecord(checkpointSchema, body, OWNED);
+  const check = checkRecord(checkpointSchema, body);
   if (!check.ok) return rejected(`schema: ${check.issue}`);
   const checkpoint = check.value;
   if (checkpoint.status.uid !== checkpoint.uid) return rejected('status UID differs from checkpoint UID');

@@ -161,7 +161,7 @@ export class Inbox {
 
 function parseRequest(data: Buffer): InboxRequest | undefined {
   try {
-    const check = checkRecord(inboxRequestSchema, JSON.parse(data.toString('utf8')), { owned: true });
+    const check = checkRecord(inboxRequestSchema, JSON.parse(data.toString('utf8')));
     return check.ok ? check.value : undefined;
   } catch {
     return undefined;

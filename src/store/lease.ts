@@ -234,7 +234,7 @@ export class LeaseManager {
       if (outcome.kind === 'missing') return 'vanished';
       if (outcome.kind === 'ok') {
         try {
-          const check = checkRecord(leaseRecordSchema, JSON.parse(outcome.data.toString('utf8')), { owned: true });
+          const check = checkRecord(leaseRecordSchema, JSON.parse(outcome.data.toString('utf8')));
           if (check.ok && check.value.uid === uid && check.value.generation === generation) record = check.value;
         } catch {
           record = undefined;

@@ -8,14 +8,13 @@
  * bound of engine/grace.ts, the latest epoch a Date can hold; `isStoredEpochMs` and
  * `isStoredGrace` let a repair ask the schema's own rule) and `checkRecord`, the one way to
  * validate. valibot is small and side-effect free (~1 ms to load, bundled), so the start-up path
- * loads it like any other module. Reads go through each schema's compiled checker
- * (lib/schema-compiler.ts, compiled at the schema's first use): the same verdict and output as
- * valibot's, at the cost of hand-written guards; valibot itself runs only to word a rejection.
+ * loads it like any other module. Every read runs valibot itself (`v.safeParse`): one definition
+ * decides and words what a record may contain (docs/benchmarks.md, "Issue 41", has its cost).
  *
  * Invariants:
  * - `checkRecord` never throws; a rejection names the first offending field ("path: message"),
- *   as `v.safeParse` words it; an acceptance is the compiled checker's, which accepts exactly what
- *   valibot accepts and gives the same output (test/store/record-checker.test.ts).
+ *   as `v.safeParse` words it; an acceptance is valibot's output (members the schema does not know
+ *   dropped).
  * - A record object is a plain JSON object (never an array); an optional member may be absent or
  *   `undefined`; numbers are finite; "int" means a safe integer; a stored grace obeys the engine's
  *   `isGraceInRange`.
@@ -26,7 +25,6 @@
  *   (checkpoints.ts, lease.ts, inbox.ts) all depend on it and never on one another in a circle.
  */
 import * as v from 'valibot';
-import { INVALID, checkerOf } from '../lib/schema-compiler.js';
 import { MAX_GRACE_SECONDS, isGraceInRange } from '../engine/grace.js';
 import type { V1Pod } from '../engine/types.js';
 
@@ -66,8 +64,8 @@ const grace = () => v.pipe(v.number(), v.check(isGraceInRange, `grace period neg
 /** The schema's own rules for one stored time and one stored grace, for code that repairs a record (salvage.ts). */
 const epochMsRule = epochMs();
 const graceRule = grace();
-export const isStoredEpochMs = (value: unknown): value is number => checkerOf(epochMsRule)(value) !== INVALID;
-export const isStoredGrace = (value: unknown): value is number => checkerOf(graceRule)(value) !== INVALID;
+export const isStoredEpochMs = (value: unknown): value is number => v.is(epochMsRule, value);
+export const isStoredGrace = (value: unknown): value is number => v.is(graceRule, value);
 /** A pod spec as the API server gives it: kept whole, only required to be an object. */
 const pod = () => v.custom<V1Pod>(isPlainObject, 'Invalid type: Expected a pod object');
 
@@ -213,14 +211,9 @@ export type RecordCheck<T> = { ok: true; value: T } | { ok: false; issue: string
 /**
  * Validates `input` against one record schema; never throws. On success `value` is the record
  * (members the schema does not know are dropped); on failure `issue` names the first offending
- * field, as "status.gracePeriod: grace period past the maximum of 31536000 s". `owned`: the caller
- * owns `input` outright (JSON.parse's output, used for nothing else), so the parts of it that hold
- * nothing to drop are the record itself, not copied (schema-compiler.ts's compileSchemaInPlace).
+ * field, as "status.gracePeriod: grace period past the maximum of 31536000 s".
  */
-export function checkRecord<S extends v.GenericSchema>(schema: S, input: unknown, options?: { owned?: boolean }): RecordCheck<v.InferOutput<S>> {
-  const value = checkerOf(schema, options?.owned === true)(input);
-  if (value !== INVALID) return { ok: true, value };
-  // Rejected: valibot names the field (and, were the two ever to disagree, valibot's verdict stands).
+export function checkRecord<S extends v.GenericSchema>(schema: S, input: unknown): RecordCheck<v.InferOutput<S>> {
   const result = v.safeParse(schema, input, { abortEarly: true });
   if (result.success) return { ok: true, value: result.output };
   const issue = result.issues[0];

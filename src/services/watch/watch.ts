@@ -314,9 +314,9 @@ export const WATCH_COALESCE_MS = 100;
  * Share of one core the watch's re-reads may take while pods change (WatchFeed's read budget): a
  * drain of hundreds of pods makes every re-read costly, and re-reading less often then (up to once
  * every two seconds, as top and k9s refresh) keeps following the node cheap; a quiet node's changes
- * are still read within 100 ms. A fortieth of a core: in a 500-pod drain a re-read costs ~50 ms, so
- * re-reads come every ~2 s (a twentieth let them come every ~1 s, for ~3 points more of a core over
- * the drain and no transition more: the steps in between come from the timelines).
+ * are still read within 100 ms. A fortieth of a core: in a 500-pod drain re-reads come about every
+ * 2 s; the steps in between come from the timelines (docs/benchmarks.md, "Issue 41: figures that
+ * were in code comments", has the budgets tried).
  */
 const WATCH_READ_BUDGET = 0.025;
 
@@ -324,8 +324,8 @@ const WATCH_READ_BUDGET = 0.025;
  * After a burst of transitions (a drain: at least this many, then 1 s without one and no pod
  * terminating, or 10 s without one) the watch gives the heap it grew back to the system with a
  * compacting full and a memory-reducing garbage collection (lib/heap-settle.ts), so its RSS after a
- * drain is close to where it was before. Settling in a drain's pause would cost it ~50 ms of CPU for
- * nothing.
+ * drain is close to where it was before. It never settles in a drain's pause (a collection's CPU
+ * for nothing).
  */
 const WATCH_SETTLE_MIN_TRANSITIONS = 100;
 const WATCH_SETTLE_QUIET_MS = 1_000;
