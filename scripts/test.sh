@@ -5,8 +5,9 @@
 #      the single executable dist/podctl-linux-x64 (scripts/sea.mjs; test/sea runs it) and the OCI
 #      image archive carrying it (scripts/sea-image.mjs; test/sea/image.test.ts checks it);
 #   2. as root on Linux, installs the Prometheus tools the agent's e2e tests run (Debian packages
-#      prometheus, prometheus-node-exporter) and the shutdown guard's (dbus-daemon, systemd, python3-dbus,
-#      python3-gi), and starts a private containerd "node" (test/e2e/containerd-node.sh up) for the
+#      prometheus, prometheus-node-exporter), the shutdown guard's (dbus-daemon, systemd, python3-dbus,
+#      python3-gi) and the headless browser the drain report's tests render it in (chromium;
+#      test/commands/report-browser.test.ts), and starts a private containerd "node" (test/e2e/containerd-node.sh up) for the
 #      end-to-end suite; without root the e2e suite skips and says so loudly, unless
 #      PODCTL_REQUIRE_CONTAINERD=1 (set by CI), which turns a missing runtime into a failure;
 #   3. runs the whole suite on the Node.js LTS the executable carries (tools/node-lts: node-lts-26):
@@ -64,6 +65,13 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v dbus-da
   echo "[test] apt-get install dbus-daemon systemd python3-dbus python3-gi" >&2
   { apt-get update -qq || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dbus-daemon systemd python3-dbus python3-gi; } >/dev/null 2>&1 \
     || echo "[test] warning: could not install dbus-daemon/systemd/python3-dbus/python3-gi" >&2
+fi
+
+# The browser the drain report is rendered in (Debian's chromium, headless), installed as root.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! command -v chromium >/dev/null; then
+  echo "[test] apt-get install chromium" >&2
+  { apt-get update -qq || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; } >/dev/null 2>&1 \
+    || echo "[test] warning: could not install chromium (the drain report's browser tests skip, or fail with PODCTL_REQUIRE_CHROMIUM=1)" >&2
 fi
 
 node_up=0
@@ -141,9 +149,10 @@ if [ "$node_up" = 1 ]; then bash test/e2e/containerd-node.sh down >&2 || true; f
 if [ $# = 0 ] && [ "${PODCTL_TEST_NODES:-all}" = all ]; then
   for node in "${OTHER_NODES[@]}"; do
     [ -x "$node" ] || { echo "[test] warning: $node is missing; its fast suite is not run" >&2; echo '{"numFailedTests":1}' > "$results_dir/missing-$RANDOM.json"; continue; }
-    # the fast suite: no runtime, no executable (it carries its own Node.js: tested above)
-    (unset PODCTL_E2E_SOCKET PODCTL_REQUIRE_CONTAINERD PODCTL_REQUIRE_SEA
-     run_vitest "fast-$("$node" --version)" "$node" "${FAST_ONLY[@]}") || { r=$?; [ "$rc" = 0 ] && rc=$r; }
+    # the fast suite: no runtime, no executable (it carries its own Node.js: tested above), and no
+    # browser (the page it renders is the same whatever Node.js wrote it: tested above)
+    (unset PODCTL_E2E_SOCKET PODCTL_REQUIRE_CONTAINERD PODCTL_REQUIRE_SEA PODCTL_REQUIRE_CHROMIUM
+     run_vitest "fast-$("$node" --version)" "$node" "${FAST_ONLY[@]}" --exclude 'test/commands/report-browser.test.ts') || { r=$?; [ "$rc" = 0 ] && rc=$r; }
   done
 fi
 

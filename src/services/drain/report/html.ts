@@ -15,7 +15,7 @@ import type { DrainReport, ReportGroup, ReportPod, ReportSegment } from './model
 
 /** From this many pods on, lanes are thin and unlabelled. */
 const COMPACT_FROM = 120;
-const WIDTH = 1180;
+const WIDTH = 1250;
 const LABEL_W = 250;
 const PLOT_X = 262;
 const PLOT_W = 700;
@@ -242,7 +242,7 @@ function laneSvg(pod: ReportPod, y: number, height: number, compact: boolean, sc
             : pod.durationMs === null
               ? pod.outcome
               : `${pod.outcome} in ${seconds(pod.durationMs)}`;
-    out.push(`<text class="note${bad ? ' bad' : ''}" x="${NOTE_X}" y="${y + Math.min(height, 18) / 2 + 4}">${esc(note.length > 34 ? `${note.slice(0, 33)}…` : note)}</text>`);
+    out.push(`<text class="note${bad ? ' bad' : ''}" x="${NOTE_X}" y="${y + Math.min(height, 18) / 2 + 4}">${esc(note.length > 40 ? `${note.slice(0, 39)}…` : note)}</text>`);
   } else if (bad) {
     out.push(`<rect class="badmark" x="${NOTE_X}" y="${y}" width="8" height="${height - 1}"/>`);
   }
@@ -329,7 +329,7 @@ h2{font-size:14px;margin:0 0 6px;text-transform:uppercase;letter-spacing:.04em;c
 .meta{color:#6b7280;margin:0 0 12px}
 .lead{font-size:17px;margin:8px 0 16px;max-width:1150px}
 .bad{color:#b91c1c;font-weight:600}
-.cols{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:14px 28px;max-width:1180px;margin-bottom:18px}
+.cols{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:14px 28px;max-width:1250px;margin-bottom:18px}
 .cols>div{border-top:2px solid #e5e7eb;padding-top:8px}
 ol.why{margin:0;padding-left:20px}ol.why li{margin:0 0 6px}.g{color:#1d4ed8;font-weight:600}
 table{border-collapse:collapse;font-size:13px;width:100%}
@@ -337,7 +337,7 @@ th{text-align:left;color:#6b7280;font-weight:600;border-bottom:1px solid #e5e7eb
 td{padding:2px 8px 2px 0;border-bottom:1px solid #f3f4f6;vertical-align:top}
 td.pod{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:nowrap}td.num{text-align:right;white-space:nowrap}
 .more{color:#6b7280;margin:4px 0 0}
-.legend{font-size:12px;color:#374151;margin:6px 0 8px;max-width:1180px}
+.legend{font-size:12px;color:#374151;margin:6px 0 8px;max-width:1250px}
 .li{display:inline-flex;align-items:center;margin:0 14px 4px 0}
 .sw{display:inline-block;width:18px;height:9px;margin-right:5px;border-radius:2px}
 .sw.line{height:2px}.sw.band{border:1px solid rgba(37,99,235,.35)}
@@ -361,6 +361,23 @@ svg .seg{rx:1.5}
 svg .lane:hover .stripe,svg .lane:hover{fill-opacity:.9}
 `;
 
+/**
+ * What a simulated runtime's clock did: the simulator may run its timers faster than real time, so
+ * a grace runs out sooner than its seconds say; a container killed at its deadline shows by how much.
+ */
+function simulatedClock(report: DrainReport): string {
+  for (const pod of report.pods) {
+    for (const s of pod.segments) {
+      const timeout = s.outcome === 'killed-at-deadline' ? /timeout (\d+)s/.exec(s.detail) : null;
+      const seconds = timeout ? Number(timeout[1]) : 0;
+      if (seconds > 0 && s.durationMs > 0 && s.durationMs < seconds * 900) {
+        return `runtime: podctl's simulator, its clock about ${Math.round((seconds * 1000) / s.durationMs)}× real time (${pod.namespace}/${pod.name}: a ${seconds} s stop timeout ran out after ${(s.durationMs / 1000).toFixed(1)} s)`;
+      }
+    }
+  }
+  return "runtime: podctl's simulator";
+}
+
 /** The whole page. */
 export function renderReportHtml(report: DrainReport): string {
   const byUid = new Map(report.pods.map((p) => [p.uid, p]));
@@ -369,7 +386,7 @@ export function renderReportHtml(report: DrainReport): string {
   const meta = [
     `started ${started}`,
     report.source === 'agent' ? 'drained by podctl agent (maintenance)' : report.source === 'drain' ? 'podctl drain' : 'pods from the state dir',
-    ...(report.simulated ? ["runtime: podctl's simulator (its clock may run faster than real time)"] : []),
+    ...(report.simulated ? [simulatedClock(report)] : []),
     'hover a lane or a segment for exact times',
   ].join(' · ');
   return `<!doctype html>
