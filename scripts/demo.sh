@@ -8,14 +8,17 @@
 #    SIGTERM-ignoring containers, preStop hooks, mixed priorities and grace periods);
 # 2. shows the drain plan (`podctl drain --dry-run`), then runs `podctl drain` with progress on stderr;
 # 3. shows `podctl status`;
-# 4. stops the simulator and removes the temp dir.
+# 4. stops the simulator and removes the temp dir, says what the drain did, and prints the path of
+#    its report (`podctl drain --report`: one HTML page of where its time went) last, on stdout.
 #
 # Every podctl call passes --runtime-endpoint and --state-dir explicitly, so the demo never talks to
 # a real container runtime on this machine, even when one is running.
 #
 # Environment: DEMO_PODS (default 36), DEMO_TIME_SCALE (simulated-time factor, default 0.25),
-# DEMO_GRACE (drain budget in seconds, default 20), DEMO_CRITICAL_GRACE (default 5).
-# Exit code: the drain's (0 done, 5 partially done, 3 timed out), or 1 if the demo could not start.
+# DEMO_GRACE (drain budget in seconds, default 20), DEMO_CRITICAL_GRACE (default 5), DEMO_REPORT
+# (where the drain's report goes, default $TMPDIR/podctl-demo-report.html; it outlives the demo).
+# Exit code: the drain's (0 every pod terminated, 5 some did not, 3 its bound cut it short), or 1 if
+# the demo could not start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +26,7 @@ PODS=${DEMO_PODS:-36}
 SCALE=${DEMO_TIME_SCALE:-0.25}
 GRACE=${DEMO_GRACE:-20}
 CRITICAL=${DEMO_CRITICAL_GRACE:-5}
+REPORT=${DEMO_REPORT:-${TMPDIR:-/tmp}/podctl-demo-report.html}
 
 if [ ! -f dist/commands/drain.js ] || [ ! -f oclif.manifest.json ]; then
   echo "demo: podctl is not built; run: npm ci && npm run build" >&2
@@ -69,14 +73,31 @@ podctl status
 step "podctl drain --dry-run --grace-period $GRACE --critical-grace-period $CRITICAL  (the plan: priority groups, critical pods last)"
 podctl drain --dry-run --grace-period "$GRACE" --critical-grace-period "$CRITICAL"
 
-step "podctl drain --grace-period $GRACE --critical-grace-period $CRITICAL"
+step "podctl drain --grace-period $GRACE --critical-grace-period $CRITICAL --report $REPORT"
 set +e
-podctl drain --grace-period "$GRACE" --critical-grace-period "$CRITICAL"
+podctl drain --grace-period "$GRACE" --critical-grace-period "$CRITICAL" --report "$REPORT"
 rc=$?
 set -e
 
 step "podctl status  (after)"
 podctl status
 
-step "done: drain exit code $rc (0 done, 5 partially done, 3 timed out); stopping the simulator"
+case $rc in
+  0) what="the drain terminated every pod" ;;
+  5) what="the drain ended with pods that did not terminate (the report names what holds each)" ;;
+  3) what="the drain's time bound ran out before every pod terminated" ;;
+  130) what="the drain was interrupted" ;;
+  *) what="the drain failed (exit code $rc)" ;;
+esac
+# in numbers, from the drain's report: how long, and how many pods ignored SIGTERM until their deadline
+numbers=$(podctl report -o json 2>/dev/null | node -e '
+  let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => {
+    try { const r = JSON.parse(s), k = r.summary.killedAtDeadline;
+      console.log(`${r.summary.terminated} of ${r.summary.pods} in ${(r.wallMs / 1000).toFixed(1)} s; ${k === 0 ? "every container exited on SIGTERM" : `${k} SIGKILLed at their grace deadline: they ignored SIGTERM`}`);
+    } catch {} });' || true)
+step "done: $what${numbers:+ ($numbers)}; stopping the simulator"
+if [ -f "$REPORT" ]; then
+  echo "demo: where the drain's time went, one page to open in a browser:" >&2
+  echo "$REPORT"
+fi
 exit "$rc"

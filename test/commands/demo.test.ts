@@ -3,7 +3,7 @@
  * with no runtime, on its own private simulator socket, and clean up after itself.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { mkdtempSync } from 'node:fs';
@@ -34,6 +34,12 @@ describe('npm run demo (scripts/demo.sh)', { timeout: 180_000 }, () => {
     expect(tables).toHaveLength(2);
     expect(run.stdout).toMatch(/kube-system\/etcd-node-1 +\S+ +finished/);
     expect(run.code).toBe(0);
+    // it ends saying what the drain did, then the path of the drain's report, last on stdout
+    expect(run.stderr).toMatch(/== done: the drain terminated every pod \(10 of 10 in [\d.]+ s; (\d+ SIGKILLed at their grace deadline: they ignored SIGTERM|every container exited on SIGTERM)\)/);
+    expect(run.stderr).not.toContain('0 done, 5 partially done');
+    const report = run.stdout.trim().split('\n').at(-1)!;
+    expect(report).toBe(path.join(tmp, 'podctl-demo-report.html'));
+    expect(readFileSync(report, 'utf8').match(/<g class="lane/g)).toHaveLength(10);
     // the private socket and state are gone
     expect(readdirSync(tmp).filter((f) => f.startsWith('podctl-demo.'))).toEqual([]);
   });

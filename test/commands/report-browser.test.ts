@@ -16,7 +16,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
-import { LABEL_POD_NAME, LABEL_POD_NAMESPACE } from '../../src/cri/kubelet-labels.js';
+import { LABEL_POD_NAME, LABEL_POD_NAMESPACE } from '../../src/cri/client/kubelet-labels.js';
 import type { DrainReport } from '../../src/services/drain/report/model.js';
 import { Chromium, chromiumPath } from '../support/chromium.js';
 
