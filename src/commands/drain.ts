@@ -16,11 +16,11 @@ import { renderTable } from '../lib/output.js';
 import { parseSelection } from '../lib/refs.js';
 import { DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECONDS, defaultGroups, parseExcludes, parseGroups } from '../services/drain/drain-plan.js';
 import type { ApiFollowReport } from '../services/api/api-follow.js';
-import type { KubeletReport } from '../services/terminate/kubelet-guard.js';
+import type { FullDrainResult } from '../services/drain/drain-run.js';
 import type { TerminatedPod } from '../services/terminate/terminate.js';
 import type { ShutdownStatusReport } from '../services/drain/shutdown-status.js';
 import { drainJson } from '../base/json-results.js';
-import { drainExitCode, drainNode, drainPodsToHandOff, drainSummaryLine, drainTable, type DrainResult } from '../services/drain/drain.js';
+import { drainExitCode, drainPodsToHandOff, drainSummaryLine, drainTable, type DrainResult } from '../services/drain/drain.js';
 
 export default class Drain extends PodctlCommand {
   static override summary = "Terminate every pod on the node in priority groups, as the kubelet's graceful node shutdown does.";
@@ -28,7 +28,9 @@ export default class Drain extends PodctlCommand {
 
 Budgets: --grace-period is the whole shutdown budget and --critical-grace-period the critical pods' share of it (the kubelet's shutdownGracePeriod and shutdownGracePeriodCriticalPods), or give explicit groups with repeatable --group PRIORITY:SECONDS (the kubelet's shutdownGracePeriodByPodPriority).
 
---dry-run prints the plan and changes nothing. The result (stdout) is a per-pod summary; --json gives it as JSON for scripts.
+Beside a running kubelet with an API server (--kubeconfig) the drain is kubectl drain's: every pod gets a verdict from its filters — static (mirror) and DaemonSet pods are skipped, pods already Succeeded or Failed have nothing to evict, pods with emptyDir volumes and pods no controller recreates refuse the whole drain (naming them) unless --delete-emptydir-data (or the pod's cluster-autoscaler.kubernetes.io/safe-to-evict: "true") and --delete-unmanaged consent — then the node is cordoned and the pods are evicted through the API (PodDisruptionBudgets retried every 5s up to --timeout; no bound without it), and the kubelet stops them. Over CRI podctl then stops only an evicted pod the kubelet left past its deletion plus 10s, and runtime pods the API server does not have by the orphan rule. With the kubelet down it is the node-local drain over CRI; static and system-critical pods there need a confirmation or --yes.
+
+--dry-run prints the plan (every pod with its verdict) and changes nothing. The result (stdout) is a per-pod summary; --json gives it as JSON for scripts.
 
 ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.TimedOut, ExitCode.Partial, ExitCode.Interrupted])}`;
 
@@ -69,6 +71,14 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     }),
     output: Flags.option({ char: 'o', summary: 'Result format on stdout.', options: ['table', 'json', 'yaml'] as const, default: 'table' as const })(),
     force: Flags.boolean({ summary: 'Beside a running kubelet: stop the pods it desires over CRI too (it may start them again) instead of refusing without an API server.', default: false }),
+    'delete-emptydir-data': Flags.boolean({
+      summary: "Beside a running kubelet: evict pods with emptyDir volumes (their data is lost) instead of refusing the drain (kubectl drain's flag).",
+      default: false,
+    }),
+    'delete-unmanaged': Flags.boolean({
+      summary: "Beside a running kubelet: evict pods no controller recreates (lost for good) instead of refusing the drain (kubectl drain's --force).",
+      default: false,
+    }),
     'ignore-pdb': Flags.boolean({ summary: 'Beside a running kubelet: delete instead of the Eviction API, so PodDisruptionBudgets do not hold pods back.', default: false }),
     ...kubeletFlags,
     report: Flags.string({
@@ -81,13 +91,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     }),
   };
 
-  async run(): Promise<
-    ReturnType<
-      typeof drainJson<
-        DrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport; kubelet?: KubeletReport; cordoned?: { node: string; uncordon: string } | null; viaApi?: TerminatedPod[] }
-      >
-    >
-  > {
+  async run(): Promise<ReturnType<typeof drainJson<FullDrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport }>>> {
     const { flags } = await this.parse(Drain);
     this.configure(flags);
     await this.recordMetricsTo(flags['metrics-textfile']);
@@ -106,37 +110,26 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
     const session = await this.session();
     if (api && !flags['dry-run']) await (await import('../services/api/api-node.js')).replayPendingApiWrites(api, session);
-    // beside a running kubelet: cordon, then the pods it desires through the Eviction API (or refused)
-    const { drainBesideKubelet } = await import('../services/drain/drain-kubelet.js');
-    const beside = await drainBesideKubelet({
-      session,
-      selection,
-      ...(isExcluded ? { isExcluded } : {}),
-      kubelet: await kubeletCheck,
-      api,
-      force: flags.force,
-      ignorePdb: flags['ignore-pdb'],
-      dryRun: flags['dry-run'],
-      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-      node: nodeName(flags.node),
-      reporter: this.reporter,
-      signal: this.abort.signal,
-    }).catch((error: unknown) => {
-      api?.close();
-      throw error;
-    });
-    // with an API server, pods deleted there during the drain are killed with their (shorter) grace and finished
-    const follower = api && !flags['dry-run'] ? new (await import('../services/api/api-follow.js')).ApiFollower({ session, api, act: true, reporter: this.reporter }) : undefined;
+    const kubelet = await kubeletCheck;
+    // with the kubelet down and an API server, pods deleted there during the drain are killed with their (shorter) grace and
+    // finished; beside a running kubelet that is the kubelet's to do
+    const follower =
+      api && !flags['dry-run'] && kubelet.state === 'down' ? new (await import('../services/api/api-follow.js')).ApiFollower({ session, api, act: true, reporter: this.reporter }) : undefined;
     follower?.start();
-    const drained = await drainNode({
+    const { runDrain } = await import('../services/drain/drain-run.js');
+    const drained = await runDrain({
       session,
       selection,
       groups,
-      // what went through the API server is the kubelet's to stop
-      isExcluded: (pod) => beside.handled.has(pod.uid) || (isExcluded?.(pod) ?? false),
+      ...(isExcluded ? { isExcluded } : {}),
+      kubelet,
+      api,
+      force: flags.force,
+      ignorePdb: flags['ignore-pdb'],
+      consent: { deleteEmptyDirData: flags['delete-emptydir-data'], deleteUnmanaged: flags['delete-unmanaged'] },
       dryRun: flags['dry-run'],
-      specs: beside.specs,
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      node: nodeName(flags.node),
       reporter: this.reporter,
       signal: this.abort.signal,
     }).catch(async (error: unknown) => {
@@ -148,32 +141,26 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const apiServer = follower ? await follower.stop() : undefined;
     // an --exclude that matched no pod is almost always a typo: said, not silently accepted
     for (const value of isExcluded?.unmatched() ?? []) this.reporter.warn(`--exclude ${value} matches no pod on this node`);
-    const unfinishedViaApi = beside.viaApi.some((p) => !['terminated', 'gone', 'planned'].includes(p.outcome));
-    const result: DrainResult & {
-      shutdownStatus?: ShutdownStatusReport;
-      apiServer?: ApiFollowReport;
-      kubelet: KubeletReport;
-      cordoned: { node: string; uncordon: string } | null;
-      viaApi: TerminatedPod[];
-    } = {
+    const result: FullDrainResult & { shutdownStatus?: ShutdownStatusReport; apiServer?: ApiFollowReport } = {
       ...drained,
-      ...(unfinishedViaApi && drained.status === 'done' ? { status: 'partial' as const } : {}),
-      kubelet: beside.kubelet,
-      cordoned: beside.cordoned,
-      viaApi: beside.viaApi,
       ...(apiServer ? { apiServer } : {}),
       ...(api && flags['shutdown-status'] && !drained.dryRun ? { shutdownStatus: await (await import('../services/drain/shutdown-status.js')).reportShutdownStatus(api, drained, this.reporter) } : {}),
     };
     api?.close();
-    if (!drained.dryRun) await this.#report(flags.report, { session, result: drained, endedAt: drainEndedAt, viaApi: beside.viaApi, node: nodeName(flags.node) });
+    if (!drained.dryRun) await this.#report(flags.report, { session, result: drained, endedAt: drainEndedAt, viaApi: drained.viaApi, node: nodeName(flags.node) });
     // pods still terminating (bound reached, or interrupted) keep being driven after this process
     await this.handOffUnfinished('drain', result, drainPodsToHandOff(result));
     if (!this.jsonEnabled()) {
       if (flags.output === 'json' || flags.output === 'yaml') await this.printStructured(drainJson(result), flags.output);
-      else if (result.groups.length > 0 || result.skipped.length > 0) this.log(await renderTable(drainTable(result, this.styler), this.styler));
+      else if (result.groups.length > 0 || result.skipped.length > 0 || result.decisions.length > 0) this.log(await renderTable(drainTable(result, this.styler), this.styler));
       this.logToStderr(drainSummaryLine(result));
     }
-    this.setExitCode(drainExitCode(result));
+    const refused = result.decisions.filter((d) => d.decision === 'refuse');
+    if (result.dryRun && refused.length > 0) {
+      // the plan shows every verdict; the drain itself would refuse to start (exit 2), as said here
+      this.reporter.warn(`drain would refuse to start: ${refused.map((d) => `${d.namespace}/${d.name} (${d.reason})`).join(', ')}; consent with --delete-emptydir-data / --delete-unmanaged`);
+      this.setExitCode(ExitCode.Usage);
+    } else this.setExitCode(drainExitCode(result));
     return drainJson(result);
   }
 

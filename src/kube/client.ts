@@ -52,7 +52,16 @@ export interface NodeView {
 
 type FinalDeleteOutcome = 'deleted' | 'gone' | 'uid-changed';
 type DeleteOutcome = 'accepted' | 'gone' | 'uid-changed';
-type EvictOutcome = { outcome: 'accepted' | 'gone' } | { outcome: 'blocked-by-pdb'; retryAfterMs: number | undefined; message: string };
+/**
+ * An eviction's answer. A 429 is a PodDisruptionBudget's refusal only when its Status names the
+ * budget (a `DisruptionBudget` cause, as the API server's eviction REST writes it); any other 429
+ * (API Priority and Fairness, a webhook) is `throttled`, to be retried after its Retry-After.
+ */
+type EvictOutcome =
+  | { outcome: 'accepted' }
+  | { outcome: 'gone' }
+  | { outcome: 'blocked-by-pdb'; retryAfterMs: number | undefined; message: string; budget: string | undefined; disruptionsAllowed: number }
+  | { outcome: 'throttled'; retryAfterMs: number | undefined; message: string };
 type StatusPatchOutcome = 'patched' | 'gone' | 'uid-changed';
 
 /** The API-server operations podctl needs, nothing more. */
@@ -304,7 +313,11 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
         return { outcome: 'accepted' };
       } catch (error) {
         if (isNotFound(error)) return { outcome: 'gone' };
-        if (error instanceof KubeError && error.statusCode === 429) return { outcome: 'blocked-by-pdb', retryAfterMs: error.retryAfterMs, message: error.message };
+        if (error instanceof KubeError && error.statusCode === 429) {
+          const cause = error.causes.find((c) => c.reason === 'DisruptionBudget');
+          if (!cause) return { outcome: 'throttled', retryAfterMs: error.retryAfterMs, message: error.message };
+          return { outcome: 'blocked-by-pdb', retryAfterMs: error.retryAfterMs, message: cause.message ?? error.message, ...budgetOf(cause.message ?? '') };
+        }
         if (error instanceof KubeError && (error.statusCode === 401 || error.statusCode === 403)) {
           throw new KubeError('evict pod', authMessage('evict pod', error.statusCode, { verb: 'create', resource: 'pods/eviction', namespace: pod.namespace }, where), error.statusCode, {
             transient: false,
@@ -412,4 +425,11 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
       }
     },
   };
+}
+
+/** The budget's name and its disruptions left, from the cause's message ("The disruption budget db needs 2 healthy pods and has 2 currently"). */
+function budgetOf(message: string): { budget: string | undefined; disruptionsAllowed: number } {
+  const m = /disruption budget (\S+) needs (\d+) healthy pods and has (\d+) currently/.exec(message);
+  if (!m) return { budget: /disruption budget (\S+)/.exec(message)?.[1], disruptionsAllowed: 0 };
+  return { budget: m[1], disruptionsAllowed: Math.max(0, Number(m[3]) - Number(m[2])) };
 }

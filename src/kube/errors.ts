@@ -19,12 +19,20 @@ export class KubeError extends Error {
   readonly retryAfterMs: number | undefined;
   /** Worth retrying (429, 5xx, connection errors, deadline). */
   readonly transient: boolean;
-  constructor(call: string, message: string, statusCode?: number, options?: { cause?: unknown; reason?: string; retryAfterMs?: number; transient?: boolean }) {
+  /** The Status object's details.causes (a PodDisruptionBudget's 429 names its budget there). */
+  readonly causes: readonly { reason?: string; message?: string }[];
+  constructor(
+    call: string,
+    message: string,
+    statusCode?: number,
+    options?: { cause?: unknown; reason?: string; retryAfterMs?: number; transient?: boolean; causes?: readonly { reason?: string; message?: string }[] },
+  ) {
     super(message, options?.cause !== undefined ? { cause: options.cause } : undefined);
     this.call = call;
     this.statusCode = statusCode;
     this.reason = options?.reason;
     this.retryAfterMs = options?.retryAfterMs;
+    this.causes = options?.causes ?? [];
     this.transient = options?.transient ?? (statusCode === undefined || statusCode === 429 || statusCode >= 500);
   }
 }

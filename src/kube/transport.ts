@@ -63,7 +63,7 @@ function buildPath(request: KubeRequest): string {
   return qs ? `${request.path}?${qs}` : request.path;
 }
 
-function statusOf(body: unknown): { reason?: string; message?: string } {
+function statusOf(body: unknown): { reason?: string; message?: string; details?: { causes?: { reason?: string; message?: string }[] } } {
   if (typeof body === 'object' && body !== null && (body as { kind?: string }).kind === 'Status') return body;
   return {};
 }
@@ -100,6 +100,7 @@ export function transportFor(config: KubeConfig, where: string): Transport {
     return new KubeError(call, `${call} failed (HTTP ${status}${s.reason ? ` ${s.reason}` : ''}): ${detail.split('\n')[0]} (${where})`, status, {
       ...(s.reason ? { reason: s.reason } : {}),
       ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
+      ...(Array.isArray(s.details?.causes) ? { causes: s.details.causes } : {}),
     });
   };
 

@@ -116,12 +116,42 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
   // a container the played kubelet removed is not running either
   const running = async (pod: RealPod): Promise<boolean> => (await exitInfo(cri, pod.containers[0]!.id).catch(() => ({ state: 'removed' }))).state === 'running';
 
-  /** A pod in the runtime and, bound to node-1, in the API server (the same UID). */
-  async function apiPod(input: PodInput & { finalizers?: string[] } = {}): Promise<RealPod> {
+  /**
+   * A pod in the runtime and, bound to node-1, in the API server (the same UID); managed by a
+   * ReplicaSet unless `controller` says otherwise (null: a bare pod).
+   */
+  async function apiPod(
+    input: PodInput & { finalizers?: string[]; controller?: { kind: string; name: string } | null; volumes?: object[]; apiAnnotations?: Record<string, string> } = {},
+  ): Promise<RealPod> {
     const pod = await pods.create({ terminationGracePeriodSeconds: 5, ...input });
+    const controller = input.controller === undefined ? { kind: 'ReplicaSet', name: `${input.name ?? 'e2e'}-rs` } : input.controller;
     server.addPod({
-      metadata: { name: pod.name, namespace: pod.namespace, uid: pod.uid, labels: input.labels ?? {}, ...(input.finalizers ? { finalizers: input.finalizers } : {}) },
-      spec: { nodeName: 'node-1', terminationGracePeriodSeconds: input.terminationGracePeriodSeconds ?? 5, containers: [{ name: 'main', image: 'x' }] },
+      metadata: {
+        name: pod.name,
+        namespace: pod.namespace,
+        uid: pod.uid,
+        labels: input.labels ?? {},
+        ...(input.apiAnnotations ? { annotations: input.apiAnnotations } : {}),
+        ...(input.finalizers ? { finalizers: input.finalizers } : {}),
+        ...(controller ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: controller.kind, name: controller.name, uid: `${controller.name}-uid`, controller: true }] } : {}),
+      },
+      spec: {
+        nodeName: 'node-1',
+        terminationGracePeriodSeconds: input.terminationGracePeriodSeconds ?? 5,
+        containers: [{ name: 'main', image: 'x' }],
+        ...(input.volumes ? { volumes: input.volumes } : {}),
+      },
+      status: { phase: 'Running' },
+    });
+    return pod;
+  }
+
+  /** A static pod in the runtime (config.source file) and its mirror pod in the API server. */
+  async function staticPod(name: string): Promise<RealPod> {
+    const pod = await pods.create({ name, namespace: 'kube-system', configSource: 'file', terminationGracePeriodSeconds: 1 });
+    server.addPod({
+      metadata: { name: pod.name, namespace: pod.namespace, annotations: { 'kubernetes.io/config.mirror': 'hash', 'kubernetes.io/config.source': 'file' } },
+      spec: { nodeName: 'node-1', containers: [{ name: 'main', image: 'x' }] },
       status: { phase: 'Running' },
     });
     return pod;
@@ -214,6 +244,104 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     expect(run.stderr).toContain('kubectl uncordon node-1');
   });
 
+  it("drain applies kubectl drain's filters: static and DaemonSet pods skipped, terminal pods left, emptyDir and bare pods refused (naming them) unless consented; the dry run shows every verdict", async () => {
+    const kas = await staticPod('kas');
+    const ds = await apiPod({ name: 'proxy', controller: { kind: 'DaemonSet', name: 'proxy' } });
+    const cache = await apiPod({ name: 'cache', volumes: [{ name: 'scratch', emptyDir: {} }] });
+    const bare = await apiPod({ name: 'bare', controller: null });
+    const web = await apiPod({ name: 'web' });
+    const done = await apiPod({ name: 'job' });
+    server.updatePod(done.namespace, done.name, (p) => (p.status = { phase: 'Succeeded' }));
+    playKubelet([ds, cache, bare, web, done]);
+    type Decision = { uid: string; decision: string; reason: string; message: string };
+    const plan = await podctl(['drain', '--dry-run', '--json']);
+    expect(plan.code, plan.stderr).toBe(2); // the drain would be refused
+    const decisions = (JSON.parse(plan.stdout) as { decisions: Decision[] }).decisions;
+    const verdict = (pod: RealPod): string | undefined => {
+      const d = decisions.find((x) => x.uid === pod.uid);
+      return d && `${d.decision} ${d.reason}`;
+    };
+    expect(verdict(kas)).toBe('skip static');
+    expect(verdict(ds)).toBe('skip daemonset');
+    expect(verdict(done)).toBe('skip terminal');
+    expect(verdict(cache)).toBe('refuse emptydir');
+    expect(verdict(bare)).toBe('refuse unmanaged');
+    expect(verdict(web)).toBe('evict evict');
+    expect(decisions.filter((d) => d.message.includes('config.mirror'))).toEqual([]); // the mirror is the static pod's row, not a second one
+    const table = await podctl(['drain', '--dry-run']);
+    for (const pod of [kas, ds, done, cache, bare, web]) expect(table.stdout).toContain(`${pod.namespace}/${pod.name}`);
+    expect(table.stdout).toMatch(/API eviction +e2e\/web-/);
+    expect(table.stdout).toMatch(/refused .*emptydir: emptyDir scratch/);
+
+    const refused = await podctl(['drain']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`${cache.namespace}/${cache.name}`);
+    expect(refused.stderr).toContain(`${bare.namespace}/${bare.name}`);
+    expect(refused.stderr).toContain('--delete-emptydir-data');
+    expect(refused.stderr).toContain('--delete-unmanaged');
+    expect(server.requests.filter((r) => r.method === 'PATCH' || r.path.endsWith('/eviction'))).toEqual([]); // refused before the cordon
+
+    const run = await podctl(['drain', '--delete-emptydir-data', '--delete-unmanaged', '--json']);
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    const result = JSON.parse(run.stdout) as { status: string; viaApi: { uid: string; outcome: string }[] };
+    expect(result.status).toBe('done');
+    expect(result.viaApi.map((p) => p.uid).sort()).toEqual([cache.uid, bare.uid, web.uid].sort());
+    expect(await running(kas)).toBe(true);
+    expect(await running(ds)).toBe(true);
+    expect(await running(web)).toBe(false);
+  }, 120_000);
+
+  it('never a fight with the kubelet: a DaemonSet pod recreated under a new UID, a pod that arrives after the plan and a runtime pod the API does not have keep running', async () => {
+    const ds = await apiPod({ name: 'agent', controller: { kind: 'DaemonSet', name: 'agent' } });
+    const web = await apiPod({ name: 'web', terminationGracePeriodSeconds: 1 });
+    const orphan = await pods.create({ name: 'orphan', terminationGracePeriodSeconds: 1 });
+    const arrived: RealPod[] = [];
+    let recreating: Promise<void> | undefined;
+    // right after the first eviction: the DaemonSet's pod comes back under a new UID (as its
+    // controller, which ignores the cordon, would recreate it) and another pod arrives
+    server.onAnswered = (request) => {
+      if (recreating || !request.path.endsWith('/eviction') || request.status !== 201) return;
+      recreating = (async () => {
+        await removeSandbox(cri, ds.sandboxId);
+        server.deletePod(ds.namespace, ds.name, 0);
+        arrived.push(await apiPod({ name: 'agent', controller: { kind: 'DaemonSet', name: 'agent' } }));
+        arrived.push(await apiPod({ name: 'late' }));
+      })();
+    };
+    playKubelet([web]);
+    const run = await podctl(['drain', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    await recreating;
+    expect(arrived).toHaveLength(2);
+    expect(await running(web)).toBe(false);
+    for (const pod of arrived) expect(await running(pod), `${pod.name} runs`).toBe(true);
+    expect(await running(orphan)).toBe(true);
+    const decisions = (JSON.parse(run.stdout) as { decisions: { uid: string; decision: string; reason: string }[] }).decisions;
+    expect(decisions.find((d) => d.uid === orphan.uid)).toMatchObject({ decision: 'skip', reason: 'orphan' });
+    expect(decisions.find((d) => d.uid === ds.uid)).toMatchObject({ decision: 'skip', reason: 'daemonset' });
+    expect(decisions.some((d) => arrived.some((p) => p.uid === d.uid))).toBe(false); // in no plan
+  }, 120_000);
+
+  it('a PodDisruptionBudget block is retried every 5 s, said once naming the budget; a 429 without a budget is throttling, retried and evicted', async () => {
+    const db = await apiPod({ name: 'db', labels: { app: 'db' } });
+    const web = await apiPod({ name: 'web' });
+    server.addPdb(db.namespace, 'db-budget', { app: 'db' }, 0);
+    server.inject({ method: 'POST', path: new RegExp(`/pods/${web.name}/eviction$`), status: 429, retryAfter: 1 });
+    playKubelet([db, web]);
+    const run = await podctl(['drain', '--timeout', '12s', '--json']);
+    expect(run.code).not.toBe(0);
+    const result = JSON.parse(run.stdout) as { viaApi: { uid: string; outcome: string; error?: string }[] };
+    expect(result.viaApi.find((p) => p.uid === web.uid)?.outcome).toBe('terminated');
+    expect(result.viaApi.find((p) => p.uid === db.uid)).toMatchObject({ outcome: 'blocked-by-pdb' });
+    const lines = run.stderr.split('\n').filter((l) => l.includes(db.name) && /PodDisruptionBudget/.test(l));
+    expect(lines[0]).toMatch(/held by PodDisruptionBudget db-budget \(0 disruption\(s\) allowed\); trying every 5s, gives up in/);
+    expect(lines).toHaveLength(2); // held, then the end: not a line per retry
+    const attempts = server.requests.filter((r) => r.path.endsWith(`/pods/${db.name}/eviction`)).length;
+    expect(attempts).toBeGreaterThanOrEqual(2);
+    expect(attempts).toBeLessThanOrEqual(4); // every 5 s within 12 s, not every second
+    expect(await running(db)).toBe(true);
+  }, 120_000);
+
   it("an orphan is left alone until a fresh GET says it is gone and the kubelet's cleanup time passed, then terminated", async () => {
     const desired = await apiPod({ name: 'desired' });
     const orphan = await pods.create({ name: 'orphan', terminationGracePeriodSeconds: 1 });
@@ -296,9 +424,9 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     expect(await running(c)).toBe(true);
   }, 120_000);
 
-  const annotate = (value: string): void => {
-    const node = server.nodes.get('node-1')!;
-    node.metadata.annotations = { ...(node.metadata.annotations ?? {}), 'podctl.io/drain': value };
+  // as kubectl annotate does: a change the agent's watch of its Node sees
+  const annotate = (value: string, more: Record<string, string> = {}): void => {
+    server.updateNode('node-1', (node) => (node.metadata.annotations = { ...(node.metadata.annotations ?? {}), ...more, 'podctl.io/drain': value }));
   };
   const annotation = (): string | undefined => server.nodes.get('node-1')?.metadata?.annotations?.['podctl.io/drain'];
   const nodeEvents = (): string[] => [...server.events.values()].filter((e) => e.involvedObject?.kind === 'Node' && e.involvedObject?.name === 'node-1').map((e) => e.reason as string);
@@ -343,14 +471,21 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     server.addPdb(db.namespace, 'maint-db', { app: 'maint-db' }, 0);
     playKubelet([db]);
     await withAgent(async () => {
-      annotate('requested');
+      annotate('requested', { 'podctl.io/drain-timeout': '8s' });
       await waitFor(() => annotation() === 'failed', 90_000, `the drain gives up on the budget (annotation ${annotation()})`);
       expect(await running(db)).toBe(true);
+      const blocked = [...server.events.values()].filter((e) => e.involvedObject?.kind === 'Node' && e.reason === 'DrainBlockedByPDB');
+      expect(blocked).toHaveLength(1); // once per pod, not per retry
+      expect(blocked[0]?.message).toMatch(/maint-db.* held by PodDisruptionBudget maint-db \(0 disruption\(s\) allowed\)/);
       const failed = [...server.events.values()].find((e) => e.involvedObject?.kind === 'Node' && e.reason === 'DrainFailed');
       expect(failed?.message).toMatch(/held back: .*maint-db.*blocked-by-pdb/);
-      const node = server.nodes.get('node-1')!;
-      node.metadata.annotations = { ...node.metadata.annotations, 'podctl.io/drain': 'requested', 'podctl.io/drain-ignore-pdb': 'true' };
-      await waitFor(() => annotation() === 'done', 60_000, `the drain is done with the budget ignored (annotation ${annotation()})`);
+      expect(failed?.message).toMatch(/next: .*podctl.io\/drain-ignore-pdb=true/);
+      annotate('requested', { 'podctl.io/drain-ignore-pdb': 'true' });
+      await waitFor(
+        () => annotation() === 'done',
+        60_000,
+        `the drain is done with the budget ignored (annotation ${annotation()}; events ${JSON.stringify([...server.events.values()].map((e) => e.message))})`,
+      );
       expect(await running(db)).toBe(false);
       expect(server.requests.some((r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${db.name}`))).toBe(true);
     });

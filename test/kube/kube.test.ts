@@ -199,13 +199,16 @@ describe('connectKube against the local API server', () => {
     }
   });
 
-  it('eviction: a PodDisruptionBudget with no disruption left answers 429 (blocked-by-pdb), else the pod is deleted gracefully', async () => {
+  it('eviction: a PodDisruptionBudget with no disruption left answers 429 (blocked-by-pdb, naming it), another 429 is throttling, else the pod is deleted gracefully', async () => {
     server.addPod(podOn('guarded'));
     server.addPod(podOn('free'));
     server.addPdb('web', 'pdb', { app: 'guarded' }, 0);
     const kube = await connect();
     const blocked = await kube.evictPod({ namespace: 'web', name: 'guarded' }, 5);
-    expect(blocked).toMatchObject({ outcome: 'blocked-by-pdb', retryAfterMs: 1000 });
+    expect(blocked).toMatchObject({ outcome: 'blocked-by-pdb', retryAfterMs: 1000, budget: 'pdb', disruptionsAllowed: 0 });
+    // a 429 whose Status names no disruption budget (API Priority and Fairness): throttling, not a budget
+    server.inject({ method: 'POST', path: /\/pods\/free\/eviction$/, status: 429, retryAfter: 2 });
+    expect(await kube.evictPod({ namespace: 'web', name: 'free' }, 5)).toMatchObject({ outcome: 'throttled', retryAfterMs: 2000 });
     expect(await kube.evictPod({ namespace: 'web', name: 'free' }, 5)).toEqual({ outcome: 'accepted' });
     expect(server.getPod('web', 'free')?.metadata).toMatchObject({ deletionGracePeriodSeconds: 5 });
     expect(server.getPod('web', 'guarded')?.metadata?.deletionTimestamp).toBeUndefined();

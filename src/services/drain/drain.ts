@@ -77,6 +77,8 @@ export interface DrainOptions {
   isExcluded?: (pod: PodInfo) => boolean;
   /** The drainer's own pod (the agent's): skipped as `self`. */
   isSelf?: (pod: PodInfo) => boolean;
+  /** Only these pods are planned (beside a running kubelet: what the API path left to CRI); the others are not listed. */
+  only?: ReadonlySet<string>;
   dryRun: boolean;
   /** Bound of the whole drain (ms); default: the plan's. */
   timeoutMs?: number;
@@ -100,10 +102,11 @@ export function drainExitCode(result: Pick<DrainResult, 'status'>): ExitCodeValu
   }
 }
 
-async function buildDrainPlan(options: Pick<DrainOptions, 'session' | 'selection' | 'groups' | 'isExcluded' | 'isSelf'>): Promise<DrainPlan> {
+async function buildDrainPlan(options: Pick<DrainOptions, 'session' | 'selection' | 'groups' | 'isExcluded' | 'isSelf' | 'only'>): Promise<DrainPlan> {
   const { targets } = resolveSelection(await options.session.listPods(), options.selection);
+  const only = options.only;
   return planDrain({
-    pods: targets,
+    pods: only ? targets.filter((p) => only.has(p.uid)) : targets,
     groups: options.groups,
     isTerminated: (p) => isFinal(p) || p.state === 'terminated',
     ...(options.isExcluded ? { isExcluded: options.isExcluded } : {}),
@@ -271,10 +274,35 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
   return { dryRun: false, status, timeoutSeconds: timeoutMs / 1000, timeoutSource, elapsedMs: now() - start, groups, skipped: plan.skipped, summary };
 }
 
-/** The human view of a drain (or its plan with --dry-run): one row per pod, group by group. */
-export function drainTable(result: DrainResult, styler: Styler): TableSpec {
+/** Beside a running kubelet: the pods evicted through the API server and every pod's verdict (drain-run.ts). */
+interface ApiDrainRows {
+  viaApi?: { uid: string; namespace: string; name: string; gracePeriodSeconds: number; outcome: string; elapsedMs?: number; error?: string }[];
+  decisions?: { uid: string; namespace: string; name: string; decision: 'evict' | 'cri' | 'skip' | 'refuse'; reason: string; message: string }[];
+}
+
+/**
+ * The human view of a drain (or its plan with --dry-run): one row per pod, the same pods as the
+ * JSON — API evictions first (beside a running kubelet), then the CRI groups, then what is left
+ * alone or refused, with the verdict's reason.
+ */
+export function drainTable(result: DrainResult & ApiDrainRows, styler: Styler): TableSpec {
   const head = result.dryRun ? ['GROUP', 'NAMESPACE/NAME', 'PRIORITY', 'CRITICAL', 'POD GRACE', 'DRAIN GRACE'] : ['GROUP', 'NAMESPACE/NAME', 'PRIORITY', 'GRACE', 'OUTCOME', 'TIME'];
   const rows: string[][] = [];
+  for (const pod of result.viaApi ?? []) {
+    const name = `${pod.namespace}/${pod.name}`;
+    if (result.dryRun) rows.push(['API eviction', name, '-', '-', `${pod.gracePeriodSeconds}s`, `${pod.gracePeriodSeconds}s`]);
+    else {
+      const ok = pod.outcome === 'terminated';
+      rows.push([
+        'API eviction',
+        name,
+        '-',
+        `${pod.gracePeriodSeconds}s`,
+        ok ? styler.green(pod.outcome) : styler.red(pod.outcome + (pod.error ? ` ${pod.error}` : '')),
+        pod.elapsedMs === undefined ? '-' : formatDuration(pod.elapsedMs),
+      ]);
+    }
+  }
   result.groups.forEach((group, index) => {
     const label = `${index + 1}: ≥${group.priority} (${group.budgetSeconds}s${group.critical ? ', critical' : ''})`;
     for (const pod of group.pods) {
@@ -298,6 +326,13 @@ export function drainTable(result: DrainResult, styler: Styler): TableSpec {
   for (const s of result.skipped) {
     rows.push(result.dryRun ? ['skipped', `${s.namespace}/${s.name}`, '-', '-', '-', s.reason] : ['skipped', `${s.namespace}/${s.name}`, '-', '-', s.reason, '-']);
   }
+  const planned = new Set(result.groups.flatMap((g) => g.pods.map((p) => p.uid)));
+  for (const d of result.decisions ?? []) {
+    if (d.decision === 'evict' || planned.has(d.uid)) continue;
+    const label = d.decision === 'refuse' ? 'refused' : d.decision === 'cri' ? 'CRI (orphan rule)' : 'skipped';
+    const why = `${d.reason}: ${d.message}`;
+    rows.push(result.dryRun ? [label, `${d.namespace}/${d.name}`, '-', '-', '-', why] : [label, `${d.namespace}/${d.name}`, '-', '-', d.decision === 'refuse' ? styler.red(why) : why, '-']);
+  }
   return { head, rows };
 }
 
@@ -309,9 +344,18 @@ export function drainPodsToHandOff(result: DrainResult): string[] {
     .map((p) => p.uid);
 }
 
-export function drainSummaryLine(result: DrainResult): string {
+export function drainSummaryLine(result: DrainResult & ApiDrainRows): string {
   const s = result.summary;
-  if (result.dryRun) return `drain plan: ${s.planned} pod(s) in ${result.groups.length} group(s), ${s.skipped} skipped; bound ${formatDuration(result.timeoutSeconds * 1000)} (nothing was changed)`;
+  const decisions = result.decisions ?? [];
+  const evictions = result.viaApi?.length ?? 0;
+  const skipped = s.skipped + decisions.filter((d) => d.decision === 'skip').length;
+  const refused = decisions.filter((d) => d.decision === 'refuse').length;
+  const api = decisions.length > 0 || evictions > 0 ? `${evictions} API eviction(s), ` : '';
+  if (result.dryRun) {
+    return `drain plan: ${api}${s.planned} pod(s) over CRI in ${result.groups.length} group(s), ${skipped} skipped${refused > 0 ? `, ${refused} refused (the drain would not start)` : ''}; bound ${formatDuration(result.timeoutSeconds * 1000)} (nothing was changed)`;
+  }
+  const viaApi = result.viaApi ?? [];
+  const apiPart = api === '' ? '' : `${viaApi.filter((p) => p.outcome === 'terminated').length}/${evictions} evicted and stopped by the kubelet, `;
   const ordering = orderingNote(result.groups.flatMap((g) => g.pods).filter((p) => p.ordering !== undefined));
-  return `drain ${result.status}: ${s.terminated}/${s.planned} terminated, ${s.timedOut} still terminating, ${s.failed} failed, ${s.notStarted} not started, ${s.skipped} skipped in ${formatDuration(result.elapsedMs)}${ordering ? `; ${ordering}` : ''}`;
+  return `drain ${result.status}: ${apiPart}${s.terminated}/${s.planned} terminated over CRI, ${s.timedOut} still terminating, ${s.failed} failed, ${s.notStarted} not started, ${skipped} skipped in ${formatDuration(result.elapsedMs)}${ordering ? `; ${ordering}` : ''}`;
 }

@@ -18,13 +18,20 @@ import type { KubeletStatus } from '../../kube/kubelet.js';
 import { parseSelection } from '../../lib/refs.js';
 import { silentReporter, type Reporter } from '../../lib/reporter.js';
 import type { ApiNode } from '../api/api-node.js';
-import { drainBesideKubelet } from './drain-kubelet.js';
+import { parseDuration } from '../../lib/duration.js';
+import { UsageError } from '../../lib/errors.js';
 import { defaultGroups, DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECONDS } from './drain-plan.js';
-import { drainNode } from './drain.js';
+import { runDrain } from './drain-run.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
 
 const DRAIN_ANNOTATION = 'podctl.io/drain';
 const IGNORE_PDB_ANNOTATION = 'podctl.io/drain-ignore-pdb';
+/** Consent to evict pods with emptyDir volumes (kubectl drain --delete-emptydir-data). */
+const EMPTYDIR_ANNOTATION = 'podctl.io/drain-delete-emptydir-data';
+/** Consent to evict pods no controller recreates (kubectl drain --force). */
+const UNMANAGED_ANNOTATION = 'podctl.io/drain-delete-unmanaged';
+/** The drain's bound (a duration, e.g. 10m); PodDisruptionBudgets are waited on without one by default. */
+const TIMEOUT_ANNOTATION = 'podctl.io/drain-timeout';
 
 type MaintenanceAction = 'none' | 'drained' | 'failed' | 'uncordoned';
 
@@ -50,57 +57,65 @@ export async function checkMaintenance(options: MaintenanceOptions): Promise<Mai
   const { kube } = options.api;
   const node = options.current !== undefined ? options.current : await kube.getNode(options.signal);
   const want = node?.annotations[DRAIN_ANNOTATION];
-  if (want === 'requested') return drainForMaintenance(options, node?.annotations[IGNORE_PDB_ANNOTATION] === 'true');
+  if (want === 'requested') return drainForMaintenance(options, node?.annotations ?? {});
   if (want === 'uncordon') {
     await kube.setUnschedulable(false, options.signal);
-    await kube.annotateNode({ [DRAIN_ANNOTATION]: null }, options.signal);
     await event(options, 'Normal', 'Uncordoned', `podctl agent uncordoned node ${options.node}`);
+    await kube.annotateNode({ [DRAIN_ANNOTATION]: null }, options.signal);
     options.reporter?.info(`agent: node ${options.node} uncordoned (${DRAIN_ANNOTATION}=uncordon)`);
     return { action: 'uncordoned' };
   }
   return { action: 'none' };
 }
 
-async function drainForMaintenance(options: MaintenanceOptions, ignorePdb: boolean): Promise<MaintenanceOutcome> {
+async function drainForMaintenance(options: MaintenanceOptions, annotations: Record<string, string>): Promise<MaintenanceOutcome> {
   const reporter = options.reporter ?? silentReporter();
   const { kube } = options.api;
+  const ignorePdb = annotations[IGNORE_PDB_ANNOTATION] === 'true';
   await kube.annotateNode({ [DRAIN_ANNOTATION]: 'draining' }, options.signal);
   const how =
     options.kubelet.state === 'down' ? 'the kubelet is down: over CRI' : `the kubelet is ${options.kubelet.state}: cordon, then the Eviction API${ignorePdb ? ' (PodDisruptionBudgets ignored)' : ''}`;
   await event(options, 'Normal', 'DrainStarted', `podctl agent drains node ${options.node} (${how})`);
   reporter.info(`agent: draining node ${options.node} (${DRAIN_ANNOTATION}=requested; ${how})`);
   try {
-    const selection = parseSelection({ args: [], allNamespaces: true, allowEmpty: true });
-    const beside = await drainBesideKubelet({
+    const timeout = annotations[TIMEOUT_ANNOTATION];
+    const timeoutMs = timeout === undefined ? undefined : parseDuration(timeout, TIMEOUT_ANNOTATION);
+    const blocks: Promise<void>[] = [];
+    const drained = await runDrain({
       session: options.session,
-      selection,
-      ...(options.isSelf ? { isExcluded: options.isSelf } : {}),
+      selection: parseSelection({ args: [], allNamespaces: true, allowEmpty: true }),
+      groups: defaultGroups(DEFAULT_DRAIN_GRACE_SECONDS, DEFAULT_CRITICAL_GRACE_SECONDS),
+      ...(options.isSelf ? { isSelf: options.isSelf } : {}),
       kubelet: options.kubelet,
       api: options.api,
       force: false,
       ignorePdb,
+      consent: { deleteEmptyDirData: annotations[EMPTYDIR_ANNOTATION] === 'true', deleteUnmanaged: annotations[UNMANAGED_ANNOTATION] === 'true' },
+      agent: true,
       dryRun: false,
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       node: options.node,
       reporter,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    // what the kubelet failed to finish within its bound: podctl finishes it over CRI
-    const unfinished = new Set(beside.viaApi.filter((p) => p.outcome === 'timeout').map((p) => p.uid));
-    const drained = await drainNode({
-      session: options.session,
-      selection,
-      groups: defaultGroups(DEFAULT_DRAIN_GRACE_SECONDS, DEFAULT_CRITICAL_GRACE_SECONDS),
-      isExcluded: (pod) => beside.handled.has(pod.uid) && !unfinished.has(pod.uid),
-      specs: beside.specs,
-      ...(options.isSelf ? { isSelf: options.isSelf } : {}),
-      dryRun: false,
-      reporter,
+      onPdbBlock: (block) =>
+        blocks.push(
+          event(
+            options,
+            'Warning',
+            'DrainBlockedByPDB',
+            `podctl agent: eviction of ${block.namespace}/${block.name} held by PodDisruptionBudget ${block.budget ?? '(unnamed)'} (${block.disruptionsAllowed} disruption(s) allowed); ${Number.isFinite(block.givesUpAt) ? `retrying every 5s until ${new Date(block.givesUpAt).toISOString()}` : `retrying every 5s, no bound (${TIMEOUT_ANNOTATION} bounds it)`}`,
+          ),
+        ),
       ...(options.signal ? { signal: options.signal } : {}),
     });
     const endedAt = Date.now();
-    const held = beside.viaApi.filter((p) => p.outcome === 'blocked-by-pdb' || p.outcome === 'failed');
+    await Promise.all(blocks);
+    const skipped = drained.decisions.filter((d) => d.decision === 'skip');
+    if (skipped.length > 0) {
+      await event(options, 'Normal', 'DrainSkipped', `podctl agent leaves ${skipped.length} pod(s) alone: ${skipped.map((d) => `${d.namespace}/${d.name} (${d.reason})`).join(', ')}`);
+    }
+    const held = drained.viaApi.filter((p) => p.outcome === 'blocked-by-pdb' || p.outcome === 'failed' || p.outcome === 'timeout');
     const ok = held.length === 0 && drained.status === 'done';
-    const stopped = beside.viaApi.filter((p) => p.outcome === 'terminated' || p.outcome === 'gone').length + drained.summary.terminated;
+    const stopped = drained.viaApi.filter((p) => p.outcome === 'terminated' || p.outcome === 'gone').length + drained.summary.terminated;
     // the drain's report, kept in the state dir: the final Event names it (`podctl report --last-drain` draws it)
     const { recordDrainReport } = await import('./report/report.js');
     const { file } = await recordDrainReport({
@@ -109,22 +124,33 @@ async function drainForMaintenance(options: MaintenanceOptions, ignorePdb: boole
       endedAt,
       source: 'agent',
       node: options.node,
-      viaApi: beside.viaApi,
+      viaApi: drained.viaApi,
       onError: (message) => reporter.warn(`agent: ${message}`),
     });
     const report = file === null ? '' : `; report ${file} (podctl report --last-drain)`;
-    const detail = `${stopped} pod(s) stopped${held.length > 0 ? `; held back: ${held.map((p) => `${p.namespace}/${p.name} (${p.outcome})`).join(', ')}` : ''}; drain ${drained.status}${report}`;
-    await event(options, ok ? 'Normal' : 'Warning', ok ? 'DrainCompleted' : 'DrainFailed', `podctl agent: ${detail}`);
+    const detail = `${stopped} pod(s) stopped${held.length > 0 ? `; held back: ${held.map((p) => `${p.namespace}/${p.name} (${p.outcome}${p.error ? `: ${p.error}` : ''})`).join(', ')}` : ''}; drain ${drained.status}${report}`;
+    const next = ok ? '' : `; ${nextStep(held.map((p) => p.outcome))}`;
+    await event(options, ok ? 'Normal' : 'Warning', ok ? 'DrainCompleted' : 'DrainFailed', `podctl agent: ${detail}${next}`);
     await kube.annotateNode({ [DRAIN_ANNOTATION]: ok ? 'done' : 'failed' }, options.signal);
     reporter.info(`agent: drain of node ${options.node} ${ok ? 'done' : 'failed'}: ${detail}`);
     return { action: ok ? 'drained' : 'failed', detail };
   } catch (error) {
     const detail = (error as Error).message;
-    await event(options, 'Warning', 'DrainFailed', `podctl agent: ${detail}`);
+    const hint = error instanceof UsageError && error.hint ? `; ${error.hint}` : '';
+    await event(options, 'Warning', 'DrainFailed', `podctl agent: ${detail}${hint}; then annotate ${DRAIN_ANNOTATION}=requested again`);
     await kube.annotateNode({ [DRAIN_ANNOTATION]: 'failed' }, options.signal).catch(() => undefined);
     reporter.warn(`agent: drain of node ${options.node} failed: ${detail}`);
     return { action: 'failed', detail };
   }
+}
+
+/** What the operator does after a failed drain, by what held it back. */
+function nextStep(outcomes: string[]): string {
+  const steps: string[] = [];
+  if (outcomes.includes('blocked-by-pdb')) steps.push(`wait for the budget to allow a disruption or set ${IGNORE_PDB_ANNOTATION}=true`);
+  if (outcomes.includes('timeout')) steps.push(`give the pods more time (${TIMEOUT_ANNOTATION})`);
+  if (outcomes.includes('failed') || steps.length === 0) steps.push("see the agent's log and the pods' Events");
+  return `next: ${steps.join(', or ')}, then annotate ${DRAIN_ANNOTATION}=requested again (or ${DRAIN_ANNOTATION}=uncordon to give up)`;
 }
 
 async function event(options: MaintenanceOptions, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {

@@ -29,7 +29,7 @@ import type { NodeSession, PodInfo } from '../../domain/session-api.js';
 import type { ApiNode } from '../api/api-node.js';
 import type { ApiSyncReport } from './api-sync.js';
 import type { KubeletState } from '../../kube/kubelet.js';
-import { decideOrphans, type WaitingOrphan } from './orphan-wait.js';
+import { decideOrphans, type WaitingOrphan } from '../api/orphan-wait.js';
 
 export type DesiredSource = { kind: 'api' } | { kind: 'file'; path: string } | { kind: 'runtime' };
 

@@ -73,6 +73,10 @@ export interface GuardInput {
   guard: KubeletGuardOptions;
   /** This node's pods as the API server holds them, when the caller listed them already. */
   specs?: PodSpecs;
+  /** How long a PodDisruptionBudget's block is retried (ms; default the wait's bound; Infinity: no bound). */
+  pdbBoundMs?: number;
+  /** Told once per pod and budget when a PodDisruptionBudget holds its eviction back. */
+  onPdbBlock?: (block: PdbBlock) => void;
 }
 
 export interface GuardOutcome {
@@ -85,8 +89,10 @@ export interface GuardOutcome {
   specs: PodSpecs;
 }
 
-/** Between two eviction attempts a PodDisruptionBudget refused (unless the server says when). */
+/** Between two eviction attempts the API server throttled (429 without a budget), unless its Retry-After says when. */
 const EVICTION_RETRY_MS = 1_000;
+/** Between two eviction attempts a PodDisruptionBudget refused: kubectl drain's 5 s. */
+const PDB_RETRY_MS = 5_000;
 
 const refOf = (p: { namespace: string; name: string }): string => `${p.namespace}/${p.name}`;
 
@@ -214,11 +220,30 @@ function desiredPhrase(desired: PodInfo[], untold: PodInfo[]): string {
   return parts.join(' and ');
 }
 
-/** Delete or evict one pod through the API, then wait (bounded) until the kubelet has finished it. */
-async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, mode: 'delete' | 'evict', input: GuardInput, reporter: Reporter, started: number): Promise<TerminatedPod> {
+/** A PodDisruptionBudget holding an eviction back: which budget, its disruptions left, since when. */
+export interface PdbBlock {
+  uid: string;
+  namespace: string;
+  name: string;
+  budget: string | undefined;
+  disruptionsAllowed: number;
+  message: string;
+  /** When podctl gives up (epoch ms; Infinity: it waits as long as it takes). */
+  givesUpAt: number;
+}
+
+/**
+ * Delete or evict one pod through the API, then wait (bounded) until the kubelet has finished it.
+ * A PodDisruptionBudget's 429 is retried every PDB_RETRY_MS (kubectl drain's 5 s) up to
+ * `input.pdbBoundMs` (default the wait's bound), said once per pod (with when podctl gives up), not
+ * once per retry; any other 429 is retried after its Retry-After (else a second) within the bound.
+ */
+export async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, mode: 'delete' | 'evict', input: GuardInput, reporter: Reporter, started: number): Promise<TerminatedPod> {
   const entry: TerminatedPod = { uid: pod.uid, namespace: pod.namespace, name: pod.name, gracePeriodSeconds: grace, outcome: 'requested', handledBy: 'api' };
   const boundMs = input.timeoutMs ?? killTimeoutMs(grace);
+  const pdbBoundMs = input.pdbBoundMs ?? boundMs;
   const ref = { namespace: pod.namespace, name: pod.name, uid: pod.uid };
+  let blocked: PdbBlock | undefined;
   try {
     if (mode === 'delete') {
       const outcome = await api.kube.deletePod(ref, input.gracePeriodSeconds, input.signal);
@@ -227,23 +252,36 @@ async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, mode: '
         return entry;
       }
     } else {
-      // a PodDisruptionBudget's 429 is waited out within the bound, as kubectl drain does
       for (;;) {
         const evicted = await api.kube.evictPod(ref, input.gracePeriodSeconds, input.signal);
-        if (evicted.outcome !== 'blocked-by-pdb') {
-          if (evicted.outcome === 'accepted') break;
+        if (evicted.outcome === 'accepted') break;
+        if (evicted.outcome === 'gone') {
           entry.outcome = 'gone';
           return entry;
         }
-        const waitMs = evicted.retryAfterMs ?? EVICTION_RETRY_MS;
-        if (Date.now() + waitMs - started >= boundMs || input.signal?.aborted) {
-          entry.outcome = 'blocked-by-pdb';
+        const pdb = evicted.outcome === 'blocked-by-pdb';
+        const waitMs = pdb ? PDB_RETRY_MS : (evicted.retryAfterMs ?? EVICTION_RETRY_MS);
+        const bound = pdb ? pdbBoundMs : boundMs;
+        if (Date.now() - started >= bound || input.signal?.aborted) {
+          entry.outcome = pdb ? 'blocked-by-pdb' : 'failed';
           entry.error = evicted.message;
-          reporter.warn(`${refOf(pod)}: eviction blocked by a PodDisruptionBudget for ${formatDuration(Date.now() - started)} (${evicted.message}); --ignore-pdb deletes it anyway`);
+          reporter.warn(
+            pdb
+              ? `${refOf(pod)}: eviction blocked by PodDisruptionBudget ${evicted.budget ?? '(unnamed)'} (${evicted.disruptionsAllowed} disruption(s) allowed) for ${formatDuration(Date.now() - started)}; --ignore-pdb deletes it anyway`
+              : `${refOf(pod)}: eviction throttled by the API server for ${formatDuration(Date.now() - started)} (${evicted.message})`,
+          );
           return entry;
         }
-        reporter.info(`${refOf(pod)}: eviction refused by a PodDisruptionBudget; trying again in ${formatDuration(waitMs)}`);
-        await sleep(waitMs, input.signal).catch(() => {});
+        if (pdb && (blocked === undefined || blocked.budget !== evicted.budget)) {
+          blocked = { ...ref, budget: evicted.budget, disruptionsAllowed: evicted.disruptionsAllowed, message: evicted.message, givesUpAt: started + bound };
+          input.onPdbBlock?.(blocked);
+          const until = Number.isFinite(bound) ? `gives up in ${formatDuration(started + bound - Date.now())}` : 'no bound: waits until it allows the disruption (--timeout bounds it)';
+          reporter.info(
+            `${refOf(pod)}: eviction held by PodDisruptionBudget ${evicted.budget ?? '(unnamed)'} (${evicted.disruptionsAllowed} disruption(s) allowed); trying every ${formatDuration(PDB_RETRY_MS)}, ${until}`,
+          );
+        } else if (!pdb) reporter.debug(`${refOf(pod)}: eviction throttled by the API server (HTTP 429); trying again in ${formatDuration(waitMs)}`);
+        // the last attempt is at the bound
+        await sleep(Math.max(0, Math.min(waitMs, started + bound - Date.now())), input.signal).catch(() => {});
       }
     }
   } catch (error) {

@@ -37,7 +37,7 @@ describe('checkMaintenance', () => {
     expect(calls).toEqual([
       'annotate {"podctl.io/drain":"draining"}',
       expect.stringMatching(/^event Normal DrainStarted: /),
-      'event Warning DrainFailed: podctl agent: runtime not answering',
+      'event Warning DrainFailed: podctl agent: runtime not answering; then annotate podctl.io/drain=requested again',
       'annotate {"podctl.io/drain":"failed"}',
     ]);
   });

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, podOwnGracePeriod } from '../../engine/grace.js';
 import type { V1Pod } from '../../engine/types.js';
 import type { KubeletState } from '../../kube/kubelet.js';
-import type { ApiNode } from '../api/api-node.js';
+import type { ApiNode } from './api-node.js';
 import type { PodInfo } from '../../domain/session-api.js';
 
 /** The kubelet's housekeeping period. */
