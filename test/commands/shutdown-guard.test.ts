@@ -374,6 +374,18 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
     });
   });
 
+  it('a lock lost without the guard letting go (its systemd-inhibit killed) is said and taken again', async () => {
+    const n = await node([{ name: 'web', priority: 0, terminationGracePeriodSeconds: 30 }], 30);
+    const agent = await startAgent(n, ['--shutdown-guard']);
+    const first = await n.bus.waitFor(podctlLock, 15_000);
+    const from = n.bus.events.length;
+    process.kill(first.pid!, 'SIGKILL');
+    await n.bus.waitFor((e) => e.event === 'release' && e.pid === first.pid, 15_000, from);
+    const again = await n.bus.waitFor(podctlLock, 15_000, from);
+    expect(again.pid).not.toBe(first.pid);
+    expect(agent.stderr()).toMatch(/logind's lock was lost \(systemd-inhibit ended \(SIGKILL\)\); taking it again/);
+  });
+
   it('refuses bad flags and an unreachable bus before anything happens: exit 2, one line', async () => {
     const n = await node([], 5);
     const orphanFlag = await podctl(['agent', '--shutdown-group', '0:5', ...n.common]);

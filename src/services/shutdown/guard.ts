@@ -117,6 +117,7 @@ export class ShutdownGuard {
     void lock.lost.then(async (reason) => {
       if (this.#lock !== lock || this.#stopped) return;
       this.#lock = undefined;
+      await lock.release();
       this.#reporter.warn(`shutdown guard: logind's lock was lost (${reason}); taking it again`);
       while (!this.#stopped && !this.#lock && !this.#drain) {
         try {

@@ -37,6 +37,7 @@ export async function takeDelayLock(logind: Logind, why: string, command = 'syst
     stdio: ['pipe', 'ignore', 'pipe'],
     env: { ...process.env, DBUS_SYSTEM_BUS_ADDRESS: logind.address },
   });
+  child.stdin?.on('error', () => undefined); // EPIPE once the holder is gone: the lock went with it
   let stderr = '';
   child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-2_000)));
   let released = false;
@@ -70,10 +71,11 @@ export async function takeDelayLock(logind: Logind, why: string, command = 'syst
   }
 }
 
-/** Closes the child's input (it ends, and systemd-inhibit with it), then kills it if it lingers. */
+/** Closes the child's input (it ends, and systemd-inhibit with it), then kills systemd-inhibit if it lingers. */
 async function endHolder(child: ChildProcess, exited: Promise<string>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
+  // first the pipe: a `cat` left behind by a systemd-inhibit that was killed ends with it too
   child.stdin?.end();
+  if (child.exitCode !== null || child.signalCode !== null) return;
   const timer = setTimeout(() => child.kill('SIGKILL'), RELEASE_WAIT_MS);
   try {
     await exited;
