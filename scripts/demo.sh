@@ -49,7 +49,12 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 podctl() { node bin/run.js "$@" --runtime-endpoint "unix://$sock" --state-dir "$state"; }
-step() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
+# bold headings on a terminal only: no colour codes into a pipe or a file (nor with NO_COLOR)
+if [ -t 2 ] && [ -z "${NO_COLOR:-}" ]; then
+  step() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
+else
+  step() { printf '\n== %s\n' "$*" >&2; }
+fi
 
 for real in /run/containerd/containerd.sock /var/run/crio/crio.sock /var/run/cri-dockerd.sock; do
   if [ -S "$real" ]; then
@@ -58,6 +63,8 @@ for real in /run/containerd/containerd.sock /var/run/crio/crio.sock /var/run/cri
 done
 
 step "podctl simulator: a simulated node with $PODS pods on $sock (private to this demo)"
+# simulated time is scaled: say so, or a 120 s grace that passes in seconds would look like a bug
+echo "demo: simulated time runs at --time-scale $SCALE: every simulated wait is $(awk -v s="$SCALE" 'BEGIN { printf "%g", 1 / s }')× shorter than real time (a pod's 120s grace passes in $(awk -v s="$SCALE" 'BEGIN { printf "%g", 120 * s }')s); podctl's own bounds and clocks are real time" >&2
 node bin/run.js simulator --socket "$sock" --pods "$PODS" --time-scale "$SCALE" --state-dir "$state" >"$dir/simulator.log" 2>&1 &
 sim_pid=$!
 for _ in $(seq 1 100); do

@@ -26,6 +26,9 @@ describe('npm run demo (scripts/demo.sh)', { timeout: 180_000 }, () => {
       );
     });
     expect(run.stderr).toContain('private to this demo');
+    // it says its time is scaled, and writes no colour into a pipe
+    expect(run.stderr).toContain("demo: simulated time runs at --time-scale 0.05: every simulated wait is 20× shorter than real time (a pod's 120s grace passes in 6s)");
+    expect(run.stderr + run.stdout).not.toContain('\x1b[');
     expect(run.stderr).toMatch(/drain: group 1\/2/);
     expect(run.stderr).toMatch(/✓ \S+ terminated/);
     expect(run.stderr).toMatch(/drain done: 10\/10 terminated/);
