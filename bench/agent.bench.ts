@@ -12,7 +12,16 @@
  * - idle: the agent's CPU (utime + stime from /proc/<pid>/stat) over `--window` seconds with nothing
  *   happening on a `--pods` node after a warm-up, as % of one core; its RSS (VmRSS) at the end.
  *
+ * - API (with `--api-window`, default 600 s): the local API server (test/support) holds the node's
+ *   pods (`--api-pods`, default 50, the simulator's own, bound to node-1) and the agent follows it
+ *   (`--kubeconfig`, kubelet down); every request it makes is counted: per minute while idle over
+ *   the window (watch renewals included), then during a churn of all the pods deleted in the API one
+ *   after another (100 ms apart, grace 1 s) until each is finally deleted, and the time from each
+ *   deletion in the API to the pod's first StopContainer (the simulator runs in this process).
+ *   `--root DIR` measures another build (its bin/run.js), e.g. the previous commit's in a temp clone.
+ *
  *   npm run bench:agent [-- --pods 250 --window 30 --takeovers 5]
+ *   npm run bench:agent -- --only api [--api-window 600 --api-pods 50 --root /tmp/old-build]
  *   PODCTL_E2E_SOCKET=/tmp/podctl-node/containerd.sock npm run bench:agent   (takeover on containerd
  *   is in test/e2e/agent.test.ts; this bench uses the simulator for both figures)
  */
@@ -29,12 +38,16 @@ const { values } = parseArgs({
     window: { type: 'string', default: '30' },
     takeovers: { type: 'string', default: '5' },
     interval: { type: 'string', default: '2s' },
+    'api-window': { type: 'string', default: '600' },
+    'api-pods': { type: 'string', default: '50' },
+    only: { type: 'string' },
+    root: { type: 'string' },
   },
 });
 const POD_COUNT = Number(values.pods);
 const WINDOW_MS = Number(values.window) * 1000;
 const TAKEOVERS = Number(values.takeovers);
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = values.root ?? fileURLToPath(new URL('..', import.meta.url));
 const bin = join(root, 'bin', 'run.js');
 const CLK_TCK = 100;
 
@@ -159,4 +172,96 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+/** The API column: requests per minute idle, requests during a churn, deletion → first StopContainer. */
+async function apiBench(): Promise<void> {
+  const { startKubeApiServer } = await import('../test/support/kube-api-server.js');
+  const { startSimulator } = await import('../src/cri/simulator/index.js');
+  const dir = await mkdtemp(join(tmpdir(), 'podctl-bench-agent-api-'));
+  const count = Number(values['api-pods']);
+  const windowMs = Number(values['api-window']) * 1000;
+  const server = await startKubeApiServer();
+  const specs = Array.from({ length: count }, (_, i) => ({
+    name: `w-${i}`,
+    namespace: 'bench',
+    uid: `uid-w-${i}`,
+    terminationGracePeriodSeconds: 1,
+    containers: [{ name: 'c', onSigterm: 'exit' as const }],
+  }));
+  const sim = await startSimulator({ socketPath: join(dir, 'sim.sock'), pods: specs, faults: [], timeScale: 1 });
+  // the first StopContainer of each pod, by the container's pod UID label
+  const firstStop = new Map<string, number>();
+  const stop = sim.state.stopContainer.bind(sim.state);
+  sim.state.stopContainer = (id, timeout, signal) => {
+    const uid = sim.state.containerInfo(id)['io.kubernetes.pod.uid'] ?? sim.state.container(id)?.labels?.['io.kubernetes.pod.uid'];
+    if (uid && !firstStop.has(uid)) firstStop.set(uid, Date.now());
+    return stop(id, timeout, signal);
+  };
+  server.addNode('node-1');
+  for (const p of specs)
+    server.addPod({
+      metadata: { name: p.name, namespace: p.namespace, uid: p.uid },
+      spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 1, containers: [{ name: 'c' }] },
+      status: { phase: 'Running' },
+    });
+  const kubeconfig = join(dir, 'kubeconfig');
+  await import('node:fs/promises').then((fs) =>
+    fs.writeFile(
+      kubeconfig,
+      `apiVersion: v1\nkind: Config\nclusters: [{name: b, cluster: {server: "http://127.0.0.1:${server.port}", insecure-skip-tls-verify: true}}]\nusers: [{name: b, user: {token: abc}}]\ncontexts: [{name: b, context: {cluster: b, user: b}}]\ncurrent-context: b\n`,
+    ),
+  );
+  try {
+    const agent = podctl(
+      ['agent', '--interval', values.interval, '--metrics-addr', 'none', '--kubeconfig', kubeconfig, '--node', 'node-1', '--kubelet-healthz', '127.0.0.1:1/healthz'],
+      join(dir, 'state'),
+      sim.endpoint,
+    );
+    lines(agent, (line) => process.env.BENCH_DEBUG && console.error(line));
+    await sleep(10_000); // start-up and the first steps
+    const idleFrom = server.requests.length;
+    const idleStart = Date.now();
+    await sleep(windowMs);
+    const idleRequests = server.requests.slice(idleFrom);
+    const idlePerMin = idleRequests.length / ((Date.now() - idleStart) / 60_000);
+    const kinds = new Map<string, number>();
+    for (const r of idleRequests) kinds.set(`${r.method} ${r.path}${r.query.get('watch') ? ' (watch)' : ''}`, (kinds.get(`${r.method} ${r.path}${r.query.get('watch') ? ' (watch)' : ''}`) ?? 0) + 1);
+
+    // churn: every pod deleted in the API, 100 ms apart, until each is finally deleted
+    const churnFrom = server.requests.length;
+    const churnStart = Date.now();
+    const deletedAt = new Map<string, number>();
+    for (const p of specs) {
+      deletedAt.set(p.uid, Date.now());
+      server.deletePod(p.namespace, p.name, 1);
+      await sleep(100);
+    }
+    const deadline = Date.now() + 60_000;
+    while (server.pods.size > 0 && Date.now() < deadline) await sleep(100);
+    const churnMs = Date.now() - churnStart;
+    const churnRequests = server.requests.length - churnFrom;
+    agent.kill('SIGTERM');
+    await new Promise((r) => agent.once('exit', r));
+    const latencies = specs.map((p) => (firstStop.has(p.uid) ? firstStop.get(p.uid)! - deletedAt.get(p.uid)! : NaN)).sort((a, b) => a - b);
+    const pct = (q: number): number => latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)] ?? NaN;
+    console.log(`podctl agent (${root}), local API server, ${count} pods bound to node-1, --interval ${values.interval}`);
+    console.log('');
+    console.log('| figure | measured | goal |');
+    console.log('|---|---|---|');
+    console.log(`| API requests per minute, idle over ${(windowMs / 60_000).toFixed(1)} min | ${idlePerMin.toFixed(2)} (${[...kinds].map(([k, n]) => `${n} × ${k}`).join(', ') || 'none'}) | ≤ 2 |`);
+    console.log(`| API requests during the churn of ${count} pods (${(churnMs / 1000).toFixed(1)} s, ${server.pods.size} left) | ${churnRequests} | |`);
+    console.log(
+      `| deletion in the API → first StopContainer, p50 / p95 / max (n=${latencies.filter((l) => !Number.isNaN(l)).length}) | ${pct(0.5)} / ${pct(0.95)} / ${latencies.at(-1)} ms | p95 ≤ 100 ms |`,
+    );
+  } finally {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+    await sim.close();
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (values.only === 'api') await apiBench();
+else {
+  await main();
+  if (Number(values['api-window']) > 0) await apiBench();
+}

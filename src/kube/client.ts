@@ -34,12 +34,12 @@ interface PodList {
  * How a list may be served: `'0'` lets the API server answer from its watch cache (what an informer
  * starts from; its watch catches up), `''` (the default) is a quorum read from etcd.
  */
-export interface ListOptions {
+interface ListOptions {
   resourceVersion?: '0' | '';
 }
 
 /** Hears that a watch was answered (the server is reachable again). */
-export interface WatchHooks {
+interface WatchHooks {
   onOpen?: () => void;
 }
 
@@ -121,7 +121,7 @@ export interface ConnectOptions {
 }
 
 /** The API server sends a bookmark about once a minute; a watch silent longer than this is cut. */
-export const DEFAULT_WATCH_IDLE_MS = 90_000;
+const DEFAULT_WATCH_IDLE_MS = 90_000;
 
 function describeSource(source: KubeSource): string {
   return source.kind === 'kubeconfig' ? `kubeconfig ${source.path}` : 'the in-cluster service account';

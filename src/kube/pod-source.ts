@@ -25,7 +25,7 @@ import { sleep } from '../lib/abortable.js';
 
 type Versioned = { metadata?: { uid?: string; name?: string; resourceVersion?: string } };
 
-export type SourceEvent<T> =
+type SourceEvent<T> =
   | { kind: 'listed'; objects: T[]; resourceVersion: string }
   | { kind: 'added' | 'modified' | 'deleted'; object: T; resourceVersion: string }
   | { kind: 'bookmark'; resourceVersion: string }
@@ -63,7 +63,7 @@ export interface SourceHealth {
 
 const rvOf = (o: Versioned | undefined): string | undefined => o?.metadata?.resourceVersion;
 
-export class ListWatchSource<T extends Versioned> {
+class ListWatchSource<T extends Versioned> {
   readonly #listWatch: ListWatch<T>;
   readonly #options: SourceOptions<T>;
   readonly #objects = new Map<string, T>();

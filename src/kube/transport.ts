@@ -36,7 +36,7 @@ export interface WatchEvent {
   object: Record<string, unknown>;
 }
 
-export interface WatchOptions {
+interface WatchOptions {
   connectTimeoutMs: number;
   /** Longest silence accepted once the stream is open (the server's bookmark interval plus a margin). */
   idleMs?: number;

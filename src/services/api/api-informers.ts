@@ -36,6 +36,8 @@ export interface ApiInformersOptions {
   /** Follow the Node too (the maintenance annotation). */
   followNode: boolean;
   onWake?: (why: string) => void;
+  /** A pod newly deleted in the API (deletionTimestamp set, or its grace shortened), as the event arrives. */
+  onDeleting?: (pod: V1Pod) => void;
   /** Hears each source's errors and recoveries (the agent's log lines). */
   onSourceNote?: (what: 'pods' | 'node', event: PodSourceEvent | NodeSourceEvent) => void;
   now?: () => number;
@@ -147,6 +149,7 @@ export class ApiInformers {
         else this.#known.set(uid, now);
         if (before === now) break; // a status change: nothing for housekeeping
         this.#generation += 1;
+        if (now !== undefined && now !== '') this.#options.onDeleting?.(event.object);
         if (now === undefined || now !== '') this.#options.onWake?.(`${event.object.metadata?.namespace}/${event.object.metadata?.name} ${now === undefined ? 'deleted' : 'being deleted'}`);
         break;
       }

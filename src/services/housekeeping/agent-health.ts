@@ -19,7 +19,7 @@ import type { Reporter } from '../../lib/reporter.js';
 export type Dependency = 'runtime' | 'state-dir' | 'api' | 'kubelet';
 
 /** Failed steps in a row after which the agent is not ready. */
-export const READY_AFTER_FAILED_STEPS = 3;
+const READY_AFTER_FAILED_STEPS = 3;
 
 interface DependencyState {
   state: string;

@@ -51,6 +51,9 @@ import { connectCri, observeRuntimeOperations, type CriClient } from '../../cri/
 import { attachMetrics, type PodctlMetrics } from '../../metrics/registry.js';
 import type { KubeletStatus } from '../../kube/kubelet.js';
 import { ApiInformers } from '../api/api-informers.js';
+import { terminatedOnNode } from '../api/api-node.js';
+import { podOwnGracePeriod } from '../../engine/grace.js';
+import { EventReason, killingMessage } from '../../kube/status.js';
 import { AgentHealth, type StepCause } from './agent-health.js';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -137,7 +140,7 @@ export function healthWindowMs(intervalMs: number): number {
 }
 
 /** How long the loop may go without ending a step before /healthz (liveness) says 503: ten steps, at least a minute. */
-export function livenessWindowMs(intervalMs: number): number {
+function livenessWindowMs(intervalMs: number): number {
   return Math.max(10 * intervalMs, 60_000);
 }
 
@@ -179,6 +182,8 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
       ? new ApiInformers({
           api: options.api,
           followNode: options.node !== undefined,
+          // the kill of a pod deleted in the API starts as its watch event arrives, not in the next step
+          onDeleting: (pod) => void killDeleted(pod),
           onWake: (why) => {
             reporter.debug(`agent: ${why}: housekeeping now`);
             wake.wake();
@@ -191,6 +196,19 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
           ...(options.apiBackoffMs ? { baseBackoffMs: options.apiBackoffMs.base, maxBackoffMs: options.apiBackoffMs.max } : {}),
         })
       : undefined;
+  const killDeleted = async (pod: V1Pod): Promise<void> => {
+    const uid = pod.metadata?.uid;
+    if (options.source.kind !== 'api' || !options.api || !uid || signal.aborted) return;
+    // beside a running kubelet (or before the agent knows) the deletion is the kubelet's: the step decides
+    if (options.kubeletState && (await kubelet?.state)?.state !== 'down') return;
+    if (terminatedOnNode(await session.getPod(uid).catch(() => undefined))) return;
+    const grace = podOwnGracePeriod(pod);
+    void options.api.event(pod, 'Normal', EventReason.Killing, killingMessage(grace)).catch(() => undefined);
+    await session.requestKill({ uid, gracePeriodSeconds: grace, pod }).then(
+      () => reporter.debug(`agent: ${pod.metadata?.namespace}/${pod.metadata?.name}: deleted in the API server; terminating with its grace ${grace}s`),
+      (error: Error) => reporter.debug(`agent: ${pod.metadata?.namespace}/${pod.metadata?.name}: kill on its deletion: ${error.message} (the next step retries)`),
+    );
+  };
   const noteApi = (): void => {
     if (!informers) return;
     const reach = informers.reachability();
