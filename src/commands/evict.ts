@@ -39,8 +39,11 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     ...metricsTextfileFlags,
     ...selectionFlags,
     ...terminationFlags,
-    reason: Flags.string({ summary: `Eviction reason for the Event and the pod status (default ${DEFAULT_EVICTION_REASON}).`, helpValue: 'REASON' }),
-    message: Flags.string({ summary: 'Human-readable eviction message for the Event and the pod status.', helpValue: 'TEXT' }),
+    reason: Flags.string({
+      summary: `Why the pod is evicted (e.g. DiskPressure): leads the message; the status and Event reason stay ${DEFAULT_EVICTION_REASON}, as the kubelet writes them.`,
+      helpValue: 'REASON',
+    }),
+    message: Flags.string({ summary: 'Human-readable eviction message for the Event, the pod status and its DisruptionTarget condition.', helpValue: 'TEXT' }),
     ...safetyFlags,
     force: Flags.boolean({
       summary: 'Evict static and system-critical pods too (refused by default, as the kubelet does), and beside a running kubelet stop the pods it desires over CRI (it may start them again).',

@@ -21,7 +21,7 @@
 import type { CoreV1Event, V1Node, V1Pod } from '@kubernetes/client-node';
 import { KubeError, authMessage, isConflict, isNotFound, type RbacNeed } from './errors.js';
 import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.js';
-import { eventName, statusPatch, type PodStatusChange } from './status.js';
+import { eventName, evictedStatus, statusPatch, type PodStatusChange } from './status.js';
 import { transportFor, type KubeRequest, type Transport, type WatchEvent } from './transport.js';
 import type { KubeSource } from './source.js';
 
@@ -90,8 +90,8 @@ export interface KubeClient {
   postEvent(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string, signal?: AbortSignal): Promise<void>;
   /** Phase, reason, message and the DisruptionTarget condition, by strategic-merge patch. */
   patchStatus(pod: { namespace: string; name: string; uid: string }, change: PodStatusChange, signal?: AbortSignal): Promise<StatusPatchOutcome>;
-  /** Status phase Failed with the eviction reason and message, as the kubelet's eviction manager sets it. */
-  markEvicted(pod: V1Pod, status: { reason: string; message: string }): Promise<void>;
+  /** Status phase Failed, reason Evicted, the message and DisruptionTarget, as the kubelet's eviction manager sets it. */
+  markEvicted(pod: V1Pod, message: string): Promise<void>;
   /** spec.unschedulable (cordon / uncordon). */
   setUnschedulable(unschedulable: boolean, signal?: AbortSignal): Promise<void>;
   /** This node's annotations and whether it is cordoned; undefined when the Node does not exist. */
@@ -353,8 +353,8 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
       }
     },
     patchStatus,
-    async markEvicted(pod, status) {
-      const outcome = await patchStatus(ref(pod), { phase: 'Failed', reason: status.reason || 'Evicted', message: status.message });
+    async markEvicted(pod, message) {
+      const outcome = await patchStatus(ref(pod), evictedStatus(message));
       if (outcome !== 'patched')
         throw new KubeError(
           'patch pod status',

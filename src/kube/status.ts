@@ -28,6 +28,14 @@ export function shutdownStatus(): PodStatusChange {
 }
 
 /**
+ * The status the kubelet's eviction manager gives a pod it evicts: phase Failed, reason `Evicted`
+ * whatever made it evict (the why is in the message), and the DisruptionTarget condition (statusPatch).
+ */
+export function evictedStatus(message: string): PodStatusChange {
+  return { phase: 'Failed', reason: EventReason.Evicted, message };
+}
+
+/**
  * The pods/status strategic-merge patch: phase, reason, message and the DisruptionTarget condition
  * (merged by type), with metadata.uid and resourceVersion as preconditions.
  */
@@ -38,7 +46,17 @@ export function statusPatch(pod: Pick<V1Pod, 'metadata'>, change: PodStatusChang
       phase: change.phase,
       reason: change.reason,
       message: change.message,
-      conditions: [{ type: DISRUPTION_TARGET, status: 'True', reason: TERMINATION_BY_KUBELET, message: change.message, lastTransitionTime: now.toISOString().replace(/\.\d+Z$/, 'Z') }],
+      conditions: [
+        {
+          type: DISRUPTION_TARGET,
+          status: 'True',
+          reason: TERMINATION_BY_KUBELET,
+          message: change.message,
+          // the generation of the pod the condition was decided on, as the kubelet records it
+          ...(pod.metadata?.generation !== undefined ? { observedGeneration: pod.metadata.generation } : {}),
+          lastTransitionTime: now.toISOString().replace(/\.\d+Z$/, 'Z'),
+        },
+      ],
     },
   };
 }

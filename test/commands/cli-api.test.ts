@@ -54,26 +54,32 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
     await server?.stop();
   });
 
-  it('evict posts a Warning Event and marks the pod Failed/Evicted', async () => {
-    server.addPod({ metadata: { name: 'evictee', namespace: 'batch', uid: 'uid-evictee' }, spec: { nodeName: 'node-7', containers: [{ name: 'c' }] }, status: { phase: 'Running' } });
+  it("evict writes what the kubelet's eviction manager writes, field by field: Failed, Evicted, the message with the operator's reason, DisruptionTarget, an Evicted Warning Event", async () => {
+    server.addPod({ metadata: { name: 'evictee', namespace: 'batch', uid: 'uid-evictee', generation: 3 }, spec: { nodeName: 'node-7', containers: [{ name: 'c' }] }, status: { phase: 'Running' } });
     const run = await podctl(['evict', 'batch/evictee', '--reason', 'DiskPressure', '--message', 'node is low on disk', '--json']);
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ action: 'evict', apiServer: { eventsPosted: 1, statusPatched: 1, errors: [] }, pods: [{ outcome: 'terminated' }] });
-    expect(server.eventsFor('batch', 'evictee')).toEqual([
-      expect.objectContaining({
-        type: 'Warning',
-        reason: 'DiskPressure',
-        message: 'node is low on disk',
-        involvedObject: expect.objectContaining({ name: 'evictee', uid: 'uid-evictee' }),
-        source: { component: 'podctl', host: 'node-7' },
-      }),
-    ]);
-    expect(server.getPod('batch', 'evictee')?.status).toMatchObject({
-      phase: 'Failed',
-      reason: 'DiskPressure',
-      message: 'node is low on disk',
-      conditions: [expect.objectContaining({ type: 'DisruptionTarget', status: 'True' })],
-    });
+    // What the kubelet's eviction manager writes for an eviction with this message (its evictPod and
+    // the status manager's update): the reason is always Evicted (the why is in the message).
+    const message = 'DiskPressure: node is low on disk';
+    const kubelet = {
+      status: { phase: 'Failed', reason: 'Evicted', message },
+      condition: { type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet', message, observedGeneration: 3 },
+      event: { type: 'Warning', reason: 'Evicted', message, involvedObject: { kind: 'Pod', namespace: 'batch', name: 'evictee', uid: 'uid-evictee' }, host: 'node-7' },
+    };
+    const status = server.getPod('batch', 'evictee')?.status as Record<string, any>;
+    for (const [field, value] of Object.entries(kubelet.status)) expect(status[field], `status.${field}`).toEqual(value);
+    const conditions = (status.conditions as Record<string, any>[]).filter((c) => c.type === 'DisruptionTarget');
+    expect(conditions).toHaveLength(1);
+    for (const [field, value] of Object.entries(kubelet.condition)) expect(conditions[0]![field], `condition.${field}`).toEqual(value);
+    expect(Date.parse(conditions[0]!.lastTransitionTime)).not.toBeNaN();
+    const events = server.eventsFor('batch', 'evictee');
+    expect(events).toHaveLength(1);
+    const event = events[0] as Record<string, any>;
+    for (const field of ['type', 'reason', 'message'] as const) expect(event[field], `event.${field}`).toEqual(kubelet.event[field]);
+    for (const [field, value] of Object.entries(kubelet.event.involvedObject)) expect(event.involvedObject[field], `event.involvedObject.${field}`).toEqual(value);
+    // the reporter names itself (podctl, not the kubelet) on the kubelet's host
+    expect(event.source).toEqual({ component: 'podctl', host: kubelet.event.host });
   });
 
   it('sync-known takes desired pods from the API server (this node only) and terminates the undesired runtime pod', async () => {

@@ -89,7 +89,7 @@ describe('connectKube against the local API server', () => {
   it('eviction status: strategic-merge patch of phase, reason, message and the DisruptionTarget condition', async () => {
     const pod = server.addPod(podOn('a', 'node-1', { status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } }));
     const kube = await connect();
-    await kube.markEvicted(pod, { reason: 'Evicted', message: 'The node was low on resource: memory.' });
+    await kube.markEvicted(pod, 'The node was low on resource: memory.');
     const patch = server.requests.find((r) => r.method === 'PATCH');
     expect(patch?.contentType).toBe('application/strategic-merge-patch+json');
     expect(patch?.path).toBe('/api/v1/namespaces/web/pods/a/status');

@@ -15,7 +15,7 @@ import type { V1Pod } from '../../engine/types.js';
 import type { KubeClient } from '../../kube/client.js';
 import { KubeError } from '../../kube/errors.js';
 import { PendingApiActions, pendingId, type PendingAction, type PendingRecord } from '../../kube/pending.js';
-import type { PodStatusChange } from '../../kube/status.js';
+import { evictedStatus, type PodStatusChange } from '../../kube/status.js';
 import { silentReporter, type Reporter } from '../../lib/reporter.js';
 import { within } from '../../lib/abortable.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
@@ -167,8 +167,8 @@ export class ApiNode {
       postEvent: async (pod, type, reason, message) => {
         if ((await this.event(pod, type, reason, message)) === 'pending') throw deferred('post event');
       },
-      markEvicted: async (pod, status) => {
-        if ((await this.status(podRef(pod), { phase: 'Failed', reason: status.reason || 'Evicted', message: status.message })) === 'pending') throw deferred('patch pod status');
+      markEvicted: async (pod, message) => {
+        if ((await this.status(podRef(pod), evictedStatus(message))) === 'pending') throw deferred('patch pod status');
       },
     };
   }

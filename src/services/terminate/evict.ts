@@ -11,6 +11,7 @@ import { terminatePods, type TerminateOptions, type TerminateResult } from './te
 export const DEFAULT_EVICTION_REASON = 'Evicted';
 
 export interface EvictOptions extends Omit<TerminateOptions, 'evict'> {
+  /** Why the operator evicts (DiskPressure …): it goes into the message; the status and Event reason stay Evicted. */
   reason?: string;
   message?: string;
   /** The kubelet check: pods it desires go through the Eviction API (or are refused). */
@@ -18,13 +19,20 @@ export interface EvictOptions extends Omit<TerminateOptions, 'evict'> {
 }
 export type EvictResult = TerminateResult & { kubelet?: KubeletReport };
 
-function evictionMessage(reason: string, message: string | undefined, node: string | undefined): string {
-  return message ?? `The node${node ? ` ${node}` : ''} is evicting this pod (${reason}) with podctl.`;
+/**
+ * The eviction's message, which the status, its DisruptionTarget condition and the Event carry: the
+ * operator's message, led by the operator's reason when one was given (`DiskPressure: node is low on
+ * disk`); without a message, one naming the node and the reason.
+ */
+function evictionMessage(reason: string | undefined, message: string | undefined, node: string | undefined): string {
+  const why = reason === undefined || reason === DEFAULT_EVICTION_REASON ? undefined : reason;
+  if (message === undefined) return `The node${node ? ` ${node}` : ''} is evicting this pod${why ? ` (${why})` : ''} with podctl.`;
+  return why === undefined || message.startsWith(why) ? message : `${why}: ${message}`;
 }
 
 export async function evictPods(options: EvictOptions): Promise<EvictResult> {
   const reason = options.reason ?? DEFAULT_EVICTION_REASON;
-  const message = evictionMessage(reason, options.message, options.kube?.node);
+  const message = evictionMessage(options.reason, options.message, options.kube?.node);
   const { reason: _reason, message: _message, kubelet, ...rest } = options;
   return guardedTerminate('evict', 'evict', { ...rest, evict: { reason, message } }, kubelet, terminatePods);
 }

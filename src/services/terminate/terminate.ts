@@ -18,6 +18,7 @@
  */
 import type { KubeClient as FullKubeClient } from '../../kube/index.js';
 import pLimit from 'p-limit';
+import { EventReason } from '../../kube/status.js';
 import { PodNotFoundError, UsageError } from '../../lib/errors.js';
 import { criticalReasonOf, type CriticalReason } from '../../engine/pod-kinds.js';
 import { killTimeoutMs } from '../../engine/kill-now.js';
@@ -232,8 +233,10 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   // parallel: a 50-pod kill must not cost 50 sequential lease + checkpoint round trips.
   const requestOne = async ({ pod, entry }: { pod: PodInfo; entry: TerminatedPod }): Promise<void> => {
     const spec = specs.of(pod.uid);
+    // the eviction is reported on the pod as the API server holds it, when it answered
+    const reported = spec ? { ...pod, pod: spec } : pod;
     if (options.evict && options.kube && apiServer && pod.pod) {
-      await reportEvictionEvent(options.kube, pod, options.evict, apiServer, reporter);
+      await reportEvictionEvent(options.kube, reported, options.evict, apiServer, reporter);
     }
     try {
       const handle = await session.requestKill({
@@ -257,7 +260,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
       reporter.warn(`${action} ${pod.namespace}/${pod.name} failed: ${entry.error}`);
     }
     if (options.evict && options.kube && apiServer && pod.pod && entry.outcome !== 'failed') {
-      await reportEvictionStatus(options.kube, pod, options.evict, apiServer, reporter);
+      await reportEvictionStatus(options.kube, reported, options.evict, apiServer, reporter);
     }
   };
   await pLimit(KILL_REQUEST_CONCURRENCY).map(toRequest, requestOne);
@@ -386,11 +389,11 @@ export async function passSafetyGate(options: TerminateOptions, targets: PodInfo
   if (!(await options.confirm(question))) throw new UsageError(`${action} not confirmed; nothing was done`);
 }
 
-/** The kubelet's eviction manager records a Warning event before it kills the pod. */
+/** The kubelet's eviction manager records a Warning event (reason Evicted, the why in its message) before it kills the pod. */
 async function reportEvictionEvent(kube: KubeClient, pod: PodInfo, evict: { reason: string; message: string }, report: ApiServerReport, reporter: Reporter): Promise<void> {
   if (!pod.pod) return;
   try {
-    await kube.postEvent(pod.pod, 'Warning', evict.reason, evict.message);
+    await kube.postEvent(pod.pod, 'Warning', EventReason.Evicted, evict.message);
     report.eventsPosted += 1;
   } catch (error) {
     report.errors.push((error as Error).message);
@@ -401,7 +404,7 @@ async function reportEvictionEvent(kube: KubeClient, pod: PodInfo, evict: { reas
 async function reportEvictionStatus(kube: KubeClient, pod: PodInfo, evict: { reason: string; message: string }, report: ApiServerReport, reporter: Reporter): Promise<void> {
   if (!pod.pod) return;
   try {
-    await kube.markEvicted(pod.pod, evict);
+    await kube.markEvicted(pod.pod, evict.message);
     report.statusPatched += 1;
   } catch (error) {
     report.errors.push((error as Error).message);

@@ -154,8 +154,8 @@ describe('evict service', () => {
         if (fail) throw new Error('post event failed (HTTP 403)');
         calls.push(`event ${pod.metadata?.name} ${type} ${reason}: ${message}`);
       },
-      markEvicted: async (pod, s) => {
-        calls.push(`status ${pod.metadata?.name} ${s.reason}: ${s.message}`);
+      markEvicted: async (pod, message) => {
+        calls.push(`status ${pod.metadata?.name} Evicted: ${message}`);
       },
     };
   };
@@ -165,7 +165,7 @@ describe('evict service', () => {
     const result = await evictPods({ session, selection: parseSelection({ args: ['worker'] }), wait: true, now: session.now });
     expect(result.action).toBe('evict');
     expect(session.kills[0]).toMatchObject({ evict: true, reason: 'Evicted' });
-    expect(session.kills[0]?.message).toMatch(/evicting this pod \(Evicted\)/);
+    expect(session.kills[0]?.message).toMatch(/is evicting this pod with podctl/);
     expect(result.apiServer).toBeUndefined();
   });
 
@@ -173,7 +173,8 @@ describe('evict service', () => {
     const session = node();
     const kube = recordingKube();
     const result = await evictPods({ session, selection: parseSelection({ args: ['worker'] }), wait: true, kube, reason: 'DiskPressure', message: 'low disk' });
-    expect(kube.calls).toEqual(['event worker Warning DiskPressure: low disk', 'status worker DiskPressure: low disk']);
+    // the kubelet's words: reason Evicted for the Event and the status; the operator's reason leads the message
+    expect(kube.calls).toEqual(['event worker Warning Evicted: DiskPressure: low disk', 'status worker Evicted: DiskPressure: low disk']);
     expect(result.apiServer).toEqual({ statusPatched: 1, eventsPosted: 1, errors: [] });
   });
 
