@@ -21,6 +21,8 @@ import type { ApiNode } from './api-node.js';
 
 /** How long a command waits for the API server's list of this node's pods, ms. */
 export const API_LIST_BOUND_MS = 5_000;
+/** The same when the list only orders the stops (the kubelet is down: nothing else hangs on it), ms. */
+export const SPEC_ONLY_LIST_BOUND_MS = 2_000;
 
 /** How the containers of a pod were (or will be) stopped, as far as podctl knows its spec. */
 export type StopOrdering = 'sidecars last' | 'parallel' | 'parallel, no pod spec';
@@ -67,10 +69,10 @@ export function orderingOf(spec: V1Pod | undefined): StopOrdering {
  * This node's pods as the API server holds them, listed once (bounded); without an API server, or
  * when the list fails (said on the reporter), specs that know nothing.
  */
-export async function listPodSpecs(api: ApiNode | undefined, options: { signal?: AbortSignal; reporter?: Reporter } = {}): Promise<PodSpecs> {
+export async function listPodSpecs(api: ApiNode | undefined, options: { signal?: AbortSignal; reporter?: Reporter; boundMs?: number } = {}): Promise<PodSpecs> {
   if (!api) return PodSpecs.none();
   try {
-    const bound = AbortSignal.timeout(API_LIST_BOUND_MS);
+    const bound = AbortSignal.timeout(options.boundMs ?? API_LIST_BOUND_MS);
     return new PodSpecs(await api.kube.listNodePods(options.signal ? AbortSignal.any([bound, options.signal]) : bound));
   } catch (error) {
     const because = `the API server's list failed: ${(error as Error).message}`;

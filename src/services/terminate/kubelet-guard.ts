@@ -23,7 +23,7 @@ import type { V1Pod } from '../../engine/types.js';
 import { desiredInApi, isBeingDeleted } from '../../kube/desired.js';
 import { isApiSourcedPod, isMirrorPod, isTerminalPhase } from '../../engine/pod-kinds.js';
 import { podOwnGracePeriod } from '../../engine/grace.js';
-import { listPodSpecs, type PodSpecs } from '../api/pod-specs.js';
+import { API_LIST_BOUND_MS, listPodSpecs, SPEC_ONLY_LIST_BOUND_MS, type PodSpecs } from '../api/pod-specs.js';
 import { desiredPodPolicy, type DesiredPodAction, type KubeletStatus } from '../../kube/kubelet.js';
 import { UsageError } from '../../lib/errors.js';
 import { formatDuration } from '../../lib/duration.js';
@@ -101,7 +101,8 @@ export async function guardKill(input: GuardInput): Promise<GuardOutcome> {
   const { guard, session } = input;
   const targets = input.targets ?? resolveSelection(await session.listPods({ runtimeMaxAgeMs: 1_000 }), input.selection!).targets;
   // bounded: the command does not wait long for an API server that does not answer
-  const specs = input.specs ?? (await listPodSpecs(guard.api, { ...(input.signal ? { signal: input.signal } : {}), reporter }));
+  const boundMs = guard.kubelet.state === 'down' ? SPEC_ONLY_LIST_BOUND_MS : API_LIST_BOUND_MS;
+  const specs = input.specs ?? (await listPodSpecs(guard.api, { ...(input.signal ? { signal: input.signal } : {}), reporter, boundMs }));
   const apiPods = specs.all();
   /** Why the API server could not say which pods the kubelet desires (none configured, or its list failed). */
   const apiSilent = guard.api ? specs.missingBecause : 'no API server is configured to ask';
