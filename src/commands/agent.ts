@@ -48,9 +48,11 @@ A pod terminating longer than its grace period plus --stuck-after is logged once
 
 With an API server it lists its node's pods and its Node once, then follows them with watches (no request per step); a pod deleted in the API is acted on when the watch says so. While the API server does not answer, housekeeping goes on with the last known pods (takeovers, deletions, stuck pods), but no pod is terminated as an orphan until it answers again.
 
-HTTP on --metrics-addr (default 127.0.0.1:9640, loopback only unless told): /metrics (Prometheus text format; every series in docs/metrics.md), /healthz (liveness: 200 while the loop makes progress, whatever its dependencies say) and /readyz (readiness: 503 after 3 failed steps in a row, while the runtime has not answered for max(3 × interval, 10 s), or while the API server refuses the credentials); both name the verdict on the first line, then the runtime, state dir, API server and kubelet, each with its state and since when. Nothing else is served.
+HTTP on --metrics-addr (default 127.0.0.1:9640, loopback only unless told): /metrics (Prometheus text format; every series in docs/metrics.md), /healthz (liveness: 200 while the loop makes progress, whatever its dependencies say) and /readyz (readiness: 503 after 3 failed steps in a row, while the runtime has not answered for max(3 × interval, 10 s), or while the API server refuses the credentials); both name the verdict on the first line (200 "degraded: …" while API writes are withheld), then the runtime, state dir, API server and kubelet, each with its state and since when. Nothing else is served.
 
 A --desired file that cannot be read, or a state dir that cannot be created or opened, ends the agent at start with exit 2 and one line.
+
+With an API server the agent sends no API write (eviction, delete, status patch, cordon, Event) until it has checked that its node restriction is in force: its token carries the node-name claim of --node (SelfSubjectReview) and the ValidatingAdmissionPolicy podctl-node-restriction and its binding (Deny) from deploy/ are there. Until then it says once why and how to fix it, podctl_api_writes_enabled is 0, /healthz and /readyz say degraded (200), maintenance requests wait, and housekeeping on the node goes on. The check is made again every 60 s. --unrestricted-api-writes sends writes regardless (said at start, podctl_api_writes_unrestricted 1).
 
 ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
 
@@ -65,6 +67,11 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     'stuck-after': Flags.string({ summary: 'A pod terminating this long past its grace period counts as stuck.', default: '30s', helpValue: 'DURATION' }),
     'metrics-addr': Flags.string({ summary: 'Where /metrics and /healthz are served (HOST:PORT; port 0 picks one). "none" serves nothing.', default: '127.0.0.1:9640', helpValue: 'HOST:PORT' }),
     desired: Flags.string({ summary: 'File of desired pods (PodList, list or pod, JSON or YAML), read at every step.', helpValue: 'FILE' }),
+    'unrestricted-api-writes': Flags.boolean({
+      summary: 'Send API writes even when the node restriction (deploy/validating-admission-policy.yaml, a node-bound token) is not in force.',
+      description: 'Without it the agent withholds every API write (evictions, deletes, status patches, cordon, Events) until its token is bound to --node and the policy is in force, and says why.',
+      default: false,
+    }),
     'desired-from': Flags.option({ summary: 'Where desired pods come from without --desired (default: api when an API server is configured, else runtime).', options: ['api', 'runtime'] as const })(),
     ...kubeletFlags,
     'shutdown-guard': Flags.boolean({
@@ -169,6 +176,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
         kubeletState: async () => kubeletStatusFor(flags['kubelet-healthz'], api),
         kubeletRoot: flags['kubelet-root'],
         node: nodeName(flags.node),
+        unrestrictedApiWrites: flags['unrestricted-api-writes'],
         ...(selfId ? { selfContainerId: selfId } : {}),
         reporter: this.reporter,
         signal: this.abort.signal,

@@ -24,6 +24,7 @@ import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.js'
 import { eventName, evictedStatus, statusPatch, type PodStatusChange } from './status.js';
 import { transportFor, type KubeRequest, type Transport, type WatchEvent } from './transport.js';
 import type { KubeSource } from './source.js';
+import { WriteGate, type AdmissionObject, type RestrictionReads } from './node-restriction.js';
 
 interface PodList {
   pods: V1Pod[];
@@ -65,8 +66,10 @@ type EvictOutcome =
 type StatusPatchOutcome = 'patched' | 'gone' | 'uid-changed';
 
 /** The API-server operations podctl needs, nothing more. */
-export interface KubeClient {
+export interface KubeClient extends RestrictionReads {
   readonly node: string;
+  /** Every write (POST, PUT, PATCH, DELETE; a SelfSubjectReview aside) passes it: shut, none is sent. */
+  readonly writes: WriteGate;
   /** Where the credentials come from, for messages. */
   readonly where: string;
   /** Pods bound to this node (fieldSelector spec.nodeName=<node>), every namespace. */
@@ -118,6 +121,8 @@ export interface ConnectOptions {
   watchIdleMs?: number;
   /** Source of the watch timeouts' jitter (default Math.random). */
   random?: () => number;
+  /** The write gate (default: open). */
+  writes?: WriteGate;
 }
 
 /** The API server sends a bookmark about once a minute; a watch silent longer than this is cut. */
@@ -163,8 +168,11 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
   const where = transport.where;
   const watchIdleMs = options.watchIdleMs ?? DEFAULT_WATCH_IDLE_MS;
   const random = options.random ?? Math.random;
+  const writes = options.writes ?? new WriteGate();
+  const isWrite = (request: KubeRequest): boolean => request.method !== 'GET' && !request.path.endsWith('/selfsubjectreviews');
 
   const call = async (name: string, need: RbacNeed, request: KubeRequest, signal?: AbortSignal): Promise<unknown> => {
+    if (isWrite(request)) writes.check(name);
     const once = async (): Promise<unknown> => {
       try {
         return (await transport.request(name, request, { timeoutMs, ...(signal ? { signal } : {}) })).body;
@@ -252,9 +260,45 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
     }
   };
 
+  const admissionPath = '/apis/admissionregistration.k8s.io/v1';
+
   return {
     node,
     where,
+    writes,
+    async selfSubject(signal) {
+      const review = (await call(
+        'self subject review',
+        { verb: 'create', resource: 'selfsubjectreviews', group: 'authentication.k8s.io' },
+        { method: 'POST', path: '/apis/authentication.k8s.io/v1/selfsubjectreviews', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } },
+        signal,
+      )) as { status?: { userInfo?: { username?: string; extra?: Record<string, string[]> } } };
+      return { username: review.status?.userInfo?.username ?? '', extra: review.status?.userInfo?.extra ?? {} };
+    },
+    async servesAdmissionPolicies(signal) {
+      try {
+        const list = (await call('discover admissionregistration.k8s.io/v1', { verb: 'get', resource: 'discovery' }, { method: 'GET', path: admissionPath }, signal)) as {
+          resources?: { name?: string }[];
+        };
+        return (list.resources ?? []).some((r) => r.name === 'validatingadmissionpolicies') && list.resources!.some((r) => r.name === 'validatingadmissionpolicybindings');
+      } catch (error) {
+        if (isNotFound(error)) return false;
+        throw error;
+      }
+    },
+    async getAdmissionObject(resource, name, signal) {
+      try {
+        return (await call(
+          `get ${resource}`,
+          { verb: 'get', resource, group: 'admissionregistration.k8s.io' },
+          { method: 'GET', path: `${admissionPath}/${resource}/${encodeURIComponent(name)}` },
+          signal,
+        )) as AdmissionObject;
+      } catch (error) {
+        if (isNotFound(error)) return undefined;
+        throw error;
+      }
+    },
     async listNodePods(signal) {
       return (await this.listNodePodsVersioned(signal)).pods;
     },
@@ -295,6 +339,7 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
       return outcome === 'ok' ? 'deleted' : outcome;
     },
     async evictPod(pod, grace, signal) {
+      writes.check('evict pod');
       try {
         await transport.request(
           'evict pod',

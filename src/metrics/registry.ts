@@ -23,6 +23,9 @@
  * - podctl_kubelet_up                                  gauge: 1 running (or unknown), 0 down.
  * - podctl_api_reachable                               gauge (the agent, with an API server): 1 its watches are answered, 0 not.
  * - podctl_housekeeping_steps_total{result}            counter (the agent): steps by result (ok, stale, failed, refused).
+ * - podctl_api_writes_enabled, podctl_api_writes_unrestricted  gauges (the agent with an API server
+ *   only, registered on first use): whether it sends API writes, and whether it does so under
+ *   --unrestricted-api-writes.
  * - with `processDefaults`, prom-client's process_* and nodejs_* series (less three gauges named
  *   *_total, which promtool rejects) (the agent; never in a
  *   textfile, where node_exporter's own process series would collide).
@@ -228,6 +231,26 @@ export class PodctlMetrics {
     this.#active.set({ static: 'false' }, counts.active.other);
     this.#mirror.set(counts.mirror);
     if (staticUids) this.#staticUids = new Set(staticUids);
+  }
+
+  #apiWrites: { enabled: Gauge; unrestricted: Gauge } | undefined;
+
+  /** Whether the agent sends API writes (services/housekeeping/api-writes.ts); the two gauges exist from the first call. */
+  setApiWrites(state: { enabled: boolean; unrestricted: boolean }): void {
+    this.#apiWrites ??= {
+      enabled: new Gauge({
+        name: 'podctl_api_writes_enabled',
+        help: 'Whether the agent sends API writes (evictions, deletes, status patches, cordon, Events): 1 while its node restriction is in force or --unrestricted-api-writes is given, else 0.',
+        registers: [this.registry],
+      }),
+      unrestricted: new Gauge({
+        name: 'podctl_api_writes_unrestricted',
+        help: 'Whether the agent runs with --unrestricted-api-writes (writes whether or not its node restriction is in force): 1 yes, 0 no.',
+        registers: [this.registry],
+      }),
+    };
+    this.#apiWrites.enabled.set(state.enabled ? 1 : 0);
+    this.#apiWrites.unrestricted.set(state.unrestricted ? 1 : 0);
   }
 
   /** `running` and `unknown` are 1 (unknown is treated as running), `down` 0. */

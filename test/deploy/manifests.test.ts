@@ -81,6 +81,8 @@ describe('deploy/ manifests', () => {
       for (const group of rule.apiGroups) for (const resource of rule.resources) for (const verb of rule.verbs) grants.add(`${group || 'core'}/${resource}:${verb}`);
     }
     expect([...grants].sort()).toEqual([
+      'admissionregistration.k8s.io/validatingadmissionpolicies:get',
+      'admissionregistration.k8s.io/validatingadmissionpolicybindings:get',
       'core/events:create',
       'core/nodes:get',
       'core/nodes:list',
@@ -93,6 +95,12 @@ describe('deploy/ manifests', () => {
       'core/pods:list',
       'core/pods:watch',
     ]);
+    // the admission objects are read by name: exactly the policy and its binding
+    const admission = (role.rules as Obj[]).filter((r) => r.apiGroups.includes('admissionregistration.k8s.io'));
+    expect(admission).toHaveLength(1);
+    expect(admission[0]!.resourceNames).toEqual([find('ValidatingAdmissionPolicy').metadata.name]);
+    expect(find('ValidatingAdmissionPolicyBinding').metadata.name).toBe(find('ValidatingAdmissionPolicy').metadata.name);
+    for (const rule of (role.rules as Obj[]).filter((r) => r !== admission[0])) expect(rule.resourceNames).toBeUndefined();
     const allRules = objects.filter(({ o }) => o.kind === 'ClusterRole' || o.kind === 'Role').flatMap(({ o }) => o.rules as Obj[]);
     for (const rule of allRules) {
       for (const field of ['apiGroups', 'resources', 'verbs']) expect(rule[field], field).not.toContain('*');

@@ -91,6 +91,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     kubeletRoot = join(stateDir, 'kubelet');
     server = await startKubeApiServer();
     server.addNode('node-1');
+    server.installNodeRestriction(); // the agent writes only with its node restriction in force
     kubeconfig = writeKubeconfig(stateDir, server.port);
     agentKubeconfig = writeAgentKubeconfig(stateDir, server);
     await kubelet.up();

@@ -203,6 +203,7 @@ describeContainerd(import.meta.url, 'podctl agent as a pod drains its node on re
     if (imported.status !== 0) throw new Error(`ctr images import: ${imported.stderr}`);
     server = await startKubeApiServer();
     server.addNode('node-1');
+    server.installNodeRestriction(); // the agent writes only with its node restriction in force
     stateDir = mkdtempSync(join(tmpdir(), 'podctl-agent-pod-drain-'));
   }, 180_000);
   afterAll(async () => {

@@ -22,13 +22,19 @@
  *   and answered 403 as RBAC words it for anything that RBAC does not grant; its pod list and watch
  *   must name its node (fieldSelector spec.nodeName), as the agent's always do;
  * - nodes: list and watch with fieldSelector metadata.name (MODIFIED on every PATCH, as for pods);
+ * - SelfSubjectReview (authentication.k8s.io/v1: the user, groups and extra of the token); the
+ *   ValidatingAdmissionPolicy and binding of deploy/ (`installNodeRestriction`, GET by name, and
+ *   discovery of admissionregistration.k8s.io/v1 unless `servesAdmissionV1` is false, as before 1.30);
  * - fault injection: N answers with a status (429 with Retry-After, 5xx) or a dropped connection,
  *   matched by method, path and watch or not; `stop()`/`start()` on the same port for an
  *   unreachable server; `stall` for one that accepts connections and never answers; `silence()`
  *   for open watches that go quiet (half-open: no event, no bookmark, the connection kept).
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
+import { parseAllDocuments } from 'yaml';
 import type { AddressInfo, Socket } from 'node:net';
 import { PODCTL_SERVICE_ACCOUNT, PODCTL_USERNAME, attributesOf, authorize, forbiddenMessage, loadShippedRbac, type ScopedRule } from './rbac.js';
 
@@ -179,6 +185,10 @@ export class KubeApiServer {
   readonly requests: RecordedRequest[] = [];
   /** Accepted bearer token (401 otherwise); '' accepts anonymous requests. */
   token = 'abc';
+  /** ValidatingAdmissionPolicies and their bindings, by "resource/name" (`installNodeRestriction`). */
+  readonly admission = new Map<string, Obj>();
+  /** Serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies (Kubernetes ≥ 1.30); false: 404 as older servers. */
+  servesAdmissionV1 = true;
   /** Users by bearer token, besides `token` (`addAgent`). */
   readonly users = new Map<string, ApiUser>();
   /** Denied "verb resource" pairs, e.g. "delete pods", "patch pods/status" (403). */
@@ -258,6 +268,21 @@ export class KubeApiServer {
       podsOfNode: identity.node,
     });
     return token;
+  }
+
+  /** Stores the ValidatingAdmissionPolicy and its binding from deploy/validating-admission-policy.yaml (as `kubectl apply` would). */
+  installNodeRestriction(change?: (objects: { policy: Obj; binding: Obj }) => void): void {
+    const docs = parseAllDocuments(readFileSync(path.join(process.cwd(), 'deploy', 'validating-admission-policy.yaml'), 'utf8')).map((d) => d.toJSON() as Obj);
+    const policy = docs.find((o) => o.kind === 'ValidatingAdmissionPolicy')!;
+    const binding = docs.find((o) => o.kind === 'ValidatingAdmissionPolicyBinding')!;
+    change?.({ policy, binding });
+    for (const [resource, o] of [
+      ['validatingadmissionpolicies', policy],
+      ['validatingadmissionpolicybindings', binding],
+    ] as const) {
+      o.metadata = { ...o.metadata, uid: randomUUID(), resourceVersion: this.#nextRv(), generation: 1 };
+      this.admission.set(`${resource}/${o.metadata.name}`, o);
+    }
   }
 
   /** The requests of a user (by name) that RBAC refused (403). */
@@ -480,7 +505,7 @@ export class KubeApiServer {
         return;
       }
       try {
-        this.#route(method, url, body, req.headers['content-type'] ?? '', send, res, record);
+        this.#route(method, url, body, req.headers['content-type'] ?? '', send, res, record, user);
       } catch (error) {
         send(500, status(500, 'InternalError', (error as Error).message));
       }
@@ -520,10 +545,48 @@ export class KubeApiServer {
     return true;
   }
 
-  #route(method: string, url: URL, body: any, contentType: string, send: (c: number, o: Obj, h?: Record<string, string>) => void, res: http.ServerResponse, record: RecordedRequest): void {
+  #route(
+    method: string,
+    url: URL,
+    body: any,
+    contentType: string,
+    send: (c: number, o: Obj, h?: Record<string, string>) => void,
+    res: http.ServerResponse,
+    record: RecordedRequest,
+    user: ApiUser | undefined,
+  ): void {
     const p = url.pathname;
     const q = url.searchParams;
     let m: RegExpMatchArray | null;
+    if (method === 'POST' && p === '/apis/authentication.k8s.io/v1/selfsubjectreviews') {
+      const userInfo = user
+        ? { username: user.username, uid: user.uid, groups: user.groups, ...(Object.keys(user.extra).length > 0 ? { extra: user.extra } : {}) }
+        : { username: 'kubernetes-admin', groups: ['system:masters', 'system:authenticated'] };
+      send(201, { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview', metadata: { creationTimestamp: null }, status: { userInfo } });
+      return;
+    }
+    if (this.servesAdmissionV1 && method === 'GET' && p === '/apis/admissionregistration.k8s.io/v1') {
+      send(200, {
+        kind: 'APIResourceList',
+        apiVersion: 'v1',
+        groupVersion: 'admissionregistration.k8s.io/v1',
+        resources: ['validatingadmissionpolicies', 'validatingadmissionpolicybindings', 'validatingwebhookconfigurations', 'mutatingwebhookconfigurations'].map((name) => ({
+          name,
+          singularName: name.replace(/ies$/, 'y').replace(/s$/, ''),
+          namespaced: false,
+          kind: '',
+          verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
+        })),
+      });
+      return;
+    }
+    if (this.servesAdmissionV1 && method === 'GET' && (m = p.match(/^\/apis\/admissionregistration\.k8s\.io\/v1\/(validatingadmissionpolicies|validatingadmissionpolicybindings)\/([^/]+)$/))) {
+      const [, resource, name] = m as unknown as [string, string, string];
+      const o = this.admission.get(`${resource}/${name}`);
+      if (!o) send(404, status(404, 'NotFound', `${resource}.admissionregistration.k8s.io "${name}" not found`, { name, group: 'admissionregistration.k8s.io', kind: resource }));
+      else send(200, clone(o));
+      return;
+    }
     if (method === 'GET' && p === '/version') {
       send(200, { major: '1', minor: '31', gitVersion: 'v1.31.0-podctl-test', platform: 'linux/amd64' });
       return;

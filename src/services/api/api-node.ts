@@ -10,10 +10,13 @@
  * - A final delete is only ever issued for a pod with no running container on this node; replayed
  *   ones are checked against the runtime again first.
  * - 404 and 409 answers to a final delete or a status patch are success-and-forget.
+ * - While the client's write gate is shut (the agent before the node restriction is confirmed) no
+ *   write is attempted: it is `withheld`, quietly (the agent says once why), and nothing is replayed.
  */
 import type { V1Pod } from '../../engine/types.js';
 import type { KubeClient } from '../../kube/client.js';
 import { KubeError } from '../../kube/errors.js';
+import type { WriteGate } from '../../kube/node-restriction.js';
 import { PendingApiActions, pendingId, type PendingAction, type PendingRecord } from '../../kube/pending.js';
 import { evictedStatus, type PodStatusChange } from '../../kube/status.js';
 import { silentReporter, type Reporter } from '../../lib/reporter.js';
@@ -29,9 +32,12 @@ export interface ApiNodeOptions {
   timeoutMs?: number;
   /** Test seam: the client to use instead of connecting. */
   client?: KubeClient;
+  /** The client's write gate (default: open); the agent passes one shut until its check says yes. */
+  writes?: WriteGate;
 }
 
-export type WriteOutcome = 'done' | 'pending' | 'forgotten';
+/** withheld: not sent, the write gate is shut (the agent's node restriction is not confirmed). */
+export type WriteOutcome = 'done' | 'pending' | 'forgotten' | 'withheld';
 
 export interface PodRef {
   namespace: string;
@@ -62,6 +68,7 @@ export async function openApiNode(options: ApiNodeOptions): Promise<ApiNode | un
     node: options.node,
     ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
     onRetry: (call, error, wait) => reporter.debug(`${call}: ${error.message}; retrying in ${wait} ms`),
+    ...(options.writes ? { writes: options.writes } : {}),
   });
   return new ApiNode(kube, options);
 }
@@ -88,6 +95,7 @@ export class ApiNode {
    * removed again.
    */
   async #write(pod: PodRef, action: PendingAction, run: () => Promise<WriteOutcome>, waitMs?: number): Promise<WriteOutcome> {
+    if (!this.kube.writes.open) return 'withheld';
     const attempt = run();
     const record = async (message: string): Promise<WriteOutcome> => {
       await this.pending.record(pod, action, message);
@@ -134,6 +142,7 @@ export class ApiNode {
   async event(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string): Promise<WriteOutcome> {
     const key = `${pod.metadata?.uid}/${reason}`;
     if (this.#sentEvents.has(key)) return 'done';
+    if (!this.kube.writes.open) return 'withheld';
     this.#sentEvents.add(key);
     return this.#write(
       podRef(pod),
@@ -165,10 +174,14 @@ export class ApiNode {
     return {
       node: this.kube.node,
       postEvent: async (pod, type, reason, message) => {
-        if ((await this.event(pod, type, reason, message)) === 'pending') throw deferred('post event');
+        const outcome = await this.event(pod, type, reason, message);
+        if (outcome === 'withheld') this.kube.writes.check('post event');
+        if (outcome === 'pending') throw deferred('post event');
       },
       markEvicted: async (pod, message) => {
-        if ((await this.status(podRef(pod), evictedStatus(message))) === 'pending') throw deferred('patch pod status');
+        const outcome = await this.status(podRef(pod), evictedStatus(message));
+        if (outcome === 'withheld') this.kube.writes.check('patch pod status');
+        if (outcome === 'pending') throw deferred('patch pod status');
       },
     };
   }
@@ -179,6 +192,7 @@ export class ApiNode {
    */
   async replayPending(stillRuns: (uid: string) => Promise<boolean>): Promise<ReplayReport> {
     const records = await this.pending.list();
+    if (!this.kube.writes.open) return { done: 0, left: records.length };
     let done = 0;
     for (const record of records) {
       try {

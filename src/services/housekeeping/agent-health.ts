@@ -10,13 +10,15 @@
  * - Readiness fails, naming the cause, after `READY_AFTER_FAILED_STEPS` failed steps in a row, while
  *   the runtime has not answered for `windowMs`, or while the API server refuses the credentials
  *   (401/403: only the operator can fix that). It comes back with the first step that succeeds.
+ * - API writes withheld (api-writes.ts) leave the agent live and ready: the verdict line says
+ *   `degraded: …` instead of `ok`.
  * - A dependency's `since` changes only when its state changes; each change of the runtime's, the
  *   state dir's and the API server's state is logged once, not at every step.
  */
 import { formatDuration } from '../../lib/duration.js';
 import type { Reporter } from '../../lib/reporter.js';
 
-export type Dependency = 'runtime' | 'state-dir' | 'api' | 'kubelet';
+export type Dependency = 'runtime' | 'state-dir' | 'api' | 'api-writes' | 'kubelet';
 
 /** Failed steps in a row after which the agent is not ready. */
 const READY_AFTER_FAILED_STEPS = 3;
@@ -137,11 +139,12 @@ export class AgentHealth {
   /** The body of /healthz and /readyz: the verdict, then one line per dependency with its state and since when. */
   report(verdict: string | undefined): string {
     const at = (ms: number): string => `${new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z')} (${formatDuration(Math.max(0, this.#now() - ms))})`;
-    const lines = [verdict ?? 'ok'];
+    const writes = this.#deps.get('api-writes');
+    const lines = [verdict ?? (writes && !writes.ok ? `degraded: API writes withheld: ${writes.detail ?? ''}` : 'ok')];
     lines.push(
       `loop: ${this.notLive() ?? `ok, last step ended ${formatDuration(Math.max(0, this.#now() - this.lastStepAt))} ago`}${this.#failedInARow > 0 ? `; ${this.#failedInARow} failed in a row` : ''}`,
     );
-    for (const name of ['runtime', 'state-dir', 'api', 'kubelet'] as const) {
+    for (const name of ['runtime', 'state-dir', 'api', 'api-writes', 'kubelet'] as const) {
       const d = this.#deps.get(name);
       if (!d) continue;
       lines.push(`${name}: ${d.state} since ${at(d.since)}${d.detail ? `: ${d.detail}` : ''}`);

@@ -23,6 +23,9 @@
  *   refusal is logged once until the step is allowed again. The agent never passes `--yes`.
  * - A stuck pod (terminating past its grace + `stuckAfterMs`, `isStuck`) is logged once per
  *   termination; `podctl_stuck_pods` counts those stuck now.
+ * - With an API server, no API write goes out before the node restriction is confirmed in force
+ *   (api-writes.ts, checked before the first step and every `writeCheckEveryMs`): until then writes
+ *   are withheld, maintenance requests wait, housekeeping on the node goes on.
  * - The HTTP server serves exactly `/metrics`, `/healthz` and `/readyz` (GET/HEAD); anything else
  *   is 404/405. `/healthz` is liveness (the loop's own progress), `/readyz` readiness (failed steps
  *   in a row, a runtime silent past `healthWindowMs`, credentials refused); both list every
@@ -55,6 +58,7 @@ import { terminatedOnNode } from '../api/api-node.js';
 import { podOwnGracePeriod } from '../../engine/grace.js';
 import { EventReason, killingMessage } from '../../kube/status.js';
 import { AgentHealth, type StepCause } from './agent-health.js';
+import { startApiWrites } from './api-writes.js';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -88,6 +92,9 @@ export interface AgentOptions {
   kubeletRoot?: string;
   /** This node's name (the agent follows its Node object for maintenance requests). */
   node?: string;
+  /** `--unrestricted-api-writes`; how often the node restriction is checked again (api-writes.ts). */
+  unrestrictedApiWrites?: boolean;
+  writeCheckEveryMs?: number;
   /** The container this agent runs in, when it runs in one (its pod is never a target). */
   selfContainerId?: string;
   reporter?: Reporter;
@@ -151,6 +158,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
   const state = new AgentHealth(now, options.healthWindowMs ?? healthWindowMs(options.intervalMs), livenessWindowMs(options.intervalMs), reporter);
   state.set('state-dir', 'ok', true, session.stateDir);
   if (!options.api) state.set('api', 'not configured', true);
+  const writes = options.api && startApiWrites({ api: options.api, unrestricted: options.unrestrictedApiWrites === true, everyMs: options.writeCheckEveryMs, metrics, reporter, now, health: state });
   const server = options.listen ? await serve(options.listen, metrics, state, signal) : undefined;
   const detachEngine = attachMetrics(metrics, session);
   const detachRuntime = observeRuntimeOperations((op) => {
@@ -241,9 +249,10 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
   };
 
   while (!signal.aborted) {
-    // maintenance through Kubernetes: the node's podctl.io/drain annotation (maintenance.ts), as watched
+    if (await writes?.checkWhenDue(signal)) gate.markChanged(); // writes enabled: what was withheld is done in a full step
+    // maintenance through Kubernetes: the node's podctl.io/drain annotation (maintenance.ts), as watched; it writes, so it waits while writes are withheld
     const current = informers?.node();
-    if (options.api && options.node && current !== undefined && (current === null || current.resourceVersion !== maintenanceRv)) {
+    if (options.api && options.node && writes && writes.enabled && current !== undefined && (current === null || current.resourceVersion !== maintenanceRv)) {
       const kubeletNow = await kubeletState();
       const { checkMaintenance } = await import('../drain/maintenance.js');
       state.busySince = now(); // a drain runs inside the loop: it is the loop's progress

@@ -186,6 +186,7 @@ export async function startApiSync(options: ApiSyncOptions, planned?: ApiSyncPla
         count(outcome);
         if (outcome === 'done') report.finallyDeleted.push(nameOf(d));
         else if (outcome === 'forgotten') report.alreadyGone.push(nameOf(d));
+        else if (outcome === 'withheld') report.withheld.push({ ...nameOf(d), reason: `withheld: API writes are withheld (${api.kube.writes.reason ?? 'the write gate is shut'})` });
       }
       report.pendingRecorded = pendingRecorded;
       return report;

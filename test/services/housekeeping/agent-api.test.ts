@@ -23,6 +23,7 @@ let dir: string;
 
 beforeAll(async () => {
   server = await startKubeApiServer();
+  server.installNodeRestriction(); // the agent writes only with its node restriction in force
   dir = mkdtempSync(path.join(tmpdir(), 'podctl-agent-api-'));
   sim = await startSimulator({
     socketPath: path.join(dir, 'cri.sock'),
