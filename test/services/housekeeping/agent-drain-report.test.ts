@@ -16,7 +16,7 @@ import { ApiNode } from '../../../src/services/api/api-node.js';
 import type { DrainReport } from '../../../src/services/drain/report/model.js';
 import { openSession } from '../../../src/session/open.js';
 import type { NodeSession } from '../../../src/domain/session-api.js';
-import { writeKubeconfig } from '../../kube/support.js';
+import { writeAgentKubeconfig } from '../../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../../support/kube-api-server.js';
 
 const ROOT = process.cwd();
@@ -41,6 +41,7 @@ beforeAll(async () => {
     pods: PODS.map(({ name, onSigterm }) => ({ name, namespace: 'app', uid: `uid-${name}`, terminationGracePeriodSeconds: 10, containers: [{ name: 'c', onSigterm }] })),
   });
   server.addNode('node-1');
+  server.installNodeRestriction(); // the agent writes only with its node restriction in force
   for (const { name } of PODS) {
     server.addPod({
       metadata: { name, namespace: 'app', uid: `uid-${name}` },
@@ -48,7 +49,7 @@ beforeAll(async () => {
       status: { phase: 'Running' },
     });
   }
-  const kube = await connectKube({ kind: 'kubeconfig', path: writeKubeconfig(dir, server.port) }, { node: 'node-1', timeoutMs: 2_000 });
+  const kube = await connectKube({ kind: 'kubeconfig', path: writeAgentKubeconfig(dir, server) }, { node: 'node-1', timeoutMs: 2_000 });
   api = new ApiNode(kube, { node: 'node-1', stateDir: path.join(dir, 'state') });
   session = await openSession({ stateDir: path.join(dir, 'state'), runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
 });

@@ -16,7 +16,7 @@ import { runAgent, type AgentOptions, type AgentStep } from '../../../src/servic
 import { ApiNode } from '../../../src/services/api/api-node.js';
 import { openSession } from '../../../src/session/open.js';
 import type { NodeSession } from '../../../src/domain/session-api.js';
-import { writeKubeconfig } from '../../kube/support.js';
+import { writeAgentKubeconfig } from '../../kube/support.js';
 import { startKubeApiServer, type KubeApiServer, type RecordedRequest } from '../../support/kube-api-server.js';
 
 let server: KubeApiServer;
@@ -37,6 +37,7 @@ beforeAll(async () => {
     faults: [],
   });
   server.addNode('node-1');
+  server.installNodeRestriction(); // the agent writes only with its node restriction in force
   for (const name of POD_NAMES) {
     server.addPod({
       metadata: { name, namespace: 'app', uid: `uid-${name}` },
@@ -44,7 +45,7 @@ beforeAll(async () => {
       status: { phase: 'Running' },
     });
   }
-  const kube = await connectKube({ kind: 'kubeconfig', path: writeKubeconfig(dir, server.port) }, { node: 'node-1', timeoutMs: 2_000 });
+  const kube = await connectKube({ kind: 'kubeconfig', path: writeAgentKubeconfig(dir, server) }, { node: 'node-1', timeoutMs: 2_000 });
   api = new ApiNode(kube, { node: 'node-1', stateDir: path.join(dir, 'state') });
   session = await openSession({ stateDir: path.join(dir, 'state'), runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
 });
@@ -55,6 +56,8 @@ afterAll(async () => {
   await server?.stop();
 });
 afterEach(() => {
+  // every request the agent made is one the shipped RBAC grants
+  expect(server.denied().map((r) => `${r.method} ${r.path}`)).toEqual([]);
   server.requests.length = 0;
 });
 
@@ -83,7 +86,9 @@ async function runUntil(options: Partial<AgentOptions>, until: (steps: AgentStep
 }
 
 const isWatch = (r: RecordedRequest): boolean => r.query.get('watch') === '1';
-const count = (test: (r: RecordedRequest) => boolean): number => server.requests.filter(test).length;
+/** The agent's check that its node restriction is in force (at start, then every minute): not per step. */
+const isRestrictionCheck = (r: RecordedRequest): boolean => r.path.startsWith('/apis/authentication.k8s.io/') || r.path.startsWith('/apis/admissionregistration.k8s.io/');
+const count = (test: (r: RecordedRequest) => boolean): number => server.requests.filter((r) => !isRestrictionCheck(r) && test(r)).length;
 
 describe('podctl agent follows the API server with watches', () => {
   it('lists its pods and its Node once, then only watches them: no request per step', async () => {
@@ -97,7 +102,8 @@ describe('podctl agent follows the API server with watches', () => {
     expect(count((r) => r.path === '/api/v1/pods' && isWatch(r))).toBe(1);
     expect(count((r) => r.path === '/api/v1/nodes' && isWatch(r))).toBe(1);
     expect(count((r) => r.path === '/api/v1/nodes/node-1')).toBe(0); // no GET of the Node per step
-    expect(server.requests.length).toBe(4);
+    expect(count(() => true)).toBe(4);
+    expect(server.requests.filter(isRestrictionCheck)).toHaveLength(4); // one check: SelfSubjectReview, discovery, the policy, its binding
     // and nothing was stopped: every pod is desired
     for (const name of POD_NAMES) expect((await session.getPod(`uid-${name}`))?.containersRunning).toBe(1);
   }, 30_000);
