@@ -35,8 +35,6 @@
  * - On abort the loop stops at once (an in-flight step is cancelled through the signal), the server
  *   closes its connections, and the call returns; the caller closes the session (state saved).
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { isStuck, stuckForMs } from '../diagnose/stuck.js';
 import { BLOCKED_KINDS, blockedBy } from '../diagnose/blocked-by.js';
 import { gatherNodeFacts, stuckFactsOf, type NodeFacts } from '../diagnose/status.js';
@@ -59,10 +57,12 @@ import { podOwnGracePeriod } from '../../engine/grace.js';
 import { EventReason, killingMessage } from '../../kube/status.js';
 import { AgentHealth, type StepCause } from './agent-health.js';
 import { startApiWrites } from './api-writes.js';
+import { addressOf, closeServer, serve, type MetricsAddress } from './agent-http.js';
+
+export { parseMetricsAddr, type MetricsAddress } from './agent-http.js';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-const DEFAULT_METRICS_ADDR = '127.0.0.1:9640';
 /** A full housekeeping step at least this often, changes or not. */
 const FULL_STEP_EVERY_MS = 30_000;
 /** How long the first step waits for the API server's first lists (then it fails, naming why). */
@@ -71,11 +71,6 @@ const API_SYNC_WAIT_MS = 10_000;
 const STATE_DIR_CHECK_MS = 10_000;
 /** How often the agent asks whether a kubelet runs (podctl_kubelet_up). */
 const KUBELET_CHECK_MS = 10_000;
-
-export interface MetricsAddress {
-  host: string;
-  port: number;
-}
 
 export interface AgentOptions {
   session: NodeSession;
@@ -131,14 +126,6 @@ export interface AgentResult {
   stuckSeen: number;
   listen: MetricsAddress | null;
   stoppedInMs: number;
-}
-
-/** Parses `HOST:PORT` (IPv6 as `[::1]:9640`); port 0 picks a free one. */
-export function parseMetricsAddr(text: string): MetricsAddress {
-  const m = /^(?:\[([0-9a-fA-F:]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text.trim());
-  const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65_535) throw new UsageError(`--metrics-addr "${text}" is not HOST:PORT`, `e.g. --metrics-addr ${DEFAULT_METRICS_ADDR}`);
-  return { host: (m[1] ?? m[2]) as string, port };
 }
 
 /** How long the runtime may stay silent before /readyz says 503: three steps, at least 10 s. */
@@ -613,52 +600,4 @@ function quiet(reporter: Reporter): Reporter {
   q.info = (message: string) => reporter.debug(message);
   q.progress = () => undefined;
   return q;
-}
-
-async function serve(listen: MetricsAddress, metrics: PodctlMetrics, state: AgentHealth, signal: AbortSignal): Promise<http.Server> {
-  const server = http.createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (path !== '/metrics' && path !== '/healthz' && path !== '/readyz') {
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: podctl agent serves /metrics, /healthz and /readyz\n');
-      return;
-    }
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('method not allowed\n');
-      return;
-    }
-    if (path === '/healthz' || path === '/readyz') {
-      const reason = path === '/healthz' ? state.notLive() : state.notReady();
-      res.writeHead(reason ? 503 : 200, { 'content-type': 'text/plain; charset=utf-8' }).end(req.method === 'HEAD' ? undefined : state.report(reason));
-      return;
-    }
-    metrics.exposition().then(
-      (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
-      (error: Error) => res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`${error.message}\n`),
-    );
-  });
-  server.keepAliveTimeout = 5_000;
-  await new Promise<void>((resolve, reject) => {
-    const onError = (error: NodeJS.ErrnoException): void => {
-      reject(new UsageError(`--metrics-addr ${listen.host}:${listen.port}: cannot listen (${error.code ?? error.message})`, 'choose another HOST:PORT'));
-    };
-    server.once('error', onError);
-    server.listen(listen.port, listen.host, () => {
-      server.off('error', onError);
-      resolve();
-    });
-  });
-  signal.addEventListener('abort', () => server.closeIdleConnections(), { once: true });
-  return server;
-}
-
-function addressOf(server: http.Server): MetricsAddress {
-  const a = server.address() as AddressInfo;
-  return { host: a.address, port: a.port };
-}
-
-function closeServer(server: http.Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
 }
