@@ -15,9 +15,9 @@
 import { KubeError } from './errors.js';
 
 /** The ValidatingAdmissionPolicy and its binding in deploy/validating-admission-policy.yaml. */
-export const NODE_RESTRICTION = 'podctl-node-restriction';
+const NODE_RESTRICTION = 'podctl-node-restriction';
 /** The extra the API server puts on a projected, node-bound ServiceAccount token (Kubernetes ≥ 1.32). */
-export const NODE_NAME_CLAIM = 'authentication.kubernetes.io/node-name';
+const NODE_NAME_CLAIM = 'authentication.kubernetes.io/node-name';
 
 /** The reads the check needs (KubeClient has them). */
 export interface RestrictionReads {
@@ -116,6 +116,3 @@ export class WriteGate {
 }
 
 const WITHHELD = 'WritesWithheld';
-
-/** A write the client did not send because its gate is shut. */
-export const isWithheld = (error: unknown): boolean => error instanceof KubeError && error.reason === WITHHELD;

@@ -84,6 +84,8 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
 
   it('sync-known takes desired pods from the API server (this node only) and terminates the undesired runtime pod', async () => {
     server.addPod({ metadata: { name: 'keep', namespace: 'web', uid: 'uid-keep' }, spec: { nodeName: 'node-7', containers: [{ name: 'c' }] }, status: { phase: 'Running' } });
+    // batch/late stays desired: the next test evicts it, and a pod sync-known stopped counts as already terminated
+    server.addPod({ metadata: { name: 'late', namespace: 'batch', uid: 'uid-late' }, spec: { nodeName: 'node-7', containers: [{ name: 'c' }] }, status: { phase: 'Running' } });
     const run = await podctl(['sync-known', '--json']);
     expect(run.stderr).toContain('desired pod(s) from the API server');
     expect(run.code).toBe(0);
@@ -92,6 +94,7 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
     expect(server.requests.some((r) => r.method === 'GET' && r.query.get('fieldSelector') === 'spec.nodeName=node-7')).toBe(true);
     expect(result.orphanedRuntimePods.map((p: { name: string }) => p.name)).toContain('stray');
     expect(result.orphanedRuntimePods.map((p: { name: string }) => p.name)).not.toContain('keep');
+    expect(result.orphanedRuntimePods.map((p: { name: string }) => p.name)).not.toContain('late');
   });
 
   it('evict beside an API server that does not answer: the kill goes on, the writes are recorded, the command does not linger', async () => {

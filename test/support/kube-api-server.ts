@@ -94,7 +94,7 @@ const NODE_CLAIM = 'authentication.kubernetes.io/node-name';
 const ADMIN = 'admin';
 
 /** Requests that change something (a SelfSubjectReview is a question, not a write). */
-export function isWrite(request: RecordedRequest): boolean {
+function isWrite(request: RecordedRequest): boolean {
   return request.method !== 'GET' && request.method !== 'HEAD' && !request.path.endsWith('/selfsubjectreviews');
 }
 

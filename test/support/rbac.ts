@@ -12,7 +12,7 @@ import { parseAllDocuments } from 'yaml';
 
 type Obj = Record<string, any>;
 
-export interface PolicyRule {
+interface PolicyRule {
   apiGroups?: string[];
   resources?: string[];
   verbs: string[];

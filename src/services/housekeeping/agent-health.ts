@@ -15,6 +15,8 @@
  * - A dependency's `since` changes only when its state changes; each change of the runtime's, the
  *   state dir's and the API server's state is logged once, not at every step.
  */
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { formatDuration } from '../../lib/duration.js';
 import type { Reporter } from '../../lib/reporter.js';
 
@@ -150,5 +152,19 @@ export class AgentHealth {
       lines.push(`${name}: ${d.state} since ${at(d.since)}${d.detail ? `: ${d.detail}` : ''}`);
     }
     return `${lines.join('\n')}\n`;
+  }
+}
+
+/** undefined when a file can be written and removed in the state dir, else why not (one line). */
+export async function writableStateDir(dir: string): Promise<string | undefined> {
+  const file = join(dir, `.agent-check-${process.pid}`);
+  try {
+    await writeFile(file, '', { mode: 0o600 });
+    await rm(file, { force: true });
+    return undefined;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    const why = code === 'EROFS' ? 'read-only file system' : code === 'ENOSPC' || code === 'EDQUOT' ? 'no space left' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code;
+    return `${dir}: ${why} (${code})`;
   }
 }

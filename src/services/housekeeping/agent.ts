@@ -55,13 +55,11 @@ import { ApiInformers } from '../api/api-informers.js';
 import { terminatedOnNode } from '../api/api-node.js';
 import { podOwnGracePeriod } from '../../engine/grace.js';
 import { EventReason, killingMessage } from '../../kube/status.js';
-import { AgentHealth, type StepCause } from './agent-health.js';
+import { AgentHealth, writableStateDir, type StepCause } from './agent-health.js';
 import { startApiWrites } from './api-writes.js';
 import { addressOf, closeServer, serve, type MetricsAddress } from './agent-http.js';
 
 export { parseMetricsAddr, type MetricsAddress } from './agent-http.js';
-import { rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 
 /** A full housekeeping step at least this often, changes or not. */
 const FULL_STEP_EVERY_MS = 30_000;
@@ -419,20 +417,6 @@ function causeOf(error: unknown): StepCause {
     if (e.name === 'KubeError') return { dependency: 'api', message };
   }
   return { dependency: 'housekeeping', message };
-}
-
-/** undefined when a file can be written and removed in the state dir, else why not (one line). */
-async function writableStateDir(dir: string): Promise<string | undefined> {
-  const file = join(dir, `.agent-check-${process.pid}`);
-  try {
-    await writeFile(file, '', { mode: 0o600 });
-    await rm(file, { force: true });
-    return undefined;
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    const why = code === 'EROFS' ? 'read-only file system' : code === 'ENOSPC' || code === 'EDQUOT' ? 'no space left' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code;
-    return `${dir}: ${why} (${code})`;
-  }
 }
 
 /** A step of source api before the first list: no desired set to housekeep with. */

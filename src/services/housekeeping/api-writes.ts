@@ -20,7 +20,7 @@ import type { ApiNode } from '../api/api-node.js';
 import type { AgentHealth } from './agent-health.js';
 
 /** How often the agent checks the node restriction again (a policy deleted later shuts the gate). */
-export const WRITE_CHECK_EVERY_MS = 60_000;
+const WRITE_CHECK_EVERY_MS = 60_000;
 
 export interface ApiWritesOptions {
   api: ApiNode;
