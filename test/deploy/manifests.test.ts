@@ -152,16 +152,62 @@ describe('deploy/ manifests', () => {
       expect(admit({ operation: 'DELETE', userInfo: userInfo('node-1'), resource: { resource: 'pods' }, name: 'web' }, null, pod('node-1'))).toEqual({ matched: true, allowed: true });
       expect(admit({ operation: 'UPDATE', subResource: 'status', userInfo: userInfo('node-1'), resource: { resource: 'pods' }, name: 'web' }, pod('node-1'), pod('node-1')).allowed).toBe(true);
       expect(
-        admit({ operation: 'UPDATE', userInfo: userInfo('node-1'), resource: { resource: 'nodes' }, name: 'node-1' }, { metadata: { name: 'node-1' } }, { metadata: { name: 'node-1' } }).allowed,
+        admit(
+          { operation: 'UPDATE', subResource: '', userInfo: userInfo('node-1'), resource: { resource: 'nodes' }, name: 'node-1' },
+          { metadata: { name: 'node-1' }, spec: {} },
+          { metadata: { name: 'node-1' }, spec: {} },
+        ).allowed,
       ).toBe(true);
     });
 
     it('another node: its pods and its Node are denied, with a message naming the node', () => {
       const del = admit({ operation: 'DELETE', userInfo: userInfo('node-1'), resource: { resource: 'pods' }, name: 'web' }, null, pod('node-2'));
       expect(del).toEqual({ matched: true, allowed: false, message: 'podctl on node node-1 may change only pods bound to it' });
-      const node = admit({ operation: 'UPDATE', userInfo: userInfo('node-1'), resource: { resource: 'nodes' }, name: 'node-2' }, { metadata: { name: 'node-2' } }, { metadata: { name: 'node-2' } });
+      const node = admit(
+        { operation: 'UPDATE', subResource: '', userInfo: userInfo('node-1'), resource: { resource: 'nodes' }, name: 'node-2' },
+        { metadata: { name: 'node-2' }, spec: {} },
+        { metadata: { name: 'node-2' }, spec: {} },
+      );
       expect(node.allowed).toBe(false);
       expect(node.message).toBe('podctl on node node-1 may change only its own Node, not node-2');
+    });
+
+    it('its own Node: the cordon and podctl.io/ annotations may change; a label, a taint, another annotation, another spec field or the status may not', () => {
+      const before = {
+        metadata: { name: 'node-1', labels: { 'node-role.kubernetes.io/worker': '', zone: 'a' }, annotations: { 'node.alpha.kubernetes.io/ttl': '0', 'podctl.io/drain': 'requested' } },
+        spec: { podCIDR: '10.0.1.0/24', podCIDRs: ['10.0.1.0/24'], providerID: 'kind://node-1', taints: [{ key: 'dedicated', value: 'db', effect: 'NoSchedule' }] },
+      };
+      const change = (edit: (node: Obj) => void, subResource = ''): { allowed: boolean; message?: string } => {
+        const after = structuredClone(before) as Obj;
+        edit(after);
+        return admit({ operation: 'UPDATE', subResource, userInfo: userInfo('node-1'), resource: { resource: 'nodes' }, name: 'node-1' }, after, before);
+      };
+      // what podctl writes: the cordon and its own annotations (set, changed, removed)
+      expect(change((n) => (n.spec.unschedulable = true)).allowed).toBe(true);
+      expect(change((n) => (n.metadata.annotations['podctl.io/drain'] = 'draining')).allowed).toBe(true);
+      expect(change((n) => (n.metadata.annotations['podctl.io/drain-report'] = '/var/lib/podctl/reports/x.json')).allowed).toBe(true);
+      expect(change((n) => delete n.metadata.annotations['podctl.io/drain']).allowed).toBe(true);
+      expect(change(() => {}).allowed).toBe(true);
+      // everything else is denied, each with its own message
+      const denied: [string, (n: Obj) => void, RegExp][] = [
+        ['a label changed', (n) => (n.metadata.labels.zone = 'b'), /labels/],
+        ['a label added', (n) => (n.metadata.labels['node-role.kubernetes.io/control-plane'] = ''), /labels/],
+        ['the labels removed', (n) => delete n.metadata.labels, /labels/],
+        ['a taint added', (n) => n.spec.taints.push({ key: 'x', effect: 'NoExecute' }), /no taint/],
+        ['the taints removed', (n) => delete n.spec.taints, /no taint/],
+        ['another annotation changed', (n) => (n.metadata.annotations['node.alpha.kubernetes.io/ttl'] = '30'), /podctl\.io\//],
+        ['another annotation added', (n) => (n.metadata.annotations['cluster-autoscaler.kubernetes.io/scale-down-disabled'] = 'true'), /podctl\.io\//],
+        ['another annotation removed', (n) => delete n.metadata.annotations['node.alpha.kubernetes.io/ttl'], /podctl\.io\//],
+        ['a look-alike prefix', (n) => (n.metadata.annotations['podctl.io.evil/x'] = 'y'), /podctl\.io\//],
+        ['the podCIDR', (n) => (n.spec.podCIDR = '10.0.9.0/24'), /no other field/],
+        ['the providerID', (n) => (n.spec.providerID = 'kind://node-9'), /no other field/],
+      ];
+      for (const [what, edit, message] of denied) {
+        const verdict = change(edit);
+        expect(verdict.allowed, what).toBe(false);
+        expect(verdict.message, what).toMatch(message);
+      }
+      expect(change((n) => (n.spec.unschedulable = true), 'status')).toMatchObject({ allowed: false, message: "podctl may not change a Node's status" });
     });
 
     it("a token without the node claim is denied; other users are not this policy's business", () => {
