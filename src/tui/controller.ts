@@ -131,7 +131,8 @@ function onNormalKey(state: UiState, key: KeyPress, ctx: KeyContext): { state: U
     case '?':
       return { state: { ...state, mode: { kind: 'help' }, message: undefined } };
     case '/':
-      return { state: { ...state, mode: { kind: 'filter', text: state.filter }, message: undefined } };
+      // `/` starts a new filter, as in less, vim and k9s: the old one is dropped, not appended to
+      return { state: { ...state, mode: { kind: 'filter', text: '' }, filter: '', message: undefined } };
     case 's': {
       const sort = SORT_KEYS[(SORT_KEYS.indexOf(state.sort) + 1) % SORT_KEYS.length]!;
       return { state: { ...state, sort, message: { text: `sorted by ${sort}`, level: 'info' } } };

@@ -84,6 +84,12 @@ describe('watch keys', () => {
     ({ state } = press(state, { backspace: true }, { return: true }));
     expect(state.mode.kind).toBe('normal');
     expect(state.filter).toBe('w');
+    ({ state } = press(state, '/'));
+    // a new filter, not the old one to append to
+    expect(state.mode).toEqual({ kind: 'filter', text: '' });
+    expect(state.filter).toBe('');
+    ({ state } = press(state, 'x', { return: true }));
+    expect(state.filter).toBe('x');
     ({ state } = press(state, '/', 'x', { escape: true }));
     expect(state.filter).toBe('');
   });

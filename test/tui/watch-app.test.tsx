@@ -185,6 +185,22 @@ describe('watch screen', () => {
     expect(names).toEqual(['kube-system/etcd', 'default/web', 'default/old', 'default/db', 'default/stray']);
   });
 
+  it('/ starts a new filter: the old one is replaced, not appended to', async () => {
+    const { app } = await mount(nodePods());
+    app.stdin.write('/etc');
+    app.stdin.write(ENTER);
+    let frame = await until(app.lastFrame, (f) => f.includes('1/5 pods') && !f.includes('▏'), 'the kept filter');
+    expect(frame).toContain('kube-system/etcd');
+    app.stdin.write('/');
+    frame = await until(app.lastFrame, (f) => f.includes('/▏'), 'an empty filter prompt');
+    expect(frame).toContain('5/5 pods');
+    app.stdin.write('web');
+    app.stdin.write(ENTER);
+    frame = await until(app.lastFrame, (f) => f.includes('1/5 pods') && !f.includes('▏'), 'the new filter');
+    expect(frame).toContain('default/web');
+    expect(frame).not.toContain('kube-system/etcd');
+  });
+
   it('opens the help on ? and closes it with any key; q quits', async () => {
     const { app, quits } = await mount(nodePods());
     app.stdin.write('?');
