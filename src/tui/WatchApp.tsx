@@ -7,7 +7,8 @@
  * Invariants:
  * - Keys are read only when stdin supports raw mode; otherwise the screen is read-only (no crash).
  * - Redraws happen on a new snapshot (at most one per `frameIntervalMs`, see frame-gate.ts), a key, a resize, and on a tick: a second after the
- *   last frame only while a pod is terminating (countdowns), else a minute after it (time in state is shown in minutes past the first).
+ *   last frame (never sooner than the frame gate's interval) while any duration shown counts seconds (a countdown, a time in state under a
+ *   minute, the runtime's silence: countsSeconds), else a minute after it (time in state is shown in minutes past the first).
  * - Every line fits the terminal width, and the frame is one line shorter than the terminal.
  */
 import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
@@ -28,7 +29,7 @@ import { PodTable } from './PodTable.js';
 import { useSnapshot, type SnapshotSource } from './use-snapshot.js';
 import { useTerminalSize, type TerminalSize } from './use-terminal-size.js';
 import { useTicker } from './use-ticker.js';
-import { filterPods, formatDuration, nameNeed, screenLayout, sortPods, tableLayout, tableWindow } from './view-model.js';
+import { countsSeconds, filterPods, formatDuration, nameNeed, screenLayout, sortPods, tableLayout, tableWindow } from './view-model.js';
 
 export interface WatchSource extends SnapshotSource {
   /** Adds a line to the events pane. */
@@ -105,11 +106,12 @@ export function WatchApp(props: WatchAppProps) {
   };
   const topRef = useRef(0);
 
-  const anyTerminating = snapshot.pods.some((p) => p.state === 'terminating');
-  // Countdowns need a redraw every second (or as often as the drawing budget allows frames: in a
-  // big drain a frame can cost tens of ms); otherwise only the minutes of "time in state" move.
+  // A duration that counts seconds (a countdown, a time in state under a minute, the runtime's
+  // silence) needs a redraw every second, or as often as the drawing budget allows frames (in a big
+  // drain a frame can cost tens of ms); otherwise only the minutes of "time in state" move.
+  const counting = !runtime.answering || countsSeconds(snapshot.pods, now());
   const countdownMs = Math.max(props.tickMs ?? 1000, gate.interval());
-  const at = useTicker(true, anyTerminating || !runtime.answering ? countdownMs : (props.idleTickMs ?? 60_000), now);
+  const at = useTicker(true, counting ? countdownMs : (props.idleTickMs ?? 60_000), now);
 
   const counts = useMemo(() => countWorkingPods(snapshot.pods), [snapshot.pods]);
   // only the grace sort reads the clock: a tick alone does not sort the pods again for the others

@@ -51,6 +51,15 @@ export function formatDuration(ms: number, coarse = false): string {
   return `${d}d${h % 24}h`;
 }
 
+/**
+ * Whether a row's duration moves every second at `now`: a terminating pod (its grace countdown, and
+ * its time in state in m:ss) or a pod less than a minute in its state (formatDuration shows seconds).
+ * While one does, the screen redraws every second; otherwise the shortest step shown is a minute.
+ */
+export function countsSeconds(pods: readonly PodInfo[], now: number): boolean {
+  return pods.some((p) => p.state === 'terminating' || now - p.since < 60_000);
+}
+
 /** Truncates to `width` columns, ending with "…" when cut. */
 export function truncate(text: string, width: number): string {
   if (width <= 0) return '';

@@ -284,7 +284,7 @@ describe('watch screen', () => {
     expect(errors).toEqual([]);
   });
 
-  it('redraws countdowns on a tick only while a pod is terminating', async () => {
+  it('redraws countdowns on a tick only while a row counts seconds', async () => {
     let now = NOW;
     // db driven by a live process: its grace counts down
     const pods = nodePods().map((p) => (p.name === 'db' ? { ...p, owner: { pid: 4243, startedAt: 0, heartbeatAt: 0, alive: true } } : p));
@@ -296,10 +296,19 @@ describe('watch screen', () => {
     await until(app.lastFrame, (f) => f.includes('█████░░░░░ 10s'), 'the bar at 10s');
     now = NOW + 6_000;
     await until(app.lastFrame, (f) => f.includes('██░░░░░░░░ 4s'), 'the bar at 4s');
-    // With nothing terminating, no tick: the frame count stays put.
     session.set({ ...session.pods.get('uid-default-db')!, state: 'terminated', since: now });
     session.emit({ source: 'store', uid: 'uid-default-db', at: now, kind: 'checkpoint-changed' });
     await until(app.lastFrame, (f) => /default\/db\s+terminated/.test(f), 'db terminated');
+    // Nothing terminates and nothing changes (a quiet node), but db's time in state counts seconds:
+    // the clock still ticks, without a key press.
+    now += 3_000;
+    await until(app.lastFrame, (f) => /default\/db\s+terminated.*\s3s\s/.test(f), "db's time in state at 3s");
+    now += 5_000;
+    await until(app.lastFrame, (f) => /default\/db\s+terminated.*\s8s\s/.test(f), "db's time in state at 8s");
+    // Every row past a minute in its state and none terminating: no tick, the frame count stays put.
+    now += 120_000;
+    await until(app.lastFrame, (f) => /default\/db\s+terminated.*\s2m\s/.test(f), "db's time in state at 2m");
+    await new Promise((r) => setTimeout(r, 100));
     const frames = app.frames.length;
     await new Promise((r) => setTimeout(r, 100));
     expect(app.frames.length).toBe(frames);
