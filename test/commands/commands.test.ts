@@ -170,7 +170,7 @@ describe('evict', () => {
     const session = node();
     const run = await runCommand(Evict, ['web/frontend', '--reason', 'DiskPressure', '--message', 'low disk', '--json'], session, { KUBECONFIG: '' });
     expect(run.exitCode).toBe(0);
-    expect(session.kills[0]).toMatchObject({ evict: true, reason: 'DiskPressure', message: 'low disk' });
+    expect(session.kills[0]).toMatchObject({ evict: true, reason: 'DiskPressure', message: 'DiskPressure: low disk' });
     expect(JSON.parse(run.stdout).action).toBe('evict');
   });
 

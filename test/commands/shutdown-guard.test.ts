@@ -356,6 +356,7 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
     const server = await startKubeApiServer();
     cleanups.push(() => server.stop());
     const token = server.addAgent({ node: 'node-7' });
+    server.installNodeRestriction(); // the agent writes only while its node restriction is in force
     const n = await node([{ name: 'api-web', namespace: 'web', uid: 'uid-api-web', priority: 0, terminationGracePeriodSeconds: 30 }], 30);
     server.addPod({ metadata: { name: 'api-web', namespace: 'web', uid: 'uid-api-web' }, spec: { nodeName: 'node-7', containers: [{ name: 'main' }] }, status: { phase: 'Running' } });
     const kubeconfig = writeKubeconfig(dir, server.port, 't', token, 'kubeconfig-api');
