@@ -11,7 +11,9 @@
  *   a kill with its deletionGracePeriodSeconds (else its spec grace), as the engine's
  *   podOwnGracePeriod reads it; the engine only ever shortens a grace, so a later, longer deletion
  *   grace changes nothing.
- * - A pod in a terminal phase (Succeeded/Failed) is not a deletion to drive.
+ * - A pod in a terminal phase (Succeeded/Failed) is not a deletion to drive: it is a terminal stop
+ *   (`terminal`), a kill with its own grace as the kubelet stops the containers of a terminal pod,
+ *   and never a final delete (the pod object is the API's to keep or remove).
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { podOwnGracePeriod } from '../engine/grace.js';
@@ -49,11 +51,26 @@ interface MirrorMatch {
   staticUid: string | undefined;
 }
 
+/** A pod whose phase in the API is terminal: its containers are stopped with its grace, the pod object is left alone. */
+export interface TerminalStop {
+  uid: string;
+  namespace: string;
+  name: string;
+  phase: 'Succeeded' | 'Failed';
+  /** The engine's podOwnGracePeriod of the pod. */
+  gracePeriodSeconds: number;
+  /** Why it is stopped, as `status --explain` shows it. */
+  reason: string;
+  pod: V1Pod;
+}
+
 export interface DesiredPlan {
   /** What housekeeping (SyncKnownPods) treats as desired. */
   desired: V1Pod[];
   /** Pods deleted in the API: kills with the API's grace. */
   deletions: Deletion[];
+  /** Pods in a terminal phase in the API: kills with their grace, never a delete. */
+  terminal: TerminalStop[];
   mirrors: MirrorMatch[];
 }
 
@@ -64,6 +81,7 @@ export function planDesired(apiPods: V1Pod[], runtimePods: RuntimePodRef[]): Des
   const desired: V1Pod[] = [];
   const deletions: Deletion[] = [];
   const mirrors: MirrorMatch[] = [];
+  const terminal: TerminalStop[] = [];
   for (const pod of apiPods) {
     const namespace = pod.metadata?.namespace ?? 'default';
     const name = pod.metadata?.name ?? '';
@@ -76,9 +94,16 @@ export function planDesired(apiPods: V1Pod[], runtimePods: RuntimePodRef[]): Des
       continue;
     }
     desired.push(pod);
-    if (isBeingDeleted(pod) && !isTerminalPhase(pod)) deletions.push({ uid, namespace, name, gracePeriodSeconds: podOwnGracePeriod(pod), pod });
+    if (isTerminalPhase(pod))
+      terminal.push({ uid, namespace, name, phase: pod.status!.phase as TerminalStop['phase'], gracePeriodSeconds: podOwnGracePeriod(pod), reason: terminalStopReason(pod), pod });
+    else if (isBeingDeleted(pod)) deletions.push({ uid, namespace, name, gracePeriodSeconds: podOwnGracePeriod(pod), pod });
   }
-  return { desired, deletions, mirrors };
+  return { desired, deletions, mirrors, terminal };
+}
+
+/** Why a pod terminal in the API is stopped on the node (the kill's reason in its timeline). */
+function terminalStopReason(pod: V1Pod): string {
+  return `its phase in the API is ${pod.status?.phase ?? 'unknown'}: the kubelet stops the containers of a terminal pod`;
 }
 
 /** Is `uid` a pod the API wants running on this node (bound, not being deleted, not terminal, not a mirror)? */

@@ -8,11 +8,13 @@
  *
  * Invariants:
  * - The final delete is never issued for a pod that still runs here (`terminatedOnNode`).
+ * - A pod terminal in the API (Succeeded/Failed) whose containers run here is stopped with its
+ *   grace (a Killing Event) and never deleted by podctl, deletionTimestamp or not.
  * - A deletion's grace only shortens a kill (the engine's rule); the Killing Event carries it.
  * - API writes never block: what the server cannot take is recorded and replayed later.
  */
 import type { V1Pod } from '../../engine/types.js';
-import { planDesired, type Deletion, type DesiredPlan, type RuntimePodRef } from '../../kube/desired.js';
+import { planDesired, type Deletion, type DesiredPlan, type RuntimePodRef, type TerminalStop } from '../../kube/desired.js';
 import { EXCEEDED_GRACE_MESSAGE, EventReason, failedKillMessage, killingMessage } from '../../kube/status.js';
 import { silentReporter, type Reporter } from '../../lib/reporter.js';
 import { terminatedOnNode, type ApiNode } from '../api/api-node.js';
@@ -32,6 +34,8 @@ export interface ApiSyncReport {
   mirrors: { namespace: string; name: string; staticUid: string | null }[];
   /** Pods deleted in the API and terminated here with the API's grace. */
   deleting: (ApiPodName & { gracePeriodSeconds: number })[];
+  /** Pods terminal in the API (Succeeded/Failed) whose containers ran here: terminated with their grace, not deleted. */
+  terminalStopped: (ApiPodName & { phase: string; gracePeriodSeconds: number })[];
   /** Final deletes issued (the pod left Terminating in the API). */
   finallyDeleted: ApiPodName[];
   /** Final deletes answered 404/409 (already gone or replaced): forgotten. */
@@ -131,6 +135,21 @@ export async function startApiSync(options: ApiSyncOptions, planned?: ApiSyncPla
     }
   }
 
+  // Terminal in the API, running here: the kubelet stops such a pod's containers (no delete).
+  const stopped: TerminalStop[] = [];
+  for (const t of options.leaveToKubelet ? [] : plan.terminal) {
+    const pod = local.get(t.uid);
+    if (!pod || (pod.state !== 'sync' && pod.state !== 'runtime') || pod.containersRunning === 0) continue;
+    failures.push(api.event(t.pod, 'Normal', EventReason.Killing, killingMessage(t.gracePeriodSeconds)).then(count, (e: Error) => reporter.warn(e.message)));
+    try {
+      await session.requestKill({ uid: t.uid, gracePeriodSeconds: t.gracePeriodSeconds, pod: t.pod, reason: t.reason });
+      stopped.push(t);
+      reporter.info(`${t.namespace}/${t.name}: ${t.reason}; terminating with its grace ${t.gracePeriodSeconds}s`);
+    } catch (error) {
+      reporter.warn(`${t.namespace}/${t.name}: ${t.phase} in the API server, but the kill failed: ${(error as Error).message}`);
+    }
+  }
+
   return {
     desired: plan.desired,
     plan,
@@ -141,6 +160,7 @@ export async function startApiSync(options: ApiSyncOptions, planned?: ApiSyncPla
         apiPods: apiPods.length,
         mirrors: plan.mirrors.map((m) => ({ namespace: m.mirror.namespace, name: m.mirror.name, staticUid: m.staticUid ?? null })),
         deleting: driven.map((d) => ({ ...nameOf(d), gracePeriodSeconds: d.gracePeriodSeconds })),
+        terminalStopped: stopped.map((t) => ({ ...nameOf(t), phase: t.phase, gracePeriodSeconds: t.gracePeriodSeconds })),
         finallyDeleted: [],
         alreadyGone: [],
         stillRunning: [],

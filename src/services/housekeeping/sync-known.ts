@@ -415,6 +415,7 @@ export function syncKnownSummary(result: SyncKnownResult): string {
 function apiSummaryLines(api: ApiSyncReport, names: (list: PodName[]) => string): string[] {
   return [
     `  deleted in the API server, terminated with its grace: ${api.deleting.length}${names(api.deleting)}`,
+    ...(api.terminalStopped.length > 0 ? [`  terminal in the API server (Succeeded/Failed), terminated with its grace: ${api.terminalStopped.length}${names(api.terminalStopped)}`] : []),
     `  final deletes (left Terminating): ${api.finallyDeleted.length}${names(api.finallyDeleted)}`,
     ...(api.stillRunning.length > 0 ? [`  deleted in the API server, still running here: ${api.stillRunning.length}${names(api.stillRunning)}`] : []),
     ...(api.mirrors.length > 0 ? [`  mirror pods (their static pods kept): ${api.mirrors.length}`] : []),
