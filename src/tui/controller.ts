@@ -4,7 +4,7 @@
  *
  * Modes: normal → help (`?`) | explain (`⏎`, `d`) | filter (`/`) | grace prompt (`ctrl-k`, `g`) →
  * confirm → normal; `e` goes straight to confirm. Destructive actions always pass through confirm,
- * and only `y` confirms. Moving is ↑/↓ or `j`/`k` (vim and k9s habit), so killing is `ctrl-k` as in
+ * and only `y` confirms; the confirmation of a static or system-critical pod says so as `podctl kill` does. Moving is ↑/↓ or `j`/`k` (vim and k9s habit), so killing is `ctrl-k` as in
  * k9s.
  *
  * Invariants:
@@ -15,6 +15,7 @@
  * - No effect is produced outside confirm, except quit.
  */
 import type { KillRequest, PodInfo } from '../domain/session-api.js';
+import { criticalScope } from '../services/terminate/terminate.js';
 import { defaultGraceOf, graceLeftMs, parseGrace, podRef, SORT_KEYS, type SortKey } from './view-model.js';
 
 type Action = 'kill' | 'evict' | 'shorten';
@@ -25,8 +26,9 @@ export type Mode =
   /** The selected pod's `status --explain` view; `scroll` is the first line shown. */
   | { kind: 'explain'; uid: string; ref: string; scroll: number }
   | { kind: 'filter'; text: string }
-  | { kind: 'grace'; action: Action; uid: string; ref: string; text: string; current?: number; error?: string }
-  | { kind: 'confirm'; action: Action; uid: string; ref: string; grace?: number };
+  | { kind: 'grace'; action: Action; uid: string; ref: string; text: string; current?: number; error?: string; special?: string }
+  /** `special`: why the pod's kind asks for care (criticalScope), named in the question as `podctl kill` names it. */
+  | { kind: 'confirm'; action: Action; uid: string; ref: string; grace?: number; special?: string };
 
 export interface UiState {
   mode: Mode;
@@ -87,6 +89,8 @@ function startKill(state: UiState, pod: PodInfo): UiState {
   // the planned grace already takes the grace in force into account (it only shrinks)
   const mode: Mode = { kind: 'grace', action: 'kill', uid: pod.uid, ref: podRef(pod), text: String(defaultGraceOf(pod)) };
   if (current !== undefined) mode.current = current;
+  const special = criticalScope([pod]);
+  if (special !== undefined) mode.special = special;
   return { ...state, mode, message: undefined };
 }
 
@@ -94,7 +98,10 @@ function startEvict(state: UiState, pod: PodInfo): UiState {
   if (pod.state === 'terminated' || pod.state === 'finished') {
     return { ...state, message: { text: `${podRef(pod)} is already ${pod.state}`, level: 'warn' } };
   }
-  return { ...state, mode: { kind: 'confirm', action: 'evict', uid: pod.uid, ref: podRef(pod) }, message: undefined };
+  const mode: Mode = { kind: 'confirm', action: 'evict', uid: pod.uid, ref: podRef(pod) };
+  const special = criticalScope([pod]);
+  if (special !== undefined) mode.special = special;
+  return { ...state, mode, message: undefined };
 }
 
 function startShorten(state: UiState, pod: PodInfo, now: number): UiState {
@@ -171,7 +178,9 @@ function onGraceKey(state: UiState, mode: Extract<Mode, { kind: 'grace' }>, key:
     if (mode.action === 'shorten' && mode.current !== undefined && parsed.seconds >= mode.current) {
       return { ...state, mode: { ...mode, error: `grace only shrinks: give less than ${mode.current}s` } };
     }
-    return { ...state, mode: { kind: 'confirm', action: mode.action, uid: mode.uid, ref: mode.ref, grace: parsed.seconds } };
+    const confirm: Mode = { kind: 'confirm', action: mode.action, uid: mode.uid, ref: mode.ref, grace: parsed.seconds };
+    if (mode.special !== undefined) confirm.special = mode.special;
+    return { ...state, mode: confirm };
   }
   if (/^[0-9]+$/.test(key.input)) return { ...state, mode: { ...mode, text: mode.text + key.input, error: undefined } };
   return state;
@@ -251,7 +260,8 @@ export function promptText(mode: Mode): string | undefined {
     }
     case 'confirm': {
       const grace = mode.grace !== undefined ? ` with grace ${mode.grace}s` : ' with its own grace';
-      return `${ACTION_VERB[mode.action]} ${mode.ref}${grace}? [y/N]`;
+      // a static or critical pod is named with its kind, in `podctl kill`'s words
+      return `${ACTION_VERB[mode.action]} ${mode.special ?? mode.ref}${grace}? [y/N]`;
     }
     case 'filter':
       return `/${mode.text}▏ ⏎ keep · esc clear`;

@@ -59,6 +59,20 @@ describe('watch keys', () => {
     expect(effects).toEqual([{ type: 'request', action: 'evict', ref: 'default/web', request: { uid: web.uid, evict: true, reason: 'Evicted', message: 'Evicted from podctl watch' } }]);
   });
 
+  it("the confirmation of a static or system-critical pod says why it is special, in podctl kill's words", () => {
+    const etcd = pod('kube-system/etcd', { static: true });
+    const critical = pod('kube-system/coredns', { pod: { metadata: { name: 'coredns', namespace: 'kube-system' }, spec: { containers: [], priorityClassName: 'system-cluster-critical' } } });
+    const only = (p: typeof web): KeyContext => ({ ...ctx, visible: [p] });
+    let state = reduceKey(initialUiState, CTRL_K, only(etcd)).state;
+    state = reduceKey(state, { input: '', return: true }, only(etcd)).state;
+    expect(promptText(state.mode)).toMatch(/^Kill 1 static or system-critical pod\(s\): kube-system\/etcd \(static\) with grace \d+s\? \[y\/N\]$/);
+    state = reduceKey(initialUiState, { input: 'e' }, only(critical)).state;
+    expect(promptText(state.mode)).toBe('Evict 1 static or system-critical pod(s): kube-system/coredns (system-critical) with its own grace? [y/N]');
+    // an ordinary pod is named alone
+    state = reduceKey(initialUiState, { input: 'e' }, only(web)).state;
+    expect(promptText(state.mode)).toBe('Evict default/web with its own grace? [y/N]');
+  });
+
   it('g only shortens a terminating pod, and only to a shorter grace', () => {
     let { state } = press(initialUiState, 'g');
     expect(state.mode.kind).toBe('normal');

@@ -141,6 +141,18 @@ describe('watch screen', () => {
     void frame;
   });
 
+  it('asks to kill a static pod naming it static, as podctl kill does', async () => {
+    const { app, session } = await mount(nodePods().filter((p) => p.name === 'etcd'));
+    app.stdin.write(CTRL_K);
+    await until(app.lastFrame, (f) => f.includes('grace seconds'), 'the grace prompt');
+    app.stdin.write(ENTER);
+    const frame = await until(app.lastFrame, (f) => f.includes('[y/N]'), 'the confirmation');
+    expect(frame).toContain('Kill 1 static or system-critical pod(s): kube-system/etcd (static) with grace');
+    app.stdin.write('n');
+    await until(app.lastFrame, (f) => f.includes('cancelled'), 'cancelled');
+    expect(session.kills).toEqual([]);
+  });
+
   it('does nothing when the confirmation is declined', async () => {
     const { app, session } = await mount(nodePods());
     app.stdin.write('e');

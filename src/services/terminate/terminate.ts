@@ -361,6 +361,34 @@ function destructiveReason(pod: PodInfo): CriticalReason | undefined {
   return criticalReasonOf(pod.pod, pod.static);
 }
 
+interface CriticalTarget {
+  pod: PodInfo;
+  reason: CriticalReason;
+}
+
+function criticalOf(targets: readonly PodInfo[]): CriticalTarget[] {
+  return targets.map((p) => ({ pod: p, reason: destructiveReason(p) })).filter((c): c is CriticalTarget => c.reason !== undefined);
+}
+
+function names(list: readonly CriticalTarget[]): string {
+  return (
+    list
+      .slice(0, 5)
+      .map((c) => `${c.pod.namespace}/${c.pod.name} (${c.reason === 'priority' ? 'system-critical' : c.reason})`)
+      .join(', ') + (list.length > 5 ? `, and ${list.length - 5} more` : '')
+  );
+}
+
+/**
+ * Why a kill of these pods asks for a yes on account of their kind — "2 static or system-critical
+ * pod(s): kube-system/etcd-n1 (static), …" — or undefined when none is static or critical. The one
+ * wording of `podctl kill`'s question and of the watch screen's confirmation.
+ */
+export function criticalScope(targets: readonly PodInfo[]): string | undefined {
+  const critical = criticalOf(targets);
+  return critical.length === 0 ? undefined : `${critical.length} static or system-critical pod(s): ${names(critical)}`;
+}
+
 /**
  * The destructive-scope gate: `--all -A`, static pods and system-critical pods (priority ≥
  * 2000000000) need a yes — asked on a terminal, else `--yes`; an eviction of static or critical pods
@@ -369,12 +397,7 @@ function destructiveReason(pod: PodInfo): CriticalReason | undefined {
  */
 /** The destructive-scope gate (docs/operator-guide.md#safety-rules); refuses or asks, before anything is requested. */
 export async function passSafetyGate(options: TerminateOptions, targets: PodInfo[], action: 'kill' | 'evict'): Promise<void> {
-  const critical = targets.map((p) => ({ pod: p, reason: destructiveReason(p) })).filter((c): c is { pod: PodInfo; reason: CriticalReason } => c.reason !== undefined);
-  const names = (list: { pod: PodInfo; reason: CriticalReason }[]): string =>
-    list
-      .slice(0, 5)
-      .map((c) => `${c.pod.namespace}/${c.pod.name} (${c.reason === 'priority' ? 'system-critical' : c.reason})`)
-      .join(', ') + (list.length > 5 ? `, and ${list.length - 5} more` : '');
+  const critical = criticalOf(targets);
   if (action === 'evict' && critical.length > 0 && !options.force) {
     throw new UsageError(`evict refuses static and system-critical pods, as the kubelet's eviction manager does: ${names(critical)}`, 'use kill, or pass --force to evict them anyway');
   }
@@ -382,7 +405,8 @@ export async function passSafetyGate(options: TerminateOptions, targets: PodInfo
   const wholeNode = options.selection.all && options.selection.namespace === undefined;
   const reasons: string[] = [];
   if (wholeNode) reasons.push(`every pod on the node (${targets.length})`);
-  if (critical.length > 0) reasons.push(`${critical.length} static or system-critical pod(s): ${names(critical)}`);
+  const special = criticalScope(targets);
+  if (special !== undefined) reasons.push(special);
   if (reasons.length === 0) return;
   const question = `${action} ${reasons.join(' and ')}?`;
   if (!options.confirm) throw new UsageError(`refusing to ${question.slice(0, -1)} without confirmation`, 'pass --yes (no terminal to ask on)');
