@@ -18,12 +18,12 @@
  * - At most one settle per burst, never while changes keep coming, never for a trickle; not while
  *   `busy()` holds, unless the last change is `maxWaitMs` old.
  * - No timer runs while nothing changes; `close()` leaves none.
- * - The default collector is V8's `gc`, which node gives a process started with `--expose-gc`
- *   (bin/run.js's first line gives it to `podctl` and to the single executable); in a process
- *   started without it, settling does nothing. No flag that exposes it is set at run time; the
- *   compaction flag is set for the one collection and cleared again.
+ * - Where the runtime offers no collector, settling does nothing (the default collector asks V8 for
+ *   its `gc` function once, in a fresh context, without changing how the process was started; the
+ *   compaction flag is set for its one collection and cleared again).
  */
 import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 
 export interface HeapSettleOptions {
   quietMs: number;
@@ -90,20 +90,29 @@ export class HeapSettler {
 
 type GcFunction = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
 
-/** A compacting full and a memory-reducing synchronous garbage collection, if the process was started with `--expose-gc`. */
+let gc: GcFunction | null | undefined;
+
+/** A compacting full and a memory-reducing synchronous garbage collection, if V8 lets the process ask for them. */
 function settleCollection(): void {
-  const gc = (globalThis as { gc?: unknown }).gc;
-  if (typeof gc !== 'function') return;
+  if (gc === undefined) {
+    try {
+      setFlagsFromString('--expose-gc');
+      const fn: unknown = runInNewContext('gc');
+      gc = typeof fn === 'function' ? (fn as GcFunction) : null;
+    } catch {
+      gc = null;
+    }
+  }
+  if (gc === null) return;
   // a full collection that compacts the old generation (the pages a drain's garbage left half empty
   // go back to the system; V8 otherwise compacts only the most fragmented ones), then the
   // memory-reducing one, which V8 12 and later (Node.js 22+) know, and which shrinks the young
   // generation back (older V8s run a cheap young collection)
-  const collect = gc as GcFunction;
   setFlagsFromString('--compact-on-every-full-gc');
   try {
-    collect();
+    gc();
   } finally {
     setFlagsFromString('--no-compact-on-every-full-gc');
   }
-  collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
