@@ -38,11 +38,11 @@ describeContainerd(import.meta.url, 'bounded grace and safe paths against contai
     const pod = await node.pods.create({ name: 'bounded', terminationGracePeriodSeconds: 1 });
     const ref = `${pod.namespace}/${pod.name}`;
     const cases: [string[], RegExp][] = [
-      [['kill', ref, '--grace', '99999999999999999999'], new RegExp(`--grace.*${MAX_GRACE_SECONDS}`)],
-      [['kill', ref, '--grace', String(MAX_GRACE_SECONDS + 1)], new RegExp(`--grace.*${MAX_GRACE_SECONDS}`)],
+      [['kill', ref, '--grace', '99999999999999999999'], /--grace.*past the maximum of 8760h \(a year\)/],
+      [['kill', ref, '--grace', String(MAX_GRACE_SECONDS + 1)], /--grace.*past the maximum of 8760h \(a year\)/],
       [['evict', ref, '--timeout', '99999999999999999999s'], /--timeout: .* past the maximum of 8760h/],
-      [['drain', '--group', '0:100000000000000000000'], new RegExp(`--group .*budget past the maximum of ${MAX_GRACE_SECONDS}`)],
-      [['drain', '--grace-period', '99999999999'], new RegExp(`--grace-period.*${MAX_GRACE_SECONDS}`)],
+      [['drain', '--group', '0:100000000000000000000'], /--group.*past the maximum of 8760h \(a year\)/],
+      [['drain', '--grace-period', '99999999999'], /--grace-period.*past the maximum of 8760h \(a year\)/],
     ];
     for (const [args, message] of cases) {
       const run = await podctl(args);

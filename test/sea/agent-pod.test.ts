@@ -244,8 +244,8 @@ describeContainerd(import.meta.url, 'podctl agent as a pod drains its node on re
       await new Promise((r) => setTimeout(r, 2_000));
       expect((await cri.listPodSandbox({ id: agent.sandboxId }))[0]?.state).toBe(0);
 
-      const node = server.nodes.get('node-1')!;
-      node.metadata.annotations = { 'podctl.io/drain': 'requested' };
+      // as kubectl annotate does: a change the agent's Node watch sees
+      server.updateNode('node-1', (node) => (node.metadata.annotations = { 'podctl.io/drain': 'requested' }));
       await waitFor(() => server.nodes.get('node-1')?.metadata?.annotations?.['podctl.io/drain'] === 'done', 60_000, `the drain is done (log: ${log().slice(-600)})`);
       expect((await exitInfo(cri, work.containers[0]!.id)).state).not.toBe('running');
       expect((await cri.listPodSandbox({ id: agent.sandboxId }))[0]?.state).toBe(0);
