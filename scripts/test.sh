@@ -14,7 +14,8 @@
 #      the fast suite two files at a time (PODCTL_TEST_WORKERS), then the containerd and executable
 #      suites (test/e2e, test/sea) one file at a time; then stops the containerd node again;
 #   4. runs the fast suite (no runtime, no executable; two files at a time) on the other Node.js
-#      versions of package.json's `engines`: the machine's node (20) and node-lts-24;
+#      versions of package.json's `engines`: the machine's node (20) and node-lts-24, without the
+#      long scenario files listed in test/main-node-only.txt (they ran on the LTS in step 3);
 #   5. npm run lint, one check: typescript-eslint with type information (eslint.config.js), the import layers
 #      (.dependency-cruiser.cjs), the format (prettier --check, .prettierrc.json) and dead code (knip, knip.json); zero findings;
 #   6. ends with one line "N passed, N failed, N skipped", the sum of all runs, read by CI.
@@ -147,12 +148,22 @@ fi
 if [ "$node_up" = 1 ]; then bash test/e2e/containerd-node.sh down >&2 || true; fi
 
 if [ $# = 0 ] && [ "${PODCTL_TEST_NODES:-all}" = all ]; then
+  MAIN_NODE_ONLY=()
+  while read -r file _; do
+    case $file in ''|'#'*) continue ;; esac
+    [ -f "$file" ] || { echo "[test] error: test/main-node-only.txt names $file, which does not exist" >&2; echo '{"numFailedTests":1}' > "$results_dir/main-node-only.json"; continue; }
+    MAIN_NODE_ONLY+=(--exclude "$file")
+  done < test/main-node-only.txt
   for node in "${OTHER_NODES[@]}"; do
     [ -x "$node" ] || { echo "[test] warning: $node is missing; its fast suite is not run" >&2; echo '{"numFailedTests":1}' > "$results_dir/missing-$RANDOM.json"; continue; }
     # the fast suite: no runtime, no executable (it carries its own Node.js: tested above), and no
     # browser (the page it renders is the same whatever Node.js wrote it: tested above)
+    # browser (the page it renders is the same whatever Node.js wrote it: tested above), and not the
+    # long scenario files of test/main-node-only.txt (minutes of grace periods, crashes, a bus and a
+    # terminal driven through whole processes; the Node.js APIs they reach are reached by the
+    # shorter files too): they run once, above
     (unset PODCTL_E2E_SOCKET PODCTL_REQUIRE_CONTAINERD PODCTL_REQUIRE_SEA PODCTL_REQUIRE_CHROMIUM
-     run_vitest "fast-$("$node" --version)" "$node" "${FAST_ONLY[@]}" --exclude 'test/commands/report-browser.test.ts') || { r=$?; [ "$rc" = 0 ] && rc=$r; }
+     run_vitest "fast-$("$node" --version)" "$node" "${FAST_ONLY[@]}" --exclude 'test/commands/report-browser.test.ts' "${MAIN_NODE_ONLY[@]}") || { r=$?; [ "$rc" = 0 ] && rc=$r; }
   done
 fi
 
