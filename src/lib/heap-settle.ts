@@ -2,7 +2,7 @@
  * Giving memory back after a burst: a long-running follower (the watch during a drain) allocates
  * heavily for a few seconds, and V8 then keeps the grown heap's pages for a long while. Once the
  * burst is over (`quietMs` without a change) and it was a real burst (at least `minChanges`
- * changes since the last settle), a compacting full garbage collection runs and then a
+ * changes since the last settle), a full garbage collection runs and then a
  * memory-reducing one (V8's "last resort" flavour: full collections until nothing more is freed,
  * and the young generation shrunk back), which returns the free pages to the system: the old
  * generation's half-empty pages (V8 compacts only the most fragmented ones unless asked), and the
@@ -18,12 +18,13 @@
  * - At most one settle per burst, never while changes keep coming, never for a trickle; not while
  *   `busy()` holds, unless the last change is `maxWaitMs` old.
  * - No timer runs while nothing changes; `close()` leaves none.
- * - Where the runtime offers no collector, settling does nothing (the default collector asks V8 for
- *   its `gc` function once, in a fresh context, without changing how the process was started; the
- *   compaction flag is set for its one collection and cleared again).
+ * - The default collector is V8's `gc`, which node gives a process started with `--expose-gc`
+ *   (bin/run.js's first line gives it to `podctl` and to the single executable); in a process
+ *   started without it, settling does nothing. No V8 flag is set at run time, but on Node.js 20
+ *   (V8 11, without the memory-reducing collection), where the compaction flag is set for the one
+ *   collection and cleared again.
  */
 import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 
 export interface HeapSettleOptions {
   quietMs: number;
@@ -90,29 +91,27 @@ export class HeapSettler {
 
 type GcFunction = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
 
-let gc: GcFunction | null | undefined;
+/** V8 12 and later (Node.js 22+) know the memory-reducing collection, which compacts the old generation itself. */
+const MEMORY_REDUCING_GC = Number(process.versions.v8.split('.')[0]) >= 12;
 
-/** A compacting full and a memory-reducing synchronous garbage collection, if V8 lets the process ask for them. */
+/** A full and a memory-reducing synchronous garbage collection, if the process was started with `--expose-gc`. */
 function settleCollection(): void {
-  if (gc === undefined) {
-    try {
-      setFlagsFromString('--expose-gc');
-      const fn: unknown = runInNewContext('gc');
-      gc = typeof fn === 'function' ? (fn as GcFunction) : null;
-    } catch {
-      gc = null;
-    }
+  const gc = (globalThis as { gc?: unknown }).gc;
+  if (typeof gc !== 'function') return;
+  const collect = gc as GcFunction;
+  if (MEMORY_REDUCING_GC) {
+    // the memory-reducing collection compacts the pages a drain's garbage left half empty and
+    // shrinks the young generation back: no V8 flag is changed
+    collect();
+    collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+    return;
   }
-  if (gc === null) return;
-  // a full collection that compacts the old generation (the pages a drain's garbage left half empty
-  // go back to the system; V8 otherwise compacts only the most fragmented ones), then the
-  // memory-reducing one, which V8 12 and later (Node.js 22+) know, and which shrinks the young
-  // generation back (older V8s run a cheap young collection)
+  // V8 11 (Node.js 20) has no memory-reducing collection and compacts only the most fragmented
+  // pages: there alone the compaction flag is set for this one collection and cleared again
   setFlagsFromString('--compact-on-every-full-gc');
   try {
-    gc();
+    collect();
   } finally {
     setFlagsFromString('--no-compact-on-every-full-gc');
   }
-  gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
