@@ -8,6 +8,11 @@
  * machine, as `ldd` lists them), /etc/passwd and /etc/group with root only, /tmp and
  * /var/lib/podctl. Entrypoint `podctl`, arguments `agent`.
  *
+ * For `podctl agent --shutdown-guard` in the DaemonSet (docs/shutdown.md) it also carries what holds
+ * logind's delay lock for the guard: this machine's `systemd-inhibit` (Debian package systemd) and
+ * `cat` (coreutils), at their paths, with the libraries they load (libsystemd-shared among them).
+ * Node.js cannot receive the lock's file descriptor; `systemd-inhibit` holds it for its child.
+ *
  * Invariants:
  * - Reproducible: every timestamp is 0 (1970-01-01), owners are 0:0, entries sorted by name, gzip
  *   without a name or time; the same executable and libraries give the same archive bytes.
@@ -33,6 +38,11 @@ const fail = (message) => {
 
 const executable = path.join(root, 'dist', 'podctl-linux-x64');
 if (!existsSync(executable)) fail('dist/podctl-linux-x64 is missing: run `npm run sea` first');
+/** The lock holder of the shutdown guard (src/services/shutdown/inhibit.ts runs `systemd-inhibit … cat`). */
+const LOCK_HOLDER = ['/usr/bin/systemd-inhibit', '/usr/bin/cat'];
+for (const program of LOCK_HOLDER) {
+  if (!existsSync(program)) fail(`${program} is missing: the shutdown guard's lock holder comes from this machine (Debian: apt-get install systemd coreutils)`);
+}
 const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
 
 /** The shared libraries (and the program interpreter) the executable loads, as `ldd` resolves them. */
@@ -62,6 +72,10 @@ try {
   put(executable, 'usr/local/bin/podctl', 0o755);
   // each library at the path the executable asks for, as a regular file (no symlinks in the layer)
   for (const lib of sharedLibraries(executable)) put(lib, lib.replace(/^\//, ''), 0o755);
+  for (const program of LOCK_HOLDER) {
+    put(program, program.replace(/^\//, ''), 0o755);
+    for (const lib of sharedLibraries(program)) put(lib, lib.replace(/^\//, ''), 0o755);
+  }
   for (const dir of ['tmp', 'var/lib/podctl']) mkdirSync(path.join(rootfs, dir), { recursive: true });
   chmodSync(path.join(rootfs, 'tmp'), 0o1777);
   chmodSync(path.join(rootfs, 'var/lib/podctl'), 0o700);
@@ -108,7 +122,7 @@ try {
       },
     },
     rootfs: { type: 'layers', diff_ids: [`sha256:${sha(tarBytes)}`] },
-    history: [{ created, created_by: 'scripts/sea-image.mjs: dist/podctl-linux-x64 and its shared libraries' }],
+    history: [{ created, created_by: 'scripts/sea-image.mjs: dist/podctl-linux-x64, systemd-inhibit and cat, and their shared libraries' }],
   };
   const configBlob = blob(Buffer.from(JSON.stringify(config)));
   const manifest = {

@@ -41,6 +41,15 @@ fi
 MAIN_NODE=$LTS/node-lts-26/bin/node
 OTHER_NODES=("$(command -v node)" "$LTS/node-lts-24/bin/node")
 
+# The shutdown guard's tests: a private dbus-daemon, the stand-in logind (python3-dbus, python3-gi)
+# and systemd-inhibit (Debian packages), installed as root; before the image, which carries this
+# machine's systemd-inhibit.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v dbus-daemon && command -v systemd-inhibit && /usr/bin/python3 -c 'import dbus; from gi.repository import GLib'; } >/dev/null 2>&1; then
+  echo "[test] apt-get install dbus-daemon systemd python3-dbus python3-gi" >&2
+  { apt-get update -qq || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dbus-daemon systemd python3-dbus python3-gi; } >/dev/null 2>&1 \
+    || echo "[test] warning: could not install dbus-daemon/systemd/python3-dbus/python3-gi" >&2
+fi
+
 echo "[test] build" >&2
 npm run -s build >&2 || { echo "[test] build failed" >&2; echo "0 passed, 1 failed"; exit 1; }
 if [ "${PODCTL_SKIP_SEA:-}" != 1 ]; then
@@ -58,14 +67,6 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v prometh
     || echo "[test] warning: could not install prometheus/prometheus-node-exporter" >&2
   # the packages' own services are not wanted on a test machine (no-ops where no init system runs them)
   { service prometheus stop; service prometheus-node-exporter stop; } >/dev/null 2>&1 || true
-fi
-
-# The shutdown guard's tests: a private dbus-daemon, the stand-in logind (python3-dbus, python3-gi)
-# and systemd-inhibit (Debian packages), installed as root.
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v dbus-daemon && command -v systemd-inhibit && /usr/bin/python3 -c 'import dbus; from gi.repository import GLib'; } >/dev/null 2>&1; then
-  echo "[test] apt-get install dbus-daemon systemd python3-dbus python3-gi" >&2
-  { apt-get update -qq || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dbus-daemon systemd python3-dbus python3-gi; } >/dev/null 2>&1 \
-    || echo "[test] warning: could not install dbus-daemon/systemd/python3-dbus/python3-gi" >&2
 fi
 
 # The browser the drain report is rendered in (Debian's chromium, headless), installed as root.

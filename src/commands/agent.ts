@@ -143,7 +143,10 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     // one agent per state dir: a second one would take the same pods over and fight for them
     const { claimAgentMark } = await import('../store/agent-mark.js');
     const claim = await claimAgentMark(session.stateDir);
-    if (!claim.claimed) throw new Error(`another podctl agent (pid ${claim.holder.pid}) serves state dir ${session.stateDir}; stop it first, or give this one another --state-dir`);
+    if (!claim.claimed) {
+      const oneForm = guardGroups ? " (a node runs one shutdown guard: the podctl DaemonSet's agent or the podctl-shutdown-guard unit, not both)" : '';
+      throw new Error(`another podctl agent (pid ${claim.holder.pid}) serves state dir ${session.stateDir}; stop it first, or give this one another --state-dir${oneForm}`);
+    }
     const shutdown = await import('../services/shutdown/index.js');
     const guard = guardGroups
       ? await shutdown

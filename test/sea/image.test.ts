@@ -92,6 +92,9 @@ describe.skipIf(skipReason !== undefined)(title('the OCI image archive'), () => 
     expect(names).toContain('usr/local/bin/podctl');
     expect(names).toContain('lib64/ld-linux-x86-64.so.2');
     expect(names.some((n) => /libc\.so\.6$/.test(n))).toBe(true);
+    // the shutdown guard's lock holder (docs/shutdown.md): systemd-inhibit, its library, and the child it runs
+    expect(names).toEqual(expect.arrayContaining(['usr/bin/systemd-inhibit', 'usr/bin/cat']));
+    expect(names.some((n) => /systemd\/libsystemd-shared-\d+\.so$/.test(n))).toBe(true);
     const inside = execFileSync('tar', ['-xzOf', layerFile, './usr/local/bin/podctl'], { maxBuffer: 512 * 1024 * 1024 });
     expect(sha256(inside)).toBe(sha256(readFileSync(SEA_PATH)));
   });

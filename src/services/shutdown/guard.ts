@@ -36,10 +36,12 @@ import { parseSelection, type PodSelection } from '../../lib/refs.js';
 import { drainNode, type DrainResult } from '../drain/drain.js';
 import { RELEASE_MARGIN_MS, SETTLE_MARGIN_MS, checkBudget, fitGroups, groupsTotalSeconds, type BudgetCheck } from './budget.js';
 import { takeDelayLock, type DelayLock } from './inhibit.js';
-import { Logind, isKubeletInhibitor, shutdownJobQueued } from './logind.js';
+import { Logind, isKubeletInhibitor, isPodctlInhibitor, shutdownJobQueued } from './logind.js';
 import { SHUTDOWN_FORMAT, recordId, writeShutdownRecord, type ShutdownPodOutcome, type ShutdownRecord } from './record.js';
 
 const KUBELET_POLL_MS = 250;
+/** How long a podctl lock listed at start may take to go (a guard restarting: its old holder ending). */
+const OTHER_GUARD_WAIT_MS = 3_000;
 const RETAKE_LOCK_MS = 2_000;
 const LOCK_WHY = 'podctl stops pods in priority groups before the node shuts down';
 
@@ -61,6 +63,25 @@ export interface ShutdownGuardOptions {
 /** What the guard knows at start: the budget check, and whether the kubelet holds its own lock. */
 export interface GuardFacts extends BudgetCheck {
   kubeletInhibitor: boolean;
+}
+
+/**
+ * One guard per node: the podctl DaemonSet's agent with the guard, or the systemd unit, not both
+ * (two would drain the same pods twice). A podctl delay lock that logind still lists after
+ * `OTHER_GUARD_WAIT_MS` belongs to another live guard, whatever its state dir: refused.
+ */
+async function refuseSecondGuard(logind: Logind): Promise<void> {
+  const deadline = Date.now() + OTHER_GUARD_WAIT_MS;
+  for (;;) {
+    const other = (await logind.listInhibitors()).find(isPodctlInhibitor);
+    if (!other) return;
+    if (Date.now() >= deadline) {
+      throw new Error(
+        `another podctl shutdown guard holds logind's delay lock (pid ${other.pid}): a node runs one guard, the podctl DaemonSet's (deploy/optional/shutdown-guard) or the podctl-shutdown-guard unit, not both`,
+      );
+    }
+    await sleep(KUBELET_POLL_MS);
+  }
 }
 
 export class ShutdownGuard {
@@ -87,6 +108,7 @@ export class ShutdownGuard {
     const logind = await Logind.connect(options.busAddress);
     try {
       const delayMs = await logind.inhibitDelayMaxMs();
+      await refuseSecondGuard(logind);
       const kubeletInhibitor = (await logind.listInhibitors()).some(isKubeletInhibitor);
       const guard = new ShutdownGuard(options, logind, { ...checkBudget(options.groups, delayMs), kubeletInhibitor });
       await guard.#arm();

@@ -18,11 +18,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { sleep } from '../../lib/abortable.js';
-import type { Logind } from './logind.js';
+import { INHIBIT_WHO, type Logind } from './logind.js';
 
 const TAKE_LOCK_MS = 5_000;
 const RELEASE_WAIT_MS = 2_000;
-const INHIBIT_WHO = 'podctl';
 
 export interface DelayLock {
   /** systemd-inhibit's PID: logind lists the lock under it. */

@@ -10,6 +10,8 @@
 import { DEFAULT_SYSTEM_BUS, DBusConnection, type DBusCall } from './dbus.js';
 
 const LOGIND_CALL_MS = 5_000;
+/** The name podctl's lock carries in logind's list (`systemd-inhibit --who`). */
+export const INHIBIT_WHO = 'podctl';
 const MANAGER = { destination: 'org.freedesktop.login1', path: '/org/freedesktop/login1', interface: 'org.freedesktop.login1.Manager' } as const;
 
 export interface Inhibitor {
@@ -79,6 +81,11 @@ export class Logind {
   #call(call: Omit<DBusCall, 'destination'> & { destination?: string }): Promise<unknown[]> {
     return this.connection.call({ destination: MANAGER.destination, ...call }, LOGIND_CALL_MS);
   }
+}
+
+/** Is this a podctl guard's lock (who "podctl", a delay lock on shutdown), as inhibit.ts takes it? */
+export function isPodctlInhibitor(inhibitor: Inhibitor): boolean {
+  return inhibitor.who === INHIBIT_WHO && inhibitor.mode === 'delay' && inhibitor.what.includes('shutdown');
 }
 
 /** Is this the kubelet's graceful-shutdown inhibitor (who "kubelet", a delay lock on shutdown)? */

@@ -1,0 +1,184 @@
+/**
+ * The shutdown guard inside the DaemonSet: dist/podctl-image.oci.tar imported into the test
+ * containerd and `podctl agent --shutdown-guard` run *as a pod through CRI* with what
+ * deploy/optional/shutdown-guard adds to deploy/'s DaemonSet — its DBUS_SYSTEM_BUS_ADDRESS, the
+ * bus directory mounted read-only where that address points, root, host PID, a read-only root
+ * filesystem. The "host's" system bus is a real dbus-daemon with the suite's stand-in logind on it.
+ *
+ * Asserted from outside the pod: logind's ListInhibitors lists the guard's delay lock, held by the
+ * image's own systemd-inhibit (a process in the pod's mount namespace); a second guard on the node
+ * (the systemd unit's form, host-side) refuses in one line, whether it shares the state dir or not;
+ * on PrepareForShutdown(true) the pod's guard drains the node's pods in their groups (the one that
+ * ignores SIGTERM killed at its group's end), releases the lock before logind's delay, never stops
+ * its own pod, and its report is read host-side afterwards.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { NamespaceModeCode as NamespaceMode } from '../../src/cri/client/codes.js';
+import type { CriClient } from '../../src/cri/client/client.js';
+import { Logind } from '../../src/services/shutdown/logind.js';
+import { describeContainerd } from '../e2e/support/env.js';
+import { useContainerd } from '../e2e/support/context.js';
+import { requireBuild, runPodctl } from '../e2e/support/cli.js';
+import { waitFor as waitForValue } from '../e2e/support/engine.js';
+import { exitInfo } from '../e2e/support/observe.js';
+import { removeSandbox } from '../e2e/support/pods.js';
+import { logindBusMissing, startLogindBus, type LogindBus } from '../support/logind-bus.js';
+import { guardDaemonSet } from '../deploy/shutdown-guard-component.js';
+import { PACKAGE_VERSION, REPO_ROOT } from './support.js';
+
+const ARCHIVE = join(REPO_ROOT, 'dist', 'podctl-image.oci.tar');
+const IMAGE = `localhost/podctl:${PACKAGE_VERSION}`;
+const noImage = existsSync(ARCHIVE) ? undefined : `${ARCHIVE} is not built (run \`npm run image\`; \`npm test\` builds it)`;
+if (noImage && process.env.PODCTL_REQUIRE_SEA === '1') throw new Error(`shutdown guard pod: PODCTL_REQUIRE_SEA=1 but ${noImage}`);
+const noBus = logindBusMissing();
+if (noBus && process.env.CI === 'true') throw new Error(`test/sea/shutdown-guard-pod.test.ts: ${noBus}`);
+const skipReason = noImage ?? noBus;
+if (skipReason) console.warn(`${'#'.repeat(78)}\n# SHUTDOWN GUARD POD SKIPPED: test/sea/shutdown-guard-pod.test.ts\n# ${skipReason}\n${'#'.repeat(78)}`);
+
+/** What deploy/optional/shutdown-guard gives the agent container: the bus address and the bus directory's mount. */
+function componentBus(): { env: { key: string; value: string }; mountPath: string; readonly: boolean } {
+  const agent = guardDaemonSet().spec.template.spec.containers[0];
+  const env = agent.env.find((e: { name: string }) => e.name === 'DBUS_SYSTEM_BUS_ADDRESS');
+  const mount = agent.volumeMounts.find((m: { name: string }) => m.name === 'system-bus');
+  return { env: { key: env.name, value: env.value }, mountPath: mount.mountPath, readonly: mount.readOnly === true };
+}
+
+/** Runs the image's `podctl agent` as a pod through CRI, as the DaemonSet with the component does, the bus directory `busDir` as the host's. */
+async function runGuardPod(cri: CriClient, nodeDir: string, socket: string, busDir: string, args: string[], stateDir: string): Promise<{ sandboxId: string; log: () => string }> {
+  const bus = componentBus();
+  const uid = `guard-${process.pid}-${Date.now().toString(36)}`;
+  const logDirectory = join(nodeDir, 'logs', 'pods', `podctl-system_podctl-agent_${uid}`);
+  const namespaceOptions = { network: NamespaceMode.NODE, pid: NamespaceMode.NODE, ipc: NamespaceMode.POD };
+  const labels = { 'io.kubernetes.pod.name': 'podctl-agent', 'io.kubernetes.pod.namespace': 'podctl-system', 'io.kubernetes.pod.uid': uid };
+  const sandboxConfig = {
+    metadata: { name: 'podctl-agent', uid, namespace: 'podctl-system', attempt: 0 },
+    hostname: '',
+    logDirectory,
+    labels,
+    annotations: { 'kubernetes.io/config.source': 'api' },
+    linux: { cgroupParent: '', securityContext: { namespaceOptions } },
+  };
+  const sandboxId = await cri.runPodSandbox(sandboxConfig, { timeoutMs: 60_000 });
+  const socketDir = dirname(socket);
+  const containerConfig = {
+    metadata: { name: 'agent', attempt: 0 },
+    image: { image: IMAGE },
+    args: ['agent', ...args, '--state-dir', stateDir, '--runtime-endpoint', `unix:///run/podctl-cri/${socket.slice(socketDir.length + 1)}`],
+    envs: [bus.env],
+    logPath: 'agent/0.log',
+    labels: { ...labels, 'io.kubernetes.container.name': 'agent' },
+    annotations: { 'io.kubernetes.container.restartCount': '0', 'io.kubernetes.pod.terminationGracePeriod': '10' },
+    mounts: [
+      { containerPath: '/run/podctl-cri', hostPath: socketDir },
+      { containerPath: stateDir, hostPath: stateDir },
+      { containerPath: bus.mountPath, hostPath: busDir, readonly: bus.readonly },
+    ],
+    linux: { securityContext: { namespaceOptions, readonlyRootfs: true, runAsUser: { value: 0 } } },
+  };
+  const id = await cri.createContainer(sandboxId, containerConfig, sandboxConfig, { timeoutMs: 60_000 });
+  await cri.startContainer(id, { timeoutMs: 60_000 });
+  const logFile = join(logDirectory, 'agent', '0.log');
+  return { sandboxId, log: () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '') };
+}
+
+describeContainerd(import.meta.url, 'podctl agent --shutdown-guard as a pod from the image', () => {
+  const node = useContainerd();
+  const ctr = (...args: string[]) => spawnSync('ctr', ['--connect-timeout', '5s', '-a', node.socket, '-n', 'k8s.io', ...args], { encoding: 'utf8', timeout: 120_000 });
+  let bus: LogindBus | undefined;
+  let sandboxId = '';
+  let stateDir = '';
+
+  beforeAll(() => {
+    if (skipReason) return;
+    requireBuild();
+    const imported = ctr('images', 'import', ARCHIVE);
+    if (imported.status !== 0) throw new Error(`ctr images import: ${imported.stderr}`);
+    stateDir = mkdtempSync(join(tmpdir(), 'podctl-guard-pod-'));
+  }, 180_000);
+  afterEach(async () => {
+    if (sandboxId) await removeSandbox(node.cri, sandboxId).catch(() => undefined);
+    await bus?.close();
+  });
+  afterAll(() => {
+    if (skipReason) return;
+    ctr('images', 'rm', IMAGE);
+    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it.skipIf(skipReason !== undefined)(
+    "holds logind's lock with the image's systemd-inhibit through the mounted bus; a second guard refuses; on PrepareForShutdown it drains and releases",
+    async () => {
+      const web = await node.pods.create({ name: 'pod-guard-web', terminationGracePeriodSeconds: 30 });
+      const stubborn = await node.pods.create({ name: 'pod-guard-stubborn', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', mode: 'ignore' }] });
+      bus = await startLogindBus({ delaySeconds: 40 });
+      const pod = await runGuardPod(
+        node.cri,
+        node.nodeDir,
+        node.socket,
+        bus.dir,
+        ['--shutdown-guard', '--shutdown-group', '0:3', '--shutdown-group', '2000000000:3', '--interval', '1s', '--metrics-addr', 'none', '--kubelet-healthz', '127.0.0.1:1'],
+        stateDir,
+      );
+      sandboxId = pod.sandboxId;
+      const lock = await bus
+        .waitFor((e) => e.event === 'inhibit' && e.who === 'podctl', 60_000)
+        .catch((error: Error) => {
+          throw new Error(`${error.message}\nthe agent pod's log: ${pod.log().slice(-1_500)}`);
+        });
+
+      // what logind lists: a delay lock on shutdown, held by systemd-inhibit from the image (in the pod's mount namespace)
+      const logind = await Logind.connect(bus.address);
+      try {
+        const held = await logind.listInhibitors();
+        expect(held).toEqual([expect.objectContaining({ who: 'podctl', mode: 'delay', what: ['shutdown'], uid: 0, pid: lock.pid })]);
+      } finally {
+        logind.close();
+      }
+      expect(readFileSync(`/proc/${lock.pid}/cmdline`, 'utf8').split('\0')[0]).toBe('systemd-inhibit');
+      expect(readlinkSync(`/proc/${lock.pid}/ns/mnt`)).not.toBe(readlinkSync('/proc/self/ns/mnt'));
+      await waitForValue('the guard says it holds the lock', () => (/holding logind's delay lock on shutdown/.test(pod.log()) ? true : undefined), 15_000, 100);
+
+      // the unit's form beside it: refused in one line, on the same state dir and on another
+      const endpoint = `unix://${node.socket}`;
+      const env = { DBUS_SYSTEM_BUS_ADDRESS: bus.address };
+      const guardArgs = ['agent', '--shutdown-guard', '--metrics-addr', 'none', '--kubelet-healthz', '127.0.0.1:1'];
+      const sameDir = await runPodctl(guardArgs, { endpoint, stateDir, env, timeoutMs: 30_000 });
+      expect(sameDir.code).not.toBe(0);
+      expect(sameDir.stderr.trim().split('\n')).toHaveLength(1);
+      expect(sameDir.stderr).toMatch(/another podctl agent \(pid \d+\) serves state dir .*a node runs one shutdown guard: the podctl DaemonSet's agent or the podctl-shutdown-guard unit, not both/);
+      const otherDir = mkdtempSync(join(tmpdir(), 'podctl-guard-unit-'));
+      try {
+        const second = await runPodctl(guardArgs, { endpoint, stateDir: otherDir, env, timeoutMs: 30_000 });
+        expect(second.code).toBe(2);
+        expect(second.stderr.trim().split('\n')).toHaveLength(1);
+        expect(second.stderr).toContain(`another podctl shutdown guard holds logind's delay lock (pid ${lock.pid}): a node runs one guard`);
+      } finally {
+        rmSync(otherDir, { recursive: true, force: true });
+      }
+      expect(bus.events.filter((e) => e.event === 'inhibit' && e.who === 'podctl')).toHaveLength(1);
+
+      // the shutdown: drained in the groups, the lock let go before logind's 40 s
+      const from = bus.events.length;
+      bus.send('shutdown');
+      const poweroff = await bus.waitFor((e) => e.event === 'poweroff', 60_000, from);
+      expect(poweroff.why, pod.log().slice(-1_500)).toBe('released');
+      expect(poweroff.waitedMs).toBeLessThan(35_000);
+      expect(bus.events.slice(from).some((e) => e.event === 'release' && e.pid === lock.pid)).toBe(true);
+      expect((await exitInfo(node.cri, stubborn.containers[0]!.id)).exitCode).toBe(137);
+      expect((await exitInfo(node.cri, web.containers[0]!.id)).state).not.toBe('running');
+      // its own pod was not drained
+      expect((await node.cri.listPodSandbox({ id: sandboxId }))[0]?.state).toBe(0); // SANDBOX_READY
+
+      const report = await runPodctl(['status', '--last-shutdown', '-o', 'json'], { endpoint, stateDir });
+      expect(report.code, report.stderr).toBe(0);
+      const last = JSON.parse(report.stdout) as { record: { state: string; trigger: string; pods: { name: string; outcome: string }[] } };
+      expect(last.record).toMatchObject({ state: 'done', trigger: 'logind' });
+      expect(Object.fromEntries(last.record.pods.map((p) => [p.name, p.outcome]))).toEqual({ [web.name]: 'stopped', [stubborn.name]: 'killed' });
+    },
+    240_000,
+  );
+});
