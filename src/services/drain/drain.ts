@@ -22,7 +22,8 @@ import { silentReporter, type Reporter } from '../../lib/reporter.js';
 import { killTimeoutMs } from '../../engine/kill-now.js';
 import { planDrain, type DrainPlan, type PlannedPod, type PriorityGroup, type SkippedPod } from './drain-plan.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
-import { isFinal, KILL_REQUEST_CONCURRENCY, stillRunning } from '../terminate/terminate.js';
+import { isFinal, KILL_REQUEST_CONCURRENCY } from '../terminate/terminate.js';
+import { summarizeAfterWait } from '../terminate/after-wait.js';
 import { orderingNote, PodSpecs, type StopOrdering } from '../api/pod-specs.js';
 
 type DrainPodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'failed' | 'not-started';
@@ -242,29 +243,8 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
     );
   }
   const interrupted = options.signal?.aborted === true;
-  if (interrupted) for (const pod of byUid.values()) if (pod.outcome === 'timeout') pod.outcome = 'interrupted';
-
   const done = [...byUid.values()].filter((p) => p.outcome === 'terminated').map((p) => p.uid);
-  for (const [uid, running] of await stillRunning(options.session, done)) {
-    const pod = byUid.get(uid);
-    if (!pod) continue;
-    pod.outcome = 'failed';
-    pod.error = `reported terminated, but ${running} container(s) still run in the runtime`;
-    reporter.warn(`  ✗ ${pod.namespace}/${pod.name}: ${pod.error}`);
-  }
-
-  // every pod that did not finish says why (the runtime's last error, or what holds it)
-  const unfinished = [...byUid.values()].filter((p) => (p.outcome === 'timeout' || p.outcome === 'interrupted') && p.error === undefined);
-  const { reasonsForUnfinished } = await import('../diagnose/unfinished.js');
-  for (const [uid, reason] of await reasonsForUnfinished(
-    options.session,
-    unfinished.map((p) => p.uid),
-    now,
-    { onSlow: (line) => reporter.info(line) },
-  )) {
-    const pod = byUid.get(uid);
-    if (pod) pod.error = reason;
-  }
+  await summarizeAfterWait(byUid, { session: options.session, interrupted, check: done, now, reporter, warnPrefix: '  ✗ ' });
 
   for (const group of groups) if (group.pods.some((p) => p.outcome === 'not-started')) cutShort = true;
   const summary = summarize(groups, plan.skipped);

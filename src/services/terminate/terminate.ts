@@ -30,6 +30,7 @@ import type { Styler, TableSpec } from '../../lib/output.js';
 import { silentReporter, type Reporter } from '../../lib/reporter.js';
 import type { NodeSession, PodInfo, WaitOutcome } from '../../domain/session-api.js';
 import { orderingNote, PodSpecs, type StopOrdering } from '../api/pod-specs.js';
+import { summarizeAfterWait } from './after-wait.js';
 
 /** What kill and evict report through: the eviction Event and status. */
 export type KubeClient = Pick<FullKubeClient, 'node' | 'postEvent' | 'markEvicted'>;
@@ -312,13 +313,11 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     })
     .finally(() => clearInterval(ticker));
   reporter.done();
-  const interrupted = options.signal?.aborted === true;
-
   for (const uid of pending) {
     const entry = results.get(uid);
     if (!entry) continue;
     const outcome: WaitOutcome = outcomes.get(uid) ?? 'timeout';
-    entry.outcome = outcome === 'timeout' && interrupted ? 'interrupted' : outcome;
+    entry.outcome = outcome;
     if (outcome !== 'timeout' && entry.elapsedMs === undefined) entry.elapsedMs = now() - (requestedAt.get(uid) ?? startedWait);
   }
   // Pods driven here were checked by their own terminating sync, which lists the runtime after its
@@ -329,25 +328,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   // runtime listing that started after the earliest of those times.
   const sinces = terminatedUids.map((uid) => podsByUid.get(uid)).map((p) => (p && isDoneState(p.state) ? p.since : undefined));
   const since = sinces.every((t): t is number => t !== undefined) && sinces.length > 0 ? Math.min(...sinces) : undefined;
-  for (const [uid, running] of await stillRunning(session, terminatedUids, since !== undefined ? { since, now } : undefined)) {
-    const entry = results.get(uid);
-    if (!entry) continue;
-    entry.outcome = 'failed';
-    entry.error = `reported terminated, but ${running} container(s) still run in the runtime`;
-    reporter.warn(`${entry.namespace}/${entry.name}: ${entry.error}`);
-  }
-  // every pod that did not finish says why (the runtime's last error, or what holds it)
-  const unfinished = [...results.values()].filter((p) => (p.outcome === 'timeout' || p.outcome === 'interrupted') && p.error === undefined);
-  const { reasonsForUnfinished } = await import('../diagnose/unfinished.js');
-  for (const [uid, reason] of await reasonsForUnfinished(
-    session,
-    unfinished.map((p) => p.uid),
-    now,
-    { onSlow: (line) => reporter.info(line) },
-  )) {
-    const entry = results.get(uid);
-    if (entry) entry.error = reason;
-  }
+  await summarizeAfterWait(results, { session, interrupted: options.signal?.aborted === true, check: terminatedUids, ...(since !== undefined ? { since } : {}), now, reporter, warnPrefix: '' });
   const pods = [...results.values()];
   for (const p of pods) {
     if (p.outcome === 'timeout') reporter.warn(`${p.namespace}/${p.name} still terminating after ${formatDuration(timeoutMs)}${p.error ? ` (${p.error})` : ''}`);
@@ -469,26 +450,6 @@ export function terminateSummary(result: TerminateResult): string {
   const missing = result.missing.length > 0 ? `; not found: ${result.missing.join(', ')}` : '';
   const ordering = orderingNote(result.pods);
   return `${result.action}${result.dryRun ? ' --dry-run' : ''}: ${parts.join(', ')}${missing}${result.dryRun ? ' (nothing was changed)' : ''}${ordering ? `; ${ordering}` : ''}`;
-}
-
-/**
- * Pods among `uids` that the engine reports terminated while the runtime still shows running
- * containers (uid → running count): a terminated pod must have nothing running, so podctl checks
- * before it tells the operator so.
- */
-export async function stillRunning(session: NodeSession, uids: string[], terminated?: { since: number; now: () => number }): Promise<Map<string, number>> {
-  const found = new Map<string, number>();
-  if (uids.length === 0) return found;
-  // One runtime listing for all of them (a lookup per pod would cost a relist each), started after
-  // the pods were seen terminated: when the caller knows that moment (`terminated.since`, the
-  // earliest of them), the relist that already followed it serves; else a fresh one.
-  const wanted = new Set(uids);
-  const runtimeMaxAgeMs = terminated ? Math.max(0, terminated.now() - terminated.since) : 0;
-  const pods = (await session.listPods({ scope: 'runtime', runtimeMaxAgeMs })).filter((p) => wanted.has(p.uid));
-  for (const pod of pods) {
-    if (pod && (pod.state === 'terminated' || pod.state === 'finished') && pod.containersRunning > 0) found.set(pod.uid, pod.containersRunning);
-  }
-  return found;
 }
 
 /** With --no-wait: the pods this process drives itself, which must be handed to a background driver. */
