@@ -23,7 +23,7 @@ export async function apiNodeFor(flags: GlobalFlags, reporter: Reporter): Promis
 /** The kubelet check (kube/kubelet.ts), with the node Lease as fallback when an API server is configured. */
 export async function kubeletStatusFor(healthz: string | undefined, api: ApiNode | undefined): Promise<KubeletStatus> {
   const { detectKubelet } = await import('../kube/kubelet.js');
-  return detectKubelet({ ...(healthz ? { healthz } : {}), ...(api ? { leaseRenewedAt: () => api.kube.nodeLeaseRenewedAt(AbortSignal.timeout(3_000)) } : {}) });
+  return detectKubelet({ ...(healthz ? { healthz } : {}), ...(api ? { leaseRenewedAt: async () => api.kube.nodeLeaseRenewedAt((await import('../lib/abortable.js')).boundSignal(3_000)) } : {}) });
 }
 
 /** The flag naming the kubelet's healthz (kill, status). */

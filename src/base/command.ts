@@ -177,7 +177,7 @@ export abstract class PodctlCommand extends Command {
     if (!textfile || !session) return;
     try {
       const { workerSyncOf } = await import('../metrics/working-pods.js');
-      const pods = await session.listPods({ scope: 'runtime', runtimeMaxAgeMs: 1_000, signal: AbortSignal.timeout(2_000) });
+      const pods = await session.listPods({ scope: 'runtime', runtimeMaxAgeMs: 1_000, signal: (await import('../lib/abortable.js')).boundSignal(2_000) });
       const workers = pods.map(workerSyncOf).filter((w) => w !== undefined);
       textfile.metrics.setWorkingPods(workers, pods.length - workers.length);
     } catch (error) {

@@ -97,7 +97,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
       return undefined;
     });
     const kubelet = kubeletStatusFor(flags['kubelet-healthz'], api);
-    const apiPods = api?.kube.listNodePods(AbortSignal.timeout(5_000)).catch((error: Error) => {
+    // bounded (5 s); lib/abortable.js loaded only then, off the start-up path
+    const apiPods = api?.kube.listNodePods(await import('../lib/abortable.js').then(({ boundSignal }) => boundSignal(5_000))).catch((error: Error) => {
       this.reporter.warn(`cannot list the node's pods from the API server: ${error.message}`);
       return undefined;
     });

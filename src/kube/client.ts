@@ -6,6 +6,9 @@
  * - Every call has a deadline per attempt (`timeoutMs`) and a retry budget (retry.ts): 429 waits
  *   the server's Retry-After, 5xx and connection errors back off with jitter, and nothing waits
  *   past the budget. 401/403 become one line naming the missing RBAC verb and resource.
+ * - A server that does not answer is named with the wait it was given: the caller's bound (a
+ *   `boundSignal`, lib/abortable.ts) as that bound, and retried deadlines as how many attempts of
+ *   how long (silenceOf): never a bare "aborted due to timeout", never one deadline for the sum.
  * - Status patches use strategic-merge-patch with the pod's uid and resourceVersion as
  *   preconditions; a 409 re-reads the pod and retries (bounded); a pod replaced under the same name
  *   (another uid) is left alone.
@@ -20,6 +23,8 @@
  */
 import type { CoreV1Event, V1Node, V1Pod } from '@kubernetes/client-node';
 import { KubeError, authMessage, isConflict, isNotFound, type RbacNeed } from './errors.js';
+import { BoundExceeded } from '../lib/abortable.js';
+import { formatDuration } from '../lib/duration.js';
 import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.js';
 import { eventName, evictedStatus, statusPatch, type PodStatusChange } from './status.js';
 import { transportFor, type KubeRequest, type Transport, type WatchEvent } from './transport.js';
@@ -72,6 +77,8 @@ export interface KubeClient extends RestrictionReads {
   readonly writes: WriteGate;
   /** Where the credentials come from, for messages. */
   readonly where: string;
+  /** The API server's address, for messages. */
+  readonly server: string;
   /** Pods bound to this node (fieldSelector spec.nodeName=<node>), every namespace. */
   listNodePods(signal?: AbortSignal): Promise<V1Pod[]>;
   /** The same, with the list's resourceVersion (to start a watch from). */
@@ -143,6 +150,24 @@ export function nodeView(n: { metadata?: { annotations?: Record<string, string>;
   return { annotations: n.metadata?.annotations ?? {}, unschedulable: n.spec?.unschedulable === true, resourceVersion: n.metadata?.resourceVersion ?? '' };
 }
 
+/**
+ * A call's failure when the server did not answer, said with the wait it had: the caller's bound
+ * (a BoundExceeded, or AbortSignal.timeout's TimeoutError), or `attempts` deadlines of
+ * `deadlineMs` when more than one was tried. Any other error is returned as it is.
+ */
+function silenceOf(call: string, error: unknown, attempts: number, elapsedMs: number, transport: Pick<Transport, 'server' | 'where'>): unknown {
+  const server = `the API server ${transport.server}`;
+  if (error instanceof BoundExceeded || (error instanceof Error && error.name === 'TimeoutError')) {
+    const bound = error instanceof BoundExceeded ? `within ${formatDuration(error.boundMs)}` : `within the command's bound (${formatDuration(elapsedMs)})`;
+    return new KubeError(call, `${call}: no answer from ${server} ${bound} (${transport.where})`, undefined, { cause: error, transient: true });
+  }
+  if (error instanceof KubeError && error.deadlineMs !== undefined && attempts > 1) {
+    const tries = `${attempts} attempts of ${formatDuration(error.deadlineMs)} each (${formatDuration(elapsedMs)} in all)`;
+    return new KubeError(call, `${call}: no answer from ${server} in ${tries} (${transport.where})`, undefined, { cause: error, transient: true, deadlineMs: error.deadlineMs });
+  }
+  return error;
+}
+
 /** Builds the client; this is where @kubernetes/client-node is imported. */
 export async function connectKube(source: KubeSource, options: ConnectOptions): Promise<KubeClient> {
   const k8s = await import('@kubernetes/client-node');
@@ -183,7 +208,17 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
         throw error;
       }
     };
-    return withRetries(once, policy, { ...(signal ? { signal } : {}), onRetry: (error, wait) => options.onRetry?.(name, error, wait) });
+    const started = Date.now();
+    let attempts = 0;
+    const counted = (): Promise<unknown> => {
+      attempts += 1;
+      return once();
+    };
+    try {
+      return await withRetries(counted, policy, { ...(signal ? { signal } : {}), onRetry: (error, wait) => options.onRetry?.(name, error, wait) });
+    } catch (error) {
+      throw silenceOf(name, error, attempts, Date.now() - started, transport);
+    }
   };
 
   const podPath = (namespace: string, name: string): string => `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`;
@@ -265,6 +300,7 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
   return {
     node,
     where,
+    server: transport.server,
     writes,
     async selfSubject(signal) {
       const review = (await call(
@@ -340,6 +376,7 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
     },
     async evictPod(pod, grace, signal) {
       writes.check('evict pod');
+      const started = Date.now();
       try {
         await transport.request(
           'evict pod',
@@ -368,7 +405,7 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
             transient: false,
           });
         }
-        throw error;
+        throw silenceOf('evict pod', error, 1, Date.now() - started, transport);
       }
     },
     async postEvent(pod, type, reason, message, signal) {

@@ -21,11 +21,13 @@ export class KubeError extends Error {
   readonly transient: boolean;
   /** The Status object's details.causes (a PodDisruptionBudget's 429 names its budget there). */
   readonly causes: readonly { reason?: string; message?: string }[];
+  /** The attempt's deadline, ms, when the call failed because the server did not answer within it. */
+  readonly deadlineMs: number | undefined;
   constructor(
     call: string,
     message: string,
     statusCode?: number,
-    options?: { cause?: unknown; reason?: string; retryAfterMs?: number; transient?: boolean; causes?: readonly { reason?: string; message?: string }[] },
+    options?: { cause?: unknown; reason?: string; retryAfterMs?: number; transient?: boolean; causes?: readonly { reason?: string; message?: string }[]; deadlineMs?: number },
   ) {
     super(message, options?.cause !== undefined ? { cause: options.cause } : undefined);
     this.call = call;
@@ -33,6 +35,7 @@ export class KubeError extends Error {
     this.reason = options?.reason;
     this.retryAfterMs = options?.retryAfterMs;
     this.causes = options?.causes ?? [];
+    this.deadlineMs = options?.deadlineMs;
     this.transient = options?.transient ?? (statusCode === undefined || statusCode === 429 || statusCode >= 500);
   }
 }

@@ -5,7 +5,7 @@
  *
  * Invariants:
  * - A request never outlives its deadline: the socket is destroyed and the call rejects with a
- *   transient KubeError naming the deadline.
+ *   transient KubeError naming the server and the deadline (`deadlineMs`).
  * - A watch stream's lines are parsed one JSON event each; the stream's end resolves, an error
  *   rejects; an abort ends it quietly.
  * - A watch never hangs: once answered, a stream silent (no event, no bookmark, no byte) for
@@ -16,6 +16,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeError, parseRetryAfter } from './errors.js';
+import { formatDuration } from '../lib/duration.js';
 
 export interface KubeRequest {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -47,6 +48,8 @@ interface WatchOptions {
 export interface Transport {
   /** Where the credentials come from, for messages ("kubeconfig /root/.kube/config"). */
   readonly where: string;
+  /** The API server's address, for messages ("https://10.0.0.1:6443"). */
+  readonly server: string;
   /** One request; a non-2xx answer rejects with a KubeError. */
   request(call: string, request: KubeRequest, options: { timeoutMs: number; signal?: AbortSignal }): Promise<KubeResponse>;
   /**
@@ -107,8 +110,13 @@ export function transportFor(config: KubeConfig, where: string): Transport {
   const connectionError = (call: string, error: Error): KubeError =>
     new KubeError(call, `${call}: cannot reach the API server: ${(error as NodeJS.ErrnoException).code ?? error.message} (${where})`, undefined, { cause: error, transient: true });
 
+  const server = base.origin;
+  const silent = (call: string, ms: number): KubeError =>
+    new KubeError(call, `${call}: no answer from the API server ${server} within ${formatDuration(ms)} (${where})`, undefined, { transient: true, deadlineMs: ms });
+
   return {
     where,
+    server,
     async request(call, request, { timeoutMs, signal }) {
       const options = await open(request, 'application/json');
       return new Promise<KubeResponse>((resolve, reject) => {
@@ -137,7 +145,7 @@ export function transportFor(config: KubeConfig, where: string): Transport {
           });
         });
         const timer = setTimeout(() => {
-          settle(() => reject(new KubeError(call, `${call}: no answer from the API server within ${timeoutMs} ms (${where})`, undefined, { transient: true })));
+          settle(() => reject(silent(call, timeoutMs)));
           req.destroy();
         }, timeoutMs);
         const onAbort = (): void => {
@@ -169,7 +177,9 @@ export function transportFor(config: KubeConfig, where: string): Transport {
           if (idleMs === undefined) return;
           clearTimeout(idle);
           idle = setTimeout(() => {
-            settle(() => reject(new KubeError(call, `${call}: nothing from the API server for ${idleMs} ms (no event, no bookmark) (${where})`, undefined, { transient: true })));
+            settle(() =>
+              reject(new KubeError(call, `${call}: nothing from the API server ${server} for ${formatDuration(idleMs)} (no event, no bookmark) (${where})`, undefined, { transient: true })),
+            );
             req.destroy();
           }, idleMs);
         };
@@ -216,7 +226,7 @@ export function transportFor(config: KubeConfig, where: string): Transport {
           res.on('error', (error) => settle(() => reject(connectionError(call, error))));
         });
         const timer = setTimeout(() => {
-          settle(() => reject(new KubeError(call, `${call}: no answer from the API server within ${connectTimeoutMs} ms (${where})`, undefined, { transient: true })));
+          settle(() => reject(silent(call, connectTimeoutMs)));
           req.destroy();
         }, connectTimeoutMs);
         const onAbort = (): void => {

@@ -13,8 +13,32 @@
  * - `raceAbort` never cancels the promise it races; it only stops waiting for it.
  * - `keepProcessAlive` holds the process until released: a follower (`watch`, `status --watch`)
  *   ends by its signal or its reader, never because what it follows closed its last handle.
+ * - A bound (`boundSignal`) aborts at its bound with a `BoundExceeded` naming it, so whoever
+ *   catches it can say what did not answer within how long (never "The operation was aborted due
+ *   to timeout").
  */
 import { setLongTimeout } from '../engine/timers.js';
+import { formatDuration } from './duration.js';
+
+/** The reason a `boundSignal` aborts with: what was waited on did not answer within `boundMs`. */
+export class BoundExceeded extends Error {
+  override readonly name = 'BoundExceeded';
+  constructor(readonly boundMs: number) {
+    super(`no answer within ${formatDuration(boundMs)}`);
+  }
+}
+
+/**
+ * A signal that aborts after `boundMs` with a `BoundExceeded` (or when `signal` aborts, with its
+ * reason): AbortSignal.timeout's bound, with the bound kept for the message. The timer does not
+ * hold the process.
+ */
+export function boundSignal(boundMs: number, signal?: AbortSignal): AbortSignal {
+  const bound = new AbortController();
+  const timer = setTimeout(() => bound.abort(new BoundExceeded(boundMs)), boundMs);
+  timer.unref();
+  return signal ? AbortSignal.any([bound.signal, signal]) : bound.signal;
+}
 
 /** Why a signal aborted: its reason, or an AbortError when it has none. */
 export function abortReason(signal: AbortSignal): unknown {

@@ -115,7 +115,7 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
       expect(result.pods).toEqual([expect.objectContaining({ uid: 'uid-late', outcome: 'terminated' })]);
       expect(result.apiServer).toMatchObject({ eventsPosted: 0, statusPatched: 0 });
       expect(result.apiServer.errors).toHaveLength(2);
-      expect(run.stderr).toMatch(/post event for batch\/late: no answer from the API server within 2000 ms; recorded/);
+      expect(run.stderr).toMatch(/post event for batch\/late: no answer from the API server http:\/\/127\.0\.0\.1:\d+ within 2s; recorded/);
       // the retry budget of a call is 20 s: neither the kill nor the exit waited for it
       expect(elapsed).toBeLessThan(15_000);
     } finally {

@@ -192,7 +192,7 @@ describe('connectKube against the local API server', () => {
     const port = (silent.address() as { port: number }).port;
     const quiet = await connectKube({ kind: 'kubeconfig', path: writeKubeconfig(mkdtempSync(path.join(tmpdir(), 'podctl-kube-')), port) }, { node: 'n', timeoutMs: 200, retry: { budgetMs: 300 } });
     try {
-      await expect(quiet.listNodePods()).rejects.toThrow(/no answer from the API server within 200 ms/);
+      await expect(quiet.listNodePods()).rejects.toThrow(/no answer from the API server http:\/\/127\.0\.0\.1:\d+ within 200ms/);
     } finally {
       silent.closeAllConnections();
       silent.close();

@@ -21,6 +21,7 @@ import { PendingApiActions, pendingId, type PendingAction, type PendingRecord } 
 import { evictedStatus, type PodStatusChange } from '../../kube/status.js';
 import { silentReporter, type Reporter } from '../../lib/reporter.js';
 import { within } from '../../lib/abortable.js';
+import { formatDuration } from '../../lib/duration.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
 
 export interface ApiNodeOptions {
@@ -110,7 +111,9 @@ export class ApiNode {
       });
       const first = await Promise.race([attempt, late]).finally(() => clearTimeout(timer));
       if (first !== 'late') return first;
-      const outcome = await record(`${action.kind === 'event' ? 'post event' : action.kind} for ${pod.namespace}/${pod.name}: no answer from the API server within ${waitMs} ms`);
+      const outcome = await record(
+        `${action.kind === 'event' ? 'post event' : action.kind} for ${pod.namespace}/${pod.name}: no answer from the API server ${this.kube.server} within ${formatDuration(waitMs)}`,
+      );
       this.#late.add(
         attempt.then(
           () => this.pending.remove(pendingId(pod.uid, action)),

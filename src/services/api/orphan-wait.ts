@@ -20,6 +20,7 @@ import type { V1Pod } from '../../engine/types.js';
 import type { KubeletState } from '../../kube/kubelet.js';
 import type { ApiNode } from './api-node.js';
 import type { PodInfo } from '../../domain/session-api.js';
+import { boundSignal } from '../../lib/abortable.js';
 
 /** The kubelet's housekeeping period. */
 const KUBELET_HOUSEKEEPING_MS = 2_000;
@@ -99,8 +100,7 @@ export async function decideOrphans(options: {
     }
     let current: V1Pod | undefined;
     try {
-      const bound = AbortSignal.timeout(ORPHAN_GET_BOUND_MS);
-      current = await options.api.kube.getPod(pod.namespace, pod.name, options.signal ? AbortSignal.any([bound, options.signal]) : bound);
+      current = await options.api.kube.getPod(pod.namespace, pod.name, boundSignal(ORPHAN_GET_BOUND_MS, options.signal));
     } catch (error) {
       kept.push({ ...name, reason: `orphan, waiting for the kubelet (the API server did not answer: ${(error as Error).message})`, waitSeconds: null });
       continue;

@@ -17,6 +17,7 @@ import type { V1Pod } from '../../engine/types.js';
 import { isMirrorPod } from '../../engine/pod-kinds.js';
 import { sidecarNames } from '../../cri/runtime/stop-order.js';
 import { silentReporter, type Reporter } from '../../lib/reporter.js';
+import { boundSignal } from '../../lib/abortable.js';
 import type { ApiNode } from './api-node.js';
 
 /** How long a command waits for the API server's list of this node's pods, ms. */
@@ -72,8 +73,7 @@ export function orderingOf(spec: V1Pod | undefined): StopOrdering {
 export async function listPodSpecs(api: ApiNode | undefined, options: { signal?: AbortSignal; reporter?: Reporter; boundMs?: number } = {}): Promise<PodSpecs> {
   if (!api) return PodSpecs.none();
   try {
-    const bound = AbortSignal.timeout(options.boundMs ?? API_LIST_BOUND_MS);
-    return new PodSpecs(await api.kube.listNodePods(options.signal ? AbortSignal.any([bound, options.signal]) : bound));
+    return new PodSpecs(await api.kube.listNodePods(boundSignal(options.boundMs ?? API_LIST_BOUND_MS, options.signal)));
   } catch (error) {
     const because = `the API server's list failed: ${(error as Error).message}`;
     (options.reporter ?? silentReporter()).warn(`${because}; pods are stopped from what the runtime recorded (no sidecar ordering)`);

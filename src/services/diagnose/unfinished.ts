@@ -13,6 +13,7 @@ import { formatDuration } from '../../lib/duration.js';
 import { blockedBy } from './blocked-by.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
 import { stuckFactsOf } from './status.js';
+import { boundSignal } from '../../lib/abortable.js';
 
 /** The one-line reason a pod is not finished. */
 export function unfinishedReason(pod: PodInfo | undefined, now: number): string {
@@ -50,7 +51,7 @@ export async function reasonsForUnfinished(session: NodeSession, uids: readonly 
   const notice = onSlow ? setTimeout(() => onSlow(`asking the runtime why ${uids.length} pod(s) did not finish (at most ${formatDuration(boundMs - noticeAfterMs)} more)`), noticeAfterMs) : undefined;
   let pods: PodInfo[];
   try {
-    pods = await session.listPods({ uids, runtimeMaxAgeMs: 1_000, signal: AbortSignal.timeout(boundMs) });
+    pods = await session.listPods({ uids, runtimeMaxAgeMs: 1_000, signal: boundSignal(boundMs) });
   } catch {
     return out;
   } finally {

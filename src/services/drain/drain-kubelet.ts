@@ -23,7 +23,7 @@ import type { KubeletStatus } from '../../kube/kubelet.js';
 import { formatDuration } from '../../lib/duration.js';
 import { UsageError } from '../../lib/errors.js';
 import { resolveSelection, type PodSelection } from '../../lib/refs.js';
-import { sleep } from '../../lib/abortable.js';
+import { boundSignal, sleep } from '../../lib/abortable.js';
 import { silentReporter, type Reporter } from '../../lib/reporter.js';
 import type { ApiNode } from '../api/api-node.js';
 import { consentHint, filterPod, type DrainConsent, type DrainFilter, DRAIN_FILTERS } from './drain-filters.js';
@@ -115,8 +115,7 @@ export async function drainBesideKubelet(options: DrainBesideKubeletOptions): Pr
   const api = options.api;
   let apiPods: V1Pod[];
   try {
-    const bound = AbortSignal.timeout(API_LIST_BOUND_MS);
-    apiPods = await api.kube.listNodePods(options.signal ? AbortSignal.any([bound, options.signal]) : bound);
+    apiPods = await api.kube.listNodePods(boundSignal(API_LIST_BOUND_MS, options.signal));
   } catch (error) {
     throw new UsageError(
       `the kubelet is ${kubelet.state} and the API server's list of this node's pods failed (${(error as Error).message}): nothing can be drained without knowing what the kubelet runs`,

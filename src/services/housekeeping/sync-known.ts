@@ -30,6 +30,8 @@ import type { ApiNode } from '../api/api-node.js';
 import type { ApiSyncReport } from './api-sync.js';
 import type { KubeletState } from '../../kube/kubelet.js';
 import { decideOrphans, type WaitingOrphan } from '../api/orphan-wait.js';
+import { BoundExceeded, boundSignal } from '../../lib/abortable.js';
+import { formatDuration } from '../../lib/duration.js';
 
 export type DesiredSource = { kind: 'api' } | { kind: 'file'; path: string } | { kind: 'runtime' };
 
@@ -306,8 +308,8 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
     if (driven.size > 0) {
       const { unfinishedReason } = await import('../diagnose/unfinished.js');
       let listingError: string | undefined;
-      const pods = await options.session.listPods({ runtimeMaxAgeMs: 1_000, signal: AbortSignal.timeout(5_000) }).catch((error: unknown) => {
-        listingError = error instanceof Error ? error.message : String(error);
+      const pods = await options.session.listPods({ runtimeMaxAgeMs: 1_000, signal: boundSignal(5_000) }).catch((error: unknown) => {
+        listingError = error instanceof BoundExceeded ? `the runtime did not answer within ${formatDuration(error.boundMs)}` : error instanceof Error ? error.message : String(error);
         return [] as PodInfo[];
       });
       const now = Date.now();
