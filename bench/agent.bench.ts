@@ -197,6 +197,9 @@ async function apiBench(): Promise<void> {
     return stop(id, timeout, signal);
   };
   server.addNode('node-1');
+  // the agent as the DaemonSet runs it: its ServiceAccount with the node claim, the node restriction in force (API writes enabled)
+  const token = server.addAgent({ node: 'node-1' });
+  server.installNodeRestriction();
   for (const p of specs)
     server.addPod({
       metadata: { name: p.name, namespace: p.namespace, uid: p.uid },
@@ -207,7 +210,7 @@ async function apiBench(): Promise<void> {
   await import('node:fs/promises').then((fs) =>
     fs.writeFile(
       kubeconfig,
-      `apiVersion: v1\nkind: Config\nclusters: [{name: b, cluster: {server: "http://127.0.0.1:${server.port}", insecure-skip-tls-verify: true}}]\nusers: [{name: b, user: {token: abc}}]\ncontexts: [{name: b, context: {cluster: b, user: b}}]\ncurrent-context: b\n`,
+      `apiVersion: v1\nkind: Config\nclusters: [{name: b, cluster: {server: "http://127.0.0.1:${server.port}", insecure-skip-tls-verify: true}}]\nusers: [{name: b, user: {token: ${token}}}]\ncontexts: [{name: b, context: {cluster: b, user: b}}]\ncurrent-context: b\n`,
     ),
   );
   try {
@@ -216,7 +219,7 @@ async function apiBench(): Promise<void> {
       join(dir, 'state'),
       sim.endpoint,
     );
-    lines(agent, (line) => process.env.BENCH_DEBUG && console.error(line));
+    lines(agent, (line, at) => process.env.BENCH_DEBUG && console.error(at, line));
     await sleep(10_000); // start-up and the first steps
     const idleFrom = server.requests.length;
     const idleStart = Date.now();

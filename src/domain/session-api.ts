@@ -191,6 +191,12 @@ export interface KillRequest {
   message?: string;
   /** The pod as the API server holds it: its spec orders the kill (sidecars last), as the kubelet's does. */
   pod?: V1Pod;
+  /**
+   * The oldest runtime listing (ms) in which the pod may be found (default 1 s: a relist when the
+   * last is older). A caller acting on an event at once (the agent's deletion follower) accepts the
+   * last listing rather than wait behind a relist in flight; a pod it does not list is not found.
+   */
+  runtimeMaxAgeMs?: number;
 }
 
 export interface KillHandle {

@@ -241,7 +241,7 @@ export class Session implements NodeSession {
     const { uid } = request;
     const { leases, checkpoints, inbox } = this.#store;
     // The pod's spec and existence do not need a fresh relist; a recent one (≤ 1 s) will do.
-    const runtimePod = (await this.#view.runtimeIndex(RECENT_LISTING_MS)).get(uid);
+    const runtimePod = (await this.#view.runtimeIndex(request.runtimeMaxAgeMs ?? RECENT_LISTING_MS)).get(uid);
     const known = leases.holds(uid) || runtimePod !== undefined || (await checkpoints.read(uid)) !== undefined;
     if (!known) throw new PodNotFound(uid);
     for (let attempt = 0; attempt < 3; attempt += 1) {

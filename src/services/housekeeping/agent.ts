@@ -17,7 +17,9 @@
  * - With an API server the agent lists its node's pods and its Node once and then watches them
  *   (api-informers.ts): housekeeping and the maintenance check read those copies. A pod deleted in
  *   the API, or a change of the Node's drain annotation, wakes the loop at once (not at the next
- *   interval). While the API server does not answer, housekeeping goes on with the last known pods
+ *   interval); its kill starts then, beside any step in flight (one at a time per pod, from the last
+ *   runtime listing, never behind a relist; what that listing does not show running is left to the
+ *   step). While the API server does not answer, housekeeping goes on with the last known pods
  *   (takeovers, deletions, stuck pods) but terminates no orphan and sends no final delete.
  * - A step refused by a safety rule (an empty desired list while pods run) changes nothing; the
  *   refusal is logged once until the step is allowed again. The agent never passes `--yes`.
@@ -176,7 +178,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
           api: options.api,
           followNode: options.node !== undefined,
           // the kill of a pod deleted in the API starts as its watch event arrives, not in the next step
-          onDeleting: (pod) => void killDeleted(pod),
+          onDeleting: (pod) => killDeleted(pod),
           onWake: (why) => {
             reporter.debug(`agent: ${why}: housekeeping now`);
             wake.wake();
@@ -189,15 +191,25 @@ export async function runAgent(options: AgentOptions): Promise<AgentResult> {
           ...(options.apiBackoffMs ? { baseBackoffMs: options.apiBackoffMs.base, maxBackoffMs: options.apiBackoffMs.max } : {}),
         })
       : undefined;
-  const killDeleted = async (pod: V1Pod): Promise<void> => {
-    const uid = pod.metadata?.uid;
+  // a deletion's kill: one at a time per pod, in the events' order, beside (never behind) a step
+  const following = new Map<string, Promise<void>>();
+  const killDeleted = (pod: V1Pod): void => {
+    const uid = pod.metadata?.uid ?? '';
+    const next = (following.get(uid) ?? Promise.resolve()).then(() => followDeletion(pod, uid));
+    following.set(uid, next);
+    void next.finally(() => following.get(uid) === next && following.delete(uid));
+  };
+  const followDeletion = async (pod: V1Pod, uid: string): Promise<void> => {
     if (options.source.kind !== 'api' || !options.api || !uid || signal.aborted) return;
     // beside a running kubelet (or before the agent knows) the deletion is the kubelet's: the step decides
     if (options.kubeletState && (await kubelet?.state)?.state !== 'down') return;
-    if (terminatedOnNode(await session.getPod(uid).catch(() => undefined))) return;
+    // the last runtime listing, not a relist (one in flight may be a step's): a pod it does not show running is the step's
+    const last = { runtimeMaxAgeMs: Number.POSITIVE_INFINITY };
+    const [known] = await session.listPods({ uids: [uid], ...last }).catch(() => []);
+    if (terminatedOnNode(known)) return;
     const grace = podOwnGracePeriod(pod);
     void options.api.event(pod, 'Normal', EventReason.Killing, killingMessage(grace)).catch(() => undefined);
-    await session.requestKill({ uid, gracePeriodSeconds: grace, pod }).then(
+    await session.requestKill({ uid, gracePeriodSeconds: grace, pod, ...last }).then(
       () => reporter.debug(`agent: ${pod.metadata?.namespace}/${pod.metadata?.name}: deleted in the API server; terminating with its grace ${grace}s`),
       (error: Error) => reporter.debug(`agent: ${pod.metadata?.namespace}/${pod.metadata?.name}: kill on its deletion: ${error.message} (the next step retries)`),
     );

@@ -133,6 +133,47 @@ describe('podctl agent follows the API server with watches', () => {
     }
   }, 30_000);
 
+  it('stops a pod deleted in the API while a runtime listing is held, before that listing and the step it wakes end', async () => {
+    // when the runtime is first asked to stop each container
+    const stops = new Map<string, number>();
+    const stop = sim.state.stopContainer.bind(sim.state);
+    sim.state.stopContainer = (id, timeout, signal) => {
+      if (!stops.has(id)) stops.set(id, Date.now());
+      return stop(id, timeout, signal);
+    };
+    const cId = sim.state.listContainers(undefined).find((c) => c.labels?.['io.kubernetes.pod.uid'] === 'uid-c')?.id ?? '';
+    let heldAt = 0;
+    let deletedAt = 0;
+    let released: Promise<number> | undefined;
+    try {
+      const steps = await runUntil({}, (s) => {
+        if (s.length >= 3 && heldAt === 0) {
+          // a relist in flight, held 4 s by the runtime (under the session's 5 s RPC bound)
+          sim.faults.add({ method: 'ListContainers', delayMs: 4_000, count: 1 });
+          released = session.listPods().then(() => Date.now());
+          heldAt = Date.now();
+        } else if (heldAt > 0 && deletedAt === 0 && Date.now() - heldAt >= 500) {
+          // older than any listing a step accepts (its interval): the step the deletion wakes waits for the held one
+          deletedAt = Date.now();
+          server.deletePod('app', 'c', 30);
+        }
+        return deletedAt > 0 && stops.has(cId) && s.some((step) => step.full && step.at >= deletedAt);
+      });
+      const releasedAt = await released!;
+      const stoppedAt = stops.get(cId) ?? Number.NaN;
+      expect(stoppedAt).toBeGreaterThan(deletedAt);
+      // acted on from the last listing: not behind the held one
+      expect(stoppedAt).toBeLessThan(releasedAt);
+      // and before the housekeeping step in flight at the deletion (or woken by it) ended: its listing waits for the held one
+      const inFlight = steps.find((step) => step.full && step.at + step.ms >= deletedAt)!;
+      expect(inFlight.at + inFlight.ms).toBeGreaterThan(stoppedAt);
+      expect(server.eventsFor('app', 'c').some((e) => e.reason === 'Killing')).toBe(true);
+    } finally {
+      sim.state.stopContainer = stop;
+      sim.setFaults([]);
+    }
+  }, 30_000);
+
   it("drains when the watched Node's annotation asks, without a GET of the Node", async () => {
     server.requests.length = 0;
     let asked = false;
