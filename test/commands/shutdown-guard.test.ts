@@ -35,15 +35,22 @@ interface Run {
 
 let dir: string;
 const cleanups: (() => Promise<void> | void)[] = [];
+/** One private system bus for the file's tests, one after another: each sets its delay and starts with no lock held. */
+let sharedBus: LogindBus | undefined;
 
-beforeAll(() => {
+beforeAll(async () => {
   if (!existsSync(path.join(ROOT, 'dist', 'commands', 'agent.js'))) throw new Error('dist/ is missing: run `npm run build` before the CLI tests');
   dir = mkdtempSync(path.join(tmpdir(), 'podctl-guard-'));
-});
+  if (!missing) sharedBus = await startLogindBus({ delaySeconds: 5 });
+}, 30_000);
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  await sharedBus?.idle(15_000);
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(async () => {
+  await sharedBus?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 function podctl(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   return new Promise((resolve) => {
@@ -70,11 +77,16 @@ async function node(pods: SimPodSpec[], delaySeconds: number): Promise<Node> {
   const name = `n${(serial += 1)}`;
   const sim = await startSimulator({ socketPath: path.join(dir, `${name}.sock`), pods, timeScale: 1 });
   cleanups.push(() => sim.close());
-  const bus = await startLogindBus({ delaySeconds });
-  cleanups.push(() => bus.close());
+  await sharedBus!.setDelay(delaySeconds);
+  const bus = busFrom(sharedBus!, sharedBus!.events.length);
   const stateDir = path.join(dir, `${name}-state`);
   // no kubelet here unless a test says so: its healthz refused, and no kubelet process on the machine
   return { sim, bus, stateDir, common: ['--runtime-endpoint', sim.endpoint, '--state-dir', stateDir, '--kubelet-healthz', '127.0.0.1:1'] };
+}
+
+/** The shared bus as one test sees it: its waits start at the events of this test. */
+function busFrom(shared: LogindBus, start: number): LogindBus {
+  return { ...shared, waitFor: (match, timeoutMs, from = start) => shared.waitFor(match, timeoutMs, from) };
 }
 
 interface Agent {
@@ -142,7 +154,7 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
       ],
       30,
     );
-    const agent = await startAgent(n, ['--shutdown-guard', '--shutdown-group', '0:3', '--shutdown-group', '2000000000:3']);
+    const agent = await startAgent(n, ['--shutdown-guard', '--shutdown-group', '0:2', '--shutdown-group', '2000000000:2']);
     await n.bus.waitFor(podctlLock, 15_000);
     n.bus.send('shutdown');
     const poweroff = await n.bus.waitFor((e) => e.event === 'poweroff', 40_000);
@@ -150,7 +162,7 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
     expect(poweroff.why).toBe('released');
     expect(poweroff.held).toEqual([]);
     expect(poweroff.waitedMs).toBeLessThan(25_000);
-    // the stubborn pod got its group's 3 s (not its own 30) and was killed at the end of them
+    // the stubborn pod got its group's 2 s (not its own 30) and was killed at the end of them
     const stubborn = n.sim.state.listContainers(undefined).find((c) => c.labels['io.kubernetes.pod.name'] === 'stubborn');
     expect(n.sim.state.containerStatus(stubborn!.id).exitCode).toBe(137);
     agent.child.kill('SIGTERM');
@@ -159,14 +171,14 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
     // "after the reboot": the report, as text and as JSON
     const last = await lastShutdown(n);
     expect(last.completed).toBe(true);
-    expect(last.record).toMatchObject({ trigger: 'logind', state: 'done', windowMs: 30_000, groupsTotalMs: 6_000 });
+    expect(last.record).toMatchObject({ trigger: 'logind', state: 'done', windowMs: 30_000, groupsTotalMs: 4_000 });
     expect(outcomeOf(last.record!, 'batch')).toBe('stopped');
     expect(outcomeOf(last.record!, 'stubborn')).toBe('killed');
     expect(outcomeOf(last.record!, 'dns')).toBe('stopped');
-    expect((last.record!.pods as { name: string; graceSeconds: number }[]).find((p) => p.name === 'stubborn')?.graceSeconds).toBe(3);
+    expect((last.record!.pods as { name: string; graceSeconds: number }[]).find((p) => p.name === 'stubborn')?.graceSeconds).toBe(2);
     const text = await podctl(['status', '--last-shutdown', '--state-dir', n.stateDir]);
     expect(text.code).toBe(0);
-    expect(text.stdout).toMatch(/jobs\/stubborn +group ≥0 +grace 3s +killed at the deadline/);
+    expect(text.stdout).toMatch(/jobs\/stubborn +group ≥0 +grace 2s +killed at the deadline/);
     expect(text.stdout).toMatch(/2 stopped in time, 1 killed at the deadline/);
 
     // the agent exports the last shutdown when it starts again (with or without the guard)
@@ -255,13 +267,13 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
       const from = n.bus.events.length;
       n.bus.send('shutdown');
       await n.bus.waitFor((e) => e.event === 'prepare' && e.start === true, 10_000, from);
-      await sleep(2_500);
+      await sleep(1_500);
       await kubelet.release();
       const poweroff = await n.bus.waitFor((e) => e.event === 'poweroff', 30_000, from);
       expect(poweroff.why).toBe('released');
       const last = await lastShutdown(n);
       expect(last.record!.kubelet).toMatchObject({ inhibitor: true, owned: 2 });
-      expect(last.record!.kubelet.deferredMs).toBeGreaterThanOrEqual(2_000);
+      expect(last.record!.kubelet.deferredMs).toBeGreaterThanOrEqual(1_000);
       // the kubelet stand-in stopped nothing, and podctl stopped nothing behind its back: both still run, and the report says so
       expect(outcomeOf(last.record!, 'web')).toBe('running');
       expect(outcomeOf(last.record!, 'apiserver')).toBe('running');
@@ -273,7 +285,7 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
       const from = n.bus.events.length;
       n.bus.send('shutdown');
       await n.bus.waitFor((e) => e.event === 'prepare' && e.start === true, 10_000, from);
-      await sleep(2_500);
+      await sleep(1_500);
       expect(n.sim.state.journal().filter((r) => r.kind === 'signal')).toEqual([]);
       // the kubelet dies: its healthz goes, and its lock with it
       await new Promise<void>((resolve) => healthz.close(() => resolve()));
@@ -295,12 +307,15 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
       ],
       30,
     );
-    const agent = await startAgent(n, ['--shutdown-guard', '--shutdown-group', '0:20', '--shutdown-group', '1000:5']);
+    // the first group's 8 s leave the cancel (sent once its pod has its SIGTERM) time to arrive before the second group starts
+    const agent = await startAgent(n, ['--shutdown-guard', '--shutdown-group', '0:8', '--shutdown-group', '1000:2']);
     const first = await n.bus.waitFor(podctlLock, 15_000);
     let from = n.bus.events.length;
     n.bus.send('shutdown');
     await n.bus.waitFor((e) => e.event === 'prepare' && e.start === true, 10_000, from);
-    await sleep(1_500);
+    // mid-drain: the first group's pod has its SIGTERM
+    const signalled = Date.now() + 15_000;
+    while (n.sim.state.journal().filter((r) => r.kind === 'signal').length === 0 && Date.now() < signalled) await sleep(50);
     n.bus.send('cancel');
     const deadline = Date.now() + 15_000;
     while ((await lastShutdown(n)).record?.state !== 'cancelled' && Date.now() < deadline) await sleep(100);
@@ -316,7 +331,7 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
     // a shutdown that ran to its end released the lock; cancelled afterwards, the guard takes it again
     from = n.bus.events.length;
     n.bus.send('shutdown');
-    await n.bus.waitFor((e) => e.event === 'release' && e.pid === first.pid, 40_000, from);
+    await n.bus.waitFor((e) => e.event === 'release' && e.pid === first.pid, 30_000, from);
     n.bus.send('cancel');
     const again = await n.bus.waitFor(podctlLock, 15_000, from);
     expect(again.pid).not.toBe(first.pid);
@@ -396,7 +411,7 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
     });
   });
 
-  it('a lock lost without the guard letting go (its systemd-inhibit killed) is said and taken again', async () => {
+  it('a lock lost without the guard letting go (its systemd-inhibit killed) is said and taken again; a second guard on the node refuses, naming it', async () => {
     const n = await node([{ name: 'web', priority: 0, terminationGracePeriodSeconds: 30 }], 30);
     const agent = await startAgent(n, ['--shutdown-guard']);
     const first = await n.bus.waitFor(podctlLock, 15_000);
@@ -406,18 +421,28 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
     const again = await n.bus.waitFor(podctlLock, 15_000, from);
     expect(again.pid).not.toBe(first.pid);
     expect(agent.stderr()).toMatch(/logind's lock was lost \(systemd-inhibit ended \(SIGKILL\)\); taking it again/);
+
+    // a second guard on the node (another state dir: the unit beside the DaemonSet's agent) refuses, naming the holder
+    const second = await podctl(['agent', '--shutdown-guard', '--runtime-endpoint', n.sim.endpoint, '--state-dir', `${n.stateDir}-second`], {
+      DBUS_SYSTEM_BUS_ADDRESS: n.bus.address,
+    });
+    expect(second.code).toBe(2);
+    expect(second.stderr.trim().split('\n')).toHaveLength(1);
+    expect(second.stderr).toContain(`another podctl shutdown guard holds logind's delay lock (pid ${again.pid}): a node runs one guard`);
   });
 
   it('refuses bad flags and an unreachable bus before anything happens: exit 2, one line', async () => {
     const n = await node([], 5);
-    const orphanFlag = await podctl(['agent', '--shutdown-group', '0:5', ...n.common]);
+    const [orphanFlag, noBus, none] = await Promise.all([
+      podctl(['agent', '--shutdown-group', '0:5', ...n.common]),
+      podctl(['agent', '--shutdown-guard', ...n.common], { DBUS_SYSTEM_BUS_ADDRESS: `unix:path=${path.join(dir, 'no-bus')}` }),
+      podctl(['status', '--last-shutdown', '--state-dir', path.join(dir, 'empty-state')]),
+    ]);
     expect(orphanFlag.code).toBe(2);
     expect(orphanFlag.stderr.trim().split('\n')).toHaveLength(1);
     expect(orphanFlag.stderr).toMatch(/the --shutdown-\* budgets need --shutdown-guard/);
-    const noBus = await podctl(['agent', '--shutdown-guard', ...n.common], { DBUS_SYSTEM_BUS_ADDRESS: `unix:path=${path.join(dir, 'no-bus')}` });
     expect(noBus.code).toBe(2);
     expect(noBus.stderr).toMatch(/--shutdown-guard: .*ENOENT/);
-    const none = await podctl(['status', '--last-shutdown', '--state-dir', path.join(dir, 'empty-state')]);
     expect(none.code).toBe(4);
     expect(none.stderr).toMatch(/no guarded shutdown recorded/);
   });

@@ -27,7 +27,7 @@ export function logindBusMissing(): string | undefined {
 }
 
 interface StandinEvent {
-  event: 'ready' | 'inhibit' | 'release' | 'prepare' | 'poweroff' | 'reboot-job';
+  event: 'ready' | 'inhibit' | 'release' | 'prepare' | 'poweroff' | 'reboot-job' | 'delay';
   at: number;
   who?: string;
   pid?: number;
@@ -45,7 +45,21 @@ export interface LogindBus {
   send(command: 'shutdown' | 'cancel' | 'reboot-job'): void;
   /** The first event (from `from` on) matching, within `timeoutMs`. */
   waitFor(match: (e: StandinEvent) => boolean, timeoutMs: number, from?: number): Promise<StandinEvent>;
+  /** For the next test on the same bus: InhibitDelayMaxUSec from now on, and an empty job queue. */
+  setDelay(seconds: number): Promise<void>;
+  /** Resolves once no lock is held (every inhibit released), within `timeoutMs`. */
+  idle(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The PIDs holding a lock now, by the stand-in's inhibit and release events. */
+function heldBy(events: StandinEvent[]): number[] {
+  const held: number[] = [];
+  for (const e of events) {
+    if (e.event === 'inhibit') held.push(e.pid!);
+    else if (e.event === 'release' && held.includes(e.pid!)) held.splice(held.indexOf(e.pid!), 1);
+  }
+  return held;
 }
 
 export async function startLogindBus(options: { delaySeconds: number }): Promise<LogindBus> {
@@ -120,6 +134,18 @@ export async function startLogindBus(options: { delaySeconds: number }): Promise
         waiters.add(wake);
         check();
       }),
+    setDelay: async (seconds) => {
+      const from = events.length;
+      standin.stdin.write(`delay ${Math.round(seconds * 1_000_000)}\n`);
+      await bus.waitFor((e) => e.event === 'delay', 10_000, from);
+    },
+    idle: async (timeoutMs) => {
+      const deadline = Date.now() + timeoutMs;
+      while (heldBy(events).length > 0) {
+        if (Date.now() >= deadline) throw new Error(`locks still held after ${timeoutMs} ms by pid ${heldBy(events).join(', ')}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
     close: async () => {
       await stop(standin);
       await stop(daemon);

@@ -14,6 +14,8 @@ The test drives it on stdin, one word a line:
   cancel     emit PrepareForShutdown(false) (a cancelled shutdown)
   reboot-job systemd's job queue holds a start job for reboot.target from now on (ListJobs on
              org.freedesktop.systemd1, also served here): a shutdown that went past logind
+  delay USEC InhibitDelayMaxUSec is USEC from now on, and the job queue is empty again (one bus
+             serves a test file's tests one after another); says "delay"
   quit       leave
 and reads its events on stdout, one JSON object a line: ready, inhibit, release, prepare, poweroff.
 """
@@ -160,6 +162,10 @@ def main():
         elif word == "reboot-job":
             systemd.jobs = [dbus.Struct((7, "reboot.target", "start", "waiting", dbus.ObjectPath("/org/freedesktop/systemd1/job/7"), dbus.ObjectPath("/org/freedesktop/systemd1/unit/reboot_2etarget")), signature="usssoo")]
             say("reboot-job")
+        elif word.startswith("delay "):
+            manager.delay_usec = int(word.split()[1])
+            systemd.jobs = []
+            say("delay", usec=manager.delay_usec)
         elif word == "quit":
             loop.quit()
             return False
