@@ -211,7 +211,7 @@ async function flakyRun(code: string, rate: number): Promise<FlakyFigures> {
           const run =
             what === 'sync-known'
               ? await podctl(['sync-known', '--desired', empty, '--yes', '--json', ...common])
-              : await podctl(['drain', '--grace-period', '6', '--critical-grace-period', '2', '--json', ...common]);
+              : await podctl(['drain', '--grace-period', '6', '--critical-grace-period', '2', '--yes', '--json', ...common]);
           const result = JSON.parse(run.stdout || '{}') as { handedOffTo?: { pid: number } | null; groups?: { pods: { outcome: string; error?: string }[] }[] };
           if (result.handedOffTo?.pid) drivers.push(result.handedOffTo.pid);
           if (what === 'sync-known') {

@@ -80,9 +80,11 @@ podctl status
 step "podctl drain --dry-run --grace-period $GRACE --critical-grace-period $CRITICAL  (the plan: priority groups, critical pods last)"
 podctl drain --dry-run --grace-period "$GRACE" --critical-grace-period "$CRITICAL"
 
-step "podctl drain --grace-period $GRACE --critical-grace-period $CRITICAL --report $REPORT"
+step "podctl drain --grace-period $GRACE --critical-grace-period $CRITICAL --yes --report $REPORT"
 set +e
-podctl drain --grace-period "$GRACE" --critical-grace-period "$CRITICAL" --report "$REPORT"
+# --yes: the simulated node has static and system-critical pods, which a drain over CRI stops only
+# with consent (asked on a terminal, refused without one)
+podctl drain --grace-period "$GRACE" --critical-grace-period "$CRITICAL" --yes --report "$REPORT"
 rc=$?
 set -e
 

@@ -148,7 +148,7 @@ async function drainRun(root: string, simRoot: string, pods: number, mode: Drain
     const t0 = performance.now();
     let peak = 0;
     const sampler = watchPid !== undefined ? setInterval(() => (peak = Math.max(peak, rssMb(watchPid!))), 100) : undefined;
-    const drain = spawn(podctlBin(root), ['drain', '--grace-period', '3', '--critical-grace-period', '2', '-o', 'json', ...common], {
+    const drain = spawn(podctlBin(root), ['drain', '--grace-period', '3', '--critical-grace-period', '2', '--yes', '-o', 'json', ...common], {
       stdio: ['ignore', 'ignore', 'ignore'],
       env: podctlEnv,
     });

@@ -20,7 +20,7 @@ import type { FullDrainResult } from '../services/drain/drain-run.js';
 import type { TerminatedPod } from '../services/terminate/terminate.js';
 import type { ShutdownStatusReport } from '../services/drain/shutdown-status.js';
 import { drainJson } from '../base/json-results.js';
-import { drainExitCode, drainPodsToHandOff, drainSummaryLine, drainTable, type DrainResult } from '../services/drain/drain.js';
+import { drainExitCode, drainNextStep, drainPodsToHandOff, drainSummaryLine, drainTable, type DrainResult } from '../services/drain/drain.js';
 
 export default class Drain extends PodctlCommand {
   static override summary = "Terminate every pod on the node in priority groups, as the kubelet's graceful node shutdown does.";
@@ -28,7 +28,7 @@ export default class Drain extends PodctlCommand {
 
 Budgets: --grace-period is the whole shutdown budget and --critical-grace-period the critical pods' share of it (the kubelet's shutdownGracePeriod and shutdownGracePeriodCriticalPods), or give explicit groups with repeatable --group PRIORITY:SECONDS (the kubelet's shutdownGracePeriodByPodPriority).
 
-Beside a running kubelet with an API server (--kubeconfig) the drain is kubectl drain's: every pod gets a verdict from its filters — static (mirror) and DaemonSet pods are skipped, pods already Succeeded or Failed have nothing to evict, pods with emptyDir volumes and pods no controller recreates refuse the whole drain (naming them) unless --delete-emptydir-data (or the pod's cluster-autoscaler.kubernetes.io/safe-to-evict: "true") and --delete-unmanaged consent — then the node is cordoned and the pods are evicted through the API (PodDisruptionBudgets retried every 5s up to --timeout; no bound without it), and the kubelet stops them. Over CRI podctl then stops only an evicted pod the kubelet left past its deletion plus 10s, and runtime pods the API server does not have by the orphan rule. With the kubelet down it is the node-local drain over CRI; static and system-critical pods there need a confirmation or --yes.
+Beside a running kubelet with an API server (--kubeconfig) the drain is kubectl drain's: every pod gets a verdict from its filters — static (mirror) and DaemonSet pods are skipped, pods already Succeeded or Failed have nothing to evict, pods with emptyDir volumes and pods no controller recreates refuse the whole drain (naming them) unless --delete-emptydir-data (or the pod's cluster-autoscaler.kubernetes.io/safe-to-evict: "true") and --delete-unmanaged consent — then the node is cordoned and the pods are evicted through the API (PodDisruptionBudgets retried every 5s up to --timeout; no bound without it), and the kubelet stops them. Over CRI podctl then stops only an evicted pod the kubelet left past its deletion plus 10s, and runtime pods the API server does not have by the orphan rule. With the kubelet down (or without an API server, or with --force) it is the node-local drain over CRI; when it would stop static or system-critical pods it asks on a terminal, and without one it refuses (exit 2) before anything is stopped unless --yes is given.
 
 --dry-run prints the plan (every pod with its verdict) and changes nothing. The result (stdout) is a per-pod summary; --json gives it as JSON for scripts.
 
@@ -36,7 +36,10 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
 
   static override examples = [
     { description: 'Show the plan for the default budgets (30s, of which 10s for critical pods):', command: '<%= config.bin %> <%= command.id %> --dry-run' },
-    { description: 'Drain with a 60 second budget, 20 of them for critical pods, as JSON:', command: '<%= config.bin %> <%= command.id %> --grace-period 60 --critical-grace-period 20 --json' },
+    {
+      description: 'Drain with a 60 second budget, 20 of them for critical pods, as JSON (a script: --yes consents to stopping static and system-critical pods):',
+      command: '<%= config.bin %> <%= command.id %> --grace-period 60 --critical-grace-period 20 --yes --json',
+    },
     {
       description: 'Drain by priority groups, leaving kube-system alone:',
       command: '<%= config.bin %> <%= command.id %> --group 0:20 --group 10000:30 --group 2000000000:10 --exclude "kube-system/*"',
@@ -65,6 +68,12 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     selector: Flags.string({ char: 'l', summary: 'Drain only pods matching this label selector (key=value,…).' }),
     exclude: Flags.string({ summary: 'Leave a pod alone: ns/name, ns/* or a UID (repeatable).', multiple: true, helpValue: 'POD' }),
     'dry-run': Flags.boolean({ summary: 'Print the plan (groups, order, grace per pod) and change nothing.', default: false }),
+    yes: Flags.boolean({
+      char: 'y',
+      summary: 'Answer yes to the confirmation of a drain over CRI that stops static or system-critical pods.',
+      description: 'Without a terminal podctl cannot ask, so such a drain is refused (exit 2) before anything is stopped unless --yes is given.',
+      default: false,
+    }),
     timeout: Flags.string({
       summary: 'Bound of the whole drain (default: every group budget plus the longest killPodNow bound).',
       helpValue: 'DURATION',
@@ -104,7 +113,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const isExcluded = flags.exclude ? parseExcludes(flags.exclude) : undefined;
     // a bound of nothing starts nothing and ends "timed out": refused before anything is read
     const timeoutMs = flags.timeout === undefined ? undefined : parseWaitBound(flags.timeout);
-    if (flags['dry-run']) this.readOnlySession = true;
+    const { confirm } = this.safetyOptions({ 'dry-run': flags['dry-run'], yes: flags.yes });
     const api = await apiNodeFor(flags, this.reporter);
     if (flags['shutdown-status'] && !api) throw new UsageError('--shutdown-status needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
     const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
@@ -128,6 +137,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       ignorePdb: flags['ignore-pdb'],
       consent: { deleteEmptyDirData: flags['delete-emptydir-data'], deleteUnmanaged: flags['delete-unmanaged'] },
       dryRun: flags['dry-run'],
+      gate: { yes: flags.yes, ...(confirm ? { confirm } : {}) },
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       node: nodeName(flags.node),
       reporter: this.reporter,
@@ -155,6 +165,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       else if (result.groups.length > 0 || result.skipped.length > 0 || result.decisions.length > 0) this.log(await renderTable(drainTable(result, this.styler), this.styler));
       this.logToStderr(drainSummaryLine(result));
     }
+    const next = result.dryRun ? undefined : drainNextStep(result);
+    if (next !== undefined) this.reporter.warn(next);
     const refused = result.decisions.filter((d) => d.decision === 'refuse');
     if (result.dryRun && refused.length > 0) {
       // the plan shows every verdict; the drain itself would refuse to start (exit 2), as said here

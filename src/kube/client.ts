@@ -469,6 +469,8 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
         apiVersion: 'v1',
         kind: 'Event',
         metadata: { name: `${node}.${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`, namespace: 'default' },
+        // the kubelet's own Node Events name the node as its uid too (its nodeRef: UID = node name), and
+        // `kubectl describe node` looks them up by that uid as well as by the Node's real one
         involvedObject: { apiVersion: 'v1', kind: 'Node', name: node, uid: node },
         type,
         reason,

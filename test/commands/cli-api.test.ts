@@ -127,7 +127,7 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
   it("drain --shutdown-status sets the kubelet's node-shutdown status on the pods it stopped", async () => {
     server.addPod({ metadata: { name: 'stray', namespace: 'web', uid: 'uid-stray' }, spec: { nodeName: 'node-7', containers: [{ name: 'c' }] }, status: { phase: 'Running' } });
     const patchesBefore = server.requests.filter((r) => r.method === 'PATCH').length;
-    const run = await podctl(['drain', '--grace-period', '2', '--critical-grace-period', '1', '--shutdown-status', '--json']);
+    const run = await podctl(['drain', '--grace-period', '2', '--critical-grace-period', '1', '--shutdown-status', '--yes', '--json']);
     expect(run.code, run.stderr).toBe(0);
     const result = JSON.parse(run.stdout);
     expect(result.shutdownStatus).toMatchObject({ errors: [] });

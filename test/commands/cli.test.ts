@@ -387,8 +387,18 @@ describe('a real drain against the embedded simulator', { timeout: 90_000 }, () 
     await sim?.close();
   });
 
+  it('without a terminal, a drain over CRI that would stop a system-critical pod is refused without --yes: exit 2, one line, nothing stopped', async () => {
+    const run = await podctl(['drain', '--grace-period', '4', '--critical-grace-period', '2', ...common]);
+    expect(run.code).toBe(2);
+    const errors = run.stderr.split('\n').filter((l) => l.startsWith('error:'));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatch(/refusing to drain 1 static or system-critical pod\(s\): kube-system\/dns \(system-critical\) over CRI without confirmation.*--yes/);
+    const status = JSON.parse((await podctl(['status', '--json', ...common])).stdout);
+    expect(status.pods.filter((p: { containersRunning: number }) => p.containersRunning > 0)).toHaveLength(4);
+  });
+
   it('terminates every pod, lowest priority first, critical last: exit 0 and a JSON summary', async () => {
-    const run = await podctl(['drain', '--grace-period', '4', '--critical-grace-period', '2', '--json', ...common]);
+    const run = await podctl(['drain', '--grace-period', '4', '--critical-grace-period', '2', '--yes', '--json', ...common]);
     expect(run.code).toBe(0);
     const result = JSON.parse(run.stdout);
     expect(result.status).toBe('done');

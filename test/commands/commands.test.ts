@@ -195,7 +195,7 @@ describe('drain', () => {
   });
 
   it('a stuck pod makes the drain partial: exit 5, JSON summary on stdout', async () => {
-    const run = await runCommand(Drain, ['--json'], node());
+    const run = await runCommand(Drain, ['--yes', '--json'], node());
     expect(run.exitCode).toBe(5);
     const json = JSON.parse(run.stdout);
     expect(json.status).toBe('partial');

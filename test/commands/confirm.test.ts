@@ -1,7 +1,8 @@
 /**
  * The confirmation of destructive scopes on a real terminal: the built CLI under `script` (a
  * pseudo-terminal for stdin and stderr), against the embedded simulator. "n" (or nothing) does
- * nothing and exits 2; "y" proceeds. Without a terminal the same command needs --yes (safety tests).
+ * nothing and exits 2; "y" proceeds. Without a terminal the same command needs --yes (safety tests);
+ * a drain over CRI of static or system-critical pods asks the same way.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
@@ -58,6 +59,23 @@ describe.skipIf(!hasScript)('confirmation on a terminal', { timeout: 60_000 }, (
     expect(run.output).toContain('kill not confirmed; nothing was done');
     expect(run.code).toBe(2);
     expect(await running('kube-system/etcd-node-1')).toBeGreaterThan(0);
+  });
+
+  it('a drain over CRI asks before stopping static and system-critical pods; "n" stops nothing (exit 2)', async () => {
+    const runningPods = async (): Promise<number> => {
+      const status = await new Promise<string>((resolve) =>
+        execFile(process.execPath, [BIN, 'status', '-A', '--json', ...common], { env: { ...process.env, KUBECONFIG: '' } }, (_e, stdout) => resolve(stdout)),
+      );
+      return (JSON.parse(status) as { pods: { containersRunning: number }[] }).pods.filter((p) => p.containersRunning > 0).length;
+    };
+    const before = await runningPods();
+    const run = await onTerminal(['drain', '--grace-period', '2', '--critical-grace-period', '1'], 'n\n');
+    expect(run.output).toMatch(/drain \d+ static or system-critical pod\(s\): .*etcd.* over CRI\? \[y\/N\]/);
+    expect(run.output).toContain('drain not confirmed; nothing was done');
+    expect(run.code).toBe(2);
+    expect(await running('kube-system/etcd-node-1')).toBeGreaterThan(0);
+    expect(before).toBeGreaterThan(1);
+    expect(await runningPods()).toBe(before);
   });
 
   it('"y" proceeds and the pods are killed', async () => {

@@ -142,7 +142,7 @@ async function resultShapes(): Promise<Record<string, Shape>> {
     ['-A', '--all'],
   ]);
   await sample('evict', [['web/frontend'], ['web/api', '--no-wait']]);
-  await sample('drain', [[], ['--dry-run']]);
+  await sample('drain', [['--yes'], ['--dry-run']]);
   await sample('sync-known', [['--desired-from', 'runtime', '--yes']]);
   await sample('status', [[], ['web/api', '--explain']]);
   const error = await runCommand(classes.get('kill') as never, ['--json'], pods());

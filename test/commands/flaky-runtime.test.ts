@@ -90,7 +90,7 @@ describe('a flaky runtime', { timeout: 120_000 }, () => {
 
   it('10 % of calls UNKNOWN: drain makes progress and every unfinished pod says why', async () => {
     const common = await flakyNode('UNKNOWN=0.1', 7);
-    const run = await podctl(['drain', '--grace-period', '6', '--critical-grace-period', '2', '--json', ...common]);
+    const run = await podctl(['drain', '--grace-period', '6', '--critical-grace-period', '2', '--yes', '--json', ...common]);
     const result = JSON.parse(run.stdout) as DrainJson;
     if (result.handedOffTo?.pid) drivers.push(result.handedOffTo.pid);
     const pods = result.groups.flatMap((g) => g.pods);
@@ -106,7 +106,7 @@ describe('a flaky runtime', { timeout: 120_000 }, () => {
   it('10 % of calls UNAVAILABLE: retried within their deadlines, the drain finishes every pod', async () => {
     const common = await flakyNode('UNAVAILABLE=0.1', 11);
     // the drain's own bound is generous here: what is tested is the retries, not the machine's speed
-    const run = await podctl(['drain', '--grace-period', '6', '--critical-grace-period', '2', '--timeout', '60s', '--json', ...common]);
+    const run = await podctl(['drain', '--grace-period', '6', '--critical-grace-period', '2', '--timeout', '60s', '--yes', '--json', ...common]);
     const pods = (JSON.parse(run.stdout) as DrainJson).groups.flatMap((g) => g.pods);
     const unfinished = pods.filter((p) => p.outcome !== 'terminated').map((p) => `${p.name} ${p.outcome}: ${p.error ?? ''}`);
     expect(run.code, `${run.stderr}\n${unfinished.join('\n')}`).toBe(0);

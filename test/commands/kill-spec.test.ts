@@ -207,6 +207,7 @@ describe('drain with the pods as the API server holds them', { timeout: 90_000 }
     const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       const args = [
         'drain',
+        '--yes',
         '--grace-period',
         '20',
         '--critical-grace-period',

@@ -57,7 +57,7 @@ async function drainWithReport(name: string, pods: number, timeScale: number, dr
   const sim = await startSimulator({ socketPath: path.join(dir, 'cri.sock'), pods, timeScale });
   const common = ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state')];
   const page = path.join(dir, 'report.html');
-  const drain = await podctl(['drain', ...drainArgs, '--report', page, '--json', ...common]);
+  const drain = await podctl(['drain', ...drainArgs, '--yes', '--report', page, '--json', ...common]);
   expect(drain.code, drain.stderr.slice(-2000)).toBe(0);
   const json = await podctl(['report', '-o', 'json', ...common]);
   expect(json.code, json.stderr).toBe(0);

@@ -53,7 +53,7 @@ describe('drain --report and podctl report', { timeout: 120_000 }, () => {
       ],
     });
     common = ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state')];
-    drain = await podctl(['drain', '--grace-period', '8', '--critical-grace-period', '3', '--report', path.join(dir, 'drain.html'), ...common]);
+    drain = await podctl(['drain', '--grace-period', '8', '--critical-grace-period', '3', '--yes', '--report', path.join(dir, 'drain.html'), ...common]);
   });
   afterAll(async () => {
     await sim?.close();

@@ -235,7 +235,7 @@ describeContainerd(import.meta.url, 'podctl with an API server against container
     const real = await pods!.create({ name: 'draindel', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
     inApi(real);
     api.deletePod(real.namespace, real.name, 2);
-    const run = await podctl(['drain', '--grace-period', '20', '--critical-grace-period', '5', '--json'], 90_000);
+    const run = await podctl(['drain', '--grace-period', '20', '--critical-grace-period', '5', '--yes', '--json'], 90_000);
     expect(run.code, run.stderr).toBe(0);
     const result = JSON.parse(run.stdout) as { apiServer: { lists: number; deletionsHonoured: { uid: string; gracePeriodSeconds: number }[]; finallyDeleted: { uid: string }[] } };
     expect(result.apiServer.lists).toBe(1);

@@ -104,7 +104,7 @@ describeContainerd(import.meta.url, 'podctl kill against containerd', () => {
     const ordinary = await node.pods.create({ name: 'drain-app', labels: { app }, containers: [{ name: 'stubborn', mode: 'ignore' }] });
     const critical = await node.pods.create({ name: 'drain-static', labels: { app }, configSource: 'file', containers: [{ name: 'main', mode: 'default' }] });
 
-    const run = await podctl(['drain', '-l', `app=${app}`, '--grace-period', '4', '--critical-grace-period', '2', '--json']);
+    const run = await podctl(['drain', '-l', `app=${app}`, '--grace-period', '4', '--critical-grace-period', '2', '--yes', '--json']);
     expect(run.code).toBe(0);
     const result = JSON.parse(run.stdout) as { status: string; groups: { critical: boolean; budgetSeconds: number; pods: { uid: string; outcome: string }[] }[] };
     expect(result.status).toBe('done');

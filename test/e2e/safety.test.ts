@@ -155,7 +155,7 @@ describeContainerd(import.meta.url, 'safety rules against containerd', () => {
   it('drain interrupted prints its partial per-pod result as JSON and hands on what still terminates', async () => {
     const app = `drain-${Date.now().toString(36)}`;
     const pod = await node.pods.create({ name: 'drained', labels: { app }, terminationGracePeriodSeconds: 4, containers: [{ name: 'stubborn', mode: 'ignore' }] });
-    const child = spawnPodctl(['drain', '-l', `app=${app}`, '--grace-period', '10', '--critical-grace-period', '2', '--json'], { endpoint: `unix://${node.socket}`, stateDir });
+    const child = spawnPodctl(['drain', '-l', `app=${app}`, '--grace-period', '10', '--critical-grace-period', '2', '--yes', '--json'], { endpoint: `unix://${node.socket}`, stateDir });
     const done = collect(child, 60_000);
     await waitFor(async () => (await firstSigterm(pod.containers[0]!)) !== undefined, 15_000, 'SIGTERM reached the container');
     child.kill('SIGINT');

@@ -28,7 +28,7 @@ import { silentReporter, type Reporter } from '../../lib/reporter.js';
 import type { ApiNode } from '../api/api-node.js';
 import { consentHint, filterPod, type DrainConsent, type DrainFilter, DRAIN_FILTERS } from './drain-filters.js';
 import { podPriority } from '../../engine/pod-kinds.js';
-import { guardKill, stopThroughApi, type GuardInput, type KubeletReport, type PdbBlock } from '../terminate/kubelet-guard.js';
+import { guardKill, kubeletFinishingNote, KUBELET_FINISHING, runningInRuntime, stopThroughApi, type GuardInput, type KubeletReport, type PdbBlock } from '../terminate/kubelet-guard.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
 import type { TerminatedPod } from '../terminate/terminate.js';
 import { PodSpecs } from '../api/pod-specs.js';
@@ -182,10 +182,15 @@ export async function drainBesideKubelet(options: DrainBesideKubeletOptions): Pr
       result.criUids.add(pod.uid);
       if (row) Object.assign(row, { decision: 'cri', reason: 'kubelet-unfinished', message: decision.message });
       reporter.warn(`drain: ${refOf(pod)}: ${decision.message}; podctl stops it over CRI`);
-    } else {
+    } else if (pod.outcome !== 'terminated') {
       pod.error = decision.message;
       if (row) Object.assign(row, { reason: 'kubelet-finishing', message: decision.message });
     }
+  }
+  // gone from the API while the runtime still runs it: said in the verdicts too (table, JSON, Events)
+  for (const pod of result.viaApi.filter((p) => p.outcome === 'kubelet-finishing')) {
+    const row = decisions.find((d) => d.uid === pod.uid);
+    if (row && pod.error !== undefined) Object.assign(row, { reason: 'kubelet-finishing', message: pod.error });
   }
   // runtime pods the API server does not have: the orphan rule
   if (orphans.length > 0 && !options.signal?.aborted) {
@@ -279,18 +284,24 @@ async function kubeletLeftIt(api: ApiNode, pod: TerminatedPod, options: DrainBes
     try {
       current = await api.kube.getPod(pod.namespace, pod.name, options.signal);
     } catch (error) {
-      return { stop: false, message: `deleted in the API, kubelet finishing (the API server did not answer: ${(error as Error).message})` };
+      return { stop: false, message: `${KUBELET_FINISHING} (the API server did not answer: ${(error as Error).message})` };
     }
     if (current === undefined || current.metadata?.uid !== pod.uid) {
-      pod.outcome = 'gone';
-      return { stop: false, message: 'deleted in the API, kubelet finishing' };
+      // gone from the API: terminated only on the runtime's word
+      const running = await runningInRuntime(options.session, pod.uid, options.signal);
+      if (running === 0) {
+        pod.outcome = 'terminated';
+        delete pod.error;
+        return { stop: false, message: 'the kubelet finished it' };
+      }
+      pod.outcome = 'kubelet-finishing';
+      return { stop: false, message: kubeletFinishingNote(running) };
     }
     const deletedAt = current.metadata?.deletionTimestamp;
     if (deletedAt === undefined || deletedAt === null) return { stop: false, message: 'not deleted in the API: left to the kubelet' };
     const due = new Date(deletedAt).getTime() + KUBELET_FINISH_MARGIN_MS;
     if (now() >= due) return { stop: true, message: `the kubelet left it ${formatDuration(now() - due + KUBELET_FINISH_MARGIN_MS)} past its deletion` };
-    if (due > deadline || options.signal?.aborted)
-      return { stop: false, message: `deleted in the API, kubelet finishing (podctl steps in ${formatDuration(due - now())} after its deletion, past the drain's bound)` };
+    if (due > deadline || options.signal?.aborted) return { stop: false, message: `${KUBELET_FINISHING} (podctl steps in ${formatDuration(due - now())} after its deletion, past the drain's bound)` };
     await sleep(Math.min(due - now(), 1_000), options.signal).catch(() => undefined);
   }
 }

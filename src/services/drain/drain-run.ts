@@ -18,7 +18,7 @@ import type { PriorityGroup } from './drain-plan.js';
 import { drainNode, type DrainResult } from './drain.js';
 import type { KubeletReport, PdbBlock } from '../terminate/kubelet-guard.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
-import type { TerminatedPod } from '../terminate/terminate.js';
+import type { ConsentGate, TerminatedPod } from '../terminate/terminate.js';
 
 export interface RunDrainOptions {
   session: NodeSession;
@@ -38,6 +38,8 @@ export interface RunDrainOptions {
   node: string;
   reporter?: Reporter;
   onPdbBlock?: (block: PdbBlock) => void;
+  /** A drain over CRI (the kubelet down, no API server, or --force): static and system-critical pods need this yes first. */
+  gate?: ConsentGate;
   signal?: AbortSignal;
 }
 
@@ -76,6 +78,7 @@ export async function runDrain(options: RunDrainOptions): Promise<FullDrainResul
     ...(options.isExcluded ? { isExcluded: options.isExcluded } : {}),
     ...(options.isSelf ? { isSelf: options.isSelf } : {}),
     ...(beside.mode === 'api' ? { only: beside.criUids } : {}),
+    ...(beside.mode === 'cri' && options.gate ? { gate: options.gate } : {}),
     specs: beside.specs,
     dryRun: options.dryRun,
     ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),

@@ -22,7 +22,7 @@ import { silentReporter, type Reporter } from '../../lib/reporter.js';
 import { killTimeoutMs } from '../../engine/kill-now.js';
 import { planDrain, type DrainPlan, type PlannedPod, type PriorityGroup, type SkippedPod } from './drain-plan.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
-import { isFinal, KILL_REQUEST_CONCURRENCY } from '../terminate/terminate.js';
+import { isFinal, KILL_REQUEST_CONCURRENCY, passDrainGate, type ConsentGate } from '../terminate/terminate.js';
 import { summarizeAfterWait } from '../terminate/after-wait.js';
 import { orderingNote, PodSpecs, type StopOrdering } from '../api/pod-specs.js';
 
@@ -88,6 +88,8 @@ export interface DrainOptions {
   now?: () => number;
   /** This node's pods as the API server holds them: each kill hands its pod's to the syncer. */
   specs?: PodSpecs;
+  /** Static and system-critical pods in the plan need this yes before the first kill (`podctl drain`; absent: consented). */
+  gate?: ConsentGate;
 }
 
 export function drainExitCode(result: Pick<DrainResult, 'status'>): ExitCodeValue {
@@ -103,16 +105,19 @@ export function drainExitCode(result: Pick<DrainResult, 'status'>): ExitCodeValu
   }
 }
 
-async function buildDrainPlan(options: Pick<DrainOptions, 'session' | 'selection' | 'groups' | 'isExcluded' | 'isSelf' | 'only'>): Promise<DrainPlan> {
+/** The plan, and the pods it was made of (what the drain's consent gate looks at). */
+async function buildDrainPlan(options: Pick<DrainOptions, 'session' | 'selection' | 'groups' | 'isExcluded' | 'isSelf' | 'only'>): Promise<DrainPlan & { pods: PodInfo[] }> {
   const { targets } = resolveSelection(await options.session.listPods(), options.selection);
   const only = options.only;
-  return planDrain({
-    pods: only ? targets.filter((p) => only.has(p.uid)) : targets,
+  const pods = only ? targets.filter((p) => only.has(p.uid)) : targets;
+  const plan = planDrain({
+    pods,
     groups: options.groups,
     isTerminated: (p) => isFinal(p) || p.state === 'terminated',
     ...(options.isExcluded ? { isExcluded: options.isExcluded } : {}),
     ...(options.isSelf ? { isSelf: options.isSelf } : {}),
   });
+  return { ...plan, pods };
 }
 
 function summarize(groups: DrainedGroup[], skipped: SkippedPod[]): DrainSummary {
@@ -143,6 +148,13 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
     pods: g.pods.map((p) => ({ ...p, outcome: 'not-started' })),
   }));
 
+  if (!options.dryRun && options.gate) {
+    const planned = new Set(groups.flatMap((g) => g.pods.map((p) => p.uid)));
+    await passDrainGate(
+      options.gate,
+      plan.pods.filter((p) => planned.has(p.uid)),
+    );
+  }
   if (options.dryRun) {
     return { dryRun: true, status: 'planned', timeoutSeconds: timeoutMs / 1000, timeoutSource, elapsedMs: 0, groups, skipped: plan.skipped, summary: summarize(groups, plan.skipped) };
   }
@@ -322,6 +334,23 @@ export function drainPodsToHandOff(result: DrainResult): string[] {
     .flatMap((g) => g.pods)
     .filter((p) => p.outcome === 'timeout' || p.outcome === 'interrupted')
     .map((p) => p.uid);
+}
+
+/**
+ * What the operator does after a drain beside the kubelet that did not finish, by what held its
+ * evictions back (undefined: nothing held, or nothing to say); the agent's DrainFailed Event says
+ * the same in the Node annotations' words (maintenance.ts).
+ */
+export function drainNextStep(result: DrainResult & ApiDrainRows & { cordoned?: { uncordon: string } | null }): string | undefined {
+  const outcomes = new Set((result.viaApi ?? []).map((p) => p.outcome));
+  const steps: string[] = [];
+  if (outcomes.has('blocked-by-pdb')) steps.push('wait for the budget to allow a disruption, or pass --ignore-pdb');
+  if (outcomes.has('timeout')) steps.push('give the pods more time (--timeout)');
+  if (outcomes.has('kubelet-finishing')) steps.push('check the kubelet, which has not stopped their containers (podctl status shows them)');
+  if (outcomes.has('failed')) steps.push('see the warnings above');
+  if (steps.length === 0) return undefined;
+  const giveUp = result.cordoned ? ` (or ${result.cordoned.uncordon} to give up)` : '';
+  return `next: ${steps.join(', or ')}, then run podctl drain again: pods already gone are skipped${giveUp}`;
 }
 
 export function drainSummaryLine(result: DrainResult & ApiDrainRows): string {

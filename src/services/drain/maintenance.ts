@@ -113,7 +113,7 @@ async function drainForMaintenance(options: MaintenanceOptions, annotations: Rec
     if (skipped.length > 0) {
       await event(options, 'Normal', 'DrainSkipped', `podctl agent leaves ${skipped.length} pod(s) alone: ${skipped.map((d) => `${d.namespace}/${d.name} (${d.reason})`).join(', ')}`);
     }
-    const held = drained.viaApi.filter((p) => p.outcome === 'blocked-by-pdb' || p.outcome === 'failed' || p.outcome === 'timeout');
+    const held = drained.viaApi.filter((p) => ['blocked-by-pdb', 'failed', 'timeout', 'kubelet-finishing'].includes(p.outcome));
     const ok = held.length === 0 && drained.status === 'done';
     const stopped = drained.viaApi.filter((p) => p.outcome === 'terminated' || p.outcome === 'gone').length + drained.summary.terminated;
     // the drain's report, kept in the state dir: the final Event names it (`podctl report --last-drain` draws it)
@@ -149,6 +149,7 @@ function nextStep(outcomes: string[]): string {
   const steps: string[] = [];
   if (outcomes.includes('blocked-by-pdb')) steps.push(`wait for the budget to allow a disruption or set ${IGNORE_PDB_ANNOTATION}=true`);
   if (outcomes.includes('timeout')) steps.push(`give the pods more time (${TIMEOUT_ANNOTATION})`);
+  if (outcomes.includes('kubelet-finishing')) steps.push('check the kubelet, which has not stopped their containers (podctl status on the node shows them)');
   if (outcomes.includes('failed') || steps.length === 0) steps.push("see the agent's log and the pods' Events");
   return `next: ${steps.join(', or ')}, then annotate ${DRAIN_ANNOTATION}=requested again (or ${DRAIN_ANNOTATION}=uncordon to give up)`;
 }

@@ -35,6 +35,7 @@ import { killTimeoutMs } from '../../engine/kill-now.js';
 import { plannedGraceSeconds } from './grace-plan.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
 import type { TerminatedPod } from './terminate.js';
+import { pdbWaitBoard } from './pdb-waits.js';
 
 export interface KubeletGuardOptions {
   kubelet: KubeletStatus;
@@ -245,6 +246,7 @@ export async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, 
   const pdbBoundMs = input.pdbBoundMs ?? boundMs;
   const ref = { namespace: pod.namespace, name: pod.name, uid: pod.uid };
   let blocked: PdbBlock | undefined;
+  const board = pdbWaitBoard(reporter);
   try {
     if (mode === 'delete') {
       const outcome = await api.kube.deletePod(ref, input.gracePeriodSeconds, input.signal);
@@ -282,7 +284,9 @@ export async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, 
           );
         } else if (!pdb) reporter.debug(`${refOf(pod)}: eviction throttled by the API server (HTTP 429); trying again in ${formatDuration(waitMs)}`);
         // the last attempt is at the bound
-        await sleep(Math.max(0, Math.min(waitMs, started + bound - Date.now())), input.signal).catch(() => {});
+        const pause = Math.max(0, Math.min(waitMs, started + bound - Date.now()));
+        if (pdb) board?.hold(pod.uid, { ref: refOf(pod), budget: evicted.budget ?? '(unnamed)', nextTryAt: Date.now() + pause, givesUpAt: started + bound });
+        await sleep(pause, input.signal).catch(() => {});
       }
     }
   } catch (error) {
@@ -290,6 +294,8 @@ export async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, 
     entry.error = (error as Error).message;
     reporter.warn(`${refOf(pod)}: ${mode === 'evict' ? 'eviction' : 'delete'} through the API failed: ${entry.error}`);
     return entry;
+  } finally {
+    board?.release(pod.uid);
   }
   reporter.info(
     `${input.action}: ${refOf(pod)} ${mode === 'evict' ? 'evicted' : 'deleted'} in the API server with grace ${grace}s; waiting up to ${formatDuration(boundMs)} for the kubelet to finish it`,
@@ -297,23 +303,60 @@ export async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, 
   return await waitForKubelet(api, pod, entry, boundMs, input, reporter, started);
 }
 
-/** Waits (bounded) until the pod is gone from the API server (the kubelet finished it), polling. */
+/** What a pod left to the kubelet is called while its API object is gone but the runtime still runs its containers. */
+export const KUBELET_FINISHING = 'deleted in the API, kubelet finishing';
+
+/**
+ * How many of the pod's containers the runtime still runs (0: all stopped, or the pod is gone from
+ * the runtime), from a fresh listing; undefined when the runtime did not answer.
+ */
+export async function runningInRuntime(session: NodeSession, uid: string, signal?: AbortSignal): Promise<number | undefined> {
+  try {
+    const [pod] = await session.listPods({ uids: [uid], ...(signal ? { signal } : {}) });
+    return pod?.containersRunning ?? 0;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The note of a pod whose API object is gone while the runtime still runs it (or cannot say). */
+export function kubeletFinishingNote(running: number | undefined): string {
+  return `${KUBELET_FINISHING}: ${running === undefined ? 'the runtime did not say its containers stopped' : `${running} container(s) still run in the runtime`}`;
+}
+
+/**
+ * Waits (bounded) until the kubelet has finished the pod: its API object gone (polling) and then the
+ * runtime saying its containers stopped. `terminated` only on the runtime's word; a pod gone from the
+ * API whose containers still run at the bound is `kubelet-finishing`, never `terminated`.
+ */
 async function waitForKubelet(api: ApiNode, pod: PodInfo, entry: TerminatedPod, boundMs: number, input: GuardInput, reporter: Reporter, started: number): Promise<TerminatedPod> {
+  let goneFromApi = false;
+  let running: number | undefined;
   for (;;) {
-    let current: V1Pod | undefined;
-    try {
-      current = await api.kube.getPod(pod.namespace, pod.name, input.signal);
-    } catch (error) {
-      reporter.debug(`${refOf(pod)}: ${(error as Error).message}`);
+    if (!goneFromApi) {
+      let current: V1Pod | undefined;
+      try {
+        current = await api.kube.getPod(pod.namespace, pod.name, input.signal);
+      } catch (error) {
+        reporter.debug(`${refOf(pod)}: ${(error as Error).message}`);
+      }
+      goneFromApi = current === undefined || current.metadata?.uid !== pod.uid;
     }
-    if (current === undefined || current.metadata?.uid !== pod.uid) {
-      entry.outcome = 'terminated';
-      entry.elapsedMs = Date.now() - started;
-      return entry;
+    if (goneFromApi) {
+      running = await runningInRuntime(input.session, pod.uid, input.signal);
+      if (running === 0) {
+        entry.outcome = 'terminated';
+        entry.elapsedMs = Date.now() - started;
+        return entry;
+      }
     }
     if (Date.now() - started >= boundMs || input.signal?.aborted) {
-      entry.outcome = input.signal?.aborted ? 'interrupted' : 'timeout';
-      reporter.warn(`${refOf(pod)} still in the API server after ${formatDuration(Date.now() - started)}; the kubelet goes on with its deletion`);
+      if (input.signal?.aborted) entry.outcome = 'interrupted';
+      else entry.outcome = goneFromApi ? 'kubelet-finishing' : 'timeout';
+      if (goneFromApi) {
+        entry.error = kubeletFinishingNote(running);
+        reporter.warn(`${refOf(pod)}: ${entry.error} after ${formatDuration(Date.now() - started)}`);
+      } else reporter.warn(`${refOf(pod)} still in the API server after ${formatDuration(Date.now() - started)}; the kubelet goes on with its deletion`);
       return entry;
     }
     await sleep(Math.min(500, boundMs), input.signal).catch(() => {});

@@ -45,7 +45,11 @@ export const KILL_REQUEST_CONCURRENCY = 64;
 /** How old the runtime listing the selection is resolved on may be, ms. */
 const SELECTION_LISTING_MAX_AGE_MS = 1_000;
 
-type PodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'requested' | 'planned' | 'already-terminated' | 'failed' | 'blocked-by-pdb';
+/**
+ * `terminated`: the runtime says the pod's containers stopped. `kubelet-finishing`: left to the
+ * kubelet, its API object is gone but the runtime still runs its containers at the bound.
+ */
+type PodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'requested' | 'planned' | 'already-terminated' | 'failed' | 'blocked-by-pdb' | 'kubelet-finishing';
 
 export interface TerminatedPod {
   uid: string;
@@ -147,7 +151,7 @@ export function terminateExitCode(result: Pick<TerminateResult, 'status'>): Exit
 export function summarizeStatus(pods: TerminatedPod[], missing: string[], waited: boolean): TerminateStatus {
   if (pods.some((p) => p.outcome === 'failed')) return 'failed';
   if (pods.some((p) => p.outcome === 'interrupted')) return 'interrupted';
-  if (pods.some((p) => p.outcome === 'timeout' || p.outcome === 'blocked-by-pdb')) return 'timed-out';
+  if (pods.some((p) => p.outcome === 'timeout' || p.outcome === 'blocked-by-pdb' || p.outcome === 'kubelet-finishing')) return 'timed-out';
   if (missing.length > 0) return 'not-found';
   return waited ? 'done' : 'requested';
 }
@@ -392,6 +396,24 @@ export async function passSafetyGate(options: TerminateOptions, targets: PodInfo
   const question = `${action} ${reasons.join(' and ')}?`;
   if (!options.confirm) throw new UsageError(`refusing to ${question.slice(0, -1)} without confirmation`, 'pass --yes (no terminal to ask on)');
   if (!(await options.confirm(question))) throw new UsageError(`${action} not confirmed; nothing was done`);
+}
+
+/** A yes given in advance (--yes) or asked on a terminal (absent: no terminal to ask on). */
+export interface ConsentGate {
+  yes: boolean;
+  confirm?: (question: string) => Promise<boolean>;
+}
+
+/**
+ * The gate of a drain over CRI (the rule `kill` follows): static and system-critical pods among
+ * `targets` need a yes — asked on a terminal, else `--yes`. Throws UsageError (exit 2) before
+ * anything was requested.
+ */
+export async function passDrainGate(gate: ConsentGate, targets: readonly PodInfo[]): Promise<void> {
+  const special = criticalScope(targets);
+  if (gate.yes || special === undefined) return;
+  if (!gate.confirm) throw new UsageError(`refusing to drain ${special} over CRI without confirmation`, 'pass --yes (no terminal to ask on)');
+  if (!(await gate.confirm(`drain ${special} over CRI?`))) throw new UsageError('drain not confirmed; nothing was done');
 }
 
 /** The kubelet's eviction manager records a Warning event (reason Evicted, the why in its message) before it kills the pod. */
