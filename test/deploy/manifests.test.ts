@@ -218,7 +218,7 @@ describe('deploy/ manifests', () => {
     });
   });
 
-  it('the DaemonSet: host PID and network, every taint tolerated, node-critical, readiness on /readyz and liveness on /healthz, node-bound token, read-only root', () => {
+  it('the DaemonSet: host PID and network, every taint tolerated, node-critical, readiness on /readyz and liveness on /healthz, node-bound token, hardened (no capability, seccomp, read-only root), no hostPath created but its own', () => {
     const ds = find('DaemonSet');
     const spec = ds.spec.template.spec;
     const agent = spec.containers[0];
@@ -232,7 +232,17 @@ describe('deploy/ manifests', () => {
     ]);
     expect(agent.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 9640 });
     expect(agent.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 9640 });
-    expect(agent.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+    // hardened: no capability, the runtime's seccomp profile (measured: test/sea/agent-pod.test.ts runs with exactly this)
+    expect(agent.securityContext).toEqual({
+      runAsUser: 0,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    // no hostPath the agent reads is created: only podctl's own state directory may be
+    const hostPaths = Object.fromEntries((spec.volumes as Obj[]).filter((v) => v.hostPath).map((v) => [v.hostPath.path, v.hostPath.type]));
+    expect(hostPaths).toEqual({ '/run/containerd': 'Directory', '/var/lib/kubelet/pods': 'Directory', '/var/lib/podctl': 'DirectoryOrCreate' });
     expect(agent.resources.limits.memory).toBe('256Mi');
     const mounts = Object.fromEntries(agent.volumeMounts.map((m: Obj) => [m.mountPath, m]));
     expect(mounts['/var/lib/kubelet/pods']).toMatchObject({ readOnly: true });

@@ -1,21 +1,23 @@
 /**
  * The image really runs on a node: dist/podctl-image.oci.tar is imported into the test containerd's
- * CRI namespace and `podctl agent` runs *as a pod through CRI*, as the DaemonSet (deploy/) runs it:
- * host PID and host network, the CRI socket's directory and the state directory mounted from the
- * host, a read-only root filesystem, root. From outside: /healthz answers on the host's loopback;
+ * CRI namespace and `podctl agent` runs *as a pod through CRI*, with the pod deploy/daemonset.yaml
+ * declares, read from it (test/sea/daemonset-pod.ts): host PID and host network, root with every
+ * capability dropped, the runtime's default seccomp profile, a read-only root filesystem, no
+ * privilege escalation, the CRI socket's directory, the state directory and the kubelet's pods
+ * directory (HostToContainer) mounted from the host. From outside: /healthz answers on the host's loopback;
  * a host-side `podctl kill` SIGKILLed mid-grace is taken over by the agent in its pod, and host-side
  * `podctl status` names the agent's (host) PID as the owner; the agent never stops its own pod.
  * And on a private node with the local API server: the agent in its pod, whose own pod the API does
  * not list (an orphan to anyone else), drains the node when it is annotated
- * `podctl.io/drain=requested`, and neither housekeeping nor the drain stops its own pod (self).
+ * `podctl.io/drain=requested`, finally deletes the evicted pod (the kubelet's pods directory was
+ * read), and neither housekeeping nor the drain stops its own pod (self).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { NamespaceModeCode as NamespaceMode } from '../../src/cri/client/codes.js';
 import { describeContainerd, requireNodeDir } from '../e2e/support/env.js';
 import { PrivateNode } from '../e2e/support/node.js';
 import { connectCri, type CriClient } from '../../src/cri/client/client.js';
@@ -28,6 +30,7 @@ import { waitFor as waitForValue } from '../e2e/support/engine.js';
 import { exitInfo } from '../e2e/support/observe.js';
 import { removeSandbox } from '../e2e/support/pods.js';
 import { PACKAGE_VERSION, REPO_ROOT } from './support.js';
+import { agentPodConfigs, agentPodTemplate, sharedKubeletRoot } from './daemonset-pod.js';
 
 const ARCHIVE = join(REPO_ROOT, 'dist', 'podctl-image.oci.tar');
 const IMAGE = `localhost/podctl:${PACKAGE_VERSION}`;
@@ -60,7 +63,9 @@ async function healthz(port: number): Promise<number> {
 describeContainerd(import.meta.url, 'podctl agent as a pod from the image', () => {
   const node = useContainerd();
   const ctr = (...args: string[]) => spawnSync('ctr', ['--connect-timeout', '5s', '-a', node.socket, '-n', 'k8s.io', ...args], { encoding: 'utf8', timeout: 120_000 });
+  let scratch = '';
   let stateDir = '';
+  let kubelet: { pods: string; release: () => void } | undefined;
   let sandboxId = '';
   let logFile = '';
   let port = 0;
@@ -68,37 +73,23 @@ describeContainerd(import.meta.url, 'podctl agent as a pod from the image', () =
   beforeAll(async () => {
     if (skipReason) return;
     requireBuild();
-    stateDir = mkdtempSync(join(tmpdir(), 'podctl-agent-pod-'));
+    scratch = mkdtempSync(join(tmpdir(), 'podctl-agent-pod-'));
+    stateDir = join(scratch, 'state');
     const imported = ctr('images', 'import', ARCHIVE);
     if (imported.status !== 0) throw new Error(`ctr images import: ${imported.stderr}`);
     port = await freePort();
     const uid = `agent-${process.pid}`;
     const logDirectory = join(requireNodeDir(), 'logs', 'pods', `podctl-system_podctl-agent_${uid}`);
-    // as deploy/daemonset.yaml: host PID and network, the CRI socket's directory, the state directory
-    const namespaceOptions = { network: NamespaceMode.NODE, pid: NamespaceMode.NODE, ipc: NamespaceMode.POD };
-    const sandboxConfig = {
-      metadata: { name: 'podctl-agent', uid, namespace: 'podctl-system', attempt: 0 },
-      hostname: '',
+    kubelet = sharedKubeletRoot(join(scratch, 'kubelet'));
+    const { sandboxConfig, containerConfig } = agentPodConfigs({
+      uid,
+      image: IMAGE,
       logDirectory,
-      labels: { 'io.kubernetes.pod.name': 'podctl-agent', 'io.kubernetes.pod.namespace': 'podctl-system', 'io.kubernetes.pod.uid': uid },
-      annotations: { 'kubernetes.io/config.source': 'api' },
-      linux: { cgroupParent: '', securityContext: { namespaceOptions } },
-    };
+      hostDirs: { 'cri-socket': dirname(node.socket), state: stateDir, 'kubelet-pods': kubelet.pods, tmp: join(scratch, 'tmp') },
+      env: { NODE_NAME: 'node-1', NODE_IP: '127.0.0.1' },
+      extraArgs: ['--interval', '1s', '--metrics-addr', `127.0.0.1:${port}`, ...socketArgs(node.socket)],
+    });
     sandboxId = await node.cri.runPodSandbox(sandboxConfig, { timeoutMs: 60_000 });
-    const socketDir = dirname(node.socket);
-    const containerConfig = {
-      metadata: { name: 'agent', attempt: 0 },
-      image: { image: IMAGE },
-      args: ['agent', '--interval', '1s', '--metrics-addr', `127.0.0.1:${port}`, '--runtime-endpoint', `unix:///run/podctl-cri/${node.socket.slice(socketDir.length + 1)}`, '--state-dir', stateDir],
-      logPath: 'agent/0.log',
-      labels: { 'io.kubernetes.pod.name': 'podctl-agent', 'io.kubernetes.pod.namespace': 'podctl-system', 'io.kubernetes.pod.uid': uid, 'io.kubernetes.container.name': 'agent' },
-      annotations: { 'io.kubernetes.container.restartCount': '0', 'io.kubernetes.pod.terminationGracePeriod': '10' },
-      mounts: [
-        { containerPath: '/run/podctl-cri', hostPath: socketDir },
-        { containerPath: stateDir, hostPath: stateDir },
-      ],
-      linux: { securityContext: { namespaceOptions, readonlyRootfs: true, runAsUser: { value: 0 } } },
-    };
     const id = await node.cri.createContainer(sandboxId, containerConfig, sandboxConfig, { timeoutMs: 60_000 });
     await node.cri.startContainer(id, { timeoutMs: 60_000 });
     logFile = join(logDirectory, 'agent', '0.log');
@@ -107,7 +98,8 @@ describeContainerd(import.meta.url, 'podctl agent as a pod from the image', () =
   afterAll(async () => {
     if (sandboxId) await removeSandbox(node.cri, sandboxId).catch(() => undefined);
     if (!skipReason) ctr('images', 'rm', IMAGE);
-    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+    kubelet?.release();
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
   const agentLog = (): string => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
@@ -142,8 +134,16 @@ describeContainerd(import.meta.url, 'podctl agent as a pod from the image', () =
         10_000,
         `the agent took the pod over (log: ${agentLog().slice(-400)})`,
       );
-      // the owner is the agent in its pod, seen through the shared host PID namespace
+      // the owner is the agent in its pod, seen through the shared host PID namespace, and it runs as
+      // the DaemonSet says: no capability, the runtime's seccomp filter, no privilege escalation
       expect(readFileSync(`/proc/${owner}/cmdline`, 'utf8').split('\0')).toEqual(expect.arrayContaining(['agent']));
+      const status = Object.fromEntries(
+        readFileSync(`/proc/${owner}/status`, 'utf8')
+          .split('\n')
+          .map((line) => line.split(/:\s+/)),
+      );
+      expect(agentPodTemplate().container.securityContext).toMatchObject({ capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' }, allowPrivilegeEscalation: false });
+      expect(status).toMatchObject({ CapPrm: '0000000000000000', CapEff: '0000000000000000', CapBnd: '0000000000000000', Seccomp: '2', NoNewPrivs: '1' });
       await waitFor(async () => (await exitInfo(node.cri, pod.containers[0]!.id)).state !== 'running', 30_000, 'the agent finished the termination');
 
       // its own pod still runs
@@ -156,34 +156,38 @@ describeContainerd(import.meta.url, 'podctl agent as a pod from the image', () =
   );
 });
 
-/** Runs `podctl agent` from the image as a pod through CRI, as deploy/daemonset.yaml does. */
-async function runAgentPod(cri: CriClient, nodeDir: string, socket: string, args: string[], shared: string[]): Promise<{ sandboxId: string; logFile: string }> {
+/** Where the DaemonSet mounts a volume in the agent's container. */
+function mountPathOf(volume: string): string {
+  return (agentPodTemplate().container.volumeMounts as { name: string; mountPath: string }[]).find((m) => m.name === volume)!.mountPath;
+}
+
+/** The DaemonSet's endpoint names containerd.sock in the CRI socket's directory; a test node's socket of another name is named. */
+function socketArgs(socket: string): string[] {
+  return basename(socket) === 'containerd.sock' ? [] : ['--runtime-endpoint', `unix:///run/containerd/${basename(socket)}`];
+}
+
+/** Runs `podctl agent` from the image as a pod through CRI, as deploy/daemonset.yaml declares it. */
+async function runAgentPod(cri: CriClient, nodeDir: string, socket: string, hostDirs: Record<string, string>, extraArgs: string[]): Promise<{ sandboxId: string; logFile: string }> {
   const uid = `agent-${process.pid}-${Date.now().toString(36)}`;
   const logDirectory = join(nodeDir, 'logs', 'pods', `podctl-system_podctl-agent_${uid}`);
-  const namespaceOptions = { network: NamespaceMode.NODE, pid: NamespaceMode.NODE, ipc: NamespaceMode.POD };
-  const sandboxConfig = {
-    metadata: { name: 'podctl-agent', uid, namespace: 'podctl-system', attempt: 0 },
-    hostname: '',
+  const { sandboxConfig, containerConfig } = agentPodConfigs({
+    uid,
+    image: IMAGE,
     logDirectory,
-    labels: { 'io.kubernetes.pod.name': 'podctl-agent', 'io.kubernetes.pod.namespace': 'podctl-system', 'io.kubernetes.pod.uid': uid },
-    annotations: { 'kubernetes.io/config.source': 'api' },
-    linux: { cgroupParent: '', securityContext: { namespaceOptions } },
-  };
+    hostDirs: { 'cri-socket': dirname(socket), ...hostDirs },
+    env: { NODE_NAME: 'node-1', NODE_IP: '127.0.0.1' },
+    extraArgs: [...extraArgs, ...socketArgs(socket)],
+  });
   const sandboxId = await cri.runPodSandbox(sandboxConfig, { timeoutMs: 60_000 });
-  const socketDir = dirname(socket);
-  const containerConfig = {
-    metadata: { name: 'agent', attempt: 0 },
-    image: { image: IMAGE },
-    args: ['agent', ...args, '--runtime-endpoint', `unix:///run/podctl-cri/${socket.slice(socketDir.length + 1)}`],
-    logPath: 'agent/0.log',
-    labels: { 'io.kubernetes.pod.name': 'podctl-agent', 'io.kubernetes.pod.namespace': 'podctl-system', 'io.kubernetes.pod.uid': uid, 'io.kubernetes.container.name': 'agent' },
-    annotations: { 'io.kubernetes.container.restartCount': '0', 'io.kubernetes.pod.terminationGracePeriod': '10' },
-    mounts: [{ containerPath: '/run/podctl-cri', hostPath: socketDir }, ...shared.map((dir) => ({ containerPath: dir, hostPath: dir }))],
-    linux: { securityContext: { namespaceOptions, readonlyRootfs: true, runAsUser: { value: 0 } } },
-  };
   const id = await cri.createContainer(sandboxId, containerConfig, sandboxConfig, { timeoutMs: 60_000 });
   await cri.startContainer(id, { timeoutMs: 60_000 });
   return { sandboxId, logFile: join(logDirectory, 'agent', '0.log') };
+}
+
+/** The agent's housekeeping steps so far (podctl_housekeeping_steps_total, every result). */
+async function steps(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(2_000) })).text();
+  return [...text.matchAll(/^podctl_housekeeping_steps_total\{[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
 }
 
 describeContainerd(import.meta.url, 'podctl agent as a pod drains its node on request, never its own pod', () => {
@@ -191,7 +195,8 @@ describeContainerd(import.meta.url, 'podctl agent as a pod drains its node on re
   let cri: CriClient;
   let pods: PodFactory;
   let server: KubeApiServer;
-  let stateDir = '';
+  let scratch = '';
+  let kubelet: { pods: string; release: () => void } | undefined;
 
   beforeAll(async () => {
     if (skipReason) return;
@@ -204,7 +209,8 @@ describeContainerd(import.meta.url, 'podctl agent as a pod drains its node on re
     server = await startKubeApiServer();
     server.addNode('node-1');
     server.installNodeRestriction(); // the agent writes only with its node restriction in force
-    stateDir = mkdtempSync(join(tmpdir(), 'podctl-agent-pod-drain-'));
+    scratch = mkdtempSync(join(tmpdir(), 'podctl-agent-pod-drain-'));
+    kubelet = sharedKubeletRoot(join(scratch, 'kubelet'));
   }, 180_000);
   afterAll(async () => {
     if (skipReason) return;
@@ -216,33 +222,61 @@ describeContainerd(import.meta.url, 'podctl agent as a pod drains its node on re
       await server?.stop();
       await privateNode.down();
       rmSync(`${privateNode.nodeDir}.lock`, { force: true });
-      if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+      kubelet?.release();
+      if (scratch) rmSync(scratch, { recursive: true, force: true });
     }
   }, 120_000);
 
   it.skipIf(skipReason !== undefined)(
     'drains the annotated node (kubelet down: over CRI), says done, and its own pod keeps running',
     async () => {
-      const work = await pods.create({ name: 'work', terminationGracePeriodSeconds: 1 });
-      server.addPod({
-        metadata: { name: work.name, namespace: work.namespace, uid: work.uid },
-        spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: 'x' }] },
-        status: { phase: 'Running' },
-      });
-      const kubeconfig = writeAgentKubeconfig(stateDir, server);
+      const [work, gone] = [await pods.create({ name: 'work', terminationGracePeriodSeconds: 1 }), await pods.create({ name: 'gone', terminationGracePeriodSeconds: 1 })];
+      for (const pod of [work, gone]) {
+        server.addPod({
+          metadata: { name: pod.name, namespace: pod.namespace, uid: pod.uid },
+          spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: 'x' }] },
+          status: { phase: 'Running' },
+        });
+      }
+      // the state directory as the DaemonSet mounts it; the kubeconfig stands for the projected token
+      const stateDir = join(scratch, 'state');
+      mkdirSync(stateDir);
+      const inPod = join(mountPathOf('state'), basename(writeAgentKubeconfig(stateDir, server)));
       const port = await freePort();
-      const agent = await runAgentPod(
-        cri,
-        privateNode.nodeDir,
-        privateNode.socket,
-        ['--interval', '500ms', '--metrics-addr', `127.0.0.1:${port}`, '--state-dir', stateDir, '--kubeconfig', kubeconfig, '--node', 'node-1', '--kubelet-healthz', '127.0.0.1:1/healthz'],
-        [stateDir],
-      );
+      const agent = await runAgentPod(cri, privateNode.nodeDir, privateNode.socket, { state: stateDir, 'kubelet-pods': kubelet!.pods, tmp: join(scratch, 'tmp') }, [
+        '--interval',
+        '500ms',
+        '--metrics-addr',
+        `127.0.0.1:${port}`,
+        '--kubeconfig',
+        inPod,
+        '--kubelet-healthz',
+        '127.0.0.1:1/healthz',
+      ]);
       const log = (): string => (existsSync(agent.logFile) ? readFileSync(agent.logFile, 'utf8') : '');
       await waitFor(async () => (await healthz(port)) === 200, 60_000, `the agent pod is healthy (log: ${log().slice(-400)})`);
       // housekeeping ran a few times: the API does not list the agent's pod, yet it still runs
       await new Promise((r) => setTimeout(r, 2_000));
       expect((await cri.listPodSandbox({ id: agent.sandboxId }))[0]?.state).toBe(0);
+
+      // a pod deleted in the API: stopped, its final delete waits while a volume is mounted under the
+      // kubelet's pods directory on the host (seen in the pod through HostToContainer propagation),
+      // and goes out once it is not (the directory was read in the pod: else it is withheld, unknown)
+      const volume = join(kubelet!.pods, gone.uid, 'volumes', 'kubernetes.io~empty-dir', 'cache');
+      mkdirSync(volume, { recursive: true });
+      expect(spawnSync('mount', ['-t', 'tmpfs', 'tmpfs', volume]).status).toBe(0);
+      try {
+        server.deletePod(gone.namespace, gone.name, 1);
+        await waitFor(async () => (await exitInfo(cri, gone.containers[0]!.id)).state !== 'running', 30_000, `the deleted pod is stopped (log: ${log().slice(-600)})`);
+        // three full steps after it stopped, the pod is still in the API: its final delete was withheld
+        const after = (await steps(port)) + 3;
+        await waitFor(async () => (await steps(port)) >= after, 30_000, 'three more housekeeping steps');
+        expect(server.getPod(gone.namespace, gone.name)).toBeDefined();
+        expect(server.requests.filter((r) => r.method === 'DELETE')).toEqual([]);
+      } finally {
+        spawnSync('umount', [volume]);
+      }
+      await waitFor(() => server.getPod(gone.namespace, gone.name) === undefined, 30_000, `the pod is finally deleted (log: ${log().slice(-600)})`);
 
       // as kubectl annotate does: a change the agent's Node watch sees
       server.updateNode('node-1', (node) => (node.metadata.annotations = { 'podctl.io/drain': 'requested' }));

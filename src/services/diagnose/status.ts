@@ -17,7 +17,7 @@ import type { Styler, TableSpec } from '../../lib/output.js';
 import { truncate } from '../../lib/output.js';
 import { resolveSelection, type PodSelection } from '../../lib/refs.js';
 import { DEFAULT_STUCK_AFTER_MS, isStuck } from './stuck.js';
-import { mountedPodVolumes } from './volumes.js';
+import { checkPodVolumes, volumeWithheldReason } from './volumes.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
 import type { PodSyncStatusView } from '../../engine/types.js';
 import { blockedBy, type BlockedBy, type ProcessFact, type StuckFacts } from './blocked-by.js';
@@ -372,9 +372,8 @@ export async function podStatus(options: StatusOptions): Promise<StatusResult> {
     result.explain = targets.map((p) => explainPod(p, now, facts));
     // the kubelet's last check before a final delete: a volume of the pod still mounted
     for (const e of result.explain) {
-      const mounted = await mountedPodVolumes(e.uid, options.kubeletRoot);
-      if (mounted === undefined) e.finalDelete = 'withheld: the mount table could not be read';
-      else if (mounted.length > 0) e.finalDelete = `withheld: volume still mounted at ${mounted[0]}`;
+      const reason = volumeWithheldReason(await checkPodVolumes(e.uid, options.kubeletRoot));
+      if (reason !== undefined) e.finalDelete = reason;
     }
   }
   return result;

@@ -18,7 +18,7 @@ import { planDesired, type Deletion, type DesiredPlan, type RuntimePodRef, type 
 import { EXCEEDED_GRACE_MESSAGE, EventReason, failedKillMessage, killingMessage } from '../../kube/status.js';
 import { silentReporter, type Reporter } from '../../lib/reporter.js';
 import { terminatedOnNode, type ApiNode } from '../api/api-node.js';
-import { mountedPodVolumes } from '../diagnose/volumes.js';
+import { checkPodVolumes, volumeWithheldReason } from '../diagnose/volumes.js';
 import type { NodeSession, PodInfo, SessionEvent } from '../../domain/session-api.js';
 
 export interface ApiPodName {
@@ -189,9 +189,8 @@ export async function startApiSync(options: ApiSyncOptions, planned?: ApiSyncPla
           continue;
         }
         // the kubelet's own last check: no volume of the pod still mounted
-        const mounted = await mountedPodVolumes(d.uid, options.kubeletRoot);
-        if (mounted === undefined || mounted.length > 0) {
-          const reason = mounted === undefined ? 'withheld: the mount table could not be read' : `withheld: volume still mounted at ${mounted[0]}`;
+        const reason = volumeWithheldReason(await checkPodVolumes(d.uid, options.kubeletRoot));
+        if (reason !== undefined) {
           report.withheld.push({ ...nameOf(d), reason });
           reporter.info(`${d.namespace}/${d.name}: final delete ${reason}`);
           continue;

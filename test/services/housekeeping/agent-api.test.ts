@@ -16,6 +16,7 @@ import { ApiNode } from '../../../src/services/api/api-node.js';
 import { openSession } from '../../../src/session/open.js';
 import { writeAgentKubeconfig } from '../../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../../support/kube-api-server.js';
+import { TEST_KUBELET_ROOT } from '../../support/kubelet-root.js';
 
 let server: KubeApiServer;
 let sim: RunningSimulator;
@@ -72,6 +73,7 @@ describe('podctl agent with the API server', () => {
         session,
         source: { kind: 'api' },
         api,
+        kubeletRoot: TEST_KUBELET_ROOT,
         intervalMs: 200,
         stuckAfterMs: 300,
         metrics,

@@ -22,6 +22,7 @@ import { ApiNode } from '../../../src/services/api/api-node.js';
 import { openSession } from '../../../src/session/open.js';
 import { writeKubeconfig } from '../../kube/support.js';
 import { startKubeApiServer, type AgentIdentity, type KubeApiServer } from '../../support/kube-api-server.js';
+import { TEST_KUBELET_ROOT } from '../../support/kubelet-root.js';
 
 let server: KubeApiServer;
 let sim: RunningSimulator;
@@ -93,6 +94,7 @@ async function runAgentAs(identity: Omit<AgentIdentity, 'node'>, until: (run: Ru
       source: { kind: 'api' },
       api,
       node: 'node-1',
+      kubeletRoot: TEST_KUBELET_ROOT,
       intervalMs: 150,
       stuckAfterMs: 60_000,
       writeCheckEveryMs: 300,

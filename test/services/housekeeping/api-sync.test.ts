@@ -14,6 +14,7 @@ import { openSession } from '../../../src/session/open.js';
 import { syncKnown } from '../../../src/services/housekeeping/sync-known.js';
 import { writeAgentKubeconfig } from '../../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../../support/kube-api-server.js';
+import { TEST_KUBELET_ROOT } from '../../support/kubelet-root.js';
 
 let server: KubeApiServer;
 let sim: RunningSimulator;
@@ -54,7 +55,7 @@ describe('startApiSync through sync-known', () => {
     const kube = await connectKube({ kind: 'kubeconfig', path: writeAgentKubeconfig(dir, server) }, { node: 'node-1', timeoutMs: 2_000 });
     const session = await openSession({ stateDir: path.join(dir, 'state'), runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
     try {
-      const result = await syncKnown({ session, source: { kind: 'api' }, api: new ApiNode(kube, { node: 'node-1', stateDir: path.join(dir, 'state') }) });
+      const result = await syncKnown({ session, source: { kind: 'api' }, kubeletRoot: TEST_KUBELET_ROOT, api: new ApiNode(kube, { node: 'node-1', stateDir: path.join(dir, 'state') }) });
       expect(result.api?.deleting).toEqual([{ uid: 'uid-a', namespace: 'web', name: 'a', gracePeriodSeconds: 2 }]);
       expect(result.api?.finallyDeleted.map((p) => p.uid)).toEqual(['uid-a']);
       expect(result.orphanedRuntimePods).toEqual([]);
@@ -77,7 +78,7 @@ describe('startApiSync through sync-known', () => {
     const session = await openSession({ stateDir: path.join(dir, 'state'), runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
     try {
       server.requests.length = 0;
-      const result = await syncKnown({ session, source: { kind: 'api' }, api: new ApiNode(kube, { node: 'node-1', stateDir: path.join(dir, 'state') }) });
+      const result = await syncKnown({ session, source: { kind: 'api' }, kubeletRoot: TEST_KUBELET_ROOT, api: new ApiNode(kube, { node: 'node-1', stateDir: path.join(dir, 'state') }) });
       expect(result.api?.stillRunning.map((p) => p.uid)).toEqual(['uid-wedged']);
       expect(result.api?.finallyDeleted).toEqual([]);
       expect(server.requests.filter((r) => r.method === 'DELETE')).toEqual([]);

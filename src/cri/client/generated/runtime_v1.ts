@@ -282,7 +282,29 @@ export interface ListPodSandboxResponse {
   items: PodSandbox[];
 }
 
+/**
+ * Capability and SecurityProfile: what a container may do (podctl's tests run its own agent as a pod
+ * with the DaemonSet's capabilities and seccomp profile).
+ */
+export interface Capability {
+  addCapabilities: string[];
+  dropCapabilities: string[];
+}
+
+export interface SecurityProfile {
+  profileType: SecurityProfile_ProfileType;
+  localhostRef: string;
+}
+
+export enum SecurityProfile_ProfileType {
+  RuntimeDefault = 0,
+  Unconfined = 1,
+  Localhost = 2,
+  UNRECOGNIZED = -1,
+}
+
 export interface LinuxContainerSecurityContext {
+  capabilities: Capability | undefined;
   privileged: boolean;
   namespaceOptions: NamespaceOption | undefined;
   runAsUser: Int64Value | undefined;
@@ -290,6 +312,7 @@ export interface LinuxContainerSecurityContext {
   readonlyRootfs: boolean;
   noNewPrivs: boolean;
   runAsGroup: Int64Value | undefined;
+  seccomp: SecurityProfile | undefined;
 }
 
 export interface LinuxContainerConfig {
@@ -3413,8 +3436,143 @@ export const ListPodSandboxResponse: MessageFns<ListPodSandboxResponse> = {
   },
 };
 
+function createBaseCapability(): Capability {
+  return { addCapabilities: [], dropCapabilities: [] };
+}
+
+export const Capability: MessageFns<Capability> = {
+  encode(message: Capability, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.addCapabilities) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.dropCapabilities) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Capability {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCapability();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.addCapabilities.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.dropCapabilities.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<Capability>, I>>(base?: I): Capability {
+    return Capability.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Capability>, I>>(object: I): Capability {
+    const message = createBaseCapability();
+    message.addCapabilities = object.addCapabilities?.map((e) => e) || [];
+    message.dropCapabilities = object.dropCapabilities?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseSecurityProfile(): SecurityProfile {
+  return { profileType: 0, localhostRef: "" };
+}
+
+export const SecurityProfile: MessageFns<SecurityProfile> = {
+  encode(message: SecurityProfile, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.profileType !== 0) {
+      writer.uint32(8).int32(message.profileType);
+    }
+    if (message.localhostRef !== "") {
+      writer.uint32(18).string(message.localhostRef);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SecurityProfile {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSecurityProfile();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.profileType = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.localhostRef = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SecurityProfile>, I>>(base?: I): SecurityProfile {
+    return SecurityProfile.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SecurityProfile>, I>>(object: I): SecurityProfile {
+    const message = createBaseSecurityProfile();
+    message.profileType = object.profileType ?? 0;
+    message.localhostRef = object.localhostRef ?? "";
+    return message;
+  },
+};
+
 function createBaseLinuxContainerSecurityContext(): LinuxContainerSecurityContext {
   return {
+    capabilities: undefined,
     privileged: false,
     namespaceOptions: undefined,
     runAsUser: undefined,
@@ -3422,11 +3580,15 @@ function createBaseLinuxContainerSecurityContext(): LinuxContainerSecurityContex
     readonlyRootfs: false,
     noNewPrivs: false,
     runAsGroup: undefined,
+    seccomp: undefined,
   };
 }
 
 export const LinuxContainerSecurityContext: MessageFns<LinuxContainerSecurityContext> = {
   encode(message: LinuxContainerSecurityContext, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.capabilities !== undefined) {
+      Capability.encode(message.capabilities, writer.uint32(10).fork()).join();
+    }
     if (message.privileged !== false) {
       writer.uint32(16).bool(message.privileged);
     }
@@ -3448,6 +3610,9 @@ export const LinuxContainerSecurityContext: MessageFns<LinuxContainerSecurityCon
     if (message.runAsGroup !== undefined) {
       Int64Value.encode(message.runAsGroup, writer.uint32(98).fork()).join();
     }
+    if (message.seccomp !== undefined) {
+      SecurityProfile.encode(message.seccomp, writer.uint32(122).fork()).join();
+    }
     return writer;
   },
 
@@ -3464,6 +3629,14 @@ export const LinuxContainerSecurityContext: MessageFns<LinuxContainerSecurityCon
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.capabilities = Capability.decode(reader, reader.uint32());
+            continue;
+          }
           case 2: {
             if (tag !== 16) {
               break;
@@ -3520,6 +3693,14 @@ export const LinuxContainerSecurityContext: MessageFns<LinuxContainerSecurityCon
             message.runAsGroup = Int64Value.decode(reader, reader.uint32());
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.seccomp = SecurityProfile.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3539,6 +3720,9 @@ export const LinuxContainerSecurityContext: MessageFns<LinuxContainerSecurityCon
     object: I,
   ): LinuxContainerSecurityContext {
     const message = createBaseLinuxContainerSecurityContext();
+    message.capabilities = (object.capabilities !== undefined && object.capabilities !== null)
+      ? Capability.fromPartial(object.capabilities)
+      : undefined;
     message.privileged = object.privileged ?? false;
     message.namespaceOptions = (object.namespaceOptions !== undefined && object.namespaceOptions !== null)
       ? NamespaceOption.fromPartial(object.namespaceOptions)
@@ -3551,6 +3735,9 @@ export const LinuxContainerSecurityContext: MessageFns<LinuxContainerSecurityCon
     message.noNewPrivs = object.noNewPrivs ?? false;
     message.runAsGroup = (object.runAsGroup !== undefined && object.runAsGroup !== null)
       ? Int64Value.fromPartial(object.runAsGroup)
+      : undefined;
+    message.seccomp = (object.seccomp !== undefined && object.seccomp !== null)
+      ? SecurityProfile.fromPartial(object.seccomp)
       : undefined;
     return message;
   },

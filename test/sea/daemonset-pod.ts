@@ -1,0 +1,136 @@
+/**
+ * The agent's pod as deploy/daemonset.yaml declares it, in the CRI terms the kubelet would give
+ * containerd: host PID and network, the container's security context (user, capabilities, seccomp
+ * profile, read-only root, no privilege escalation) and its mounts (read-only, propagation), read
+ * from the manifest itself, so the end-to-end tests run what ships and a change to the manifest is a
+ * change to what they run.
+ *
+ * Invariants: a setting this translation does not know fails the test (never silently dropped); a
+ * hostPath volume of type Directory must exist on the host (the kubelet refuses to start the pod
+ * otherwise), DirectoryOrCreate is created; each hostPath and emptyDir volume stands on a host
+ * directory the test names; the projected token is left out (the tests give a kubeconfig instead).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { NamespaceModeCode as NamespaceMode } from '../../src/cri/client/codes.js';
+import { MountPropagation, SecurityProfile_ProfileType } from '../../src/cri/client/generated/runtime_v1.js';
+import { REPO_ROOT } from './support.js';
+
+type Obj = Record<string, any>;
+
+/** The DaemonSet's pod template, as shipped. */
+export function agentPodTemplate(): { spec: Obj; container: Obj } {
+  const ds = parse(readFileSync(join(REPO_ROOT, 'deploy', 'daemonset.yaml'), 'utf8')) as Obj;
+  const spec = ds.spec.template.spec as Obj;
+  return { spec, container: spec.containers[0] as Obj };
+}
+
+const PROPAGATION: Record<string, MountPropagation> = {
+  None: MountPropagation.PROPAGATION_PRIVATE,
+  HostToContainer: MountPropagation.PROPAGATION_HOST_TO_CONTAINER,
+  Bidirectional: MountPropagation.PROPAGATION_BIDIRECTIONAL,
+};
+const SECCOMP: Record<string, SecurityProfile_ProfileType> = {
+  RuntimeDefault: SecurityProfile_ProfileType.RuntimeDefault,
+  Unconfined: SecurityProfile_ProfileType.Unconfined,
+};
+
+/** The container's securityContext as the kubelet hands it to the runtime (LinuxContainerSecurityContext). */
+function securityContext(sc: Obj, namespaceOptions: Obj): Obj {
+  const known = new Set(['runAsUser', 'readOnlyRootFilesystem', 'allowPrivilegeEscalation', 'capabilities', 'seccompProfile', 'privileged']);
+  for (const key of Object.keys(sc)) if (!known.has(key)) throw new Error(`daemonset.yaml: securityContext.${key} is not translated to CRI by the test`);
+  const seccomp = sc.seccompProfile?.type as string | undefined;
+  if (seccomp !== undefined && SECCOMP[seccomp] === undefined) throw new Error(`daemonset.yaml: seccompProfile ${seccomp} is not translated`);
+  return {
+    namespaceOptions,
+    privileged: sc.privileged === true,
+    ...(sc.runAsUser !== undefined ? { runAsUser: { value: sc.runAsUser } } : {}),
+    readonlyRootfs: sc.readOnlyRootFilesystem === true,
+    // the kubelet: no_new_privs unless privilege escalation is allowed (or the container privileged)
+    noNewPrivs: sc.allowPrivilegeEscalation === false,
+    capabilities: { addCapabilities: (sc.capabilities?.add ?? []) as string[], dropCapabilities: (sc.capabilities?.drop ?? []) as string[] },
+    ...(seccomp !== undefined ? { seccomp: { profileType: SECCOMP[seccomp], localhostRef: '' } } : {}),
+  };
+}
+
+/** The container's mounts: each hostPath or emptyDir volume on the host directory the test names for it. */
+function mounts(spec: Obj, container: Obj, hostDirs: Record<string, string>): Obj[] {
+  const out: Obj[] = [];
+  for (const mount of container.volumeMounts as Obj[]) {
+    const volume = (spec.volumes as Obj[]).find((v) => v.name === mount.name)!;
+    if (volume.projected) continue;
+    const hostPath = hostDirs[mount.name];
+    if (hostPath === undefined) throw new Error(`the test names no host directory for volume ${mount.name}`);
+    if (volume.hostPath?.type === 'DirectoryOrCreate') mkdirSync(hostPath, { recursive: true });
+    else if (volume.hostPath && volume.hostPath.type !== 'Directory') throw new Error(`daemonset.yaml: hostPath type ${volume.hostPath.type} of ${mount.name} is not translated`);
+    else if (volume.hostPath && !statSync(hostPath).isDirectory()) throw new Error(`hostPath type check failed: ${hostPath} is not a directory`);
+    else if (!volume.hostPath && !volume.emptyDir) throw new Error(`daemonset.yaml: volume ${mount.name} is not translated`);
+    const propagation = PROPAGATION[(mount.mountPropagation as string | undefined) ?? 'None'];
+    if (propagation === undefined) throw new Error(`daemonset.yaml: mountPropagation ${mount.mountPropagation} is not translated`);
+    out.push({ containerPath: mount.mountPath, hostPath, readonly: mount.readOnly === true, selinuxRelabel: false, propagation });
+  }
+  return out;
+}
+
+export interface AgentPodOptions {
+  uid: string;
+  image: string;
+  logDirectory: string;
+  /** The host directory each hostPath and emptyDir volume of the DaemonSet stands on, by volume name. */
+  hostDirs: Record<string, string>;
+  /** Values of the $(VAR)s in the DaemonSet's arguments (its env from the downward API). */
+  env: Record<string, string>;
+  /** Arguments after the DaemonSet's (the last of a repeated flag wins). */
+  extraArgs: string[];
+}
+
+/** The sandbox and container configs the kubelet would give containerd for the DaemonSet's pod. */
+export function agentPodConfigs(options: AgentPodOptions): { sandboxConfig: Obj; containerConfig: Obj } {
+  const { spec, container } = agentPodTemplate();
+  const node = NamespaceMode.NODE;
+  const namespaceOptions = { network: spec.hostNetwork ? node : NamespaceMode.POD, pid: spec.hostPID ? node : NamespaceMode.POD, ipc: NamespaceMode.POD };
+  const labels = { 'io.kubernetes.pod.name': 'podctl-agent', 'io.kubernetes.pod.namespace': 'podctl-system', 'io.kubernetes.pod.uid': options.uid };
+  const sandboxConfig = {
+    metadata: { name: 'podctl-agent', uid: options.uid, namespace: 'podctl-system', attempt: 0 },
+    hostname: '',
+    logDirectory: options.logDirectory,
+    labels,
+    annotations: { 'kubernetes.io/config.source': 'api' },
+    linux: { cgroupParent: '', securityContext: { namespaceOptions } },
+  };
+  const args = (container.args as string[]).map((a) =>
+    a.replace(/\$\((\w+)\)/g, (_m, name: string) => {
+      if (options.env[name] === undefined) throw new Error(`the test gives no value for $(${name})`);
+      return options.env[name];
+    }),
+  );
+  const containerConfig = {
+    metadata: { name: container.name as string, attempt: 0 },
+    image: { image: options.image },
+    args: [...args, ...options.extraArgs],
+    logPath: `${container.name as string}/0.log`,
+    labels: { ...labels, 'io.kubernetes.container.name': container.name as string },
+    annotations: { 'io.kubernetes.container.restartCount': '0', 'io.kubernetes.pod.terminationGracePeriod': String(spec.terminationGracePeriodSeconds) },
+    mounts: mounts(spec, container, options.hostDirs),
+    linux: { securityContext: securityContext(container.securityContext as Obj, namespaceOptions) },
+  };
+  return { sandboxConfig, containerConfig };
+}
+
+/**
+ * A kubelet root on the host for the agent's pod: `<dir>/pods`, under a shared bind mount of `dir`
+ * (containerd refuses HostToContainer propagation from a private mount, and the test machine's / may
+ * be one). `release` unmounts it.
+ */
+export function sharedKubeletRoot(dir: string): { pods: string; release: () => void } {
+  mkdirSync(join(dir, 'pods'), { recursive: true });
+  const mount = (...args: string[]) => {
+    const run = spawnSync('mount', args, { encoding: 'utf8', timeout: 10_000 });
+    if (run.status !== 0) throw new Error(`mount ${args.join(' ')}: ${run.stderr}`);
+  };
+  mount('--bind', dir, dir);
+  mount('--make-rshared', dir);
+  return { pods: join(dir, 'pods'), release: () => void spawnSync('umount', ['-l', dir], { timeout: 10_000 }) };
+}
