@@ -10,7 +10,7 @@ import { parse, parseAllDocuments } from 'yaml';
 type Obj = Record<string, any>;
 
 const DEPLOY = path.join(import.meta.dirname, '..', '..', 'deploy');
-export const COMPONENT = path.join(DEPLOY, 'optional', 'shutdown-guard');
+const COMPONENT = path.join(DEPLOY, 'optional', 'shutdown-guard');
 
 interface PatchOp {
   op: string;
@@ -19,7 +19,7 @@ interface PatchOp {
 }
 
 /** The component's patch operations (only `add` is used; anything else fails here). */
-export function componentPatch(): PatchOp[] {
+function componentPatch(): PatchOp[] {
   const kustomization = parse(readFileSync(path.join(COMPONENT, 'kustomization.yaml'), 'utf8')) as Obj;
   if (kustomization.kind !== 'Component') throw new Error(`${COMPONENT}: not a kustomize Component`);
   const [entry] = kustomization.patches as { path: string; target: Obj }[];
