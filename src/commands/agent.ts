@@ -52,6 +52,8 @@ HTTP on --metrics-addr (default 127.0.0.1:9640, loopback only unless told): /met
 
 A --desired file that cannot be read, or a state dir that cannot be created or opened, ends the agent at start with exit 2 and one line.
 
+With an API server, a Node annotated podctl.io/drain=requested is drained by its agent beside housekeeping (docs/cluster.md); an agent that starts on a node left podctl.io/drain=draining resumes that drain, and one stopped mid-drain hands it on (an Event; the node stays draining). The agent's own pod is never a target: it knows it by $POD_UID (the DaemonSet sets it), else by the container ID in /proc/self/cgroup.
+
 With an API server the agent sends no API write (eviction, delete, status patch, cordon, Event) until it has checked that its node restriction is in force: its token carries the node-name claim of --node (SelfSubjectReview) and the ValidatingAdmissionPolicy podctl-node-restriction and its binding (Deny) from deploy/ are there. Until then it says once why and how to fix it, podctl_api_writes_enabled is 0, /healthz and /readyz say degraded (200), maintenance requests wait, and housekeeping on the node goes on. The check is made again every 60 s. --unrestricted-api-writes sends writes regardless (said at start, podctl_api_writes_unrestricted 1).
 
 ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
@@ -116,8 +118,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     }
     const guardGroups = shutdownGroupsOf(flags);
     const stopTimeoutMs = parseDuration(flags['shutdown-stop-timeout'], 'shutdown-stop-timeout');
-    const { isSelfPod, parseMetricsAddr, runAgent, selfContainerId } = await import('../services/housekeeping/agent.js');
-    const selfId = await selfContainerId();
+    const { agentSelf, isSelfPod, parseMetricsAddr, runAgent } = await import('../services/housekeeping/agent.js');
+    const self = await agentSelf();
+    const isSelf = isSelfPod(self);
     const listen = flags['metrics-addr'] === 'none' ? undefined : parseMetricsAddr(flags['metrics-addr']);
     const kube = detectKube(flags.kubeconfig);
     let source: DesiredSource;
@@ -157,7 +160,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
             stopTimeoutMs,
             ...(api ? { api } : {}),
             kubeletState: async () => kubeletStatusFor(flags['kubelet-healthz'], api),
-            ...(selfId ? { isSelf: isSelfPod(selfId) } : {}),
+            ...(isSelf ? { isSelf } : {}),
             reporter: this.reporter,
           })
           .catch(async (error: Error) => {
@@ -180,7 +183,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
         kubeletRoot: flags['kubelet-root'],
         node: nodeName(flags.node),
         unrestrictedApiWrites: flags['unrestricted-api-writes'],
-        ...(selfId ? { selfContainerId: selfId } : {}),
+        ...(self.podUid ? { selfPodUid: self.podUid } : {}),
+        ...(self.containerId ? { selfContainerId: self.containerId } : {}),
         reporter: this.reporter,
         signal: this.abort.signal,
         onListening: (a) =>

@@ -229,6 +229,8 @@ describe('deploy/ manifests', () => {
     expect(agent.env).toEqual([
       { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
       { name: 'NODE_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
+      // the agent knows its own pod by its UID (agentSelf), not by a cgroup path that may read `0::/`
+      { name: 'POD_UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } },
     ]);
     expect(agent.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 9640 });
     expect(agent.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 9640 });

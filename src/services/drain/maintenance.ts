@@ -7,6 +7,9 @@
  * drain — posting progress as Events on the Node and ending with `podctl.io/drain=done` or
  * `failed`. `podctl.io/drain=uncordon` uncordons the node and removes the annotation.
  *
+ * An agent that starts and finds its Node `draining` (its predecessor stopped or died mid-drain)
+ * resumes the drain; an agent stopped mid-drain hands it on (an Event; the Node stays `draining`).
+ *
  * Invariants: a request is taken once (the annotation goes to `draining` before the first pod); the
  * agent's own pod is never drained (`skipped: self`); a drain that throws ends as `failed` with a
  * Warning Event naming the cause, never as a silent stop. The Event that says how a drain ended is
@@ -21,7 +24,8 @@ import type { ApiNode } from '../api/api-node.js';
 import { parseDuration } from '../../lib/duration.js';
 import { UsageError } from '../../lib/errors.js';
 import { defaultGroups, DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECONDS } from './drain-plan.js';
-import { runDrain } from './drain-run.js';
+import { runDrain, type FullDrainResult } from './drain-run.js';
+import type { PdbBlock } from '../terminate/kubelet-guard.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
 
 const DRAIN_ANNOTATION = 'podctl.io/drain';
@@ -33,7 +37,10 @@ const UNMANAGED_ANNOTATION = 'podctl.io/drain-delete-unmanaged';
 /** The drain's bound (a duration, e.g. 10m); PodDisruptionBudgets are waited on without one by default. */
 const TIMEOUT_ANNOTATION = 'podctl.io/drain-timeout';
 
-type MaintenanceAction = 'none' | 'drained' | 'failed' | 'uncordoned';
+type MaintenanceAction = 'none' | 'drained' | 'failed' | 'uncordoned' | 'handed-on';
+
+/** How long the Event of a drain handed on may take (the agent is stopping: its own signal has aborted). */
+const HAND_ON_EVENT_MS = 3_000;
 
 export interface MaintenanceOptions {
   session: NodeSession;
@@ -45,6 +52,8 @@ export interface MaintenanceOptions {
   signal?: AbortSignal;
   /** The Node as the agent's watch last saw it (null: no such Node); without it, one GET. */
   current?: { annotations: Record<string, string> } | null;
+  /** The agent's first look since it started: a drain left `draining` by the agent before it is resumed. */
+  resume?: boolean;
 }
 
 export interface MaintenanceOutcome {
@@ -57,7 +66,7 @@ export async function checkMaintenance(options: MaintenanceOptions): Promise<Mai
   const { kube } = options.api;
   const node = options.current !== undefined ? options.current : await kube.getNode(options.signal);
   const want = node?.annotations[DRAIN_ANNOTATION];
-  if (want === 'requested') return drainForMaintenance(options, node?.annotations ?? {});
+  if (want === 'requested' || (want === 'draining' && options.resume === true)) return drainForMaintenance(options, node?.annotations ?? {});
   if (want === 'uncordon') {
     await kube.setUnschedulable(false, options.signal);
     await event(options, 'Normal', 'Uncordoned', `podctl agent uncordoned node ${options.node}`);
@@ -68,15 +77,21 @@ export async function checkMaintenance(options: MaintenanceOptions): Promise<Mai
   return { action: 'none' };
 }
 
+/**
+ * The drain the annotation asks for, or the one a previous agent left `draining` (resumed: pods it
+ * already stopped or evicted are simply not there to drain again). Ends `done` or `failed`, or hands
+ * on when the agent stops.
+ */
 async function drainForMaintenance(options: MaintenanceOptions, annotations: Record<string, string>): Promise<MaintenanceOutcome> {
   const reporter = options.reporter ?? silentReporter();
-  const { kube } = options.api;
+  const resumed = annotations[DRAIN_ANNOTATION] === 'draining';
   const ignorePdb = annotations[IGNORE_PDB_ANNOTATION] === 'true';
-  await kube.annotateNode({ [DRAIN_ANNOTATION]: 'draining' }, options.signal);
+  if (!resumed) await options.api.kube.annotateNode({ [DRAIN_ANNOTATION]: 'draining' }, options.signal);
   const how =
     options.kubelet.state === 'down' ? 'the kubelet is down: over CRI' : `the kubelet is ${options.kubelet.state}: cordon, then the Eviction API${ignorePdb ? ' (PodDisruptionBudgets ignored)' : ''}`;
-  await event(options, 'Normal', 'DrainStarted', `podctl agent drains node ${options.node} (${how})`);
-  reporter.info(`agent: draining node ${options.node} (${DRAIN_ANNOTATION}=requested; ${how})`);
+  if (resumed) await event(options, 'Normal', 'DrainResumed', `podctl agent resumes the drain of node ${options.node}, left ${DRAIN_ANNOTATION}=draining by the agent before it (${how})`);
+  else await event(options, 'Normal', 'DrainStarted', `podctl agent drains node ${options.node} (${how})`);
+  reporter.info(`agent: ${resumed ? 'resuming the drain of' : 'draining'} node ${options.node} (${DRAIN_ANNOTATION}=${resumed ? 'draining' : 'requested'}; ${how})`);
   try {
     const timeout = annotations[TIMEOUT_ANNOTATION];
     const timeoutMs = timeout === undefined ? undefined : parseDuration(timeout, TIMEOUT_ANNOTATION);
@@ -96,52 +111,68 @@ async function drainForMaintenance(options: MaintenanceOptions, annotations: Rec
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       node: options.node,
       reporter,
-      onPdbBlock: (block) =>
-        blocks.push(
-          event(
-            options,
-            'Warning',
-            'DrainBlockedByPDB',
-            `podctl agent: eviction of ${block.namespace}/${block.name} held by PodDisruptionBudget ${block.budget ?? '(unnamed)'} (${block.disruptionsAllowed} disruption(s) allowed); ${Number.isFinite(block.givesUpAt) ? `retrying every 5s until ${new Date(block.givesUpAt).toISOString()}` : `retrying every 5s, no bound (${TIMEOUT_ANNOTATION} bounds it)`}`,
-          ),
-        ),
+      onPdbBlock: (block) => blocks.push(event(options, 'Warning', 'DrainBlockedByPDB', pdbBlockMessage(block))),
       ...(options.signal ? { signal: options.signal } : {}),
     });
     const endedAt = Date.now();
     await Promise.all(blocks);
-    const skipped = drained.decisions.filter((d) => d.decision === 'skip');
-    if (skipped.length > 0) {
-      await event(options, 'Normal', 'DrainSkipped', `podctl agent leaves ${skipped.length} pod(s) alone: ${skipped.map((d) => `${d.namespace}/${d.name} (${d.reason})`).join(', ')}`);
-    }
-    const held = drained.viaApi.filter((p) => ['blocked-by-pdb', 'failed', 'timeout', 'kubelet-finishing'].includes(p.outcome));
-    const ok = held.length === 0 && drained.status === 'done';
-    const stopped = drained.viaApi.filter((p) => p.outcome === 'terminated' || p.outcome === 'gone').length + drained.summary.terminated;
-    // the drain's report, kept in the state dir: the final Event names it (`podctl report --last-drain` draws it)
-    const { recordDrainReport } = await import('./report/report.js');
-    const { file } = await recordDrainReport({
-      session: options.session,
-      result: drained,
-      endedAt,
-      source: 'agent',
-      node: options.node,
-      viaApi: drained.viaApi,
-      onError: (message) => reporter.warn(`agent: ${message}`),
-    });
-    const report = file === null ? '' : `; report ${file} (podctl report --last-drain)`;
-    const detail = `${stopped} pod(s) stopped${held.length > 0 ? `; held back: ${held.map((p) => `${p.namespace}/${p.name} (${p.outcome}${p.error ? `: ${p.error}` : ''})`).join(', ')}` : ''}; drain ${drained.status}${report}`;
-    const next = ok ? '' : `; ${nextStep(held.map((p) => p.outcome))}`;
-    await event(options, ok ? 'Normal' : 'Warning', ok ? 'DrainCompleted' : 'DrainFailed', `podctl agent: ${detail}${next}`);
-    await kube.annotateNode({ [DRAIN_ANNOTATION]: ok ? 'done' : 'failed' }, options.signal);
-    reporter.info(`agent: drain of node ${options.node} ${ok ? 'done' : 'failed'}: ${detail}`);
-    return { action: ok ? 'drained' : 'failed', detail };
+    if (options.signal?.aborted) return await handOn(options, reporter);
+    return await endDrain(options, drained, endedAt, reporter);
   } catch (error) {
+    if (options.signal?.aborted) return handOn(options, reporter);
     const detail = (error as Error).message;
     const hint = error instanceof UsageError && error.hint ? `; ${error.hint}` : '';
     await event(options, 'Warning', 'DrainFailed', `podctl agent: ${detail}${hint}; then annotate ${DRAIN_ANNOTATION}=requested again`);
-    await kube.annotateNode({ [DRAIN_ANNOTATION]: 'failed' }, options.signal).catch(() => undefined);
+    await options.api.kube.annotateNode({ [DRAIN_ANNOTATION]: 'failed' }, options.signal).catch(() => undefined);
     reporter.warn(`agent: drain of node ${options.node} failed: ${detail}`);
     return { action: 'failed', detail };
   }
+}
+
+function pdbBlockMessage(block: PdbBlock): string {
+  const retry = Number.isFinite(block.givesUpAt) ? `retrying every 5s until ${new Date(block.givesUpAt).toISOString()}` : `retrying every 5s, no bound (${TIMEOUT_ANNOTATION} bounds it)`;
+  return `podctl agent: eviction of ${block.namespace}/${block.name} held by PodDisruptionBudget ${block.budget ?? '(unnamed)'} (${block.disruptionsAllowed} disruption(s) allowed); ${retry}`;
+}
+
+/** A drain that ran to its end: its skips, its report, the final Event, then `done` or `failed`. */
+async function endDrain(options: MaintenanceOptions, drained: FullDrainResult, endedAt: number, reporter: Reporter): Promise<MaintenanceOutcome> {
+  const skipped = drained.decisions.filter((d) => d.decision === 'skip');
+  if (skipped.length > 0) {
+    await event(options, 'Normal', 'DrainSkipped', `podctl agent leaves ${skipped.length} pod(s) alone: ${skipped.map((d) => `${d.namespace}/${d.name} (${d.reason})`).join(', ')}`);
+  }
+  const held = drained.viaApi.filter((p) => ['blocked-by-pdb', 'failed', 'timeout', 'kubelet-finishing'].includes(p.outcome));
+  const ok = held.length === 0 && drained.status === 'done';
+  const stopped = drained.viaApi.filter((p) => p.outcome === 'terminated' || p.outcome === 'gone').length + drained.summary.terminated;
+  // the drain's report, kept in the state dir: the final Event names it (`podctl report --last-drain` draws it)
+  const { recordDrainReport } = await import('./report/report.js');
+  const { file } = await recordDrainReport({
+    session: options.session,
+    result: drained,
+    endedAt,
+    source: 'agent',
+    node: options.node,
+    viaApi: drained.viaApi,
+    onError: (message) => reporter.warn(`agent: ${message}`),
+  });
+  const report = file === null ? '' : `; report ${file} (podctl report --last-drain)`;
+  const detail = `${stopped} pod(s) stopped${held.length > 0 ? `; held back: ${held.map((p) => `${p.namespace}/${p.name} (${p.outcome}${p.error ? `: ${p.error}` : ''})`).join(', ')}` : ''}; drain ${drained.status}${report}`;
+  const next = ok ? '' : `; ${nextStep(held.map((p) => p.outcome))}`;
+  await event(options, ok ? 'Normal' : 'Warning', ok ? 'DrainCompleted' : 'DrainFailed', `podctl agent: ${detail}${next}`);
+  await options.api.kube.annotateNode({ [DRAIN_ANNOTATION]: ok ? 'done' : 'failed' }, options.signal);
+  reporter.info(`agent: drain of node ${options.node} ${ok ? 'done' : 'failed'}: ${detail}`);
+  return { action: ok ? 'drained' : 'failed', detail };
+}
+
+/**
+ * The agent stops mid-drain (SIGTERM, a rollout): the drain is not failed, it is handed on. The Node
+ * stays `draining` (the next agent on it resumes) and an Event says so, sent with a signal of its own
+ * (the agent's has aborted) bounded by HAND_ON_EVENT_MS.
+ */
+async function handOn(options: MaintenanceOptions, reporter: Reporter): Promise<MaintenanceOutcome> {
+  const detail = `podctl agent stopped mid-drain of node ${options.node}: the node stays ${DRAIN_ANNOTATION}=draining and the agent that starts next on it resumes the drain`;
+  await event({ ...options, signal: AbortSignal.timeout(HAND_ON_EVENT_MS) }, 'Normal', 'DrainHandedOn', detail);
+  reporter.info(`agent: ${detail}`);
+  return { action: 'handed-on', detail };
 }
 
 /** What the operator does after a failed drain, by what held it back. */

@@ -4,9 +4,10 @@
  * API server, the kubelet — with its own state and since when.
  *
  * Invariants:
- * - Liveness depends only on the loop: it runs, and a step ended (or a maintenance drain made
- *   progress) within `livenessWindowMs`. A dependency that fails never makes the agent "dead": a
- *   restart would not mend the runtime, the state dir or the API server.
+ * - Liveness depends only on the loop: it runs, and a step ended within `livenessWindowMs`. A
+ *   maintenance drain runs beside the loop and counts for nothing here. A dependency that fails
+ *   never makes the agent "dead": a restart would not mend the runtime, the state dir or the API
+ *   server.
  * - Readiness fails, naming the cause, after `READY_AFTER_FAILED_STEPS` failed steps in a row, while
  *   the runtime has not answered for `windowMs`, or while the API server refuses the credentials
  *   (401/403: only the operator can fix that). It comes back with the first step that succeeds.
@@ -40,8 +41,6 @@ export interface StepCause {
 export class AgentHealth {
   running = false;
   lastStepAt = 0;
-  /** Set while a maintenance drain runs inside the loop: its progress is the loop's. */
-  busySince: number | undefined;
   #lastRuntimeAt: number;
   #runtimeAwaySince: number | undefined;
   #failedInARow = 0;
@@ -117,7 +116,6 @@ export class AgentHealth {
   /** undefined while the loop makes progress, else why it is not live. */
   notLive(): string | undefined {
     if (!this.running) return 'the housekeeping loop is not running';
-    if (this.busySince !== undefined) return undefined;
     const quiet = this.#now() - this.lastStepAt;
     if (quiet > this.#livenessWindowMs) return `no housekeeping step has ended for ${formatDuration(quiet)}`;
     return undefined;

@@ -19,7 +19,9 @@
  *   the API, or a change of the Node's drain annotation, wakes the loop at once (not at the next
  *   interval); its kill starts then, beside any step in flight (one at a time per pod, from the last
  *   runtime listing, never behind a relist; what that listing does not show running is left to the
- *   step). While the API server does not answer, housekeeping goes on with the last known pods
+ *   step). A maintenance drain runs beside the loop (agent-maintenance.ts), never inside a step:
+ *   housekeeping keeps its cadence while a drain waits on a PodDisruptionBudget. While the API
+ *   server does not answer, housekeeping goes on with the last known pods
  *   (takeovers, deletions, stuck pods) but terminates no orphan and sends no final delete.
  * - A step refused by a safety rule (an empty desired list while pods run) changes nothing; the
  *   refusal is logged once until the step is allowed again. The agent never passes `--yes`.
@@ -34,8 +36,10 @@
  *   dependency with its state and since when (agent-health.ts).
  * - A step that fails is logged once until a step succeeds again; the state dir is checked with a
  *   write at most every `STATE_DIR_CHECK_MS` and a step waits while it cannot be written.
- * - On abort the loop stops at once (an in-flight step is cancelled through the signal), the server
+ * - On abort the loop stops at once (an in-flight step is cancelled through the signal), an in-flight
+ *   drain hands on (an Event says so, the Node stays `draining` for the next agent), the server
  *   closes its connections, and the call returns; the caller closes the session (state saved).
+ * - The agent's own pod is never a target: known by its UID (POD_UID), else by its container.
  */
 import { isStuck, stuckForMs } from '../diagnose/stuck.js';
 import { BLOCKED_KINDS, blockedBy } from '../diagnose/blocked-by.js';
@@ -58,7 +62,9 @@ import { terminatedOnNode } from '../api/api-node.js';
 import { podOwnGracePeriod } from '../../engine/grace.js';
 import { EventReason, killingMessage } from '../../kube/status.js';
 import { AgentHealth, writableStateDir, type StepCause } from './agent-health.js';
-import { startApiWrites } from './api-writes.js';
+import { startApiWrites, type ApiWrites } from './api-writes.js';
+import { MaintenanceRunner } from './agent-maintenance.js';
+import type http from 'node:http';
 import { addressOf, closeServer, serve, type MetricsAddress } from './agent-http.js';
 
 export { parseMetricsAddr, type MetricsAddress } from './agent-http.js';
@@ -90,7 +96,8 @@ export interface AgentOptions {
   /** `--unrestricted-api-writes`; how often the node restriction is checked again (api-writes.ts). */
   unrestrictedApiWrites?: boolean;
   writeCheckEveryMs?: number;
-  /** The container this agent runs in, when it runs in one (its pod is never a target). */
+  /** The pod this agent runs in (its pod is never a target): its UID (POD_UID), else its container (agentSelf). */
+  selfPodUid?: string;
   selfContainerId?: string;
   reporter?: Reporter;
   signal: AbortSignal;
@@ -139,256 +146,359 @@ function livenessWindowMs(intervalMs: number): number {
 }
 
 export async function runAgent(options: AgentOptions): Promise<AgentResult> {
-  const reporter = options.reporter ?? silentReporter();
-  const now = options.now ?? Date.now;
-  const { session, metrics, signal } = options;
-  const state = new AgentHealth(now, options.healthWindowMs ?? healthWindowMs(options.intervalMs), livenessWindowMs(options.intervalMs), reporter);
-  state.set('state-dir', 'ok', true, session.stateDir);
-  if (!options.api) state.set('api', 'not configured', true);
-  const writes = options.api && startApiWrites({ api: options.api, unrestricted: options.unrestrictedApiWrites === true, everyMs: options.writeCheckEveryMs, metrics, reporter, now, health: state });
-  const server = options.listen ? await serve(options.listen, metrics, state, signal) : undefined;
-  const detachEngine = attachMetrics(metrics, session);
-  const detachRuntime = observeRuntimeOperations((op) => {
-    metrics.observeRuntimeOperation(op);
-    if (!op.error) state.runtimeAnswered();
-  });
-  const listen = server ? addressOf(server) : null;
-  if (listen) options.onListening?.(listen);
-  const totals = { steps: 0, failedSteps: 0, resumed: 0, orphanedRuntimePods: 0 };
-  const stuckLogged = new Map<string, number>(); // uid → since of the termination logged
-  let refusal: string | undefined;
+  const agent = await AgentRun.start(options);
+  await agent.loop();
+  return agent.stop();
+}
+
+/**
+ * One run of the agent: what `runAgent` set up (health, writes, HTTP server, watches, change gate,
+ * the maintenance beside the loop) and the loop's own state between steps.
+ */
+class AgentRun {
+  readonly #options: AgentOptions;
+  readonly #reporter: Reporter;
+  readonly #now: () => number;
+  readonly #state: AgentHealth;
+  readonly #totals = { steps: 0, failedSteps: 0, resumed: 0, orphanedRuntimePods: 0 };
+  readonly #stuckLogged = new Map<string, number>(); // uid → since of the termination logged
+  readonly #wake = new Wake();
+  readonly #following = new Map<string, Promise<void>>(); // uid → the kill of its deletion in flight
+  readonly #isSelf: ((pod: PodInfo) => boolean) | undefined;
+  #writes: ApiWrites | undefined;
+  #server: http.Server | undefined;
+  #listen: MetricsAddress | null = null;
+  #detach: (() => void)[] = [];
+  #informers: ApiInformers | undefined;
+  #gate!: ChangeGate;
+  #probe!: CriClient;
+  #maintenance: MaintenanceRunner | undefined;
+  #stoppingAt = 0;
+  #refusal: string | undefined; // the last safety refusal, said once
+  #failure: string | undefined; // the last failed step's error, said once
   // the kubelet check (healthz, /proc) at most every KUBELET_CHECK_MS: it is not free on a busy node
-  type Kubelet = KubeletStatus;
-  let kubelet: { at: number; state: Promise<Kubelet> } | undefined;
-  const kubeletState = (): Promise<Kubelet | undefined> => {
-    if (!options.kubeletState) return Promise.resolve(undefined);
-    if (!kubelet || now() - kubelet.at >= KUBELET_CHECK_MS) {
-      kubelet = { at: now(), state: options.kubeletState().catch((error: Error): Kubelet => ({ state: 'unknown', via: 'none', detail: error.message })) };
-    }
-    return kubelet.state;
-  };
-  const selfId = options.selfContainerId;
-  const isSelf = selfId ? isSelfPod(selfId) : undefined;
-  let stoppingAt = 0;
-  signal.addEventListener('abort', () => (stoppingAt = now()), { once: true });
-  const wake = new Wake();
-  const informers =
-    options.api && (options.source.kind === 'api' || options.node)
-      ? new ApiInformers({
-          api: options.api,
-          followNode: options.node !== undefined,
-          // the kill of a pod deleted in the API starts as its watch event arrives, not in the next step
-          onDeleting: (pod) => killDeleted(pod),
-          onWake: (why) => {
-            reporter.debug(`agent: ${why}: housekeeping now`);
-            wake.wake();
-          },
-          onSourceNote: (what, event) => {
-            if (event.kind === 'error' || event.kind === 'open') noteApi();
-            else reporter.debug(`agent: API server (${what}): ${event.kind === 'relist' ? `relisting (${event.reason})` : event.kind}`);
-          },
-          now,
-          ...(options.apiBackoffMs ? { baseBackoffMs: options.apiBackoffMs.base, maxBackoffMs: options.apiBackoffMs.max } : {}),
-        })
-      : undefined;
-  // a deletion's kill: one at a time per pod, in the events' order, beside (never behind) a step
-  const following = new Map<string, Promise<void>>();
-  const killDeleted = (pod: V1Pod): void => {
+  #kubelet: { at: number; state: Promise<KubeletStatus> } | undefined;
+  // the state dir takes a write at most every STATE_DIR_CHECK_MS (a read-only or full disk is said at once)
+  #stateDirChecked: { at: number; failure: string | undefined } | undefined;
+
+  private constructor(options: AgentOptions) {
+    this.#options = options;
+    this.#reporter = options.reporter ?? silentReporter();
+    this.#now = options.now ?? Date.now;
+    this.#state = new AgentHealth(this.#now, options.healthWindowMs ?? healthWindowMs(options.intervalMs), livenessWindowMs(options.intervalMs), this.#reporter);
+    this.#isSelf = isSelfPod({ ...(options.selfPodUid ? { podUid: options.selfPodUid } : {}), ...(options.selfContainerId ? { containerId: options.selfContainerId } : {}) });
+  }
+
+  /** Sets everything up; the first step housekeeps with the API's pods, so it waits (bounded) for the first lists. */
+  static async start(options: AgentOptions): Promise<AgentRun> {
+    const run = new AgentRun(options);
+    const { session, metrics, signal } = options;
+    const state = run.#state;
+    state.set('state-dir', 'ok', true, session.stateDir);
+    if (!options.api) state.set('api', 'not configured', true);
+    if (options.api)
+      run.#writes = startApiWrites({
+        api: options.api,
+        unrestricted: options.unrestrictedApiWrites === true,
+        everyMs: options.writeCheckEveryMs,
+        metrics,
+        reporter: run.#reporter,
+        now: run.#now,
+        health: state,
+      });
+    run.#server = options.listen ? await serve(options.listen, metrics, state, signal) : undefined;
+    run.#detach.push(
+      attachMetrics(metrics, session),
+      observeRuntimeOperations((op) => {
+        metrics.observeRuntimeOperation(op);
+        if (!op.error) state.runtimeAnswered();
+      }),
+    );
+    run.#listen = run.#server ? addressOf(run.#server) : null;
+    if (run.#listen) options.onListening?.(run.#listen);
+    signal.addEventListener('abort', () => (run.#stoppingAt = run.#now()), { once: true });
+    run.#informers = run.#informersFor();
+    run.#informers?.start();
+    await run.#informers?.synced(API_SYNC_WAIT_MS, signal);
+    run.#gate = new ChangeGate(session, options.source, run.#now, options.source.kind === 'api' ? run.#informers : undefined);
+    run.#probe = await connectCri({ endpoint: session.endpoint, timeoutMs: 5_000 });
+    run.#maintenance = run.#maintenanceFor();
+    state.running = true;
+    return run;
+  }
+
+  #informersFor(): ApiInformers | undefined {
+    const { api, source, node, apiBackoffMs } = this.#options;
+    if (!api || (source.kind !== 'api' && !node)) return undefined;
+    return new ApiInformers({
+      api,
+      followNode: node !== undefined,
+      // the kill of a pod deleted in the API starts as its watch event arrives, not in the next step
+      onDeleting: (pod) => this.#killDeleted(pod),
+      onWake: (why) => {
+        this.#reporter.debug(`agent: ${why}: housekeeping now`);
+        this.#wake.wake();
+      },
+      onSourceNote: (what, event) => {
+        if (event.kind === 'error' || event.kind === 'open') this.#noteApi();
+        else this.#reporter.debug(`agent: API server (${what}): ${event.kind === 'relist' ? `relisting (${event.reason})` : event.kind}`);
+      },
+      now: this.#now,
+      ...(apiBackoffMs ? { baseBackoffMs: apiBackoffMs.base, maxBackoffMs: apiBackoffMs.max } : {}),
+    });
+  }
+
+  /** Maintenance through the Node's drain annotation, beside the loop (agent-maintenance.ts). */
+  #maintenanceFor(): MaintenanceRunner | undefined {
+    const { api, node, session, signal } = this.#options;
+    if (!api || !node || !this.#informers) return undefined;
+    return new MaintenanceRunner({
+      session,
+      api,
+      node,
+      kubeletState: () => this.#kubeletState(),
+      ...(this.#isSelf ? { isSelf: this.#isSelf } : {}),
+      reporter: this.#reporter,
+      signal,
+      onActed: () => {
+        this.#gate.markChanged(); // what the drain did is housekept in a full step, at once
+        this.#wake.wake();
+      },
+    });
+  }
+
+  /** A deletion's kill: one at a time per pod, in the events' order, beside (never behind) a step. */
+  #killDeleted(pod: V1Pod): void {
     const uid = pod.metadata?.uid ?? '';
-    const next = (following.get(uid) ?? Promise.resolve()).then(() => followDeletion(pod, uid));
-    following.set(uid, next);
-    void next.finally(() => following.get(uid) === next && following.delete(uid));
-  };
-  const followDeletion = async (pod: V1Pod, uid: string): Promise<void> => {
-    if (options.source.kind !== 'api' || !options.api || !uid || signal.aborted) return;
+    const next = (this.#following.get(uid) ?? Promise.resolve()).then(() => this.#followDeletion(pod, uid));
+    this.#following.set(uid, next);
+    void next.finally(() => this.#following.get(uid) === next && this.#following.delete(uid));
+  }
+
+  async #followDeletion(pod: V1Pod, uid: string): Promise<void> {
+    const { session, api, source, signal } = this.#options;
+    if (source.kind !== 'api' || !api || !uid || signal.aborted) return;
     // beside a running kubelet (or before the agent knows) the deletion is the kubelet's: the step decides
-    if (options.kubeletState && (await kubelet?.state)?.state !== 'down') return;
+    if (this.#options.kubeletState && (await this.#kubelet?.state)?.state !== 'down') return;
     // the last runtime listing, not a relist (one in flight may be a step's): a pod it does not show running is the step's
     const last = { runtimeMaxAgeMs: Number.POSITIVE_INFINITY };
     const [known] = await session.listPods({ uids: [uid], ...last }).catch(() => []);
     if (terminatedOnNode(known)) return;
     const grace = podOwnGracePeriod(pod);
-    void options.api.event(pod, 'Normal', EventReason.Killing, killingMessage(grace)).catch(() => undefined);
+    const name = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+    void api.event(pod, 'Normal', EventReason.Killing, killingMessage(grace)).catch(() => undefined);
     await session.requestKill({ uid, gracePeriodSeconds: grace, pod, ...last }).then(
-      () => reporter.debug(`agent: ${pod.metadata?.namespace}/${pod.metadata?.name}: deleted in the API server; terminating with its grace ${grace}s`),
-      (error: Error) => reporter.debug(`agent: ${pod.metadata?.namespace}/${pod.metadata?.name}: kill on its deletion: ${error.message} (the next step retries)`),
+      () => this.#reporter.debug(`agent: ${name}: deleted in the API server; terminating with its grace ${grace}s`),
+      (error: Error) => this.#reporter.debug(`agent: ${name}: kill on its deletion: ${error.message} (the next step retries)`),
     );
-  };
-  const noteApi = (): void => {
-    if (!informers) return;
-    const reach = informers.reachability();
-    state.api(reach.reachable, reach.permanent === true, reach.error);
-    metrics.setApiReachable(reach.reachable);
-  };
-  informers?.start();
-  // the first step housekeeps with the API's pods: wait (bounded) for the first lists
-  await informers?.synced(API_SYNC_WAIT_MS, signal);
-  const gate = new ChangeGate(session, options.source, now, options.source.kind === 'api' ? informers : undefined);
-  const probe = await connectCri({ endpoint: session.endpoint, timeoutMs: 5_000 });
-  state.running = true;
-  let maintenanceRv: string | undefined; // the Node version the last maintenance action answered
-  let failure: string | undefined; // the last failed step's error, said once
-  const noteKubelet = (kubeletNow: KubeletStatus): void => {
-    metrics.setKubeletState(kubeletNow.state);
-    state.set('kubelet', kubeletNow.state, true, kubeletNow.detail);
-  };
-  // the state dir takes a write at most every STATE_DIR_CHECK_MS (a read-only or full disk is said at once)
-  let stateDirChecked: { at: number; failure: string | undefined } | undefined;
-  const stateDirCheck = async (): Promise<string | undefined> => {
-    if (stateDirChecked && now() - stateDirChecked.at < STATE_DIR_CHECK_MS) return stateDirChecked.failure;
-    const failure = await writableStateDir(session.stateDir);
-    stateDirChecked = { at: now(), failure };
-    if (state.set('state-dir', failure === undefined ? 'ok' : 'failing', failure === undefined, failure ?? session.stateDir)) {
-      if (failure !== undefined) reporter.warn(`agent: the state dir cannot be written: ${failure}; housekeeping waits for it`);
-      else reporter.info(`agent: the state dir can be written again (${session.stateDir})`);
-    }
-    return failure;
-  };
-
-  while (!signal.aborted) {
-    if (await writes?.checkWhenDue(signal)) gate.markChanged(); // writes enabled: what was withheld is done in a full step
-    // maintenance through Kubernetes: the node's podctl.io/drain annotation (maintenance.ts), as watched; it writes, so it waits while writes are withheld
-    const current = informers?.node();
-    if (options.api && options.node && writes && writes.enabled && current !== undefined && (current === null || current.resourceVersion !== maintenanceRv)) {
-      const kubeletNow = await kubeletState();
-      const { checkMaintenance } = await import('../drain/maintenance.js');
-      state.busySince = now(); // a drain runs inside the loop: it is the loop's progress
-      const outcome = await checkMaintenance({
-        session,
-        api: options.api,
-        kubelet: kubeletNow ?? { state: 'unknown', via: 'none', detail: 'not checked' },
-        node: options.node,
-        current,
-        ...(isSelf ? { isSelf } : {}),
-        reporter,
-        signal,
-      }).catch((error: Error) => {
-        if (!signal.aborted) reporter.warn(`agent: node ${options.node}: ${error.message}`);
-        return { action: 'none' as const };
-      });
-      state.busySince = undefined;
-      if (outcome.action !== 'none') {
-        state.lastStepAt = now(); // a drain is the loop's progress
-        gate.markChanged();
-        // the watch may not have brought our own annotation writes yet: never act twice on one version
-        maintenanceRv = current?.resourceVersion;
-      }
-    }
-    const started = now();
-    const step: AgentStep = { at: started, ok: true, full: true, ms: 0, resumed: [], orphaned: [], stuck: [] };
-    let pods: PodInfo[] = [];
-    let result: StepResult = 'ok';
-    let cause: StepCause | undefined;
-    const stateDirFailure = await stateDirCheck();
-    if (stateDirFailure !== undefined) {
-      // nothing can be recorded: housekeeping waits for the state dir
-      step.ok = false;
-      step.full = false;
-      step.error = stateDirFailure;
-      result = 'failed';
-      cause = { dependency: 'state-dir', message: stateDirFailure };
-    } else if (!(await gate.needsFullStep())) {
-      step.full = false;
-      const unanswered = await probeRuntime(probe, signal);
-      if (unanswered !== undefined && !signal.aborted) {
-        step.ok = false;
-        step.error = unanswered.message;
-        result = 'failed';
-        cause = { dependency: 'runtime', message: unanswered.message };
-        state.runtimeAway(unanswered.message);
-      }
-      const kubeletNow = await kubeletState();
-      if (kubeletNow) noteKubelet(kubeletNow);
-      step.stuck = [...stuckLogged.keys()].filter((uid) => gate.stillTerminating(uid));
-    } else {
-      try {
-        const kubeletNow = await kubeletState();
-        const mark = informers?.mark();
-        gate.beginFullStep();
-        const apiView = options.source.kind === 'api' && informers ? watchedPods(informers, now) : undefined;
-        const outcome = await syncKnown({
-          session,
-          source: options.source,
-          ...(options.api ? { api: options.api } : {}),
-          ...(apiView ? { apiView } : {}),
-          ...(kubeletNow ? { kubelet: kubeletNow } : {}),
-          ...(options.kubeletRoot ? { kubeletRoot: options.kubeletRoot } : {}),
-          ...(isSelf ? { isSelf } : {}),
-          reporter: quiet(reporter),
-          signal,
-          wait: false,
-          listingMaxAgeMs: options.intervalMs,
-          onListing: (p) => (pods = p),
-        });
-        reporter.debug(`agent: step sync done in ${now() - started} ms`);
-        if (kubeletNow) noteKubelet(kubeletNow);
-        if (refusal !== undefined) reporter.info('agent: housekeeping resumed');
-        refusal = undefined;
-        if (apiView?.stale) result = 'stale';
-        step.resumed = outcome.resumed.map((p) => p.uid);
-        step.orphaned = outcome.orphanedRuntimePods.map((p) => p.uid);
-        for (const p of outcome.resumed) reporter.info(`agent: took over ${p.namespace}/${p.name} from a dead or timed-out owner`);
-        for (const p of outcome.orphanedRuntimePods) reporter.info(`agent: terminating orphaned runtime pod ${p.namespace}/${p.name}`);
-        observeStep(metrics, outcome, pods);
-        gate.afterFullStep(pods, mark);
-        step.stuck = noteStuck(pods, now(), options.stuckAfterMs, stuckLogged, reporter, options.api);
-        // what holds each stuck pod, with the node's facts (/proc, mounts) for those few pods only
-        const stuckPods = pods.filter((p) => step.stuck.includes(p.uid));
-        const facts = stuckPods.length > 0 ? await gatherNodeFacts(session, stuckPods, kubeletNow, new Map(), signal).catch(() => undefined) : undefined;
-        metrics.setStuckPods(BLOCKED_KINDS, stuckReasons(stuckPods, now(), facts));
-        state.runtimeAnswered();
-        totals.resumed += outcome.resumed.length;
-        totals.orphanedRuntimePods += outcome.orphanedRuntimePods.length;
-      } catch (error) {
-        if (signal.aborted && isAbort(error)) break;
-        gate.markChanged();
-        step.ok = false;
-        step.error = (error as Error).message;
-        if (error instanceof UsageError) {
-          // a safety refusal: nothing was done; said once until it clears
-          result = 'refused';
-          if (refusal !== step.error) reporter.warn(`agent: housekeeping step refused, nothing done: ${step.error}`);
-          refusal = step.error;
-          state.runtimeAnswered();
-        } else {
-          result = 'failed';
-          cause = causeOf(error);
-          if (cause.dependency === 'runtime') state.runtimeAway(step.error);
-        }
-      }
-    }
-    if (result === 'failed') {
-      totals.failedSteps += 1;
-      // said once until a step succeeds again, not at every interval
-      if (failure !== step.error) reporter.warn(`agent: housekeeping step failed: ${step.error}`);
-      failure = step.error;
-    } else if (result !== 'refused') {
-      if (failure !== undefined) reporter.info('agent: housekeeping steps succeed again');
-      failure = undefined;
-    }
-    if (result === 'refused') totals.failedSteps += 1;
-    noteApi();
-    metrics.countHousekeepingStep(result);
-    step.ms = now() - started;
-    totals.steps += 1;
-    state.stepEnded(result !== 'failed', cause);
-    options.onStep?.(step);
-    await wake.sleep(Math.max(0, options.intervalMs - step.ms), signal);
   }
 
-  state.running = false;
-  await informers?.stop();
-  gate.close();
-  probe.close();
-  detachEngine();
-  detachRuntime();
-  if (server) await closeServer(server);
-  return { ...totals, stuckSeen: stuckLogged.size, listen, stoppedInMs: stoppingAt ? now() - stoppingAt : 0 };
+  #noteApi(): void {
+    if (!this.#informers) return;
+    const reach = this.#informers.reachability();
+    this.#state.api(reach.reachable, reach.permanent === true, reach.error);
+    this.#options.metrics.setApiReachable(reach.reachable);
+  }
+
+  #kubeletState(): Promise<KubeletStatus | undefined> {
+    const ask = this.#options.kubeletState;
+    if (!ask) return Promise.resolve(undefined);
+    if (!this.#kubelet || this.#now() - this.#kubelet.at >= KUBELET_CHECK_MS) {
+      this.#kubelet = { at: this.#now(), state: ask().catch((error: Error): KubeletStatus => ({ state: 'unknown', via: 'none', detail: error.message })) };
+    }
+    return this.#kubelet.state;
+  }
+
+  #noteKubelet(kubelet: KubeletStatus | undefined): void {
+    if (!kubelet) return;
+    this.#options.metrics.setKubeletState(kubelet.state);
+    this.#state.set('kubelet', kubelet.state, true, kubelet.detail);
+  }
+
+  async #stateDirCheck(): Promise<string | undefined> {
+    const { session } = this.#options;
+    if (this.#stateDirChecked && this.#now() - this.#stateDirChecked.at < STATE_DIR_CHECK_MS) return this.#stateDirChecked.failure;
+    const failure = await writableStateDir(session.stateDir);
+    this.#stateDirChecked = { at: this.#now(), failure };
+    if (this.#state.set('state-dir', failure === undefined ? 'ok' : 'failing', failure === undefined, failure ?? session.stateDir)) {
+      if (failure !== undefined) this.#reporter.warn(`agent: the state dir cannot be written: ${failure}; housekeeping waits for it`);
+      else this.#reporter.info(`agent: the state dir can be written again (${session.stateDir})`);
+    }
+    return failure;
+  }
+
+  /** Steps every `intervalMs` (sooner when woken) until the signal aborts; maintenance runs beside, never inside a step. */
+  async loop(): Promise<void> {
+    const { signal } = this.#options;
+    while (!signal.aborted) {
+      if (await this.#writes?.checkWhenDue(signal)) this.#gate.markChanged(); // writes enabled: what was withheld is done in a full step
+      // the node's podctl.io/drain annotation, as watched; it writes, so it waits while writes are withheld
+      this.#maintenance?.consider(this.#informers?.node(), this.#writes?.enabled === true);
+      const started = this.#now();
+      const step: AgentStep = { at: started, ok: true, full: true, ms: 0, resumed: [], orphaned: [], stuck: [] };
+      const outcome = await this.#step(step);
+      if (outcome === 'stopped') break;
+      this.#account(step, outcome.result, outcome.cause);
+      step.ms = this.#now() - started;
+      this.#options.onStep?.(step);
+      await this.#wake.sleep(Math.max(0, this.#options.intervalMs - step.ms), signal);
+    }
+  }
+
+  /** One step: nothing while the state dir cannot be written, the runtime's health check while nothing changed, else a full step. */
+  async #step(step: AgentStep): Promise<StepOutcome | 'stopped'> {
+    const stateDirFailure = await this.#stateDirCheck();
+    if (stateDirFailure !== undefined) {
+      // nothing can be recorded: housekeeping waits for the state dir
+      Object.assign(step, { ok: false, full: false, error: stateDirFailure });
+      return { result: 'failed', cause: { dependency: 'state-dir', message: stateDirFailure } };
+    }
+    if (!(await this.#gate.needsFullStep())) return this.#lightStep(step);
+    try {
+      return await this.#fullStep(step);
+    } catch (error) {
+      if (this.#options.signal.aborted && isAbort(error)) return 'stopped';
+      return this.#failedStep(step, error);
+    }
+  }
+
+  /** Nothing could have changed: only the runtime's version is asked (and the kubelet's state, when due). */
+  async #lightStep(step: AgentStep): Promise<StepOutcome> {
+    step.full = false;
+    let outcome: StepOutcome = { result: 'ok' };
+    const unanswered = await probeRuntime(this.#probe, this.#options.signal);
+    if (unanswered !== undefined && !this.#options.signal.aborted) {
+      step.ok = false;
+      step.error = unanswered.message;
+      outcome = { result: 'failed', cause: { dependency: 'runtime', message: unanswered.message } };
+      this.#state.runtimeAway(unanswered.message);
+    }
+    this.#noteKubelet(await this.#kubeletState());
+    step.stuck = [...this.#stuckLogged.keys()].filter((uid) => this.#gate.stillTerminating(uid));
+    return outcome;
+  }
+
+  /** The kubelet's housekeeping (sync-known), then what it found: takeovers, orphans, stuck pods and their causes. */
+  async #fullStep(step: AgentStep): Promise<StepOutcome> {
+    const { session, source, api, metrics, signal } = this.#options;
+    const started = this.#now();
+    const kubelet = await this.#kubeletState();
+    const mark = this.#informers?.mark();
+    this.#gate.beginFullStep();
+    const apiView = source.kind === 'api' && this.#informers ? watchedPods(this.#informers, this.#now) : undefined;
+    let pods: PodInfo[] = [];
+    const outcome = await syncKnown({
+      session,
+      source,
+      ...(api ? { api } : {}),
+      ...(apiView ? { apiView } : {}),
+      ...(kubelet ? { kubelet } : {}),
+      ...(this.#options.kubeletRoot ? { kubeletRoot: this.#options.kubeletRoot } : {}),
+      ...(this.#isSelf ? { isSelf: this.#isSelf } : {}),
+      reporter: quiet(this.#reporter),
+      signal,
+      wait: false,
+      listingMaxAgeMs: this.#options.intervalMs,
+      onListing: (p) => (pods = p),
+    });
+    this.#reporter.debug(`agent: step sync done in ${this.#now() - started} ms`);
+    this.#noteKubelet(kubelet);
+    if (this.#refusal !== undefined) this.#reporter.info('agent: housekeeping resumed');
+    this.#refusal = undefined;
+    step.resumed = outcome.resumed.map((p) => p.uid);
+    step.orphaned = outcome.orphanedRuntimePods.map((p) => p.uid);
+    for (const p of outcome.resumed) this.#reporter.info(`agent: took over ${p.namespace}/${p.name} from a dead or timed-out owner`);
+    for (const p of outcome.orphanedRuntimePods) this.#reporter.info(`agent: terminating orphaned runtime pod ${p.namespace}/${p.name}`);
+    observeStep(metrics, outcome, pods);
+    this.#gate.afterFullStep(pods, mark);
+    step.stuck = noteStuck(pods, this.#now(), this.#options.stuckAfterMs, this.#stuckLogged, this.#reporter, api);
+    // what holds each stuck pod, with the node's facts (/proc, mounts) for those few pods only
+    const stuckPods = pods.filter((p) => step.stuck.includes(p.uid));
+    const facts = stuckPods.length > 0 ? await gatherNodeFacts(session, stuckPods, kubelet, new Map(), signal).catch(() => undefined) : undefined;
+    metrics.setStuckPods(BLOCKED_KINDS, stuckReasons(stuckPods, this.#now(), facts));
+    this.#state.runtimeAnswered();
+    this.#totals.resumed += outcome.resumed.length;
+    this.#totals.orphanedRuntimePods += outcome.orphanedRuntimePods.length;
+    return { result: apiView?.stale ? 'stale' : 'ok' };
+  }
+
+  /** A full step that threw: a safety refusal (nothing done, said once) or a failure with its cause. */
+  #failedStep(step: AgentStep, error: unknown): StepOutcome {
+    this.#gate.markChanged();
+    step.ok = false;
+    step.error = (error as Error).message;
+    if (error instanceof UsageError) {
+      if (this.#refusal !== step.error) this.#reporter.warn(`agent: housekeeping step refused, nothing done: ${step.error}`);
+      this.#refusal = step.error;
+      this.#state.runtimeAnswered();
+      return { result: 'refused' };
+    }
+    const cause = causeOf(error);
+    if (cause.dependency === 'runtime') this.#state.runtimeAway(step.error);
+    return { result: 'failed', cause };
+  }
+
+  /** Counts a step and says a failure once until a step succeeds again, not at every interval. */
+  #account(step: AgentStep, result: StepResult, cause: StepCause | undefined): void {
+    if (result === 'failed') {
+      if (this.#failure !== step.error) this.#reporter.warn(`agent: housekeeping step failed: ${step.error}`);
+      this.#failure = step.error;
+    } else if (result !== 'refused') {
+      if (this.#failure !== undefined) this.#reporter.info('agent: housekeeping steps succeed again');
+      this.#failure = undefined;
+    }
+    if (result === 'failed' || result === 'refused') this.#totals.failedSteps += 1;
+    this.#noteApi();
+    this.#options.metrics.countHousekeepingStep(result);
+    this.#totals.steps += 1;
+    this.#state.stepEnded(result !== 'failed', cause);
+  }
+
+  /** After the loop: an in-flight drain hands on (bounded), then the watches, the probe and the server close. */
+  async stop(): Promise<AgentResult> {
+    this.#state.running = false;
+    await this.#maintenance?.stop();
+    await this.#informers?.stop();
+    this.#gate.close();
+    this.#probe.close();
+    for (const detach of this.#detach) detach();
+    if (this.#server) await closeServer(this.#server);
+    return { ...this.#totals, stuckSeen: this.#stuckLogged.size, listen: this.#listen, stoppedInMs: this.#stoppingAt ? this.#now() - this.#stoppingAt : 0 };
+  }
 }
 
-/** The pod of the container this process runs in (`selfContainerId`): never a target of its own. */
-export function isSelfPod(selfId: string): (pod: PodInfo) => boolean {
-  return (pod) => pod.runtime?.containerStatuses.some((c) => c.id === selfId || c.id.startsWith(selfId)) === true;
+/** How a step ended, and what failed when it did. */
+interface StepOutcome {
+  result: StepResult;
+  cause?: StepCause;
+}
+
+/** The pod this agent runs in, never a target of its own. */
+export interface AgentSelf {
+  /** Its pod's UID (POD_UID, from the downward API in deploy/daemonset.yaml). */
+  podUid?: string;
+  /** The container ID in its cgroup path: the fallback without POD_UID. */
+  containerId?: string;
+}
+
+/**
+ * Who the agent is: `POD_UID` when set (the DaemonSet gives it), else the container ID read from its
+ * cgroup. In a private cgroup namespace (cgroup v2) that file reads `0::/`: no ID, and without
+ * POD_UID the agent does not know its pod.
+ */
+export async function agentSelf(env: NodeJS.ProcessEnv = process.env, cgroupPath = '/proc/self/cgroup'): Promise<AgentSelf> {
+  const podUid = env.POD_UID?.trim();
+  if (podUid) return { podUid };
+  const containerId = await selfContainerId(cgroupPath);
+  return containerId ? { containerId } : {};
+}
+
+/** Is this the agent's own pod? By its UID, else by its container; undefined when the agent does not know. */
+export function isSelfPod(self: AgentSelf): ((pod: PodInfo) => boolean) | undefined {
+  const { podUid, containerId } = self;
+  if (podUid) return (pod) => pod.uid === podUid;
+  if (containerId) return (pod) => pod.runtime?.containerStatuses.some((c) => c.id === containerId || c.id.startsWith(containerId)) === true;
+  return undefined;
 }
 
 /** The container ID this process runs in, from its cgroup path (containerd, cri-o, docker), if any. */

@@ -8,9 +8,20 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type FaultRule, type RunningSimulator, type SimPodSpec } from '../../../src/cri/simulator/index.js';
 import { createMetrics } from '../../../src/metrics/registry.js';
-import { healthWindowMs, parseMetricsAddr, runAgent, selfContainerId, type AgentOptions, type AgentResult, type AgentStep, type MetricsAddress } from '../../../src/services/housekeeping/agent.js';
+import {
+  agentSelf,
+  healthWindowMs,
+  isSelfPod,
+  parseMetricsAddr,
+  runAgent,
+  selfContainerId,
+  type AgentOptions,
+  type AgentResult,
+  type AgentStep,
+  type MetricsAddress,
+} from '../../../src/services/housekeeping/agent.js';
 import { openSession } from '../../../src/session/open.js';
-import type { NodeSession } from '../../../src/domain/session-api.js';
+import type { NodeSession, PodInfo } from '../../../src/domain/session-api.js';
 import { Reporter } from '../../../src/lib/reporter.js';
 import { tempDir } from '../../store/support/fixtures.js';
 
@@ -262,6 +273,22 @@ describe('podctl agent (service)', () => {
     await writeFile(onHost, '0::/user.slice/user-0.slice/session-1.scope\n');
     expect(await selfContainerId(onHost)).toBeUndefined();
     expect(await selfContainerId(join(dir.path, 'missing'))).toBeUndefined();
+  });
+
+  it('knows its own pod by POD_UID; a private cgroup namespace (`0::/`) names no container', async () => {
+    const privateNs = join(dir.path, 'cgroup-private');
+    await writeFile(privateNs, '0::/\n');
+    expect(await agentSelf({}, privateNs)).toEqual({});
+    expect(await agentSelf({ POD_UID: 'uid-agent' }, privateNs)).toEqual({ podUid: 'uid-agent' });
+    const id = 'c'.repeat(64);
+    const inPod = join(dir.path, 'cgroup-pod-2');
+    await writeFile(inPod, `0::/kubepods.slice/cri-containerd-${id}.scope\n`);
+    expect(await agentSelf({ POD_UID: 'uid-agent' }, inPod), 'POD_UID first, the cgroup only as a fallback').toEqual({ podUid: 'uid-agent' });
+    expect(await agentSelf({}, inPod)).toEqual({ containerId: id });
+    const isSelf = isSelfPod({ podUid: 'uid-agent' })!;
+    expect(isSelf({ uid: 'uid-agent' } as PodInfo)).toBe(true);
+    expect(isSelf({ uid: 'uid-web' } as PodInfo)).toBe(false);
+    expect(isSelfPod({})).toBeUndefined();
   });
 
   it('parses --metrics-addr and bounds the health window', () => {
