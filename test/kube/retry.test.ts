@@ -22,6 +22,8 @@ describe('retry policy', () => {
     expect(wait).toBeGreaterThanOrEqual(3_000); // Retry-After is a floor, jittered up to a fifth above it
     expect(wait).toBeLessThanOrEqual(3_600);
     expect(retryDelayMs(limited, 0, policy.budgetMs - 1_000, policy)).toBeUndefined();
+    // a 5xx's Retry-After is a floor too (client-go's rule), not the shorter backoff of the attempt
+    expect(retryDelayMs(new KubeError('c', 'm', 503, { retryAfterMs: 3_000 }), 0, 0, policy)).toBeGreaterThanOrEqual(3_000);
     expect(retryDelayMs(new KubeError('c', 'm', 404), 0, 0, policy)).toBeUndefined();
     expect(retryDelayMs(new KubeError('c', 'm', 403), 0, 0, policy)).toBeUndefined();
     expect(retryDelayMs(new KubeError('c', 'm', 503), policy.attempts - 1, 0, policy)).toBeUndefined();

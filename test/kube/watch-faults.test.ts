@@ -1,7 +1,7 @@
 /**
  * A watch that cannot hang, and one that backs off as the server asks: against the local API server,
  * a watch that goes silent (a half-open connection: no event, no bookmark) is cut after the idle
- * bound and resumed from its last resourceVersion, missing nothing; a watch answered 429 with
+ * bound and resumed from its last resourceVersion, missing nothing; a watch answered 429 or 503 with
  * Retry-After waits at least that long before it asks again; a server that accepts connections and
  * never answers fails a list within the client's deadline.
  */
@@ -61,27 +61,31 @@ describe('watch faults', () => {
     }
   }, 30_000);
 
-  it('a watch answered 429 waits the Retry-After before it asks again', async () => {
-    const kube = await connectKube({ kind: 'kubeconfig', path: kubeconfig }, { node: 'node-1', timeoutMs: 2_000 });
-    const source = new NodePodSource(kube, { baseBackoffMs: 20, maxBackoffMs: 50 });
-    const controller = new AbortController();
-    const running = source.run(controller.signal);
-    try {
-      await source.synced();
-      await until('the watch', () => server.openWatches >= 1);
-      server.inject({ method: 'GET', path: /^\/api\/v1\/pods$/, watch: true, status: 429, retryAfter: 1 });
-      const before = server.requests.length;
-      server.closeWatches();
-      await until('the watch after the 429', () => server.requests.slice(before).filter(isPodWatch).length >= 2);
-      const [limited, next] = server.requests.slice(before).filter(isPodWatch);
-      expect(limited?.status).toBe(429);
-      expect(next!.at - limited!.at).toBeGreaterThanOrEqual(1_000); // the backoff alone is ≤ 50 ms
-      expect(source.lists).toBe(1);
-    } finally {
-      controller.abort();
-      await running;
-    }
-  }, 30_000);
+  it.each([429, 503])(
+    'a watch answered %i with Retry-After waits it before it asks again',
+    async (code) => {
+      const kube = await connectKube({ kind: 'kubeconfig', path: kubeconfig }, { node: 'node-1', timeoutMs: 2_000 });
+      const source = new NodePodSource(kube, { baseBackoffMs: 20, maxBackoffMs: 50 });
+      const controller = new AbortController();
+      const running = source.run(controller.signal);
+      try {
+        await source.synced();
+        await until('the watch', () => server.openWatches >= 1);
+        server.inject({ method: 'GET', path: /^\/api\/v1\/pods$/, watch: true, status: code, retryAfter: 1 });
+        const before = server.requests.length;
+        server.closeWatches();
+        await until('the watch after the 429', () => server.requests.slice(before).filter(isPodWatch).length >= 2);
+        const [limited, next] = server.requests.slice(before).filter(isPodWatch);
+        expect(limited?.status).toBe(code);
+        expect(next!.at - limited!.at).toBeGreaterThanOrEqual(1_000); // the backoff alone is ≤ 50 ms
+        expect(source.lists).toBe(1);
+      } finally {
+        controller.abort();
+        await running;
+      }
+    },
+    30_000,
+  );
 
   it('a server that accepts connections and never answers fails a list within the deadline', async () => {
     const kube = await connectKube({ kind: 'kubeconfig', path: kubeconfig }, { node: 'node-1', timeoutMs: 300, retry: { attempts: 2, baseMs: 10, maxMs: 10 } });
