@@ -172,7 +172,7 @@ describe('deploy/ manifests', () => {
       expect(node.message).toBe('podctl on node node-1 may change only its own Node, not node-2');
     });
 
-    it('its own Node: the cordon and podctl.io/ annotations may change; a label, a taint, another annotation, another spec field or the status may not', () => {
+    it('its own Node: the cordon and podctl.io/ annotations may change; a label, a taint, another annotation, a finalizer, an owner reference, another spec field, the status or its deletion may not', () => {
       const before = {
         metadata: { name: 'node-1', labels: { 'node-role.kubernetes.io/worker': '', zone: 'a' }, annotations: { 'node.alpha.kubernetes.io/ttl': '0', 'podctl.io/drain': 'requested' } },
         spec: { podCIDR: '10.0.1.0/24', podCIDRs: ['10.0.1.0/24'], providerID: 'kind://node-1', taints: [{ key: 'dedicated', value: 'db', effect: 'NoSchedule' }] },
@@ -201,6 +201,8 @@ describe('deploy/ manifests', () => {
         ['a look-alike prefix', (n) => (n.metadata.annotations['podctl.io.evil/x'] = 'y'), /podctl\.io\//],
         ['the podCIDR', (n) => (n.spec.podCIDR = '10.0.9.0/24'), /no other field/],
         ['the providerID', (n) => (n.spec.providerID = 'kind://node-9'), /no other field/],
+        ['a finalizer added', (n) => (n.metadata.finalizers = ['example.com/hold']), /finalizers or owner references/],
+        ['an owner reference added', (n) => (n.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'x', uid: 'u' }]), /finalizers or owner references/],
       ];
       for (const [what, edit, message] of denied) {
         const verdict = change(edit);
@@ -208,6 +210,8 @@ describe('deploy/ manifests', () => {
         expect(verdict.message, what).toMatch(message);
       }
       expect(change((n) => (n.spec.unschedulable = true), 'status')).toMatchObject({ allowed: false, message: "podctl may not change a Node's status" });
+      const remove = admit({ operation: 'DELETE', subResource: '', userInfo: userInfo('node-1'), resource: { resource: 'nodes' }, name: 'node-1' }, null, before);
+      expect(remove).toMatchObject({ allowed: false, message: 'podctl may not delete a Node' });
     });
 
     it("a token without the node claim is denied; other users are not this policy's business", () => {
