@@ -77,6 +77,14 @@ module.exports = {
       to: { path: `^src/(${Object.keys(SUBLAYERS).join('|')})/(?!index\\.ts$)[^/]+$` },
     },
     {
+      name: 'services-return-data',
+      comment:
+        "a service returns data and the CLI/TUI render it: drawing (tables, summary lines, explain text) lives in each feature's output.ts, which only the commands, the TUI and other output modules import; no other service file imports lib/output",
+      severity: 'error',
+      from: { path: '^src/services/', pathNot: '^src/services/[^/]+/output\\.ts$' },
+      to: { path: ['^src/services/[^/]+/output\\.ts$', '^src/lib/output\\.ts$'] },
+    },
+    {
       name: 'engine-no-io',
       comment: 'the engine does no I/O: no file system, network, processes or timers of its own beyond the clock it is given',
       severity: 'error',

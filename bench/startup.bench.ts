@@ -107,7 +107,8 @@ const phaseScript = `
   const { openSession } = await import(${dist('session/open.js')}); lap('session, store, engine modules');
   await import(${dist('cri/client/grpc-modules.js')}); lap('@grpc/grpc-js + CRI proto');
   const session = await openSession({ stateDir: process.env.BENCH_STATE_DIR, runtimeEndpoint: ${JSON.stringify(sim.endpoint)}, readOnly: true }); lap('openSession (read-only: connect, Version, first relist)');
-  const { podStatus, statusTable } = await import(${dist('services/diagnose/status.js')});
+  const { podStatus } = await import(${dist('services/diagnose/status.js')});
+  const { statusTable } = await import(${dist('services/diagnose/output.js')});
   const { parseSelection } = await import(${dist('lib/refs.js')});
   const result = await podStatus({ session, selection: parseSelection({ args: [], allowEmpty: true, defaultAllNamespaces: true }), explain: false }); lap('listPods (50 pods: relist, checkpoints, leases)');
   const { renderTable, createStyler } = await import(${dist('lib/output.js')});

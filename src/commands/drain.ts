@@ -20,7 +20,8 @@ import type { FullDrainResult } from '../services/drain/drain-run.js';
 import type { TerminatedPod } from '../services/terminate/terminate.js';
 import type { ShutdownStatusReport } from '../services/drain/shutdown-status.js';
 import { drainJson } from '../base/json-results.js';
-import { drainExitCode, drainNextStep, drainPodsToHandOff, drainSummaryLine, drainTable, type DrainResult } from '../services/drain/drain.js';
+import { drainExitCode, drainPodsToHandOff, type DrainResult } from '../services/drain/drain.js';
+import { drainNextStep, drainSummaryLine, drainTable } from '../services/drain/output.js';
 
 export default class Drain extends PodctlCommand {
   static override summary = "Terminate every pod on the node in priority groups, as the kubelet's graceful node shutdown does.";

@@ -13,7 +13,8 @@ import { selectionFromFlags } from '../lib/refs.js';
 import { DEFAULT_EVICTION_REASON, evictPods, type EvictResult } from '../services/terminate/evict.js';
 import { replayPendingApiWrites } from '../services/api/api-node.js';
 import { terminateJson } from '../base/json-results.js';
-import { podsToHandOff, terminateExitCode, terminateSummary, terminateTable } from '../services/terminate/terminate.js';
+import { podsToHandOff, terminateExitCode } from '../services/terminate/terminate.js';
+import { terminateSummary, terminateTable } from '../services/terminate/output.js';
 
 export default class Evict extends PodctlCommand {
   static override summary = 'Evict pods: a kill whose stopped containers and sandboxes are then removed.';

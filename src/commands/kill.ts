@@ -13,7 +13,8 @@ import { selectionFromFlags } from '../lib/refs.js';
 import type { Persist } from '../services/terminate/drive.js';
 import { killPods, type KillResult } from '../services/terminate/kill.js';
 import { terminateJson } from '../base/json-results.js';
-import { podsToHandOff, terminateExitCode, terminateSummary, terminateTable } from '../services/terminate/terminate.js';
+import { podsToHandOff, terminateExitCode } from '../services/terminate/terminate.js';
+import { terminateSummary, terminateTable } from '../services/terminate/output.js';
 
 export default class Kill extends PodctlCommand {
   static override summary = "Terminate pods with the kubelet's grace semantics and wait for them.";

@@ -11,7 +11,8 @@ import { renderTable } from '../lib/output.js';
 import { parseDuration } from '../lib/duration.js';
 import { selectionFromFlags, type PodSelection } from '../lib/refs.js';
 import type { LastShutdownJson } from '../services/shutdown/index.js';
-import { NO_NODE_FACTS, STATUS_SORT_KEYS, explainText, statusJson, kubeletHeader, podStatus, sortStatusRows, statusExitCode, statusTable, type StatusResult } from '../services/diagnose/status.js';
+import { NO_NODE_FACTS, STATUS_SORT_KEYS, statusJson, podStatus, sortStatusRows, statusExitCode, type StatusResult } from '../services/diagnose/status.js';
+import { explainText, kubeletHeader, statusTable } from '../services/diagnose/output.js';
 
 export default class Status extends PodctlCommand {
   static override summary = "Show the node's pods as podctl's pod workers see them; --explain says why a pod is still here.";
@@ -172,16 +173,15 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
       this.log(await renderTable(statusTable(result, format === 'wide', this.styler, table), this.styler, { noHeaders: flags['no-headers'] }));
     }
     const { watchStatus } = await import('../services/watch/status-watch.js');
+    const { statusChangeLines } = await import('../services/watch/output.js');
     await watchStatus({
       session: await this.session(),
       selection,
-      format,
+      line: statusChangeLines({ format, initial: result.pods, styler: this.styler, table }),
       initial: result.pods,
       out: process.stdout,
       signal: this.abort.signal,
       ...(flags.watchForMs !== undefined ? { forMs: flags.watchForMs } : {}),
-      styler: this.styler,
-      table,
       facts: { ...NO_NODE_FACTS, kubeletRunning: result.kubelet?.state === 'running' },
     });
   }

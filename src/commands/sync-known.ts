@@ -10,7 +10,8 @@ import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { renderTable } from '../lib/output.js';
 import { syncKnownJson } from '../base/json-results.js';
-import { syncKnown, syncKnownSummary, syncKnownTable, type DesiredSource } from '../services/housekeeping/sync-known.js';
+import { syncKnown, type DesiredSource } from '../services/housekeeping/sync-known.js';
+import { syncKnownSummary, syncKnownTable } from '../services/housekeeping/output.js';
 
 export default class SyncKnown extends PodctlCommand {
   static override summary = "Run the kubelet's housekeeping step: forget finished pods, finish orphans, resume abandoned pods.";

@@ -9,7 +9,8 @@
  */
 import { Box, Text } from 'ink';
 import type { PodInfo } from '../domain/session-api.js';
-import { explainPod, explainText, type NodeFacts } from '../services/diagnose/status.js';
+import { explainPod, type NodeFacts } from '../services/diagnose/status.js';
+import { explainText } from '../services/diagnose/output.js';
 import { createStyler } from '../lib/output.js';
 import { truncate } from './view-model.js';
 

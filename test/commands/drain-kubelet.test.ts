@@ -19,7 +19,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import type { SimPodSpec } from '../../src/cri/simulator/types.js';
 import { createStyler, renderTable } from '../../src/lib/output.js';
-import { drainTable } from '../../src/services/drain/drain.js';
+import { drainTable } from '../../src/services/drain/output.js';
 import { writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 

@@ -26,10 +26,9 @@ import { plannedGraceSeconds } from './grace-plan.js';
 import { ExitCode, type ExitCodeValue } from '../../lib/exit-codes.js';
 import { formatDuration } from '../../lib/duration.js';
 import { describeSelection, resolveSelection, type PodSelection } from '../../lib/refs.js';
-import type { Styler, TableSpec } from '../../lib/output.js';
 import { silentReporter, type Reporter } from '../../lib/reporter.js';
 import type { NodeSession, PodInfo, WaitOutcome } from '../../domain/session-api.js';
-import { orderingNote, PodSpecs, type StopOrdering } from '../api/pod-specs.js';
+import { PodSpecs, type StopOrdering } from '../api/pod-specs.js';
 import { summarizeAfterWait } from './after-wait.js';
 
 /** What kill and evict report through: the eviction Event and status. */
@@ -49,7 +48,7 @@ const SELECTION_LISTING_MAX_AGE_MS = 1_000;
  * `terminated`: the runtime says the pod's containers stopped. `kubelet-finishing`: left to the
  * kubelet, its API object is gone but the runtime still runs its containers at the bound.
  */
-type PodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'requested' | 'planned' | 'already-terminated' | 'failed' | 'blocked-by-pdb' | 'kubelet-finishing';
+export type PodOutcome = 'terminated' | 'gone' | 'timeout' | 'interrupted' | 'requested' | 'planned' | 'already-terminated' | 'failed' | 'blocked-by-pdb' | 'kubelet-finishing';
 
 export interface TerminatedPod {
   uid: string;
@@ -437,41 +436,6 @@ async function reportEvictionStatus(kube: KubeClient, pod: PodInfo, evict: { rea
     report.errors.push((error as Error).message);
     reporter.warn(`status of ${pod.namespace}/${pod.name} not updated: ${(error as Error).message}`);
   }
-}
-
-/** The human view of a kill/evict result: one row per pod. */
-export function terminateTable(result: TerminateResult, styler: Styler): TableSpec {
-  const outcomeCell = (o: PodOutcome): string =>
-    o === 'terminated' || o === 'gone' || o === 'already-terminated' ? styler.green(o) : o === 'requested' || o === 'planned' ? styler.cyan(o) : styler.red(o);
-  return {
-    head: ['NAMESPACE/NAME', 'UID', 'OUTCOME', 'GRACE', 'TIME', 'DRIVEN BY'],
-    rows: result.pods.map((p) => [
-      `${p.namespace}/${p.name}`,
-      p.uid.slice(0, 8),
-      outcomeCell(p.outcome) + (p.error ? ` ${p.error}` : '') + (p.note ? ` (${p.note})` : ''),
-      `${p.gracePeriodSeconds}s`,
-      p.elapsedMs === undefined ? '-' : formatDuration(p.elapsedMs),
-      result.handedOffTo?.uids.includes(p.uid)
-        ? `background (${result.handedOffTo.pid})`
-        : p.handledBy === undefined
-          ? '-'
-          : p.handledBy === 'local'
-            ? `this process (${p.ownerPid})`
-            : p.handledBy === 'api'
-              ? 'the kubelet (API)'
-              : `owner ${p.ownerPid}`,
-    ]),
-  };
-}
-
-/** One summary line: "kill: 3 terminated, 1 timed out; not found: default/x". */
-export function terminateSummary(result: TerminateResult): string {
-  const counts = new Map<PodOutcome, number>();
-  for (const p of result.pods) counts.set(p.outcome, (counts.get(p.outcome) ?? 0) + 1);
-  const parts = [...counts.entries()].map(([o, n]) => `${n} ${o === 'timeout' ? 'timed out' : o}`);
-  const missing = result.missing.length > 0 ? `; not found: ${result.missing.join(', ')}` : '';
-  const ordering = orderingNote(result.pods);
-  return `${result.action}${result.dryRun ? ' --dry-run' : ''}: ${parts.join(', ')}${missing}${result.dryRun ? ' (nothing was changed)' : ''}${ordering ? `; ${ordering}` : ''}`;
 }
 
 /** With --no-wait: the pods this process drives itself, which must be handed to a background driver. */

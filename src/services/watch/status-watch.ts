@@ -4,8 +4,8 @@
  * sandbox), the grace in force — a pod that appears, or a pod that goes, until the signal aborts
  * (SIGINT/SIGTERM) or the optional bound passes.
  *
- * Owns: what counts as a change of a row, and how a change is written (a table line aligned with the
- * first table, `ns/name`, or one JSON object per line).
+ * Owns: what counts as a change of a row; how a change is written (a table line aligned with the
+ * first table, `ns/name`, or one JSON object per line) is the caller's `line` (watch/output.ts).
  *
  * Invariants:
  * - Follows the session through the watch feed (`watch-feed.ts`, used as it is): no timer of its own
@@ -17,16 +17,15 @@
  *   any of those, and it leaves no listener or timer behind.
  */
 import { keepProcessAlive } from '../../lib/abortable.js';
-import { isoTime } from '../../lib/json-vocabulary.js';
-import { renderTable, type Styler } from '../../lib/output.js';
 import { resolveSelection, type PodSelection } from '../../lib/refs.js';
 import { readyCell, sandboxCell } from '../diagnose/pod-ready.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
-import { STATUS_HEAD, STATUS_WIDE_HEAD, statusCells, statusRow, type NodeFacts, type StatusRow, type StatusTableOptions } from '../diagnose/status.js';
+import { statusRow, type NodeFacts, type StatusRow } from '../diagnose/status.js';
 import { WATCH_COALESCE_MS, watchRuntimeMaxAgeMs } from './watch.js';
 import { WatchFeed } from './watch-feed.js';
 
-type StatusWatchFormat = 'table' | 'wide' | 'name' | 'json';
+/** One change of a row as the line written for it (without its newline). */
+export type StatusChangeLine = (type: StatusWatchRecord['type'], row: StatusRow, at: number) => Promise<string>;
 
 /** The part of the watch feed this uses (a test seam). */
 interface StatusFeed {
@@ -46,7 +45,8 @@ interface LineSink {
 export interface StatusWatchOptions {
   session: NodeSession;
   selection: PodSelection;
-  format: StatusWatchFormat;
+  /** Writes one change as a line (watch/output.ts's `statusChangeLines`). */
+  line: StatusChangeLine;
   /** The rows the first table (or the first JSON lines) showed. */
   initial: readonly StatusRow[];
   /** Where the lines go (stdout); an `error` event (EPIPE) ends the watch. */
@@ -54,8 +54,6 @@ export interface StatusWatchOptions {
   signal: AbortSignal;
   /** Stop after this long (ms); default: until the signal. */
   forMs?: number;
-  styler: Styler;
-  table?: StatusTableOptions & { noHeaders?: boolean };
   /** Node facts for the rows' blockedBy (the kubelet's state; no per-process facts while watching). */
   facts?: NodeFacts;
   now?: () => number;
@@ -93,12 +91,7 @@ export function rowChanges(before: ReadonlyMap<string, StatusRow>, after: readon
 /** Follows the selected pods and writes one line per change; see the module comment. */
 export async function watchStatus(options: StatusWatchOptions): Promise<StatusWatchResult> {
   const now = options.now ?? Date.now;
-  const { out, format, styler } = options;
-  const tableOptions = options.table ?? {};
-  const wide = format === 'wide';
-  const head = [...STATUS_HEAD, ...(wide ? STATUS_WIDE_HEAD : []), ...(tableOptions.labelColumns ?? []).map((k) => k.toUpperCase()), ...(tableOptions.showLabels ? ['LABELS'] : [])];
-  // change lines are aligned with the first table: its rows set the columns' minimum widths
-  const firstCells = options.initial.map((r) => statusCells(r, wide, styler, tableOptions));
+  const { out } = options;
   let rows = new Map(options.initial.map((r) => [r.uid, r]));
   let changes = 0;
   let endedBy: StatusWatchResult['endedBy'] = 'signal';
@@ -119,16 +112,6 @@ export async function watchStatus(options: StatusWatchOptions): Promise<StatusWa
           stop.abort();
         }, options.forMs);
 
-  const lineOf = async (type: StatusWatchRecord['type'], row: StatusRow, at: number): Promise<string> => {
-    if (format === 'json') return JSON.stringify({ type, at: isoTime(at), pod: row } satisfies StatusWatchRecord);
-    if (format === 'name') return `${row.namespace}/${row.name}`;
-    const cells = statusCells(type === 'deleted' ? { ...row, stuck: false } : row, wide, styler, tableOptions);
-    // a pod gone: its last row, with the state column saying so
-    if (type === 'deleted') cells[STATUS_HEAD.indexOf('STATE')] = 'gone';
-    const text = await renderTable({ head, rows: [...firstCells, cells] }, styler, { noHeaders: tableOptions.noHeaders === true });
-    return text.split('\n').at(-1) ?? '';
-  };
-
   // a chain of writes, so lines keep the order of the changes
   let writing: Promise<void> = Promise.resolve();
   const onSnapshot = (pods: readonly PodInfo[]) => {
@@ -147,7 +130,7 @@ export async function watchStatus(options: StatusWatchOptions): Promise<StatusWa
     writing = writing.then(async () => {
       for (const change of found) {
         if (stop.signal.aborted) return;
-        out.write(`${await lineOf(change.type, change.row, at)}\n`);
+        out.write(`${await options.line(change.type, change.row, at)}\n`);
         changes += 1;
       }
     });

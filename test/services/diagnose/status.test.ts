@@ -3,7 +3,8 @@ import { createStyler, renderTable } from '../../../src/lib/output.js';
 import { parseSelection } from '../../../src/lib/refs.js';
 import type { PodSyncStatusView } from '../../../src/engine/types.js';
 import type { PodInfo } from '../../../src/domain/session-api.js';
-import { STATUS_HEAD, explainPod, explainText, podStatus, predicatesOf, statusExitCode, statusRow, statusTable, waitingFor } from '../../../src/services/diagnose/status.js';
+import { explainPod, podStatus, predicatesOf, statusExitCode, statusRow, waitingFor } from '../../../src/services/diagnose/status.js';
+import { STATUS_HEAD, explainText, statusTable } from '../../../src/services/diagnose/output.js';
 import { FakeSession } from '../fake-session.js';
 
 const NOW = Date.parse('2026-01-01T00:10:00Z');

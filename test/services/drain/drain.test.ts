@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { parseSelection } from '../../../src/lib/refs.js';
 import { Reporter } from '../../../src/lib/reporter.js';
 import { SYSTEM_CRITICAL_PRIORITY, defaultGroups, parseExcludes, parseGroups } from '../../../src/services/drain/drain-plan.js';
-import { drainExitCode, drainNode, drainSummaryLine } from '../../../src/services/drain/drain.js';
+import { drainExitCode, drainNode } from '../../../src/services/drain/drain.js';
+import { drainSummaryLine } from '../../../src/services/drain/output.js';
 import { FakeSession, type FakePod } from '../fake-session.js';
 
 const everything = parseSelection({ args: [], allNamespaces: true, allowEmpty: true });
@@ -144,7 +145,7 @@ describe('drain verification', () => {
 
 describe('drain table', () => {
   it('dry-run rows: group label, pod, priority, critical reason, pod grace, drain grace; skipped pods last', async () => {
-    const { drainTable } = await import('../../../src/services/drain/drain.js');
+    const { drainTable } = await import('../../../src/services/drain/output.js');
     const { createStyler } = await import('../../../src/lib/output.js');
     const result = await drainNode({ session: demo(), selection: everything, groups: defaultGroups(30, 10), dryRun: true });
     const spec = drainTable(result, createStyler(false));

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../../src/lib/errors.js';
-import { parseDesiredPods, syncKnown, syncKnownSummary } from '../../../src/services/housekeeping/sync-known.js';
+import { parseDesiredPods, syncKnown } from '../../../src/services/housekeeping/sync-known.js';
+import { syncKnownSummary } from '../../../src/services/housekeeping/output.js';
 import { FakeSession } from '../fake-session.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'podctl-sync-'));

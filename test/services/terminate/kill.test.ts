@@ -5,7 +5,8 @@ import { parseSelection } from '../../../src/lib/refs.js';
 import { Reporter } from '../../../src/lib/reporter.js';
 import { evictPods } from '../../../src/services/terminate/evict.js';
 import { killPods } from '../../../src/services/terminate/kill.js';
-import { terminateExitCode, terminateSummary, podsToHandOff } from '../../../src/services/terminate/terminate.js';
+import { terminateExitCode, podsToHandOff } from '../../../src/services/terminate/terminate.js';
+import { terminateSummary } from '../../../src/services/terminate/output.js';
 import { FakeSession } from '../fake-session.js';
 
 const node = (): FakeSession =>

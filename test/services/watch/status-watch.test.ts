@@ -5,6 +5,7 @@ import { parseSelection } from '../../../src/lib/refs.js';
 import type { PodInfo } from '../../../src/domain/session-api.js';
 import { statusRow, type StatusRow } from '../../../src/services/diagnose/status.js';
 import { rowChanges, watchStatus, type StatusWatchRecord } from '../../../src/services/watch/status-watch.js';
+import { statusChangeLines } from '../../../src/services/watch/output.js';
 import { FakeSession, pod } from '../../tui/support/fake-session.js';
 
 // status -w must never load Ink or React: importing either fails this file.
@@ -78,7 +79,7 @@ describe('status -w: the stream', () => {
     const abort = new AbortController();
     const selection = parseSelection({ args: [], namespace: 'web', allowEmpty: true });
     const initial = rowsOf([a, b]);
-    const done = watchStatus({ session, selection, format: 'json', initial, out, signal: abort.signal, styler: createStyler(false) });
+    const done = watchStatus({ session, selection, line: statusChangeLines({ format: 'json', initial, styler: createStyler(false) }), initial, out, signal: abort.signal });
     // the first listing equals what the table showed: nothing is written for it
     await vi.waitFor(() => expect(session.listenerCount).toBe(1));
     await session.requestKill({ uid: a.uid, gracePeriodSeconds: 2 });
@@ -116,7 +117,15 @@ describe('status -w: the stream', () => {
     const session = new FakeSession([a]);
     const out = new Out();
     const abort = new AbortController();
-    const done = watchStatus({ session, selection: all, format: 'table', initial: rowsOf([a]), out, signal: abort.signal, styler: createStyler(false), now: () => NOW });
+    const done = watchStatus({
+      session,
+      selection: all,
+      line: statusChangeLines({ format: 'table', initial: rowsOf([a]), styler: createStyler(false) }),
+      initial: rowsOf([a]),
+      out,
+      signal: abort.signal,
+      now: () => NOW,
+    });
     await vi.waitFor(() => expect(session.listenerCount).toBe(1));
     session.set(
       withRuntime(a, [
@@ -141,7 +150,15 @@ describe('status -w: the stream', () => {
   it('ends by itself when the bound passes, with nothing left behind', async () => {
     const session = new FakeSession([pod('web/a')]);
     const out = new Out();
-    const result = await watchStatus({ session, selection: all, format: 'name', initial: [], out, signal: new AbortController().signal, forMs: 1, styler: createStyler(false) });
+    const result = await watchStatus({
+      session,
+      selection: all,
+      line: statusChangeLines({ format: 'name', initial: [], styler: createStyler(false) }),
+      initial: [],
+      out,
+      signal: new AbortController().signal,
+      forMs: 1,
+    });
     expect(result.endedBy).toBe('bound');
     // the pod was not in the first listing: it is added, by name
     expect(out.lines).toEqual(['web/a']);
@@ -152,7 +169,14 @@ describe('status -w: the stream', () => {
   it('ends when the reader goes away (EPIPE)', async () => {
     const session = new FakeSession([pod('web/a')]);
     const out = new Out();
-    const done = watchStatus({ session, selection: all, format: 'json', initial: rowsOf([pod('web/a')]), out, signal: new AbortController().signal, styler: createStyler(false) });
+    const done = watchStatus({
+      session,
+      selection: all,
+      line: statusChangeLines({ format: 'json', initial: rowsOf([pod('web/a')]), styler: createStyler(false) }),
+      initial: rowsOf([pod('web/a')]),
+      out,
+      signal: new AbortController().signal,
+    });
     await vi.waitFor(() => expect(session.listenerCount).toBe(1));
     out.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
     await expect(done).resolves.toMatchObject({ endedBy: 'epipe' });
