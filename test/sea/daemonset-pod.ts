@@ -84,11 +84,13 @@ export interface AgentPodOptions {
   env: Record<string, string>;
   /** Arguments after the DaemonSet's (the last of a repeated flag wins). */
   extraArgs: string[];
+  /** Another template than deploy/daemonset.yaml's (the DaemonSet with a component of deploy/optional/). */
+  template?: { spec: Obj; container: Obj };
 }
 
 /** The sandbox and container configs the kubelet would give containerd for the DaemonSet's pod. */
 export function agentPodConfigs(options: AgentPodOptions): { sandboxConfig: Obj; containerConfig: Obj } {
-  const { spec, container } = agentPodTemplate();
+  const { spec, container } = options.template ?? agentPodTemplate();
   const node = NamespaceMode.NODE;
   const namespaceOptions = { network: spec.hostNetwork ? node : NamespaceMode.POD, pid: spec.hostPID ? node : NamespaceMode.POD, ipc: NamespaceMode.POD };
   const labels = { 'io.kubernetes.pod.name': 'podctl-agent', 'io.kubernetes.pod.namespace': 'podctl-system', 'io.kubernetes.pod.uid': options.uid };
@@ -110,6 +112,8 @@ export function agentPodConfigs(options: AgentPodOptions): { sandboxConfig: Obj;
     metadata: { name: container.name as string, attempt: 0 },
     image: { image: options.image },
     args: [...args, ...options.extraArgs],
+    // the container's env given as values (the downward API's are the $(VAR)s above)
+    envs: ((container.env ?? []) as Obj[]).filter((e) => typeof e.value === 'string').map((e) => ({ key: e.name as string, value: e.value as string })),
     logPath: `${container.name as string}/0.log`,
     labels: { ...labels, 'io.kubernetes.container.name': container.name as string },
     annotations: { 'io.kubernetes.container.restartCount': '0', 'io.kubernetes.pod.terminationGracePeriod': String(spec.terminationGracePeriodSeconds) },

@@ -1,9 +1,10 @@
 /**
  * The shutdown guard inside the DaemonSet: dist/podctl-image.oci.tar imported into the test
- * containerd and `podctl agent --shutdown-guard` run *as a pod through CRI* with what
- * deploy/optional/shutdown-guard adds to deploy/'s DaemonSet — its DBUS_SYSTEM_BUS_ADDRESS, the
- * bus directory mounted read-only where that address points, root, host PID, a read-only root
- * filesystem. The "host's" system bus is a real dbus-daemon with the suite's stand-in logind on it.
+ * containerd and `podctl agent --shutdown-guard` run *as a pod through CRI* as deploy/'s DaemonSet
+ * with the component deploy/optional/shutdown-guard declares it (daemonset-pod.ts translates the
+ * manifest: root without capabilities, seccomp, read-only root, host PID; the component's
+ * DBUS_SYSTEM_BUS_ADDRESS and the bus directory mounted read-only where that address points). The
+ * "host's" system bus is a real dbus-daemon with the suite's stand-in logind on it.
  *
  * Asserted from outside the pod: logind's ListInhibitors lists the guard's delay lock, held by the
  * image's own systemd-inhibit (a process in the pod's mount namespace); a second guard on the node
@@ -15,9 +16,8 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { NamespaceModeCode as NamespaceMode } from '../../src/cri/client/codes.js';
 import type { CriClient } from '../../src/cri/client/client.js';
 import { Logind } from '../../src/services/shutdown/logind.js';
 import { describeContainerd } from '../e2e/support/env.js';
@@ -29,6 +29,7 @@ import { removeSandbox } from '../e2e/support/pods.js';
 import { logindBusMissing, startLogindBus, type LogindBus } from '../support/logind-bus.js';
 import { guardDaemonSet } from '../deploy/shutdown-guard-component.js';
 import { PACKAGE_VERSION, REPO_ROOT } from './support.js';
+import { agentPodConfigs, sharedKubeletRoot } from './daemonset-pod.js';
 
 const ARCHIVE = join(REPO_ROOT, 'dist', 'podctl-image.oci.tar');
 const IMAGE = `localhost/podctl:${PACKAGE_VERSION}`;
@@ -39,46 +40,22 @@ if (noBus && process.env.CI === 'true') throw new Error(`test/sea/shutdown-guard
 const skipReason = noImage ?? noBus;
 if (skipReason) console.warn(`${'#'.repeat(78)}\n# SHUTDOWN GUARD POD SKIPPED: test/sea/shutdown-guard-pod.test.ts\n# ${skipReason}\n${'#'.repeat(78)}`);
 
-/** What deploy/optional/shutdown-guard gives the agent container: the bus address and the bus directory's mount. */
-function componentBus(): { env: { key: string; value: string }; mountPath: string; readonly: boolean } {
-  const agent = guardDaemonSet().spec.template.spec.containers[0];
-  const env = agent.env.find((e: { name: string }) => e.name === 'DBUS_SYSTEM_BUS_ADDRESS');
-  const mount = agent.volumeMounts.find((m: { name: string }) => m.name === 'system-bus');
-  return { env: { key: env.name, value: env.value }, mountPath: mount.mountPath, readonly: mount.readOnly === true };
-}
-
-/** Runs the image's `podctl agent` as a pod through CRI, as the DaemonSet with the component does, the bus directory `busDir` as the host's. */
-async function runGuardPod(cri: CriClient, nodeDir: string, socket: string, busDir: string, args: string[], stateDir: string): Promise<{ sandboxId: string; log: () => string }> {
-  const bus = componentBus();
+/** Runs the image's `podctl agent` as a pod through CRI, as deploy/'s DaemonSet with deploy/optional/shutdown-guard declares it. */
+async function runGuardPod(cri: CriClient, nodeDir: string, socket: string, hostDirs: Record<string, string>, extraArgs: string[]): Promise<{ sandboxId: string; log: () => string }> {
+  const ds = guardDaemonSet();
+  const template = { spec: ds.spec.template.spec, container: ds.spec.template.spec.containers[0] };
   const uid = `guard-${process.pid}-${Date.now().toString(36)}`;
   const logDirectory = join(nodeDir, 'logs', 'pods', `podctl-system_podctl-agent_${uid}`);
-  const namespaceOptions = { network: NamespaceMode.NODE, pid: NamespaceMode.NODE, ipc: NamespaceMode.POD };
-  const labels = { 'io.kubernetes.pod.name': 'podctl-agent', 'io.kubernetes.pod.namespace': 'podctl-system', 'io.kubernetes.pod.uid': uid };
-  const sandboxConfig = {
-    metadata: { name: 'podctl-agent', uid, namespace: 'podctl-system', attempt: 0 },
-    hostname: '',
+  const { sandboxConfig, containerConfig } = agentPodConfigs({
+    uid,
+    image: IMAGE,
     logDirectory,
-    labels,
-    annotations: { 'kubernetes.io/config.source': 'api' },
-    linux: { cgroupParent: '', securityContext: { namespaceOptions } },
-  };
+    hostDirs: { 'cri-socket': dirname(socket), ...hostDirs },
+    env: { NODE_NAME: 'node-1', NODE_IP: '127.0.0.1' },
+    extraArgs: [...extraArgs, ...(basename(socket) === 'containerd.sock' ? [] : ['--runtime-endpoint', `unix:///run/containerd/${basename(socket)}`])],
+    template,
+  });
   const sandboxId = await cri.runPodSandbox(sandboxConfig, { timeoutMs: 60_000 });
-  const socketDir = dirname(socket);
-  const containerConfig = {
-    metadata: { name: 'agent', attempt: 0 },
-    image: { image: IMAGE },
-    args: ['agent', ...args, '--state-dir', stateDir, '--runtime-endpoint', `unix:///run/podctl-cri/${socket.slice(socketDir.length + 1)}`],
-    envs: [bus.env],
-    logPath: 'agent/0.log',
-    labels: { ...labels, 'io.kubernetes.container.name': 'agent' },
-    annotations: { 'io.kubernetes.container.restartCount': '0', 'io.kubernetes.pod.terminationGracePeriod': '10' },
-    mounts: [
-      { containerPath: '/run/podctl-cri', hostPath: socketDir },
-      { containerPath: stateDir, hostPath: stateDir },
-      { containerPath: bus.mountPath, hostPath: busDir, readonly: bus.readonly },
-    ],
-    linux: { securityContext: { namespaceOptions, readonlyRootfs: true, runAsUser: { value: 0 } } },
-  };
   const id = await cri.createContainer(sandboxId, containerConfig, sandboxConfig, { timeoutMs: 60_000 });
   await cri.startContainer(id, { timeoutMs: 60_000 });
   const logFile = join(logDirectory, 'agent', '0.log');
@@ -90,14 +67,18 @@ describeContainerd(import.meta.url, 'podctl agent --shutdown-guard as a pod from
   const ctr = (...args: string[]) => spawnSync('ctr', ['--connect-timeout', '5s', '-a', node.socket, '-n', 'k8s.io', ...args], { encoding: 'utf8', timeout: 120_000 });
   let bus: LogindBus | undefined;
   let sandboxId = '';
+  let scratch = '';
   let stateDir = '';
+  let kubelet: { pods: string; release: () => void } | undefined;
 
   beforeAll(() => {
     if (skipReason) return;
     requireBuild();
     const imported = ctr('images', 'import', ARCHIVE);
     if (imported.status !== 0) throw new Error(`ctr images import: ${imported.stderr}`);
-    stateDir = mkdtempSync(join(tmpdir(), 'podctl-guard-pod-'));
+    scratch = mkdtempSync(join(tmpdir(), 'podctl-guard-pod-'));
+    stateDir = join(scratch, 'state');
+    kubelet = sharedKubeletRoot(join(scratch, 'kubelet'));
   }, 180_000);
   afterEach(async () => {
     if (sandboxId) await removeSandbox(node.cri, sandboxId).catch(() => undefined);
@@ -106,7 +87,8 @@ describeContainerd(import.meta.url, 'podctl agent --shutdown-guard as a pod from
   afterAll(() => {
     if (skipReason) return;
     ctr('images', 'rm', IMAGE);
-    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+    kubelet?.release();
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
   it.skipIf(skipReason !== undefined)(
@@ -115,14 +97,17 @@ describeContainerd(import.meta.url, 'podctl agent --shutdown-guard as a pod from
       const web = await node.pods.create({ name: 'pod-guard-web', terminationGracePeriodSeconds: 30 });
       const stubborn = await node.pods.create({ name: 'pod-guard-stubborn', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', mode: 'ignore' }] });
       bus = await startLogindBus({ delaySeconds: 40 });
-      const pod = await runGuardPod(
-        node.cri,
-        node.nodeDir,
-        node.socket,
-        bus.dir,
-        ['--shutdown-guard', '--shutdown-group', '0:3', '--shutdown-group', '2000000000:3', '--interval', '1s', '--metrics-addr', 'none', '--kubelet-healthz', '127.0.0.1:1'],
-        stateDir,
-      );
+      // the component's budgets made short (the last of a repeated flag wins): 3 s regular, 3 s critical
+      const pod = await runGuardPod(node.cri, node.nodeDir, node.socket, { state: stateDir, 'kubelet-pods': kubelet!.pods, tmp: join(scratch, 'tmp'), 'system-bus': bus.dir }, [
+        '--shutdown-grace-period=6',
+        '--shutdown-critical-grace-period=3',
+        '--interval',
+        '1s',
+        '--metrics-addr',
+        'none',
+        '--kubelet-healthz',
+        '127.0.0.1:1',
+      ]);
       sandboxId = pod.sandboxId;
       const lock = await bus
         .waitFor((e) => e.event === 'inhibit' && e.who === 'podctl', 60_000)
