@@ -17,6 +17,7 @@ import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { createPodWorkers } from '../src/engine/index.js';
 import type { PodStatus, PodStatusCache, PodSyncer, PodWorkers, V1Pod } from '../src/engine/index.js';
+import { writeResults } from './support/results.js';
 
 const N = Number(process.env.ENGINE_BENCH_PODS ?? 10_000);
 const WRITE = process.argv.includes('--write');
@@ -146,6 +147,21 @@ console.log(`engine benchmark: ${N} pods, instant syncer, default work queue (${
 console.log(line(['figure', 'value', 'goal', '']));
 console.log(line(widths.map((w) => '-'.repeat(w))));
 for (const r of rows) console.log(line(r));
+
+const command = 'npm run bench:engine';
+writeResults('engine', [
+  { id: 'engine-total', figure: `engine: ${N} pods create → kill → finished`, value: batch.totalMs, unit: 'ms', goalMax: 1000, command },
+  { id: 'engine-kill-p99', figure: 'engine: updatePod(kill) → terminated, p99', value: latency.p99 * 1000, unit: 'µs', goalMax: 1000, detail: `p50 ${fmt(latency.p50 * 1000, 0)} µs`, command },
+  {
+    id: 'engine-heap',
+    figure: 'engine: heap per tracked worker (running)',
+    value: batch.heapSyncB / 1024,
+    unit: 'KB',
+    goalMax: 3,
+    detail: `finished ${fmt(batch.heapFinishedB / 1024, 2)} KB`,
+    command,
+  },
+]);
 
 if (WRITE) {
   const md = [

@@ -21,6 +21,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { demoNode, seedPods, startSimulator } from '../src/cri/simulator/index.js';
+import { writeResults, type Figure } from './support/results.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -167,8 +168,12 @@ const NODE_26 = path.join(ROOT, 'tools', 'node-lts', 'node_modules', 'node-lts-2
 const SEA = path.join(ROOT, 'dist', 'podctl-linux-x64');
 const BASELINE = process.env.BENCH_BASELINE;
 if (BASELINE !== undefined && !existsSync(path.join(BASELINE, 'bin', 'run.js'))) throw new Error(`BENCH_BASELINE=${BASELINE}: no bin/run.js there`);
+// BENCH_BASELINE_SEA=FILE: another build's single executable (e.g. main's, copied before a change).
+const BASELINE_SEA = process.env.BENCH_BASELINE_SEA;
+if (BASELINE_SEA !== undefined && !existsSync(BASELINE_SEA)) throw new Error(`BENCH_BASELINE_SEA=${BASELINE_SEA}: no such file`);
 const runners: Runner[] = [
   ...(BASELINE !== undefined ? [{ name: `baseline bin/run.js`, file: process.execPath, prefix: [path.join(BASELINE, 'bin', 'run.js')] }] : []),
+  ...(BASELINE_SEA !== undefined ? [{ name: 'baseline podctl-linux-x64', file: BASELINE_SEA, prefix: [] }] : []),
   { name: `node ${process.version} bin/run.js`, file: process.execPath, prefix: [BIN] },
   ...(existsSync(NODE_26) ? [{ name: 'node-lts-26 bin/run.js', file: NODE_26, prefix: [BIN] }] : []),
   ...(existsSync(SEA) ? [{ name: 'podctl-linux-x64', file: SEA, prefix: [] }] : []),
@@ -190,8 +195,12 @@ interface SideCase {
   name: string;
   /** Prepares the run (untimed) and returns its arguments. */
   args(runner: Runner): string[];
+  /** Runs the runner's Node.js itself (a single executable's: node-lts-26), not podctl. */
+  bare?: boolean;
 }
+const isSea = (r: Runner): boolean => r.prefix.length === 0;
 const sideCases: SideCase[] = [
+  { name: 'node -e 0 (the same Node.js)', args: () => ['-e', '0'], bare: true },
   { name: '--version', args: () => ['--version'] },
   { name: `status (${PODS} pods)`, args: (r) => ['status', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, `state-${runners.indexOf(r)}`), '--no-color'] },
   // the state dir of the checkpoint table above, read by every runner (status only reads it)
@@ -210,7 +219,10 @@ const sideCases: SideCase[] = [
 ];
 const side = new Map<string, number[]>();
 const key = (c: SideCase, r: Runner) => `${c.name}\u0000${r.name}`;
-const runSide = async (c: SideCase, r: Runner) => (await runOnce([...r.prefix, ...c.args(r)], {}, r.file)).ms;
+const runSide = async (c: SideCase, r: Runner) => {
+  if (c.bare) return (await runOnce(c.args(r), {}, isSea(r) ? NODE_26 : r.file)).ms;
+  return (await runOnce([...r.prefix, ...c.args(r)], {}, r.file)).ms;
+};
 for (const c of sideCases) for (const r of runners) await runSide(c, r); // warm-up (and each bin/run.js cache)
 for (let i = 0; i < RUNS; i++) {
   for (const c of sideCases) {
@@ -233,9 +245,48 @@ console.table(
     ]),
   ),
 );
+writeResults('startup', [
+  {
+    id: 'status-over-node',
+    figure: `\`podctl status\` (${PODS} pods) from \`bin/run.js\`, over \`node -e 0\` (median)`,
+    value: statusOver,
+    unit: 'ms',
+    goalMax: GOAL_MS,
+    detail: `${Math.round(quantile(samples.get(`podctl status (${PODS} pods)`) ?? [], 0.5))} vs ${Math.round(base)} ms; ${RUNS} runs`,
+    command: 'npm run build && npm run bench:startup',
+  },
+  ...sideFigures(),
+]);
 await killSim.close();
 await allSim.close();
 await largeSim.close();
 
 await sim.close();
 rmSync(dir, { recursive: true, force: true });
+
+/** The single executable's figures: its `status` and `kill` over its own Node.js's bare start. */
+function sideFigures(): Figure[] {
+  const sea = runners.find((r) => r.file === SEA);
+  if (sea === undefined || !existsSync(NODE_26)) return [];
+  const median = (name: string, r: Runner): number => quantile(side.get(`${name}\u0000${r.name}`) ?? [], 0.5);
+  const bare = median('node -e 0 (the same Node.js)', sea);
+  const spread = (name: string): string => {
+    const xs = side.get(`${name}\u0000${sea.name}`) ?? [];
+    return `${Math.round(quantile(xs, 0.5))} ms (p90 ${Math.round(quantile(xs, 0.9))}) vs ${Math.round(bare)} ms; ${RUNS} runs`;
+  };
+  const command = 'npm run sea && npm run bench:startup';
+  const baselineSea = runners.find((r) => r.file === BASELINE_SEA);
+  const before = (name: string): string => (baselineSea ? `; previous build +${Math.round(median(name, baselineSea) - bare)} ms, side by side` : '');
+  const statusName = `status (${PODS} pods)`;
+  return [
+    {
+      id: 'sea-status-over-node',
+      figure: `single executable: \`podctl status\` (${PODS} simulator pods) over \`node -e 0\` of its Node.js`,
+      value: median(statusName, sea) - bare,
+      unit: 'ms',
+      goalMax: 40,
+      detail: spread(statusName) + before(statusName),
+      command,
+    },
+  ];
+}

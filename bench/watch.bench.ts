@@ -25,7 +25,7 @@
  *                          --modes alone,tui,json]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
@@ -34,6 +34,8 @@ import { parseArgs } from 'node:util';
 import { openSession } from '../src/session/open.js';
 import type { NodeSession, PodInfo } from '../src/domain/session-api.js';
 import { WatchFeed } from '../src/services/watch/watch-feed.js';
+import { decodeCheckpoint } from '../src/store/format.js';
+import { writeResults } from './support/results.js';
 
 const { values } = parseArgs({
   options: {
@@ -206,6 +208,18 @@ async function main(): Promise<void> {
     remote.push(at - (stateChangedAt.get(p.uid) ?? at));
     await sleep(150);
   }
+  // Another podctl process: `podctl kill --grace 1` (bin/run.js) on the same state dir; from the
+  // transition it wrote (its checkpoint's terminatingAt) to this screen's first frame showing it.
+  const processes: number[] = [];
+  for (const p of pods.slice(SAMPLES, 2 * SAMPLES)) {
+    await showOnly(p);
+    const shown = term.until(shownTerminating(p), 20_000);
+    const kill = killFromAnotherProcess(p, stateDir, socketPath);
+    const at = await shown;
+    await kill;
+    processes.push(at - (await terminatingAt(stateDir, p.uid)));
+    await sleep(150);
+  }
   // The other session stands for a process that has exited by now: its pods stay terminating.
   await other.close();
   keyboard.write('\u001b');
@@ -231,7 +245,8 @@ async function main(): Promise<void> {
   const rows: [string, string][] = [
     ['pods on the node', String(POD_COUNT)],
     [`latency, this process (n=${local.length}) p50 / p95 / max`, `${ms(percentile(local, 50))} / ${ms(percentile(local, 95))} / ${ms(Math.max(...local))}`],
-    [`latency, other process via store (n=${remote.length}) p50 / p95 / max`, `${ms(percentile(remote, 50))} / ${ms(percentile(remote, 95))} / ${ms(Math.max(...remote))}`],
+    [`latency, other session via store (n=${remote.length}) p50 / p95 / max`, `${ms(percentile(remote, 50))} / ${ms(percentile(remote, 95))} / ${ms(Math.max(...remote))}`],
+    [`latency, another podctl process (n=${processes.length}) p50 / p95 / max`, `${ms(percentile(processes, 50))} / ${ms(percentile(processes, 95))} / ${ms(Math.max(...processes))}`],
     [`idle CPU over ${WINDOW_MS / 1000} s (listings, frames)`, `${idle.cpu.toFixed(2)} % (${idle.lists}, ${idle.frames})`],
     [`countdown CPU over ${WINDOW_MS / 1000} s, ${terminating} terminating (listings, frames)`, `${countdown.cpu.toFixed(2)} % (${countdown.lists}, ${countdown.frames})`],
   ];
@@ -246,15 +261,60 @@ async function main(): Promise<void> {
   console.log(`${'measure'.padEnd(w)}  value`);
   console.log(`${'-'.repeat(w)}  ${'-'.repeat(30)}`);
   for (const [k, v] of rows) console.log(`${k.padEnd(w)}  ${v}`);
+  const command = `npm run build && npm run bench:watch -- --only latency --samples ${SAMPLES}`;
+  const spread = (xs: number[]) => `p50 ${ms(percentile(xs, 50))}, max ${ms(Math.max(...xs))}; n=${xs.length}, ${POD_COUNT} pods`;
+  writeResults('watch', [
+    { id: 'latency-local', figure: '`podctl watch`: a transition in this process → on screen, p95', value: percentile(local, 95), unit: 'ms', goalMax: 100, detail: spread(local), command },
+    {
+      id: 'latency-process',
+      figure: '`podctl watch`: another podctl process’s transition → on screen, p95',
+      value: percentile(processes, 95),
+      unit: 'ms',
+      goalMax: 100,
+      detail: spread(processes),
+      command,
+    },
+    { id: 'idle-cpu', figure: `\`podctl watch\`: idle CPU, ${POD_COUNT} pods`, value: idle.cpu, unit: '%', goalMax: 1, detail: `${WINDOW_MS / 1000} s window`, command },
+  ]);
+}
+
+/** `podctl kill --grace 1` of one pod from a fresh process (bin/run.js) on the watch's state dir. */
+function killFromAnotherProcess(p: PodInfo, stateDir: string, socketPath: string): Promise<void> {
+  const args = [
+    join(root, 'bin', 'run.js'),
+    'kill',
+    `${p.namespace}/${p.name}`,
+    '--grace',
+    '1',
+    '--state-dir',
+    stateDir,
+    '--runtime-endpoint',
+    `unix://${socketPath}`,
+    '--log-level',
+    'error',
+    '--no-color',
+  ];
+  const child = spawn(process.execPath, args, { stdio: 'ignore', env: { ...process.env, KUBECONFIG: '', NO_COLOR: '1' } });
+  return new Promise((resolve, reject) => child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`podctl kill exited ${code}`)))));
+}
+
+/** When the pod's worker entered terminating, from its checkpoint (the writer's clock: the same machine). */
+async function terminatingAt(stateDir: string, uid: string): Promise<number> {
+  const file = await readFile(join(stateDir, 'pods', `${uid}.ckpt`)).catch(() => readFile(join(stateDir, 'ended', `${uid}.ckpt`)));
+  const outcome = decodeCheckpoint(file, uid);
+  if (outcome.kind !== 'ok' || outcome.checkpoint.status.terminatingAt === undefined) throw new Error(`pod ${uid}: no terminating time in its checkpoint`);
+  return outcome.checkpoint.status.terminatingAt;
 }
 
 if (values.only !== 'drain') await main();
 if (values.only !== 'latency') {
-  const { drainFigures, drainTable, hasTmux } = await import('./support/watch-drain.js');
+  const { drainFigures, drainResults, drainTable, hasTmux } = await import('./support/watch-drain.js');
   if (!hasTmux) console.log('\n(tmux is not installed: the drain with the screen open is not measured)');
   const builds = [...(values.baseline ? [{ label: 'baseline', root: values.baseline }] : []), ...(values['baseline-only'] ? [] : [{ label: 'this tree', root }])];
   const podCounts = values['drain-pods'].split(',').map(Number);
   const figures = await drainFigures(builds, podCounts, Number(values.runs), Number(values['idle-window']) * 1000, values.modes.split(',') as ('alone' | 'tui' | 'json')[], root);
   console.log(`\ndrain --grace-period 3 --critical-grace-period 2 of podctl simulator --pods N (median of ${values.runs} run(s), range in brackets)`);
   console.log(drainTable(figures));
+  const command = `npm run build && npm run bench:watch -- --only drain --drain-pods ${podCounts.join(',')} --runs ${values.runs}`;
+  writeResults('watch', drainResults(figures, 'this tree', command));
 }

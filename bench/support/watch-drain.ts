@@ -25,6 +25,7 @@ import { createWriteStream, existsSync, readdirSync, readFileSync, realpathSync 
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
+import type { Figure } from './results.js';
 
 interface DrainRun {
   drainMs: number;
@@ -267,6 +268,43 @@ export async function drainFigures(
       const alone = acc.alone.map((r) => r.drainMs);
       out.push({ build: b.label, pods, alone: median(alone), aloneRuns: alone, aloneTimedOut: acc.alone.filter((r) => r.timedOut).length, tui: acc.tui, json: acc.json });
     }
+  }
+  return out;
+}
+
+/** The results-file figures of one build's drains with the screen open (bench/support/results.ts). */
+export function drainResults(figures: DrainFigures[], build: string, command: string): Figure[] {
+  const out: Figure[] = [];
+  for (const f of figures.filter((x) => x.build === build && x.tui.length > 0)) {
+    const runs = `${f.tui.length} run(s), ${f.pods} pods`;
+    const range = (xs: number[], fmt: (x: number) => string) => (xs.length > 1 ? `${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))}, ` : '');
+    const ratios = f.tui.map((r) => r.drainMs / f.alone);
+    const cpu = f.tui.map((r) => r.watch!.drainCpu);
+    const rss = f.tui.map((r) => r.watch!.rssPeakMb);
+    const idle = f.tui.map((r) => r.watch!.idleCpu);
+    const base = { command };
+    out.push(
+      {
+        ...base,
+        id: `drain-${f.pods}-ratio`,
+        figure: `${f.pods}-pod drain with \`podctl watch\` open, to the drain alone`,
+        value: median(ratios),
+        unit: '×',
+        goalMax: 1.1,
+        detail: `${range(ratios, (x) => `${x.toFixed(2)}×`)}${runs}; alone ${(f.alone / 1000).toFixed(1)} s`,
+      },
+      {
+        ...base,
+        id: `drain-${f.pods}-cpu`,
+        figure: `${f.pods}-pod drain: the screen's CPU, % of a core`,
+        value: median(cpu),
+        unit: '%',
+        goalMax: 15,
+        detail: `${range(cpu, (x) => x.toFixed(1))}${runs}`,
+      },
+      { ...base, id: `drain-${f.pods}-rss`, figure: `${f.pods}-pod drain: the screen's peak RSS`, value: median(rss), unit: 'MB', goalMax: 150, detail: `${range(rss, (x) => x.toFixed(0))}${runs}` },
+      { ...base, id: `drain-${f.pods}-idle`, figure: `\`podctl watch\` (tmux) idle CPU before a ${f.pods}-pod drain`, value: median(idle), unit: '%', goalMax: 1, detail: runs },
+    );
   }
   return out;
 }

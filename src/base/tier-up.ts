@@ -5,7 +5,7 @@
  * compiling code that goes cold right after. On Node.js 20 (V8 11.3) the follower's budget is four
  * times the default; Node.js 24 and 26 (V8 13.6 and 14.6) tier up by invocation counts, through
  * Maglev first, and keep their defaults. What it saves and where it does not help:
- * docs/benchmarks.md, "Seventh step" and "Issue 41: figures that were in code comments".
+ * docs/bench/history.md, "Seventh step" and "Issue 41: figures that were in code comments".
  *
  * Invariants:
  * - Only a flag the running V8 knows is ever set (an unknown one prints an error on stderr), and only

@@ -8,7 +8,7 @@
  * generation's half-empty pages (V8 compacts only the most fragmented ones unless asked), and the
  * young generation where node was started without podctl's flags (bin/run.js's first line bounds
  * it; by default Node.js 24 and 26 grow it under a drain's allocation). Its cost and what it gives
- * back: docs/benchmarks.md, "Issue 41: figures that were in code comments".
+ * back: docs/bench/history.md, "Issue 41: figures that were in code comments".
  *
  * A pause inside a burst (a drain between its groups, pods counting down their grace) is not its
  * end: while `busy()` says work is still under way the settle waits, up to `maxWaitMs` after the

@@ -9,7 +9,7 @@
  * `isStoredGrace` let a repair ask the schema's own rule) and `checkRecord`, the one way to
  * validate. valibot is small and side-effect free (~1 ms to load, bundled), so the start-up path
  * loads it like any other module. Every read runs valibot itself (`v.safeParse`): one definition
- * decides and words what a record may contain (docs/benchmarks.md, "Issue 41", has its cost).
+ * decides and words what a record may contain (docs/bench/history.md, "Issue 41", has its cost).
  *
  * Invariants:
  * - `checkRecord` never throws; a rejection names the first offending field ("path: message"),

@@ -10,7 +10,7 @@
  * In colour the countdown bar is drawn with background colours on blanks, not with `█` and `░`:
  * Ink measures the width of every row it draws, in every frame, and a row with any character
  * beyond printable ASCII takes string-width's grapheme-by-grapheme path (~100 µs for a row of ~150
- * columns, against ~0.5 µs), which in a drain was a third of a frame (docs/benchmarks.md, "Eighth
+ * columns, against ~0.5 µs), which in a drain was a third of a frame (docs/bench/history.md, "Eighth
  * step"). The bar's cells get the same colour as foreground and background, so the selected row's
  * inversion keeps them apart. Without colour the characters are the bar.
  */

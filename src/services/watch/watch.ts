@@ -315,7 +315,7 @@ export const WATCH_COALESCE_MS = 100;
  * drain of hundreds of pods makes every re-read costly, and re-reading less often then (up to once
  * every two seconds, as top and k9s refresh) keeps following the node cheap; a quiet node's changes
  * are still read within 100 ms. A fortieth of a core: in a 500-pod drain re-reads come about every
- * 2 s; the steps in between come from the timelines (docs/benchmarks.md, "Issue 41: figures that
+ * 2 s; the steps in between come from the timelines (docs/bench/history.md, "Issue 41: figures that
  * were in code comments", has the budgets tried).
  */
 const WATCH_READ_BUDGET = 0.025;
