@@ -10,8 +10,11 @@
  * Figures:
  * - latency, local: `requestKill` here → the engine's state-changed event → the first frame showing
  *   the pod as terminating (or later): frame time − event time.
- * - latency, other process: a second session (standing in for another podctl process; it shares
- *   only the checkpoint store) kills a pod → its checkpoint → this watch's store watcher → frame.
+ * - latency, other session: a second session in this process (it shares only the checkpoint store)
+ *   kills a pod → its checkpoint → this watch's store watcher → frame.
+ * - latency, another podctl process: `podctl kill --grace 1` (bin/run.js) of a pod → from the
+ *   transition it wrote (its checkpoint's terminatingAt) to the first frame showing it.
+ * The feed follows with `podctl watch`'s own pacing (WATCH_COALESCE_MS, its read budget).
  * - idle CPU: process.cpuUsage() over a window with no change on the node (the screen's, the feed's
  *   and the session's own cost), with the number of listings and frames in that window.
  * - countdown CPU: the same with pods terminating under long grace periods (1 s countdown tick).
@@ -34,6 +37,7 @@ import { parseArgs } from 'node:util';
 import { openSession } from '../src/session/open.js';
 import type { NodeSession, PodInfo } from '../src/domain/session-api.js';
 import { WatchFeed } from '../src/services/watch/watch-feed.js';
+import { WATCH_COALESCE_MS, WATCH_READ_BUDGET, watchRuntimeMaxAgeMs } from '../src/services/watch/watch.js';
 import { decodeCheckpoint } from '../src/store/format.js';
 import { writeResults } from './support/results.js';
 
@@ -163,7 +167,8 @@ async function main(): Promise<void> {
     }
     await shown;
   };
-  const feed = new WatchFeed(session);
+  // `podctl watch`'s own pacing: re-reads at most every WATCH_COALESCE_MS, within its read budget.
+  const feed = new WatchFeed(session, { coalesceMs: WATCH_COALESCE_MS, readBudget: WATCH_READ_BUDGET, runtimeMaxAgeMs: watchRuntimeMaxAgeMs });
   await feed.start();
   const { renderWatch } = await import('../src/tui/index.js');
   const stop = new AbortController();

@@ -1,7 +1,8 @@
 /**
  * Is a kubelet running beside podctl? Decided here, in one place, for every command.
  *
- * - `running`: its healthz (default http://127.0.0.1:10248/healthz) answers "ok", or a process
+ * - `running`: its healthz (default http://127.0.0.1:10248/healthz) answers "ok" (then /proc is not
+ *   read: one local connection is the whole check on a node whose kubelet runs), or else a process
  *   named kubelet exists in /proc;
  * - `down`: the healthz does not answer and /proc was read and holds no kubelet — at once, so an
  *   operator who stopped the kubelet for maintenance can act right away;
@@ -91,9 +92,10 @@ export async function kubeletProcessExists(procRoot = '/proc'): Promise<boolean 
 export async function detectKubelet(options: DetectKubeletOptions = {}): Promise<KubeletStatus> {
   const now = options.now ?? Date.now;
   const url = healthzUrl(options.healthz);
-  const [probe, process] = await Promise.all([probeHealthz(url, options.timeoutMs ?? 1_000), kubeletProcessExists(options.procRoot)]);
-  if (probe.answer === 'ok' && process) return { state: 'running', via: 'healthz+process', detail: `${probe.detail}; kubelet process found` };
+  // One cheap probe first: a healthz that answers ok settles it; /proc is read only otherwise.
+  const probe = await probeHealthz(url, options.timeoutMs ?? 1_000);
   if (probe.answer === 'ok') return { state: 'running', via: 'healthz', detail: probe.detail };
+  const process = await kubeletProcessExists(options.procRoot);
   if (process) return { state: 'running', via: 'process', detail: `kubelet process found (${probe.detail})` };
   if (process === false && probe.answer !== 'not-ok') return { state: 'down', via: 'healthz+process', detail: `no kubelet process; ${probe.detail}` };
   // neither could be checked for sure: the node Lease, when an API server is configured

@@ -49,6 +49,12 @@ describe('detectKubelet', () => {
     expect(await detectKubelet({ healthz: refusedUrl, procRoot: procDir({ '1': 'systemd', '77': 'kubelet' }) })).toMatchObject({ state: 'running', via: 'process' });
   });
 
+  it('a healthz that answers ok is the whole check: /proc is not read', async () => {
+    // a /proc that names a kubelet: read, it would show in how the answer was reached
+    const status = await detectKubelet({ healthz: okUrl, procRoot: procDir({ '1': 'systemd', '77': 'kubelet' }) });
+    expect(status).toEqual({ state: 'running', via: 'healthz', detail: expect.stringMatching(/answered ok$/) });
+  });
+
   it('down at once when the healthz is refused and /proc has no kubelet', async () => {
     const status = await detectKubelet({ healthz: refusedUrl, procRoot: noKubelet() });
     expect(status).toMatchObject({ state: 'down' });

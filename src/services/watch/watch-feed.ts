@@ -29,6 +29,10 @@
  * - The first event after a quiet period is re-read at once (leading edge); events during the next
  *   `coalesceMs` (or the interval the read budget stretched it to), or during a re-read in flight,
  *   produce exactly one more re-read (trailing edge).
+ * - Except another process's lease or request write (`deferred`): it waits `coalesceMs`, and does not
+ *   take the leading edge from the checkpoint write that follows it (the transition the operator
+ *   waits for: a kill from another process writes the pod's lease, then its checkpoint, a few ms
+ *   apart). A prompt event brings a deferred re-read forward to where the interval allows.
  * - At most one `listPods()` is in flight; the feed never re-enters itself.
  * - Snapshots are immutable: a new object per change, the same object while nothing changed (so a
  *   renderer can compare by identity).
@@ -84,6 +88,12 @@ export interface WatchFeedOptions {
   now?: () => number;
 }
 
+/**
+ * Another process's lease or request write: shown a little later without harm (the owner column,
+ * a request line), and followed by the checkpoint write that carries the transition.
+ */
+const deferred = (event: SessionEvent): boolean => event.source === 'store' && event.kind !== 'checkpoint-changed';
+
 /** The longest a read budget stretches the time between two re-reads (ms). */
 const MAX_READ_INTERVAL_MS = 2_000;
 
@@ -108,6 +118,8 @@ export class WatchFeed {
   /** UIDs whose error this process's engine reported since the last re-read started. */
   #localErrors = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
+  /** The pending re-read is only for deferred events (a prompt one may bring it forward). */
+  #timerDeferred = false;
   #inFlight: Promise<void> | undefined;
   #dirty = false;
   /** Pods named by events since the last re-read started. */
@@ -243,7 +255,7 @@ export class WatchFeed {
       const named = this.#namedUids(event);
       if (named.length > 0) {
         for (const uid of named) this.#dirtyUids.add(uid);
-        this.#schedule();
+        this.#schedule(!deferred(event));
       } else if (entry !== undefined) {
         this.#publish();
       }
@@ -284,12 +296,20 @@ export class WatchFeed {
     }
   }
 
-  #schedule(): void {
-    if (this.#inFlight !== undefined || this.#timer !== undefined) {
+  /** Schedules a re-read: at the leading or trailing edge (`prompt`), or `coalesceMs` from now at the earliest. */
+  #schedule(prompt = true): void {
+    if (this.#inFlight !== undefined) {
       this.#dirty = true;
       return;
     }
-    const delay = Math.max(0, this.#lastReadStartedAt + this.readInterval() - this.#now());
+    if (this.#timer !== undefined) {
+      this.#dirty = true;
+      if (!prompt || !this.#timerDeferred) return;
+      clearTimeout(this.#timer);
+    }
+    const due = Math.max(0, this.#lastReadStartedAt + this.readInterval() - this.#now());
+    const delay = prompt ? due : Math.max(due, this.#coalesceMs);
+    this.#timerDeferred = !prompt;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       void this.#read();

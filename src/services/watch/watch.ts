@@ -318,7 +318,7 @@ export const WATCH_COALESCE_MS = 100;
  * 2 s; the steps in between come from the timelines (docs/bench/history.md, "Issue 41: figures that
  * were in code comments", has the budgets tried).
  */
-const WATCH_READ_BUDGET = 0.025;
+export const WATCH_READ_BUDGET = 0.025;
 
 /**
  * After a burst of transitions (a drain: at least this many, then 1 s without one and no pod

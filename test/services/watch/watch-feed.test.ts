@@ -50,6 +50,43 @@ describe('watch feed', () => {
     expect(feed.snapshot().entries.at(-1)).toMatchObject({ kind: 'transition', pod: 'default/a', detail: 'sync → terminating (pid 777)' });
   });
 
+  it("shows another process's kill at once: its lease write does not take the leading edge from the checkpoint write after it", async () => {
+    const a = pod('default/a', { since: 1 });
+    const session = new FakeSession([a]);
+    // A long pacing: a re-read that waited for it would not come within the test's bounds. The
+    // first listing was read a pacing interval ago (the screen has been open a while).
+    let clock = 1_000;
+    const feed = new WatchFeed(session, { coalesceMs: 60_000, now: () => clock });
+    feeds.push(feed);
+    const changes: FeedChange[] = [];
+    feed.onChange((c) => changes.push(c));
+    await feed.start();
+    clock = 120_000;
+    // another podctl process takes the pod's lease, then writes its checkpoint (terminating)
+    session.emit({ source: 'store', uid: a.uid, at: 5_000, kind: 'lease-changed' });
+    await new Promise((r) => setTimeout(r, 20));
+    session.set({ ...a, state: 'terminating', since: 5_000, gracePeriod: 30, owner: { pid: 777, startedAt: 0, heartbeatAt: 0, alive: true } });
+    session.emit({ source: 'store', uid: a.uid, at: 5_010, kind: 'checkpoint-changed' });
+    await vi.waitFor(() => expect(changes.flatMap((c) => c.transitions).map((t) => [t.from, t.to, t.source])).toEqual([['sync', 'terminating', 'store']]), { timeout: 10_000 });
+    expect(feed.snapshot().pods[0]?.state).toBe('terminating');
+    // one re-read for both writes (the first listing, then exactly one)
+    expect(session.listedUids).toEqual([undefined, [a.uid]]);
+  });
+
+  it('reads a lease or request write alone after the pacing interval, not at once', async () => {
+    const a = pod('default/a', { since: 1 });
+    const session = new FakeSession([a]);
+    let clock = 1_000;
+    const feed = new WatchFeed(session, { coalesceMs: 300, now: () => clock });
+    feeds.push(feed);
+    await feed.start();
+    clock = 120_000;
+    session.emit({ source: 'store', uid: a.uid, at: 5_000, kind: 'lease-changed' });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(session.listedUids).toEqual([undefined]);
+    await vi.waitFor(() => expect(session.listedUids).toEqual([undefined, [a.uid]]), { timeout: 10_000 });
+  });
+
   it("reads another process's steps between two listings from the pod's timeline", async () => {
     const a = pod('default/a', { state: 'runtime', since: 1, history: [] });
     const session = new FakeSession([a]);
