@@ -9,12 +9,13 @@
  *   shows a state older than the previous frame's (the feed's snapshots only move forward).
  * - No timer runs while nothing changes; `close()` leaves none.
  * - Drawing stays within a share of one core (`budget`, three hundredths by default): the interval
- *   stretches to the last frame's drawing time divided by the budget (an 18 ms frame of 500 pods at
+ *   stretches to the last frame's drawing time — the CPU time this process spent drawing it, not the
+ *   time on the wall, which on a loaded machine counts the waits for a core too — divided by the budget (an 18 ms frame of 500 pods at
  *   160×45 → one frame per 600 ms while they change), never past MAX_FRAME_INTERVAL_MS. A cheap frame
  *   keeps the 10 frames a second. The screen's clock (countdowns) ticks no faster than `interval()`
  *   either (WatchApp), so frames drawn for the clock alone keep within the same share.
  */
-import { budgetedInterval } from '../lib/budget.js';
+import { budgetedInterval, processCpuMs } from '../lib/budget.js';
 import type { SnapshotSource } from './use-snapshot.js';
 import type { WatchSnapshot } from '../services/watch/watch-feed.js';
 
@@ -28,6 +29,8 @@ export interface FrameGateOptions {
   now?: () => number;
   /** Share of one core the screen may spend drawing (default 0.03); 0 turns the stretch off. */
   budget?: number;
+  /** The clock a frame's drawing cost is read from (ms); default this process's CPU time. */
+  costClock?: () => number;
 }
 
 export class FrameGate implements SnapshotSource {
@@ -40,6 +43,7 @@ export class FrameGate implements SnapshotSource {
   #listeners = new Set<() => void>();
   #unsubscribe: (() => void) | undefined;
   readonly #budget: number;
+  readonly #costClock: () => number;
   /** What the last frame cost to draw (ms): its listeners and the renders they queued. */
   #drawMs = 0;
   /** Changes passed on (frames the gate allowed), for tests and benchmarks. */
@@ -50,6 +54,7 @@ export class FrameGate implements SnapshotSource {
     this.#intervalMs = options.intervalMs ?? DEFAULT_FRAME_INTERVAL_MS;
     this.#now = options.now ?? Date.now;
     this.#budget = options.budget ?? DEFAULT_BUDGET;
+    this.#costClock = options.costClock ?? processCpuMs;
     this.#shown = source.snapshot();
   }
 
@@ -94,12 +99,12 @@ export class FrameGate implements SnapshotSource {
     this.#lastPassAt = this.#now();
     this.#shown = latest;
     this.passed += 1;
-    const drawStart = performance.now();
+    const drawStart = this.#costClock();
     for (const l of [...this.#listeners]) l();
     if (this.#budget > 0) {
       // a screen renders in the microtasks its listener queued, which run before this one
       queueMicrotask(() => {
-        this.#drawMs = performance.now() - drawStart;
+        this.#drawMs = this.#costClock() - drawStart;
       });
     }
   }

@@ -33,7 +33,7 @@ describe('frame gate', () => {
 
   it('passes a burst of changes as one frame at once and one at the end of the interval, the latest each time', async () => {
     const source = new Source();
-    const gate = new FrameGate(source, { intervalMs: 100 });
+    const gate = new FrameGate(source, { intervalMs: 100, costClock: () => performance.now() });
     const frames: number[] = [];
     gate.subscribe(() => frames.push(gate.snapshot().version));
     // 40 changes within 40 ms (a drain's transitions): the first at once, the rest coalesced.
@@ -52,7 +52,7 @@ describe('frame gate', () => {
 
   it('never passes more than one frame per interval over a long stream of changes', async () => {
     const source = new Source();
-    const gate = new FrameGate(source, { intervalMs: 100 });
+    const gate = new FrameGate(source, { intervalMs: 100, costClock: () => performance.now() });
     const at: number[] = [];
     gate.subscribe(() => at.push(Date.now()));
     for (let i = 0; i < 3_000; i += 1) {
@@ -71,7 +71,7 @@ describe('frame gate', () => {
 
   it('shows a change published before the screen subscribed, and a single change at once', async () => {
     const source = new Source();
-    const gate = new FrameGate(source, { intervalMs: 100 });
+    const gate = new FrameGate(source, { intervalMs: 100, costClock: () => performance.now() });
     source.bump();
     const frames: number[] = [];
     gate.subscribe(() => frames.push(gate.snapshot().version));
@@ -84,7 +84,8 @@ describe('frame gate', () => {
 
   it('stretches the interval to keep drawing within its budget, up to one frame a second, and back when frames are cheap', async () => {
     const source = new Source();
-    const gate = new FrameGate(source, { intervalMs: 100, budget: 0.1 });
+    // the fake clock stands for the CPU a frame costs
+    const gate = new FrameGate(source, { intervalMs: 100, budget: 0.1, costClock: () => performance.now() });
     const at: number[] = [];
     let drawMs = 25;
     // a screen that takes drawMs to draw each frame (the fake clock moves on while it draws)
@@ -121,16 +122,38 @@ describe('frame gate', () => {
     gate.close();
   });
 
-  it('measures a frame as the time its listeners and the work they queue take', async () => {
+  it("counts a frame's CPU, not the time it waited for a core: a frame drawn on a loaded machine keeps ten frames a second", async () => {
+    vi.useRealTimers();
+    const source = new Source();
+    // a budget of half a core: a frame whose 300 ms off its core counted would stretch the interval to 600 ms
+    const gate = new FrameGate(source, { intervalMs: 100, budget: 0.5 });
+    const frames: number[] = [];
+    gate.subscribe(() => {
+      frames.push(gate.snapshot().version);
+      // the drawing thread is off its core for 300 ms (blocked, as when other processes hold both cores)
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+    });
+    source.bump();
+    await new Promise((r) => setImmediate(r));
+    expect(gate.interval()).toBeLessThan(400);
+    await new Promise((r) => setTimeout(r, 200));
+    // a change after a quiet interval passes at once
+    source.bump();
+    expect(frames).toEqual([1, 2]);
+    gate.close();
+  });
+
+  it('measures a frame as the CPU its listeners and the work they queue take', async () => {
     vi.useRealTimers();
     const source = new Source();
     const gate = new FrameGate(source, { intervalMs: 100, budget: 0.1 });
     gate.subscribe(() => {
       // a renderer that draws in a microtask, as React does
       queueMicrotask(() => {
-        const end = performance.now() + 30;
-        while (performance.now() < end) {
-          // drawing (real time: this test runs on real timers)
+        const cpu = () => process.cpuUsage().user / 1000;
+        const end = cpu() + 30;
+        while (cpu() < end) {
+          // drawing: 30 ms of CPU (however long the machine's load makes it on the wall)
         }
       });
     });
