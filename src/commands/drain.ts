@@ -127,6 +127,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       api && !flags['dry-run'] && kubelet.state === 'down' ? new (await import('../services/api/api-follow.js')).ApiFollower({ session, api, act: true, reporter: this.reporter }) : undefined;
     follower?.start();
     const { runDrain } = await import('../services/drain/drain-run.js');
+    const drainStartedAt = Date.now();
     const drained = await runDrain({
       session,
       selection,
@@ -158,7 +159,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       ...(api && flags['shutdown-status'] && !drained.dryRun ? { shutdownStatus: await (await import('../services/drain/shutdown-status.js')).reportShutdownStatus(api, drained, this.reporter) } : {}),
     };
     api?.close();
-    if (!drained.dryRun) await this.#report(flags.report, { session, result: drained, endedAt: drainEndedAt, viaApi: drained.viaApi, node: nodeName(flags.node) });
+    if (!drained.dryRun) await this.#report(flags.report, { session, result: drained, startedAt: drainStartedAt, endedAt: drainEndedAt, viaApi: drained.viaApi, node: nodeName(flags.node) });
     // pods still terminating (bound reached, or interrupted) keep being driven after this process
     await this.handOffUnfinished('drain', result, drainPodsToHandOff(result));
     if (!this.jsonEnabled()) {
@@ -178,7 +179,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   }
 
   /** Keeps the drain's report in the state dir and, with --report, writes its page. */
-  async #report(file: string | undefined, input: { session: NodeSession; result: DrainResult; endedAt: number; viaApi: TerminatedPod[]; node: string }): Promise<void> {
+  async #report(file: string | undefined, input: { session: NodeSession; result: DrainResult; startedAt: number; endedAt: number; viaApi: TerminatedPod[]; node: string }): Promise<void> {
     const { recordDrainReport } = await import('../services/drain/report/report.js');
     const { report } = await recordDrainReport({ ...input, source: 'drain', onError: (message) => this.reporter.warn(message) });
     if (file === undefined) return;

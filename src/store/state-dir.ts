@@ -9,6 +9,7 @@
  *   inbox/<uid>@<id>.req       requests for a pod's owner (see inbox.ts)
  *   ended/<uid>.ckpt           the last checkpoint of a pod whose worker was forgotten, kept while
  *                              the runtime still lists the pod (checkpoints.ts; same format)
+ *   api-waits/<uid>.json       the waits in the API server of a pod stopped through it (api-waits.ts)
  *   quarantine/                files that failed validation, moved aside for inspection
  *   reports/drain-<time>-<pid>.json
  *                              the data of the last drains' reports (reports.ts; made at the first)

@@ -10,7 +10,7 @@ import { truncate, type Styler, type TableSpec } from '../../lib/output.js';
 import type { PodInfo } from '../../domain/session-api.js';
 import { DEFAULT_STUCK_AFTER_MS } from './stuck.js';
 import { formatAge, readyCell, sandboxCell } from './pod-ready.js';
-import type { Explanation, StatusResult, StatusRow } from './status.js';
+import type { EvictionHeld, Explanation, StatusResult, StatusRow } from './status.js';
 
 type PodState = PodInfo['state'];
 
@@ -69,7 +69,7 @@ export function statusCells(r: StatusRow, wide: boolean, styler: Styler, options
     formatDuration(r.inStateSeconds * 1000),
     r.ageSeconds === null ? '-' : formatAge(r.ageSeconds),
     ownerCell(r),
-    r.lastError === null ? '' : styler.red(truncate(r.lastError, wide ? 80 : 40)),
+    r.lastError !== null ? styler.red(truncate(r.lastError, wide ? 80 : 40)) : r.evictionHeld !== null ? styler.yellow(truncate(heldText(r.evictionHeld), wide ? 80 : 40)) : '',
   ];
   if (wide) {
     cells.push(
@@ -94,6 +94,11 @@ export function statusCells(r: StatusRow, wide: boolean, styler: Styler, options
   return cells;
 }
 
+/** "eviction held by PodDisruptionBudget web/pdb since 2026-…Z": a pod's PodDisruptionBudget block in a line. */
+function heldText(held: EvictionHeld): string {
+  return `eviction held by ${held.budget} since ${held.since}`;
+}
+
 /** The grace line of `--explain`: what is left of it, or when its deadline passed; never a negative figure. */
 function graceText(e: Pick<Explanation, 'gracePeriodSeconds' | 'graceLeftSeconds' | 'graceDeadline' | 'driven'>, now: number): string {
   if (e.graceLeftSeconds !== null) return `${e.graceLeftSeconds}s left of ${e.gracePeriodSeconds}s`;
@@ -115,6 +120,10 @@ export function explainText(e: Explanation, styler: Styler, now: number): string
   if (e.blockedBy) {
     lines.push(`  blocked by:   ${styler.yellow(e.blockedBy.kind)}: ${e.blockedBy.detail}`);
     lines.push(`  next step:    ${e.blockedBy.next}`);
+  }
+  if (e.evictionHeld) {
+    const since = formatDuration(now - Date.parse(e.evictionHeld.since));
+    lines.push(`  eviction:     ${styler.yellow(heldText(e.evictionHeld))} (${since}; podctl pid ${e.evictionHeld.pid} retries it): ${e.evictionHeld.detail}`);
   }
   if (e.gracePeriodSeconds !== null) lines.push(`  grace:        ${graceText(e, now)}`);
   if (e.owner) lines.push(`  owner:        pid ${e.owner.pid}${e.owner.alive ? '' : ' (gone)'}, heartbeat ${e.owner.heartbeatAt}`);

@@ -22,6 +22,7 @@ import type { NodeSession, PodInfo } from '../../domain/session-api.js';
 import type { PodSyncStatusView } from '../../engine/types.js';
 import { blockedBy, type BlockedBy, type ProcessFact, type StuckFacts } from './blocked-by.js';
 import { createdAtOf, readyOf, type PodReady } from './pod-ready.js';
+import { openApiWaits, type ApiWaitRecord } from '../../store/api-waits.js';
 
 type PodState = PodInfo['state'];
 
@@ -63,6 +64,20 @@ export interface StatusRow {
   nextRetryAt: string | null;
   /** Why a pod on its way out is not finishing, with the operator's next step (null: nothing holds it). */
   blockedBy: BlockedBy | null;
+  /** An eviction a PodDisruptionBudget holds back now (a live podctl retries it), or null. */
+  evictionHeld: EvictionHeld | null;
+}
+
+/** A PodDisruptionBudget holding a pod's eviction back, as the evicting podctl journals it. */
+export interface EvictionHeld {
+  /** "PodDisruptionBudget web/pdb". */
+  budget: string;
+  /** Since when (ISO 8601). */
+  since: string;
+  /** The podctl process retrying the eviction. */
+  pid: number;
+  /** The API server's words. */
+  detail: string;
 }
 
 /** Node facts beyond the session's view, gathered by podStatus for pods on their way out. */
@@ -73,6 +88,8 @@ export interface NodeFacts {
   podDir: (uid: string) => string;
   /** The API objects of the node's pods, by UID (empty without an API server). */
   api: ReadonlyMap<string, V1Pod>;
+  /** The API waits going on now, by UID (store/api-waits.ts); absent: none looked at. */
+  apiWaits?: ReadonlyMap<string, ApiWaitRecord>;
 }
 
 /** No node facts beyond the listing (kubelet not running, no processes or mounts, no API objects). */
@@ -115,6 +132,8 @@ export interface Explanation {
   finalDelete: string | null;
   /** As StatusRow.blockedBy. */
   blockedBy: BlockedBy | null;
+  /** As StatusRow.evictionHeld. */
+  evictionHeld: EvictionHeld | null;
   timeline: TimelineEntry[];
 }
 
@@ -178,10 +197,15 @@ export function stuckFactsOf(pod: PodInfo, now: number, facts: NodeFacts = NO_NO
 }
 
 export function statusRow(pod: PodInfo, now: number, facts: NodeFacts = NO_NODE_FACTS): StatusRow {
-  return { ...baseRow(pod, now), blockedBy: blockedBy(stuckFactsOf(pod, now, facts)) };
+  return { ...baseRow(pod, now), blockedBy: blockedBy(stuckFactsOf(pod, now, facts)), evictionHeld: evictionHeldOf(facts.apiWaits?.get(pod.uid)) };
 }
 
-function baseRow(pod: PodInfo, now: number): Omit<StatusRow, 'blockedBy'> {
+function evictionHeldOf(wait: ApiWaitRecord | undefined): EvictionHeld | null {
+  if (wait?.kind !== 'eviction-wait') return null;
+  return { budget: wait.label, since: new Date(wait.from).toISOString(), pid: wait.pid, detail: wait.detail };
+}
+
+function baseRow(pod: PodInfo, now: number): Omit<StatusRow, 'blockedBy' | 'evictionHeld'> {
   const undriven = isUndriven(pod);
   // a grace counts down only while some process drives the pod
   const terminating = pod.state === 'terminating' && !undriven;
@@ -333,6 +357,7 @@ export function explainPod(pod: PodInfo, now: number, facts: NodeFacts = NO_NODE
     stuck: row.stuck,
     finalDelete: null,
     blockedBy: row.blockedBy,
+    evictionHeld: row.evictionHeld,
     lastError: row.lastError,
     lastErrorAt: row.lastErrorAt,
     nextRetryAt: row.nextRetryAt,
@@ -358,7 +383,7 @@ export async function podStatus(options: StatusOptions): Promise<StatusResult> {
   const apiPods = new Map(((options.apiPods ? await options.apiPods : undefined) ?? []).flatMap((p) => (p.metadata?.uid ? [[p.metadata.uid, p] as const] : [])));
   const base =
     options.nodeFacts === false ? { ...NO_NODE_FACTS, kubeletRunning: kubelet?.state === 'running' } : await gatherNodeFacts(session, targets, kubelet, apiPods, options.signal, options.kubeletRoot);
-  const facts: NodeFacts = { ...base, api: apiPods };
+  const facts: NodeFacts = { ...base, api: apiPods, apiWaits: await openApiWaits(session.stateDir) };
   const result: StatusResult = {
     endpoint: session.endpoint,
     simulated: session.simulated,

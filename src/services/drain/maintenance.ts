@@ -96,6 +96,7 @@ async function drainForMaintenance(options: MaintenanceOptions, annotations: Rec
     const timeout = annotations[TIMEOUT_ANNOTATION];
     const timeoutMs = timeout === undefined ? undefined : parseDuration(timeout, TIMEOUT_ANNOTATION);
     const blocks: Promise<void>[] = [];
+    const startedAt = Date.now();
     const drained = await runDrain({
       session: options.session,
       selection: parseSelection({ args: [], allNamespaces: true, allowEmpty: true }),
@@ -117,7 +118,7 @@ async function drainForMaintenance(options: MaintenanceOptions, annotations: Rec
     const endedAt = Date.now();
     await Promise.all(blocks);
     if (options.signal?.aborted) return await handOn(options, reporter);
-    return await endDrain(options, drained, endedAt, reporter);
+    return await endDrain(options, drained, { startedAt, endedAt }, reporter);
   } catch (error) {
     if (options.signal?.aborted) return handOn(options, reporter);
     const detail = (error as Error).message;
@@ -135,7 +136,7 @@ function pdbBlockMessage(block: PdbBlock): string {
 }
 
 /** A drain that ran to its end: its skips, its report, the final Event, then `done` or `failed`. */
-async function endDrain(options: MaintenanceOptions, drained: FullDrainResult, endedAt: number, reporter: Reporter): Promise<MaintenanceOutcome> {
+async function endDrain(options: MaintenanceOptions, drained: FullDrainResult, times: { startedAt: number; endedAt: number }, reporter: Reporter): Promise<MaintenanceOutcome> {
   const skipped = drained.decisions.filter((d) => d.decision === 'skip');
   if (skipped.length > 0) {
     await event(options, 'Normal', 'DrainSkipped', `podctl agent leaves ${skipped.length} pod(s) alone: ${skipped.map((d) => `${d.namespace}/${d.name} (${d.reason})`).join(', ')}`);
@@ -148,7 +149,7 @@ async function endDrain(options: MaintenanceOptions, drained: FullDrainResult, e
   const { file } = await recordDrainReport({
     session: options.session,
     result: drained,
-    endedAt,
+    ...times,
     source: 'agent',
     node: options.node,
     viaApi: drained.viaApi,

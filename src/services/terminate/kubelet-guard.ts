@@ -35,6 +35,7 @@ import { killTimeoutMs } from '../../engine/kill-now.js';
 import { plannedGraceSeconds } from './grace-plan.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
 import type { TerminatedPod } from './terminate.js';
+import { ApiWaitJournal } from './api-wait-journal.js';
 import { pdbWaitBoard } from './pdb-waits.js';
 
 export interface KubeletGuardOptions {
@@ -211,7 +212,8 @@ async function leaveToKubelet(api: ApiNode, pod: PodInfo, apiPod: V1Pod, input: 
     }
   }
   reporter.info(`${input.action}: ${refOf(pod)} ${entry.note}; waiting up to ${formatDuration(input.timeoutMs ?? killTimeoutMs(entry.gracePeriodSeconds))} for it to finish`);
-  return await waitForKubelet(api, pod, entry, input.timeoutMs ?? killTimeoutMs(entry.gracePeriodSeconds), input, reporter, started);
+  const journal = new ApiWaitJournal(input.session.stateDir, pod.uid, reporter);
+  return await waitForKubelet(api, pod, entry, input.timeoutMs ?? killTimeoutMs(entry.gracePeriodSeconds), input, reporter, started, journal);
 }
 
 /** "desires a, b" / "may desire c (from the API server, and none is configured to ask)" / both: the refusal without an API server. */
@@ -247,6 +249,9 @@ export async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, 
   const ref = { namespace: pod.namespace, name: pod.name, uid: pod.uid };
   let blocked: PdbBlock | undefined;
   const board = pdbWaitBoard(reporter);
+  // each PodDisruptionBudget's hold, journaled for status and the drain report (a throttling 429 is not one)
+  const journal = new ApiWaitJournal(input.session.stateDir, pod.uid, reporter);
+  const held = (budget: string | undefined, message: string): void => journal.open('eviction-wait', `PodDisruptionBudget ${pod.namespace}/${budget ?? '(unnamed)'}`, message);
   try {
     if (mode === 'delete') {
       const outcome = await api.kube.deletePod(ref, input.gracePeriodSeconds, input.signal);
@@ -257,8 +262,12 @@ export async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, 
     } else {
       for (;;) {
         const evicted = await api.kube.evictPod(ref, input.gracePeriodSeconds, input.signal);
-        if (evicted.outcome === 'accepted') break;
+        if (evicted.outcome === 'accepted') {
+          journal.close('eviction-wait', 'waited');
+          break;
+        }
         if (evicted.outcome === 'gone') {
+          journal.close('eviction-wait', 'gone');
           entry.outcome = 'gone';
           return entry;
         }
@@ -268,6 +277,8 @@ export async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, 
         if (Date.now() - started >= bound || input.signal?.aborted) {
           entry.outcome = pdb ? 'blocked-by-pdb' : 'failed';
           entry.error = evicted.message;
+          if (pdb) held(evicted.budget, evicted.message);
+          journal.close('eviction-wait', 'refused');
           reporter.warn(
             pdb
               ? `${refOf(pod)}: eviction blocked by PodDisruptionBudget ${evicted.budget ?? '(unnamed)'} (${evicted.disruptionsAllowed} disruption(s) allowed) for ${formatDuration(Date.now() - started)}; --ignore-pdb deletes it anyway`
@@ -277,6 +288,7 @@ export async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, 
         }
         if (pdb && (blocked === undefined || blocked.budget !== evicted.budget)) {
           blocked = { ...ref, budget: evicted.budget, disruptionsAllowed: evicted.disruptionsAllowed, message: evicted.message, givesUpAt: started + bound };
+          held(evicted.budget, evicted.message);
           input.onPdbBlock?.(blocked);
           const until = Number.isFinite(bound) ? `gives up in ${formatDuration(started + bound - Date.now())}` : 'no bound: waits until it allows the disruption (--timeout bounds it)';
           reporter.info(
@@ -292,15 +304,17 @@ export async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, 
   } catch (error) {
     entry.outcome = 'failed';
     entry.error = (error as Error).message;
+    journal.close('eviction-wait', 'failed');
     reporter.warn(`${refOf(pod)}: ${mode === 'evict' ? 'eviction' : 'delete'} through the API failed: ${entry.error}`);
     return entry;
   } finally {
     board?.release(pod.uid);
+    await journal.flush();
   }
   reporter.info(
     `${input.action}: ${refOf(pod)} ${mode === 'evict' ? 'evicted' : 'deleted'} in the API server with grace ${grace}s; waiting up to ${formatDuration(boundMs)} for the kubelet to finish it`,
   );
-  return await waitForKubelet(api, pod, entry, boundMs, input, reporter, started);
+  return await waitForKubelet(api, pod, entry, boundMs, input, reporter, started, journal);
 }
 
 /** What a pod left to the kubelet is called while its API object is gone but the runtime still runs its containers. */
@@ -329,7 +343,28 @@ export function kubeletFinishingNote(running: number | undefined): string {
  * runtime saying its containers stopped. `terminated` only on the runtime's word; a pod gone from the
  * API whose containers still run at the bound is `kubelet-finishing`, never `terminated`.
  */
-async function waitForKubelet(api: ApiNode, pod: PodInfo, entry: TerminatedPod, boundMs: number, input: GuardInput, reporter: Reporter, started: number): Promise<TerminatedPod> {
+async function waitForKubelet(
+  api: ApiNode,
+  pod: PodInfo,
+  entry: TerminatedPod,
+  boundMs: number,
+  input: GuardInput,
+  reporter: Reporter,
+  started: number,
+  journal: ApiWaitJournal,
+): Promise<TerminatedPod> {
+  // the wait is journaled (status, the drain report) from here to its outcome
+  journal.open('kubelet-wait', 'kubelet', `waiting up to ${formatDuration(Math.max(0, started + boundMs - Date.now()))} for the kubelet to finish the pod`);
+  try {
+    return await pollKubelet(api, pod, entry, boundMs, input, reporter, started);
+  } finally {
+    journal.close('kubelet-wait', entry.outcome === 'terminated' ? 'waited' : entry.outcome);
+    await journal.flush();
+  }
+}
+
+/** The polling of waitForKubelet: the API object, then the runtime, until the bound. */
+async function pollKubelet(api: ApiNode, pod: PodInfo, entry: TerminatedPod, boundMs: number, input: GuardInput, reporter: Reporter, started: number): Promise<TerminatedPod> {
   let goneFromApi = false;
   let running: number | undefined;
   for (;;) {

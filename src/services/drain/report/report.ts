@@ -11,6 +11,7 @@
 import { UsageError } from '../../../lib/errors.js';
 import { resolveSelection, type PodSelection } from '../../../lib/refs.js';
 import { listDrainReports, readDrainReport, saveDrainReport } from '../../../store/reports.js';
+import { readApiWaits } from '../../../store/api-waits.js';
 import type { NodeSession, PodInfo } from '../../../domain/session-api.js';
 import { podPriority } from '../../../engine/pod-kinds.js';
 import { criticalReason, groupIndexFor, SYSTEM_CRITICAL_PRIORITY } from '../drain-plan.js';
@@ -21,8 +22,10 @@ import { buildReport, isDrainReport, type ApiWait, type DrainReport, type GroupI
 export interface DrainReportOptions {
   session: NodeSession;
   result: DrainResult;
-  /** When the drain ended (epoch ms): its result's elapsedMs counts back from it. */
+  /** When the drain ended (epoch ms): its result's elapsedMs (the drain over CRI) counts back from it. */
   endedAt: number;
+  /** When the drain began (epoch ms), its evictions through the API server included (default: the CRI drain's start). */
+  startedAt?: number;
   source: 'drain' | 'agent';
   node: string | null;
   /** Pods the kubelet stopped, asked through the API server, with their waits there. */
@@ -32,7 +35,8 @@ export interface DrainReportOptions {
 /** The report of a drain that just ended, from its result and its pods' timelines. */
 async function drainReportOf(options: DrainReportOptions): Promise<DrainReport> {
   const { result, endedAt } = options;
-  const startedAt = endedAt - result.elapsedMs;
+  const criStartedAt = endedAt - result.elapsedMs;
+  const startedAt = Math.min(options.startedAt ?? criStartedAt, criStartedAt);
   const drained = result.groups.flatMap((g) => g.pods);
   const viaApi = options.viaApi ?? [];
   const uids = [...drained.map((p) => p.uid), ...viaApi.map((p) => p.uid)];
@@ -41,8 +45,8 @@ async function drainReportOf(options: DrainReportOptions): Promise<DrainReport> 
     priority: g.priority,
     budgetSeconds: g.budgetSeconds,
     critical: g.critical,
-    ...(g.startedAtMs !== undefined ? { startedAt: startedAt + g.startedAtMs } : {}),
-    ...(g.startedAtMs !== undefined && g.elapsedMs !== undefined ? { endedAt: startedAt + g.startedAtMs + g.elapsedMs } : {}),
+    ...(g.startedAtMs !== undefined ? { startedAt: criStartedAt + g.startedAtMs } : {}),
+    ...(g.startedAtMs !== undefined && g.elapsedMs !== undefined ? { endedAt: criStartedAt + g.startedAtMs + g.elapsedMs } : {}),
   }));
   const pods: PodInput[] = [];
   result.groups.forEach((group, index) => {
@@ -73,7 +77,7 @@ async function drainReportOf(options: DrainReportOptions): Promise<DrainReport> 
             critical ? Math.max(priority, SYSTEM_CRITICAL_PRIORITY) : priority,
           );
     if (groups.length === 0) groups.push({ priority: 0, budgetSeconds: null, critical: false });
-    const waits = pod.waits ?? [];
+    const waits = pod.waits ?? (await journaledWaits(options.session.stateDir, pod.uid, startedAt, endedAt));
     pods.push({
       uid: pod.uid,
       namespace: pod.namespace,
@@ -100,6 +104,17 @@ async function drainReportOf(options: DrainReportOptions): Promise<DrainReport> 
     groups,
     pods,
   });
+}
+
+/** Slack for the journal's clocks against the drain's start (another process may have written them). */
+const JOURNAL_SLACK_MS = 1_000;
+
+/** The pod's API waits journaled during the drain (kubelet-guard.ts), a wait still open ending at the drain's end. */
+async function journaledWaits(stateDir: string, uid: string, startedAt: number, endedAt: number): Promise<ApiWait[]> {
+  const waits = await readApiWaits(stateDir, uid);
+  return waits
+    .filter((w) => w.from >= startedAt - JOURNAL_SLACK_MS && w.from <= endedAt)
+    .map((w) => ({ kind: w.kind, label: w.label, from: w.from, to: w.to ?? endedAt, outcome: w.outcome ?? 'waiting', detail: w.detail }));
 }
 
 /**
