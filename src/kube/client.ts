@@ -185,18 +185,45 @@ export async function connectKube(source: KubeSource, options: ConnectOptions): 
   return clientOver(transportFor(config, where), options);
 }
 
+/** What the client's method groups share: the one call and watch (retries, RBAC lines, the write gate), the pod helpers. */
+interface ClientCore {
+  transport: Transport;
+  node: string;
+  where: string;
+  timeoutMs: number;
+  writes: WriteGate;
+  call: (name: string, need: RbacNeed, request: KubeRequest, signal?: AbortSignal) => Promise<unknown>;
+  watch: (name: string, need: RbacNeed, path: string, query: KubeRequest['query'], onEvent: (event: WatchEvent) => void, signal?: AbortSignal, hooks?: WatchHooks) => Promise<void>;
+  getPod: KubeClient['getPod'];
+  deleteWith: (pod: { namespace: string; name: string; uid: string }, grace: number | undefined, callName: string, signal?: AbortSignal) => Promise<'ok' | 'gone' | 'uid-changed'>;
+  patchStatus: KubeClient['patchStatus'];
+}
+
+const podPath = (namespace: string, name: string): string => `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`;
+const admissionPath = '/apis/admissionregistration.k8s.io/v1';
+
 /** The client over a transport (a seam for tests). */
 function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
+  const core = coreOver(transport, options);
+  return {
+    node: core.node,
+    where: core.where,
+    server: transport.server,
+    writes: core.writes,
+    ...restrictionMethods(core),
+    ...podReadMethods(core),
+    ...podWriteMethods(core),
+    ...nodeMethods(core),
+  };
+}
+
+/** The one request path of every call: the write gate, retries with backoff, 401/403 as the RBAC line, silence said with its wait. */
+function callOver(transport: Transport, options: ConnectOptions, writes: WriteGate): ClientCore['call'] {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
-  const node = options.node;
   const where = transport.where;
-  const watchIdleMs = options.watchIdleMs ?? DEFAULT_WATCH_IDLE_MS;
-  const random = options.random ?? Math.random;
-  const writes = options.writes ?? new WriteGate();
   const isWrite = (request: KubeRequest): boolean => request.method !== 'GET' && !request.path.endsWith('/selfsubjectreviews');
-
-  const call = async (name: string, need: RbacNeed, request: KubeRequest, signal?: AbortSignal): Promise<unknown> => {
+  return async (name: string, need: RbacNeed, request: KubeRequest, signal?: AbortSignal): Promise<unknown> => {
     if (isWrite(request)) writes.check(name);
     const once = async (): Promise<unknown> => {
       try {
@@ -220,13 +247,15 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
       throw silenceOf(name, error, attempts, Date.now() - started, transport);
     }
   };
+}
 
-  const podPath = (namespace: string, name: string): string => `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`;
-  const fieldSelector = `spec.nodeName=${node}`;
-  const nodeSelector = `metadata.name=${node}`;
-
-  /** One watch stream, 401/403 turned into the RBAC line. */
-  const watch = async (name: string, need: RbacNeed, path: string, query: KubeRequest['query'], onEvent: (event: WatchEvent) => void, signal?: AbortSignal, hooks?: WatchHooks): Promise<void> => {
+/** One watch stream, 401/403 turned into the RBAC line. */
+function watchOver(transport: Transport, options: ConnectOptions): ClientCore['watch'] {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const watchIdleMs = options.watchIdleMs ?? DEFAULT_WATCH_IDLE_MS;
+  const random = options.random ?? Math.random;
+  const where = transport.where;
+  return async (name: string, need: RbacNeed, path: string, query: KubeRequest['query'], onEvent: (event: WatchEvent) => void, signal?: AbortSignal, hooks?: WatchHooks): Promise<void> => {
     try {
       // client-go's reflector: a server-side timeout in [5, 10) min, spread across clients
       const timeoutSeconds = 300 + Math.floor(random() * 300);
@@ -243,7 +272,11 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
       throw error;
     }
   };
+}
 
+function coreOver(transport: Transport, options: ConnectOptions): ClientCore {
+  const writes = options.writes ?? new WriteGate();
+  const call = callOver(transport, options, writes);
   const getPod = async (namespace: string, name: string, signal?: AbortSignal): Promise<V1Pod | undefined> => {
     try {
       return (await call('get pod', { verb: 'get', resource: 'pods', namespace }, { method: 'GET', path: podPath(namespace, name) }, signal)) as V1Pod;
@@ -295,13 +328,12 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
     }
   };
 
-  const admissionPath = '/apis/admissionregistration.k8s.io/v1';
+  return { transport, node: options.node, where: transport.where, timeoutMs: options.timeoutMs ?? 10_000, writes, call, watch: watchOver(transport, options), getPod, deleteWith, patchStatus };
+}
 
+/** What the node restriction check reads: who the token is, whether the policy is served and in force. */
+function restrictionMethods({ call }: ClientCore): Pick<KubeClient, 'selfSubject' | 'servesAdmissionPolicies' | 'getAdmissionObject'> {
   return {
-    node,
-    where,
-    server: transport.server,
-    writes,
     async selfSubject(signal) {
       const review = (await call(
         'self subject review',
@@ -335,6 +367,13 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
         throw error;
       }
     },
+  };
+}
+
+/** The node's pods as the API server holds them: listed, watched, read one by one. */
+function podReadMethods({ call, watch, node, getPod }: ClientCore): Pick<KubeClient, 'listNodePods' | 'listNodePodsVersioned' | 'watchNodePods' | 'getPod'> {
+  const fieldSelector = `spec.nodeName=${node}`;
+  return {
     async listNodePods(signal) {
       return (await this.listNodePodsVersioned(signal)).pods;
     },
@@ -353,19 +392,14 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
     async watchNodePods(resourceVersion, onEvent, signal, hooks) {
       await watch('watch pods', { verb: 'watch', resource: 'pods' }, '/api/v1/pods', { fieldSelector, resourceVersion }, onEvent, signal, hooks);
     },
-    async listNodeVersioned(signal, listOptions) {
-      const list = (await call(
-        'list nodes',
-        { verb: 'list', resource: 'nodes' },
-        { method: 'GET', path: '/api/v1/nodes', query: { fieldSelector: nodeSelector, ...(listOptions?.resourceVersion ? { resourceVersion: listOptions.resourceVersion } : {}) } },
-        signal,
-      )) as { items?: V1Node[]; metadata?: { resourceVersion?: string } };
-      return { nodes: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? '' };
-    },
-    async watchNode(resourceVersion, onEvent, signal, hooks) {
-      await watch('watch node', { verb: 'watch', resource: 'nodes' }, '/api/v1/nodes', { fieldSelector: nodeSelector, resourceVersion }, onEvent, signal, hooks);
-    },
     getPod,
+  };
+}
+
+/** Deletions, the eviction, Events and status of the node's pods. */
+function podWriteMethods(core: ClientCore): Pick<KubeClient, 'deletePod' | 'finalDelete' | 'evictPod' | 'postEvent' | 'patchStatus' | 'markEvicted'> {
+  const { call, node, deleteWith, patchStatus } = core;
+  return {
     async deletePod(pod, grace, signal) {
       const outcome = await deleteWith(pod, grace, 'delete pod', signal);
       return outcome === 'ok' ? 'accepted' : outcome;
@@ -374,40 +408,7 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
       const outcome = await deleteWith(pod, 0, 'final delete of pod', signal);
       return outcome === 'ok' ? 'deleted' : outcome;
     },
-    async evictPod(pod, grace, signal) {
-      writes.check('evict pod');
-      const started = Date.now();
-      try {
-        await transport.request(
-          'evict pod',
-          {
-            method: 'POST',
-            path: `${podPath(pod.namespace, pod.name)}/eviction`,
-            body: {
-              apiVersion: 'policy/v1',
-              kind: 'Eviction',
-              metadata: { name: pod.name, namespace: pod.namespace },
-              ...(grace !== undefined ? { deleteOptions: { gracePeriodSeconds: grace } } : {}),
-            },
-          },
-          { timeoutMs, ...(signal ? { signal } : {}) },
-        );
-        return { outcome: 'accepted' };
-      } catch (error) {
-        if (isNotFound(error)) return { outcome: 'gone' };
-        if (error instanceof KubeError && error.statusCode === 429) {
-          const cause = error.causes.find((c) => c.reason === 'DisruptionBudget');
-          if (!cause) return { outcome: 'throttled', retryAfterMs: error.retryAfterMs, message: error.message };
-          return { outcome: 'blocked-by-pdb', retryAfterMs: error.retryAfterMs, message: cause.message ?? error.message, ...budgetOf(cause.message ?? '') };
-        }
-        if (error instanceof KubeError && (error.statusCode === 401 || error.statusCode === 403)) {
-          throw new KubeError('evict pod', authMessage('evict pod', error.statusCode, { verb: 'create', resource: 'pods/eviction', namespace: pod.namespace }, where), error.statusCode, {
-            transient: false,
-          });
-        }
-        throw silenceOf('evict pod', error, 1, Date.now() - started, transport);
-      }
-    },
+    evictPod: evictOver(core),
     async postEvent(pod, type, reason, message, signal) {
       const { namespace, name: podName, uid } = ref(pod);
       const name = eventName(podName || 'pod', uid, reason);
@@ -445,6 +446,67 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
           { transient: false },
         );
     },
+  };
+}
+
+/** The Eviction API: accepted, gone, throttled, or blocked by a PodDisruptionBudget (429 naming it). */
+function evictOver({ transport, writes, timeoutMs, where }: ClientCore): KubeClient['evictPod'] {
+  return async (pod, grace, signal) => {
+    writes.check('evict pod');
+    const started = Date.now();
+    try {
+      await transport.request(
+        'evict pod',
+        {
+          method: 'POST',
+          path: `${podPath(pod.namespace, pod.name)}/eviction`,
+          body: {
+            apiVersion: 'policy/v1',
+            kind: 'Eviction',
+            metadata: { name: pod.name, namespace: pod.namespace },
+            ...(grace !== undefined ? { deleteOptions: { gracePeriodSeconds: grace } } : {}),
+          },
+        },
+        { timeoutMs, ...(signal ? { signal } : {}) },
+      );
+      return { outcome: 'accepted' };
+    } catch (error) {
+      if (isNotFound(error)) return { outcome: 'gone' };
+      if (error instanceof KubeError && error.statusCode === 429) {
+        const cause = error.causes.find((c) => c.reason === 'DisruptionBudget');
+        if (!cause) return { outcome: 'throttled', retryAfterMs: error.retryAfterMs, message: error.message };
+        return { outcome: 'blocked-by-pdb', retryAfterMs: error.retryAfterMs, message: cause.message ?? error.message, ...budgetOf(cause.message ?? '') };
+      }
+      if (error instanceof KubeError && (error.statusCode === 401 || error.statusCode === 403)) {
+        throw new KubeError('evict pod', authMessage('evict pod', error.statusCode, { verb: 'create', resource: 'pods/eviction', namespace: pod.namespace }, where), error.statusCode, {
+          transient: false,
+        });
+      }
+      throw silenceOf('evict pod', error, 1, Date.now() - started, transport);
+    }
+  };
+}
+
+/** The node itself: listed and watched, read, annotated, cordoned, its Events and its kubelet's Lease. */
+function nodeMethods({
+  call,
+  watch,
+  node,
+}: ClientCore): Pick<KubeClient, 'listNodeVersioned' | 'watchNode' | 'getNode' | 'annotateNode' | 'postNodeEvent' | 'setUnschedulable' | 'nodeLeaseRenewedAt'> {
+  const nodeSelector = `metadata.name=${node}`;
+  return {
+    async listNodeVersioned(signal, listOptions) {
+      const list = (await call(
+        'list nodes',
+        { verb: 'list', resource: 'nodes' },
+        { method: 'GET', path: '/api/v1/nodes', query: { fieldSelector: nodeSelector, ...(listOptions?.resourceVersion ? { resourceVersion: listOptions.resourceVersion } : {}) } },
+        signal,
+      )) as { items?: V1Node[]; metadata?: { resourceVersion?: string } };
+      return { nodes: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+    async watchNode(resourceVersion, onEvent, signal, hooks) {
+      await watch('watch node', { verb: 'watch', resource: 'nodes' }, '/api/v1/nodes', { fieldSelector: nodeSelector, resourceVersion }, onEvent, signal, hooks);
+    },
     async getNode(signal) {
       try {
         const n = (await call('get node', { verb: 'get', resource: 'nodes' }, { method: 'GET', path: `/api/v1/nodes/${encodeURIComponent(node)}` }, signal)) as V1Node;
@@ -463,27 +525,7 @@ function clientOver(transport: Transport, options: ConnectOptions): KubeClient {
         signal,
       );
     },
-    async postNodeEvent(type, reason, message, signal) {
-      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-      const event: CoreV1Event = {
-        apiVersion: 'v1',
-        kind: 'Event',
-        metadata: { name: `${node}.${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`, namespace: 'default' },
-        // the kubelet's own Node Events name the node as its uid too (its nodeRef: UID = node name), and
-        // `kubectl describe node` looks them up by that uid as well as by the Node's real one
-        involvedObject: { apiVersion: 'v1', kind: 'Node', name: node, uid: node },
-        type,
-        reason,
-        message,
-        source: { component: 'podctl', host: node },
-        reportingComponent: 'podctl',
-        reportingInstance: node,
-        firstTimestamp: now as unknown as Date,
-        lastTimestamp: now as unknown as Date,
-        count: 1,
-      };
-      await call('post node event', { verb: 'create', resource: 'events', namespace: 'default' }, { method: 'POST', path: '/api/v1/namespaces/default/events', body: event }, signal);
-    },
+    postNodeEvent: nodeEventOver(node, call),
     async setUnschedulable(unschedulable, signal) {
       await call(
         'cordon node',
@@ -516,4 +558,29 @@ function budgetOf(message: string): { budget: string | undefined; disruptionsAll
   const m = /disruption budget (\S+) needs (\d+) healthy pods and has (\d+) currently/.exec(message);
   if (!m) return { budget: /disruption budget (\S+)/.exec(message)?.[1], disruptionsAllowed: 0 };
   return { budget: m[1], disruptionsAllowed: Math.max(0, Number(m[3]) - Number(m[2])) };
+}
+
+/** An Event on the node, as the kubelet names its own Node Events. */
+function nodeEventOver(node: string, call: ClientCore['call']): KubeClient['postNodeEvent'] {
+  return async (type, reason, message, signal) => {
+    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const event: CoreV1Event = {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: `${node}.${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`, namespace: 'default' },
+      // the kubelet's own Node Events name the node as its uid too (its nodeRef: UID = node name), and
+      // `kubectl describe node` looks them up by that uid as well as by the Node's real one
+      involvedObject: { apiVersion: 'v1', kind: 'Node', name: node, uid: node },
+      type,
+      reason,
+      message,
+      source: { component: 'podctl', host: node },
+      reportingComponent: 'podctl',
+      reportingInstance: node,
+      firstTimestamp: now as unknown as Date,
+      lastTimestamp: now as unknown as Date,
+      count: 1,
+    };
+    await call('post node event', { verb: 'create', resource: 'events', namespace: 'default' }, { method: 'POST', path: '/api/v1/namespaces/default/events', body: event }, signal);
+  };
 }
