@@ -323,6 +323,30 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     expect(decisions.some((d) => arrived.some((p) => p.uid === d.uid))).toBe(false); // in no plan
   }, 120_000);
 
+  it("issue 42's acceptance: a static pod (its mirror in the API), a DaemonSet pod, an emptyDir pod (consented) and a budgeted pod drain to done through podctl drain --kubeconfig; the static and DaemonSet pods keep running", async () => {
+    const kas = await staticPod('kas');
+    const ds = await apiPod({ name: 'proxy', controller: { kind: 'DaemonSet', name: 'proxy' } });
+    const cache = await apiPod({ name: 'cache', volumes: [{ name: 'scratch', emptyDir: {} }] });
+    const db = await apiPod({ name: 'db', labels: { app: 'db' } });
+    server.addPdb(db.namespace, 'db-budget', { app: 'db' }, 0);
+    // the budget allows a disruption a moment after its first refusal (a replacement ready elsewhere)
+    server.onAnswered = (request) => {
+      if (request.status !== 429 || !request.path.endsWith(`/pods/${db.name}/eviction`)) return;
+      setTimeout(() => (server.pdbs.get(`${db.namespace}/db-budget`)!.status.disruptionsAllowed = 1), 1_000);
+    };
+    playKubelet([ds, cache, db]);
+    const run = await podctl(['drain', '--delete-emptydir-data', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const result = JSON.parse(run.stdout) as { status: string; viaApi: { uid: string; outcome: string }[] };
+    expect(result.status).toBe('done');
+    expect(result.viaApi.map((p) => `${p.uid} ${p.outcome}`).sort()).toEqual([`${cache.uid} terminated`, `${db.uid} terminated`].sort());
+    expect(server.requests.filter((r) => r.path.endsWith(`/pods/${db.name}/eviction`) && r.status === 429).length).toBeGreaterThanOrEqual(1);
+    expect(await running(kas)).toBe(true);
+    expect(await running(ds)).toBe(true);
+    expect(await running(cache)).toBe(false);
+    expect(await running(db)).toBe(false);
+  }, 120_000);
+
   it('a PodDisruptionBudget block is retried every 5 s, said once naming the budget; a 429 without a budget is throttling, retried and evicted', async () => {
     const db = await apiPod({ name: 'db', labels: { app: 'db' } });
     const web = await apiPod({ name: 'web' });
