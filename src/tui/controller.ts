@@ -15,7 +15,7 @@
  * - No effect is produced outside confirm, except quit.
  */
 import type { KillRequest, PodInfo } from '../domain/session-api.js';
-import { criticalScope } from '../services/terminate/terminate.js';
+import { criticalScope, evictRefusal } from '../services/terminate/terminate.js';
 import { defaultGraceOf, graceLeftMs, parseGrace, podRef, SORT_KEYS, type SortKey } from './view-model.js';
 
 type Action = 'kill' | 'evict' | 'shorten';
@@ -98,9 +98,10 @@ function startEvict(state: UiState, pod: PodInfo): UiState {
   if (pod.state === 'terminated' || pod.state === 'finished') {
     return { ...state, message: { text: `${podRef(pod)} is already ${pod.state}`, level: 'warn' } };
   }
+  // podctl evict's rule: a static or system-critical pod is refused (the screen has no --force)
+  const refused = evictRefusal([pod], false);
+  if (refused !== undefined) return { ...state, message: { text: `${refused.message}; kill it (ctrl-k), or podctl evict --force`, level: 'error' } };
   const mode: Mode = { kind: 'confirm', action: 'evict', uid: pod.uid, ref: podRef(pod) };
-  const special = criticalScope([pod]);
-  if (special !== undefined) mode.special = special;
   return { ...state, mode, message: undefined };
 }
 

@@ -61,16 +61,34 @@ describe('watch keys', () => {
 
   it("the confirmation of a static or system-critical pod says why it is special, in podctl kill's words", () => {
     const etcd = pod('kube-system/etcd', { static: true });
-    const critical = pod('kube-system/coredns', { pod: { metadata: { name: 'coredns', namespace: 'kube-system' }, spec: { containers: [], priorityClassName: 'system-cluster-critical' } } });
     const only = (p: typeof web): KeyContext => ({ ...ctx, visible: [p] });
     let state = reduceKey(initialUiState, CTRL_K, only(etcd)).state;
     state = reduceKey(state, { input: '', return: true }, only(etcd)).state;
     expect(promptText(state.mode)).toMatch(/^Kill 1 static or system-critical pod\(s\): kube-system\/etcd \(static\) with grace \d+s\? \[y\/N\]$/);
-    state = reduceKey(initialUiState, { input: 'e' }, only(critical)).state;
-    expect(promptText(state.mode)).toBe('Evict 1 static or system-critical pod(s): kube-system/coredns (system-critical) with its own grace? [y/N]');
     // an ordinary pod is named alone
     state = reduceKey(initialUiState, { input: 'e' }, only(web)).state;
     expect(promptText(state.mode)).toBe('Evict default/web with its own grace? [y/N]');
+  });
+
+  it('evict of a static or system-critical pod is refused, as podctl evict refuses it without --force (one rule: evictRefusal): no question, no request', () => {
+    const etcd = pod('kube-system/etcd', { static: true });
+    const critical = pod('kube-system/coredns', { pod: { metadata: { name: 'coredns', namespace: 'kube-system' }, spec: { containers: [], priorityClassName: 'system-cluster-critical' } } });
+    for (const special of [etcd, critical]) {
+      const only: KeyContext = { ...ctx, visible: [special] };
+      let state = initialUiState;
+      const effects: unknown[] = [];
+      for (const input of ['e', 'y']) {
+        const r = reduceKey(state, { input }, only);
+        state = r.state;
+        if (r.effect) effects.push(r.effect);
+      }
+      expect(effects).toEqual([]);
+      expect(state.mode.kind).toBe('normal');
+      expect(state.message).toMatchObject({ level: 'error' });
+      expect(state.message?.text).toMatch(
+        /^evict refuses static and system-critical pods, as the kubelet's eviction manager does: kube-system\/(etcd \(static\)|coredns \(system-critical\)); kill it \(ctrl-k\), or podctl evict --force$/,
+      );
+    }
   });
 
   it('g only shortens a terminating pod, and only to a shorter grace', () => {

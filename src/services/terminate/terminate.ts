@@ -374,6 +374,17 @@ export function criticalScope(targets: readonly PodInfo[]): string | undefined {
 }
 
 /**
+ * Why an eviction of these pods is refused — static and system-critical pods, which the kubelet's
+ * eviction manager never evicts — unless forced; undefined when it may go on. The one rule of
+ * `podctl evict` (without --force) and of the watch screen's evict (which has no force).
+ */
+export function evictRefusal(targets: readonly PodInfo[], force: boolean): { message: string; hint: string } | undefined {
+  const critical = criticalOf(targets);
+  if (force || critical.length === 0) return undefined;
+  return { message: `evict refuses static and system-critical pods, as the kubelet's eviction manager does: ${names(critical)}`, hint: 'use kill, or pass --force to evict them anyway' };
+}
+
+/**
  * The destructive-scope gate: `--all -A`, static pods and system-critical pods (priority ≥
  * 2000000000) need a yes — asked on a terminal, else `--yes`; an eviction of static or critical pods
  * is refused unless `force` (the kubelet's eviction manager never evicts them). Throws UsageError
@@ -381,10 +392,8 @@ export function criticalScope(targets: readonly PodInfo[]): string | undefined {
  */
 /** The destructive-scope gate (docs/operator-guide.md#safety-rules); refuses or asks, before anything is requested. */
 export async function passSafetyGate(options: TerminateOptions, targets: PodInfo[], action: 'kill' | 'evict'): Promise<void> {
-  const critical = criticalOf(targets);
-  if (action === 'evict' && critical.length > 0 && !options.force) {
-    throw new UsageError(`evict refuses static and system-critical pods, as the kubelet's eviction manager does: ${names(critical)}`, 'use kill, or pass --force to evict them anyway');
-  }
+  const refusal = action === 'evict' ? evictRefusal(targets, options.force === true) : undefined;
+  if (refusal) throw new UsageError(refusal.message, refusal.hint);
   if (options.dryRun || options.yes) return;
   const wholeNode = options.selection.all && options.selection.namespace === undefined;
   const reasons: string[] = [];
