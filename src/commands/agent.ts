@@ -98,7 +98,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
       helpValue: 'PRIORITY:SECONDS',
     }),
     'shutdown-stop-timeout': Flags.string({
-      summary: "With --shutdown-guard: how long a drain may take when the agent is stopped (SIGTERM) during a shutdown logind did not announce; keep it under the unit's TimeoutStopSec.",
+      summary:
+        "With --shutdown-guard: how long a drain may take when the agent is stopped (SIGTERM) during a shutdown logind did not announce, or while it defers to the kubelet's graceful shutdown (it then hands on); keep it under the unit's TimeoutStopSec.",
       default: '80s',
       helpValue: 'DURATION',
     }),

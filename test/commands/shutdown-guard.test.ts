@@ -247,7 +247,7 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
     ];
 
     /** A node whose kubelet answers its healthz and holds its own shutdown lock; the guard started beside it. */
-    async function besideKubelet(): Promise<{ n: Node; kubelet: ReturnType<typeof holdKubeletInhibitor>; healthz: http.Server; agent: Agent }> {
+    async function besideKubelet(extra: string[] = []): Promise<{ n: Node; kubelet: ReturnType<typeof holdKubeletInhibitor>; healthz: http.Server; agent: Agent }> {
       const healthz = http.createServer((_req, res) => res.end('ok'));
       await new Promise<void>((resolve) => healthz.listen(0, '127.0.0.1', resolve));
       cleanups.push(() => new Promise<void>((resolve) => (healthz.listening ? healthz.close(() => resolve()) : resolve())));
@@ -256,7 +256,7 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
       cleanups.push(() => kubelet.release());
       await n.bus.waitFor((e) => e.event === 'inhibit' && e.who === 'kubelet', 15_000);
       const common = ['--runtime-endpoint', n.sim.endpoint, '--state-dir', n.stateDir, '--kubelet-healthz', `127.0.0.1:${(healthz.address() as { port: number }).port}`];
-      const agent = await startAgent(n, ['--shutdown-guard', '--shutdown-group', '0:5', '--shutdown-group', '2000000000:5'], common);
+      const agent = await startAgent(n, ['--shutdown-guard', '--shutdown-group', '0:5', '--shutdown-group', '2000000000:5', ...extra], common);
       await n.bus.waitFor(podctlLock, 15_000);
       expect(agent.stderr()).toMatch(/the kubelet's graceful shutdown holds its own lock: podctl goes after it/);
       return { n, kubelet, healthz, agent };
@@ -278,6 +278,38 @@ describe.skipIf(missing !== undefined)('podctl agent --shutdown-guard', { timeou
       expect(outcomeOf(last.record!, 'web')).toBe('running');
       expect(outcomeOf(last.record!, 'apiserver')).toBe('running');
       expect(n.sim.state.journal().filter((r) => r.kind === 'signal')).toEqual([]);
+    });
+
+    it("stopped (SIGTERM) while it defers, as the kubelet stops its critical pod: stops none of the kubelet's pods, hands them on in a finished record, releases its lock and exits", async () => {
+      const { n, agent } = await besideKubelet(['--shutdown-stop-timeout', '4s']);
+      const lock = await n.bus.waitFor(podctlLock, 15_000);
+      const from = n.bus.events.length;
+      n.bus.send('shutdown');
+      await n.bus.waitFor((e) => e.event === 'prepare' && e.start === true, 10_000, from);
+      const deferring = Date.now() + 15_000;
+      while (!/waiting for it/.test(agent.stderr()) && Date.now() < deferring) await sleep(50);
+      expect(agent.stderr()).toMatch(/the kubelet's graceful shutdown holds its lock: waiting for it/);
+      // the kubelet still holds its lock (its share would last ~19 s more): the guard's pod gets SIGTERM now
+      agent.child.kill('SIGTERM');
+      expect(await agent.exited).toBe(0);
+      await n.bus.waitFor((e) => e.event === 'release' && e.pid === lock.pid, 15_000, from);
+      // no fight: nothing stopped over CRI while the kubelet owns the pods
+      expect(n.sim.state.journal().filter((r) => r.kind === 'signal')).toEqual([]);
+      expect(agent.stderr()).toMatch(/the guard was stopped \(SIGTERM\) after .*; leaving the kubelet's pods to its graceful shutdown/);
+
+      const last = await lastShutdown(n);
+      expect(last.completed).toBe(true);
+      expect(last.record).toMatchObject({ trigger: 'logind', state: 'handed-on', kubelet: { inhibitor: true, owned: 2 } });
+      expect(last.record!.endedAt).toBeGreaterThanOrEqual(last.record!.startedAt);
+      expect(outcomeOf(last.record!, 'web')).toBe('handed-on');
+      expect(outcomeOf(last.record!, 'apiserver')).toBe('handed-on');
+      expect(last.counts).toMatchObject({ 'handed-on': 2, pending: 0, running: 0 });
+      const text = await podctl(['status', '--last-shutdown', '--state-dir', n.stateDir]);
+      expect(text.code).toBe(0);
+      expect(text.stdout).toMatch(/stopped by SIGTERM while it deferred to the kubelet: handed on to the kubelet's graceful shutdown in /);
+      expect(text.stdout).toMatch(/apiserver +group ≥2000000000 +grace 30s +left to the kubelet's graceful shutdown \(the guard was stopped first\)/);
+      expect(text.stdout).toMatch(/2 left to the kubelet's graceful shutdown, 0 still running at power-off, 0 unknown/);
+      expect(text.stdout).not.toMatch(/ended before its drain did/);
     });
 
     it('the kubelet gone mid-share: nothing stopped while its lock was held, then the guard stops every pod', async () => {

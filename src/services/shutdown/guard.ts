@@ -91,7 +91,9 @@ export class ShutdownGuard {
   readonly #reporter: Reporter;
   readonly #now: () => number;
   #lock: DelayLock | undefined;
-  #drain: { promise: Promise<void>; cancel: AbortController } | undefined;
+  #drain: { promise: Promise<void>; cancel: AbortController; handOn: AbortController } | undefined;
+  /** When SIGTERM reached a shutdown drain under way (`stop`). */
+  #sigtermAt: number | undefined;
   #stopped = false;
   #unsubscribe: () => void = () => undefined;
 
@@ -176,23 +178,28 @@ export class ShutdownGuard {
 
   #begin(trigger: ShutdownRecord['trigger'], windowMs: number): Promise<void> {
     const cancel = new AbortController();
-    const promise = this.#shutdown(trigger, windowMs, cancel.signal)
+    const handOn = new AbortController();
+    const promise = this.#shutdown(trigger, windowMs, cancel.signal, handOn.signal)
       .catch((error: Error) => this.#reporter.warn(`shutdown guard: the shutdown drain failed: ${error.message}`))
       .finally(async () => {
         if (trigger === 'logind' && !cancel.signal.aborted) await this.#releaseLock();
         this.#drain = undefined;
       });
-    this.#drain = { promise, cancel };
+    this.#drain = { promise, cancel, handOn };
     return promise;
   }
 
   /**
-   * The agent is stopping (SIGTERM). A shutdown drain under way is waited for; without one, when
-   * systemd is taking the machine down, the fallback drain runs within the stop timeout. Then the
-   * lock is released and logind left.
+   * The agent is stopping (SIGTERM). A shutdown drain under way is waited for; one still deferring
+   * to the kubelet stops deferring and hands on (the kubelet's pods stay its own; the rest are
+   * stopped within the stop timeout). Without a drain, when systemd is taking the machine down, the
+   * fallback drain runs within the stop timeout. Then the lock is released and logind left.
    */
   async stop(): Promise<void> {
-    if (!this.#drain) {
+    if (this.#drain) {
+      this.#sigtermAt = this.#now();
+      this.#drain.handOn.abort(new DOMException('the guard was stopped (SIGTERM)', 'AbortError'));
+    } else {
       const job = await shutdownJobQueued(this.#logind).catch(() => undefined);
       if (job !== undefined) {
         this.#reporter.warn(`shutdown guard: stopped while systemd starts ${job} and logind announced nothing: draining within the stop timeout (${formatDuration(this.#options.stopTimeoutMs)})`);
@@ -206,12 +213,12 @@ export class ShutdownGuard {
     this.#logind.close();
   }
 
-  async #shutdown(trigger: ShutdownRecord['trigger'], windowMs: number, signal: AbortSignal): Promise<void> {
+  async #shutdown(trigger: ShutdownRecord['trigger'], windowMs: number, signal: AbortSignal, handOn: AbortSignal): Promise<void> {
     const { session } = this.#options;
     const asked = [...this.#options.groups].sort((a, b) => a.priority - b.priority);
     const reporter = this.#reporter;
     const startedAt = this.#now();
-    const deadline = startedAt + windowMs - RELEASE_MARGIN_MS;
+    let deadline = startedAt + windowMs - RELEASE_MARGIN_MS;
     const base: ShutdownRecord = {
       format: SHUTDOWN_FORMAT,
       version: 1,
@@ -232,19 +239,11 @@ export class ShutdownGuard {
     await this.#write(record);
 
     // the kubelet's share first: its lock goes when its own graceful shutdown is done (or it died)
-    const kubeletHeld = (await this.#logind.listInhibitors().catch(() => [])).some(isKubeletInhibitor);
-    if (kubeletHeld) {
-      const reserveMs = Math.min(groupsTotalSeconds(fittedAtStart) * 1000, (deadline - startedAt) / 2);
-      const until = deadline - reserveMs;
-      reporter.info(`shutdown guard: the kubelet's graceful shutdown holds its lock: waiting for it (at most ${formatDuration(Math.max(0, until - this.#now()))})`);
-      while (!signal.aborted && this.#now() < until && (await this.#logind.listInhibitors().catch(() => [])).some(isKubeletInhibitor)) {
-        await sleep(Math.min(KUBELET_POLL_MS, Math.max(1, until - this.#now())), signal, { onAbort: 'resolve' });
-      }
-      record = { ...record, kubelet: { ...record.kubelet, inhibitor: true, deferredMs: this.#now() - startedAt } };
-      reporter.info(
-        `shutdown guard: ${this.#now() >= until ? "the kubelet's share is over" : "the kubelet's lock is gone"} after ${formatDuration(this.#now() - startedAt)}; stopping what still runs`,
-      );
-    }
+    const deferred = await this.#deferToKubelet(groupsTotalSeconds(fittedAtStart) * 1000, startedAt, deadline, signal, handOn);
+    const handedOn = deferred?.handedOn === true;
+    if (deferred) record = { ...record, kubelet: { ...record.kubelet, inhibitor: true, deferredMs: deferred.deferredMs } };
+    // stopped while it deferred: what the kubelet does not own is stopped within the stop timeout
+    if (handedOn) deadline = Math.min(deadline, (this.#sigtermAt ?? this.#now()) + this.#options.stopTimeoutMs - RELEASE_MARGIN_MS);
     const kubelet = await (this.#options.kubeletState?.() ?? Promise.resolve(undefined)).catch(() => undefined);
     // the kubelet rule: a pod a running kubelet owns is never stopped over CRI behind its back
     const kubeletRuns = kubelet !== undefined && kubelet.state !== 'down';
@@ -272,12 +271,12 @@ export class ShutdownGuard {
       const { reportShutdownStatus } = await import('../drain/shutdown-status.js');
       await within(reportShutdownStatus(this.#options.api, result, reporter), Math.max(0, deadline - this.#now()), undefined);
     }
-    const outcomes = await this.#outcomes(result, leftToKubelet);
+    const outcomes = await this.#outcomes(result, leftToKubelet, handedOn ? 'handed-on' : 'running');
     // a pod planned at the start that the drain found stopped already: the kubelet's work when it went first
     const stoppedBefore: ShutdownPodOutcome = record.kubelet.inhibitor ? 'kubelet' : 'stopped';
     record = {
       ...record,
-      state: signal.aborted ? 'cancelled' : 'done',
+      state: signal.aborted ? 'cancelled' : handedOn ? 'handed-on' : 'done',
       endedAt: this.#now(),
       kubelet: { ...record.kubelet, owned: leftToKubelet.size },
       groups: result ? groupsOf(asked, fitted) : record.groups,
@@ -286,13 +285,37 @@ export class ShutdownGuard {
     await this.#write(record);
     const counts = countOutcomes(record);
     reporter.info(
-      `shutdown guard: ${record.state === 'cancelled' ? 'drain stopped (shutdown cancelled)' : 'drain over'} in ${formatDuration(record.endedAt! - startedAt)}: ` +
-        `${counts.stopped} stopped in time, ${counts.killed} killed at the deadline, ${counts.kubelet} stopped by the kubelet, ${counts.running} still running`,
+      `shutdown guard: ${DRAIN_ENDS[record.state]} in ${formatDuration(record.endedAt! - startedAt)}: ` +
+        `${counts.stopped} stopped in time, ${counts.killed} killed at the deadline, ${counts.kubelet} stopped by the kubelet, ${counts['handed-on']} left to the kubelet, ${counts.running} still running`,
     );
   }
 
+  /**
+   * While the kubelet's graceful shutdown holds its lock: wait for the lock to go, at most until the
+   * guard needs the rest of the window for its groups (`reserveMs`, at most half), the shutdown is
+   * cancelled, or the guard is stopped (`handOn`). Undefined when the kubelet holds no lock.
+   */
+  async #deferToKubelet(groupsMs: number, startedAt: number, deadline: number, signal: AbortSignal, handOn: AbortSignal): Promise<{ deferredMs: number; handedOn: boolean } | undefined> {
+    const kubeletHolds = async (): Promise<boolean> => (await this.#logind.listInhibitors().catch(() => [])).some(isKubeletInhibitor);
+    if (!(await kubeletHolds())) return undefined;
+    const until = deadline - Math.min(groupsMs, (deadline - startedAt) / 2);
+    const either = AbortSignal.any([signal, handOn]);
+    this.#reporter.info(`shutdown guard: the kubelet's graceful shutdown holds its lock: waiting for it (at most ${formatDuration(Math.max(0, until - this.#now()))})`);
+    while (!either.aborted && this.#now() < until && (await kubeletHolds())) {
+      await sleep(Math.min(KUBELET_POLL_MS, Math.max(1, until - this.#now())), either, { onAbort: 'resolve' });
+    }
+    const deferredMs = this.#now() - startedAt;
+    const handedOn = handOn.aborted && !signal.aborted;
+    const why = handedOn ? 'the guard was stopped (SIGTERM)' : this.#now() >= until ? "the kubelet's share is over" : "the kubelet's lock is gone";
+    const next = handedOn
+      ? `leaving the kubelet's pods to its graceful shutdown and stopping the rest within the stop timeout (${formatDuration(this.#options.stopTimeoutMs)})`
+      : 'stopping what still runs';
+    this.#reporter.info(`shutdown guard: ${why} after ${formatDuration(deferredMs)}; ${next}`);
+    return { deferredMs, handedOn };
+  }
+
   /** Each pod's outcome: its drain outcome and, for the stopped, whether the runtime killed it at the end of its grace (exit 137). */
-  async #outcomes(result: DrainResult | undefined, leftToKubelet: Set<string>): Promise<Map<string, ShutdownPodOutcome>> {
+  async #outcomes(result: DrainResult | undefined, leftToKubelet: Set<string>, leftRunning: ShutdownPodOutcome): Promise<Map<string, ShutdownPodOutcome>> {
     const outcomes = new Map<string, ShutdownPodOutcome>();
     const listed = await this.#options.session.listPods({ runtimeMaxAgeMs: 0 }).catch(() => [] as PodInfo[]);
     const byUid = new Map(listed.map((p) => [p.uid, p] as const));
@@ -305,7 +328,7 @@ export class ShutdownGuard {
     for (const uid of leftToKubelet) {
       const seen = byUid.get(uid);
       const running = seen?.runtime?.containerStatuses.some((c) => c.state === 'running') ?? false;
-      outcomes.set(uid, running ? 'running' : 'kubelet');
+      outcomes.set(uid, running ? leftRunning : 'kubelet');
     }
     return outcomes;
   }
@@ -362,8 +385,15 @@ function everyPod(): PodSelection {
   return parseSelection({ args: [], allNamespaces: true, allowEmpty: true });
 }
 
+const DRAIN_ENDS: Record<ShutdownRecord['state'], string> = {
+  draining: 'drain under way',
+  done: 'drain over',
+  cancelled: 'drain stopped (shutdown cancelled)',
+  'handed-on': "handed on to the kubelet's graceful shutdown (stopped by SIGTERM)",
+};
+
 function countOutcomes(record: Pick<ShutdownRecord, 'pods'>): Record<ShutdownPodOutcome, number> {
-  const counts: Record<ShutdownPodOutcome, number> = { stopped: 0, killed: 0, running: 0, kubelet: 0, pending: 0 };
+  const counts: Record<ShutdownPodOutcome, number> = { stopped: 0, killed: 0, running: 0, kubelet: 0, 'handed-on': 0, pending: 0 };
   for (const pod of record.pods) counts[pod.outcome] += 1;
   return counts;
 }

@@ -20,8 +20,12 @@ export const SHUTDOWN_FORMAT = 'podctl/shutdown';
 const KEEP_RECORDS = 10;
 const FOLDER = 'shutdowns';
 
-/** What became of a pod by the time the guard let the shutdown go on. */
-export const POD_OUTCOMES = ['stopped', 'killed', 'running', 'kubelet', 'pending'] as const;
+/**
+ * What became of a pod by the time the guard let the shutdown go on. `handed-on`: still running
+ * when the guard, stopped (SIGTERM) while it deferred to the kubelet, left it to the kubelet's
+ * graceful shutdown.
+ */
+export const POD_OUTCOMES = ['stopped', 'killed', 'running', 'kubelet', 'handed-on', 'pending'] as const;
 export type ShutdownPodOutcome = (typeof POD_OUTCOMES)[number];
 
 const count = () => v.pipe(v.number(), v.safeInteger(), v.minValue(0));
@@ -32,8 +36,12 @@ const shutdownRecordSchema = v.object({
   id: v.pipe(v.string(), v.regex(/^[0-9TZ-]+$/)),
   /** What started it: logind's PrepareForShutdown, or the guard's own stop (SIGTERM) without it. */
   trigger: v.picklist(['logind', 'sigterm']),
-  /** draining: the drain had not ended when this was written; done; cancelled (PrepareForShutdown(false)). */
-  state: v.picklist(['draining', 'done', 'cancelled']),
+  /**
+   * draining: the drain had not ended when this was written; done; cancelled (PrepareForShutdown(false));
+   * handed-on: the guard was stopped (SIGTERM) while it deferred to the kubelet's graceful shutdown,
+   * stopped only what the kubelet does not own within its stop timeout and left the rest to the kubelet.
+   */
+  state: v.picklist(['draining', 'done', 'cancelled', 'handed-on']),
   guardPid: count(),
   startedAt: count(),
   endedAt: v.optional(count()),

@@ -24,7 +24,15 @@ const OUTCOME_WORDS: Record<ShutdownRecord['pods'][number]['outcome'], string> =
   killed: 'killed at the deadline',
   running: 'still running at power-off',
   kubelet: 'stopped by the kubelet',
+  'handed-on': "left to the kubelet's graceful shutdown (the guard was stopped first)",
   pending: 'unknown: the guard ended mid-drain',
+};
+
+/** How a record that is not `draining` ended, as its first line says it. */
+const STATE_WORDS: Record<Exclude<ShutdownRecord['state'], 'draining'>, string> = {
+  done: 'drained',
+  cancelled: 'cancelled',
+  'handed-on': "stopped by SIGTERM while it deferred to the kubelet: handed on to the kubelet's graceful shutdown",
 };
 
 /** The guard's budget while it runs, for `podctl status`. */
@@ -66,7 +74,7 @@ function alive(pid: number): boolean {
 export interface LastShutdownJson {
   record: ShutdownRecord | null;
   counts: Record<string, number> | null;
-  /** The drain ended before the power went (false: the guard ended first, or the record is still being written). */
+  /** The guard finished its record (drained, cancelled, or handed on to the kubelet) before the power went (false: the guard ended first, or the record is still being written). */
   completed: boolean | null;
   skipped: string[];
 }
@@ -83,9 +91,7 @@ export function lastShutdownText(last: LastShutdownJson): string {
   if (!r) return 'no guarded shutdown recorded';
   const lines = [
     `last guarded shutdown: ${new Date(r.startedAt).toISOString()} (${r.trigger === 'logind' ? "logind's PrepareForShutdown" : 'SIGTERM while systemd shut down'}), ` +
-      (r.state === 'draining'
-        ? `the guard (pid ${r.guardPid}) ended before its drain did`
-        : `${r.state === 'cancelled' ? 'cancelled' : 'drained'} in ${formatDuration((r.endedAt ?? r.startedAt) - r.startedAt)}`),
+      (r.state === 'draining' ? `the guard (pid ${r.guardPid}) ended before its drain did` : `${STATE_WORDS[r.state]} in ${formatDuration((r.endedAt ?? r.startedAt) - r.startedAt)}`),
     `window ${formatDuration(r.windowMs)}, the groups asked for ${formatDuration(r.groupsTotalMs)}${r.windowMs - 1000 < r.groupsTotalMs ? ' (short: budgets were shrunk to fit)' : ''}` +
       (r.kubelet.inhibitor ? `; deferred ${formatDuration(r.kubelet.deferredMs)} to the kubelet's graceful shutdown` : '') +
       (r.kubelet.owned > 0 ? `; ${r.kubelet.owned} pod(s) left to the running kubelet` : ''),
@@ -98,7 +104,8 @@ export function lastShutdownText(last: LastShutdownJson): string {
   }
   const c = last.counts ?? {};
   lines.push(
-    `${c.stopped ?? 0} stopped in time, ${c.killed ?? 0} killed at the deadline, ${c.kubelet ?? 0} stopped by the kubelet, ${c.running ?? 0} still running at power-off, ${c.pending ?? 0} unknown`,
+    `${c.stopped ?? 0} stopped in time, ${c.killed ?? 0} killed at the deadline, ${c.kubelet ?? 0} stopped by the kubelet, ` +
+      `${c['handed-on'] ? `${c['handed-on']} left to the kubelet's graceful shutdown, ` : ''}${c.running ?? 0} still running at power-off, ${c.pending ?? 0} unknown`,
   );
   return lines.join('\n');
 }
@@ -119,9 +126,11 @@ export async function exportShutdownMetrics(metrics: PodctlMetrics, stateDir: st
   const last = await lastShutdown(stateDir);
   if (!last.record) return;
   new Gauge({ name: 'podctl_shutdown_last_timestamp_seconds', help: 'When the last guarded shutdown began (Unix time).', registers }).set(last.record.startedAt / 1000);
-  new Gauge({ name: 'podctl_shutdown_last_completed', help: "1 when the last guarded shutdown's drain ended before the power went, 0 when the guard ended first.", registers }).set(
-    last.completed ? 1 : 0,
-  );
+  new Gauge({
+    name: 'podctl_shutdown_last_completed',
+    help: "1 when the last guarded shutdown's record was finished (drained, cancelled, or handed on to the kubelet) before the power went, 0 when the guard ended first.",
+    registers,
+  }).set(last.completed ? 1 : 0);
   const pods = new Gauge({ name: 'podctl_shutdown_last_pods', help: 'Pods of the last guarded shutdown by what became of them.', labelNames: ['outcome'], registers });
   for (const outcome of POD_OUTCOMES) pods.set({ outcome }, last.counts?.[outcome] ?? 0);
 }
