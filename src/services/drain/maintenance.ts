@@ -27,6 +27,7 @@ import { defaultGroups, DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECO
 import { runDrain, type FullDrainResult } from './drain-run.js';
 import type { PdbBlock } from '../terminate/kubelet-guard.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
+import { boundSignal } from '../../lib/abortable.js';
 
 const DRAIN_ANNOTATION = 'podctl.io/drain';
 const IGNORE_PDB_ANNOTATION = 'podctl.io/drain-ignore-pdb';
@@ -171,7 +172,7 @@ async function endDrain(options: MaintenanceOptions, drained: FullDrainResult, t
  */
 async function handOn(options: MaintenanceOptions, reporter: Reporter): Promise<MaintenanceOutcome> {
   const detail = `podctl agent stopped mid-drain of node ${options.node}: the node stays ${DRAIN_ANNOTATION}=draining and the agent that starts next on it resumes the drain`;
-  await event({ ...options, signal: AbortSignal.timeout(HAND_ON_EVENT_MS) }, 'Normal', 'DrainHandedOn', detail);
+  await event({ ...options, signal: boundSignal(HAND_ON_EVENT_MS) }, 'Normal', 'DrainHandedOn', detail);
   reporter.info(`agent: ${detail}`);
   return { action: 'handed-on', detail };
 }
