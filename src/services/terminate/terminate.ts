@@ -171,22 +171,47 @@ async function elsewhereHint(session: NodeSession, selection: PodSelection): Pro
   return namespaces.length === 1 ? `${count}: add -n ${namespaces[0]}` : `${count}: add -A (or -n NAMESPACE)`;
 }
 
+/**
+ * The selection resolved on a runtime listing from the last second (the session starts one as it
+ * opens), as requestKill decides on the pod's spec and existence: first on the pods the runtime
+ * shows (and this session drives); only a ref that names none of them is looked up among the pods
+ * the store remembers too (finished ones, or ones whose runtime objects are gone). Nothing matched:
+ * PodNotFoundError, with where the names do match.
+ */
+async function resolveTargets(session: NodeSession, selection: PodSelection): Promise<{ targets: PodInfo[]; missing: string[] }> {
+  const listing = { runtimeMaxAgeMs: SELECTION_LISTING_MAX_AGE_MS };
+  let { targets, missing } = resolveSelection(await session.listPods({ ...listing, scope: 'runtime' }), selection);
+  if (missing.length > 0) ({ targets, missing } = resolveSelection(await session.listPods(listing), selection));
+  if (targets.length === 0) {
+    throw new PodNotFoundError(missing.length > 0 ? missing : [`no pod matches ${describeSelection(selection)}`], await elsewhereHint(session, selection));
+  }
+  return { targets, missing };
+}
+
+/** --dry-run: the plan, with the bound a real run would wait for; nothing was requested. */
+function dryRunResult(options: TerminateOptions, action: 'kill' | 'evict', planned: TerminatedPod[], missing: string[], apiServer: ApiServerReport | undefined): TerminateResult {
+  const longest = Math.max(1, ...planned.filter((p) => p.outcome === 'planned').map((p) => p.gracePeriodSeconds));
+  const timeoutMs = options.wait ? (options.timeoutMs ?? killTimeoutMs(longest)) : undefined;
+  return {
+    action,
+    dryRun: true,
+    status: 'planned',
+    waited: false,
+    timeoutSeconds: timeoutMs === undefined ? null : timeoutMs / 1000,
+    timeoutSource: timeoutMs === undefined ? null : options.timeoutMs === undefined ? 'killPodNow' : 'flag',
+    pods: planned,
+    missing,
+    ...(apiServer ? { apiServer } : {}),
+  };
+}
+
 export async function terminatePods(options: TerminateOptions): Promise<TerminateResult> {
   const reporter = options.reporter ?? silentReporter();
   const now = options.now ?? Date.now;
   const action = options.evict ? 'evict' : 'kill';
   const { session } = options;
 
-  // The selection is resolved on a runtime listing from the last second (the session starts one
-  // as it opens), as requestKill decides on the pod's spec and existence: first on the pods the
-  // runtime shows (and this session drives); only a ref that names none of them is looked up
-  // among the pods the store remembers too (finished ones, or ones whose runtime objects are gone).
-  const listing = { runtimeMaxAgeMs: SELECTION_LISTING_MAX_AGE_MS };
-  let { targets, missing } = resolveSelection(await session.listPods({ ...listing, scope: 'runtime' }), options.selection);
-  if (missing.length > 0) ({ targets, missing } = resolveSelection(await session.listPods(listing), options.selection));
-  if (targets.length === 0) {
-    throw new PodNotFoundError(missing.length > 0 ? missing : [`no pod matches ${describeSelection(options.selection)}`], await elsewhereHint(session, options.selection));
-  }
+  const { targets, missing } = await resolveTargets(session, options.selection);
   for (const ref of missing) reporter.warn(`pod not found: ${ref}`);
   await passSafetyGate(
     options,
@@ -216,22 +241,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     else if (options.dryRun) entry.outcome = 'planned';
     else toRequest.push({ pod, entry });
   }
-  if (options.dryRun) {
-    const planned = [...results.values()];
-    const longest = Math.max(1, ...planned.filter((p) => p.outcome === 'planned').map((p) => p.gracePeriodSeconds));
-    const timeoutMs = options.wait ? (options.timeoutMs ?? killTimeoutMs(longest)) : undefined;
-    return {
-      action,
-      dryRun: true,
-      status: 'planned',
-      waited: false,
-      timeoutSeconds: timeoutMs === undefined ? null : timeoutMs / 1000,
-      timeoutSource: timeoutMs === undefined ? null : options.timeoutMs === undefined ? 'killPodNow' : 'flag',
-      pods: planned,
-      missing,
-      ...(apiServer ? { apiServer } : {}),
-    };
-  }
+  if (options.dryRun) return dryRunResult(options, action, [...results.values()], missing, apiServer);
 
   // Requests go out concurrently (bounded), as the kubelet's workers start terminations in
   // parallel: a 50-pod kill must not cost 50 sequential lease + checkpoint round trips.
@@ -276,6 +286,27 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     return { ...base, waited, timeoutSeconds: null, timeoutSource: null, status: summarizeStatus([...results.values()], missing, waited || pending.length === 0) };
   }
 
+  return waitForKills({ options, action, reporter, now, pending, results, requestedAt, podsByUid }, base, missing);
+}
+
+/** What the wait after a kill's requests works on. */
+interface KillWait {
+  options: TerminateOptions;
+  action: 'kill' | 'evict';
+  reporter: Reporter;
+  now: () => number;
+  /** The pods requested here, waited for. */
+  pending: string[];
+  results: Map<string, TerminatedPod>;
+  requestedAt: Map<string, number>;
+  /** The latest view of each pod (its state, grace deadline, since when). */
+  podsByUid: Map<string, PodInfo>;
+}
+
+/** Waits for the requested pods within the bound (said first), then the summary after the wait. */
+async function waitForKills(w: KillWait, base: Pick<TerminateResult, 'action' | 'dryRun' | 'pods' | 'missing' | 'apiServer'>, missing: string[]): Promise<TerminateResult> {
+  const { options, action, reporter, now, pending, results, podsByUid } = w;
+  const { session } = options;
   const longestGrace = Math.max(...pending.map((uid) => results.get(uid)?.gracePeriodSeconds ?? 1));
   const timeoutMs = options.unbounded ? Number.POSITIVE_INFINITY : (options.timeoutMs ?? killTimeoutMs(longestGrace));
   const timeoutSource = options.timeoutMs === undefined ? 'killPodNow' : 'flag';
@@ -286,6 +317,28 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
           (timeoutSource === 'killPodNow' ? ` (killPodNow bound: max(10s, 1.5 × grace ${longestGrace}s); --timeout to change)` : ''),
   );
 
+  await followWait(w, timeoutMs);
+  // Pods driven here were checked by their own terminating sync, which lists the runtime after its
+  // stops and fails (and is retried) while anything still runs; the pods another process drove
+  // are checked here.
+  const terminatedUids = pending.filter((uid) => results.get(uid)?.outcome === 'terminated' && results.get(uid)?.handledBy !== 'local');
+  // When every one of them was seen terminated (with the time it became so), the check may use a
+  // runtime listing that started after the earliest of those times.
+  const sinces = terminatedUids.map((uid) => podsByUid.get(uid)).map((p) => (p && isDoneState(p.state) ? p.since : undefined));
+  const since = sinces.every((t): t is number => t !== undefined) && sinces.length > 0 ? Math.min(...sinces) : undefined;
+  await summarizeAfterWait(results, { session, interrupted: options.signal?.aborted === true, check: terminatedUids, ...(since !== undefined ? { since } : {}), now, reporter, warnPrefix: '' });
+  const pods = [...results.values()];
+  for (const p of pods) {
+    if (p.outcome === 'timeout') reporter.warn(`${p.namespace}/${p.name} still terminating after ${formatDuration(timeoutMs)}${p.error ? ` (${p.error})` : ''}`);
+  }
+  const timeoutSeconds = Number.isFinite(timeoutMs) ? timeoutMs / 1000 : null;
+  return { ...base, pods, waited: true, timeoutSeconds, timeoutSource: timeoutSeconds === null ? null : timeoutSource, status: summarizeStatus(pods, missing, true) };
+}
+
+/** The wait itself: a status line that keeps counting on a terminal, each pod's outcome and time. */
+async function followWait(w: KillWait, timeoutMs: number): Promise<void> {
+  const { options, action, reporter, now, pending, results, requestedAt, podsByUid } = w;
+  const { session } = options;
   const startedWait = now();
   const terminatedSeen = new Set<string>();
   const render = (): void => {
@@ -323,21 +376,6 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
     entry.outcome = outcome;
     if (outcome !== 'timeout' && entry.elapsedMs === undefined) entry.elapsedMs = now() - (requestedAt.get(uid) ?? startedWait);
   }
-  // Pods driven here were checked by their own terminating sync, which lists the runtime after its
-  // stops and fails (and is retried) while anything still runs; the pods another process drove
-  // are checked here.
-  const terminatedUids = pending.filter((uid) => results.get(uid)?.outcome === 'terminated' && results.get(uid)?.handledBy !== 'local');
-  // When every one of them was seen terminated (with the time it became so), the check may use a
-  // runtime listing that started after the earliest of those times.
-  const sinces = terminatedUids.map((uid) => podsByUid.get(uid)).map((p) => (p && isDoneState(p.state) ? p.since : undefined));
-  const since = sinces.every((t): t is number => t !== undefined) && sinces.length > 0 ? Math.min(...sinces) : undefined;
-  await summarizeAfterWait(results, { session, interrupted: options.signal?.aborted === true, check: terminatedUids, ...(since !== undefined ? { since } : {}), now, reporter, warnPrefix: '' });
-  const pods = [...results.values()];
-  for (const p of pods) {
-    if (p.outcome === 'timeout') reporter.warn(`${p.namespace}/${p.name} still terminating after ${formatDuration(timeoutMs)}${p.error ? ` (${p.error})` : ''}`);
-  }
-  const timeoutSeconds = Number.isFinite(timeoutMs) ? timeoutMs / 1000 : null;
-  return { ...base, pods, waited: true, timeoutSeconds, timeoutSource: timeoutSeconds === null ? null : timeoutSource, status: summarizeStatus(pods, missing, true) };
 }
 
 /** Why a pod makes a kill's scope destructive (asks for a yes), if it does. */
