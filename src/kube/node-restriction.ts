@@ -39,38 +39,23 @@ export type RestrictionVerdict = { inForce: true; detail: string } | { inForce: 
 
 const APPLY = 'apply deploy/ in full (kubectl apply -k deploy/)';
 
+export interface RestrictionCheckOptions {
+  /**
+   * The token's node claim and the API server's admissionregistration/v1 were confirmed by an
+   * earlier check of this process (neither changes while it runs: a rotated projected token keeps
+   * its pod's node): only the policy and its binding are read again (2 GETs instead of 4).
+   */
+  identityConfirmed?: boolean;
+}
+
+type No = (reason: string, fix: string) => RestrictionVerdict;
+
 /** Checks, in order: the token's node claim, then the policy and its binding. */
-export async function checkNodeRestriction(kube: RestrictionReads, signal?: AbortSignal): Promise<RestrictionVerdict> {
-  const no = (reason: string, fix: string): RestrictionVerdict => ({ inForce: false, reason, fix });
+export async function checkNodeRestriction(kube: RestrictionReads, signal?: AbortSignal, options: RestrictionCheckOptions = {}): Promise<RestrictionVerdict> {
+  const no: No = (reason, fix) => ({ inForce: false, reason, fix });
   try {
-    const self = await kube.selfSubject(signal);
-    const claim = self.extra[NODE_NAME_CLAIM];
-    if (!claim || claim.length === 0) {
-      return no(
-        `the token of ${self.username} carries no node claim (${NODE_NAME_CLAIM})`,
-        'mount a projected ServiceAccount token as deploy/daemonset.yaml does (the API server binds it to the node from Kubernetes 1.32)',
-      );
-    }
-    if (claim.length !== 1 || claim[0] !== kube.node) {
-      return no(`the token is bound to node ${claim.join(', ')}, not to --node ${kube.node}`, 'pass --node=$(NODE_NAME) from the downward API (spec.nodeName), as deploy/daemonset.yaml does');
-    }
-    if (!(await kube.servesAdmissionPolicies(signal))) {
-      return no('the API server does not serve ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1, Kubernetes 1.30 and later)', 'upgrade the cluster to Kubernetes 1.32 or later');
-    }
-    const policy = await kube.getAdmissionObject('validatingadmissionpolicies', NODE_RESTRICTION, signal);
-    if (!policy || policy.metadata?.deletionTimestamp) return no(`ValidatingAdmissionPolicy ${NODE_RESTRICTION} is not there`, APPLY);
-    if (policy.spec?.failurePolicy === 'Ignore') return no(`ValidatingAdmissionPolicy ${NODE_RESTRICTION} has failurePolicy Ignore (it does not fail closed)`, APPLY);
-    const binding = await kube.getAdmissionObject('validatingadmissionpolicybindings', NODE_RESTRICTION, signal);
-    if (!binding || binding.metadata?.deletionTimestamp) return no(`ValidatingAdmissionPolicyBinding ${NODE_RESTRICTION} is not there (the policy is not in force)`, APPLY);
-    if (binding.spec?.policyName !== NODE_RESTRICTION) {
-      return no(`ValidatingAdmissionPolicyBinding ${NODE_RESTRICTION} binds ${binding.spec?.policyName ?? 'no policy'}, not ${NODE_RESTRICTION}`, APPLY);
-    }
-    const actions = binding.spec.validationActions ?? [];
-    if (!actions.includes('Deny')) return no(`ValidatingAdmissionPolicyBinding ${NODE_RESTRICTION} does not deny (validationActions: ${actions.join(', ') || 'none'})`, APPLY);
-    if (binding.spec.matchResources !== undefined || binding.spec.paramRef !== undefined) {
-      return no(`ValidatingAdmissionPolicyBinding ${NODE_RESTRICTION} narrows what the policy covers (matchResources or paramRef)`, APPLY);
-    }
-    return { inForce: true, detail: `token bound to node ${kube.node}; ValidatingAdmissionPolicy ${NODE_RESTRICTION} in force (Deny)` };
+    const identity = options.identityConfirmed ? undefined : await checkIdentity(kube, no, signal);
+    return identity ?? (await checkPolicy(kube, no, signal));
   } catch (error) {
     if (signal?.aborted) throw error;
     const forbidden = error instanceof KubeError && error.statusCode === 403;
@@ -79,6 +64,43 @@ export async function checkNodeRestriction(kube: RestrictionReads, signal?: Abor
       forbidden ? 'apply deploy/clusterrole.yaml as shipped (it grants the reads the check makes)' : 'the check is made again shortly',
     );
   }
+}
+
+/** The token's node claim and the served API group: a "no", or undefined when both hold. */
+async function checkIdentity(kube: RestrictionReads, no: No, signal?: AbortSignal): Promise<RestrictionVerdict | undefined> {
+  const self = await kube.selfSubject(signal);
+  const claim = self.extra[NODE_NAME_CLAIM];
+  if (!claim || claim.length === 0) {
+    return no(
+      `the token of ${self.username} carries no node claim (${NODE_NAME_CLAIM})`,
+      'mount a projected ServiceAccount token as deploy/daemonset.yaml does (the API server binds it to the node from Kubernetes 1.32)',
+    );
+  }
+  if (claim.length !== 1 || claim[0] !== kube.node) {
+    return no(`the token is bound to node ${claim.join(', ')}, not to --node ${kube.node}`, 'pass --node=$(NODE_NAME) from the downward API (spec.nodeName), as deploy/daemonset.yaml does');
+  }
+  if (!(await kube.servesAdmissionPolicies(signal))) {
+    return no('the API server does not serve ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1, Kubernetes 1.30 and later)', 'upgrade the cluster to Kubernetes 1.32 or later');
+  }
+  return undefined;
+}
+
+/** The policy and its binding, read by name. */
+async function checkPolicy(kube: RestrictionReads, no: No, signal?: AbortSignal): Promise<RestrictionVerdict> {
+  const policy = await kube.getAdmissionObject('validatingadmissionpolicies', NODE_RESTRICTION, signal);
+  if (!policy || policy.metadata?.deletionTimestamp) return no(`ValidatingAdmissionPolicy ${NODE_RESTRICTION} is not there`, APPLY);
+  if (policy.spec?.failurePolicy === 'Ignore') return no(`ValidatingAdmissionPolicy ${NODE_RESTRICTION} has failurePolicy Ignore (it does not fail closed)`, APPLY);
+  const binding = await kube.getAdmissionObject('validatingadmissionpolicybindings', NODE_RESTRICTION, signal);
+  if (!binding || binding.metadata?.deletionTimestamp) return no(`ValidatingAdmissionPolicyBinding ${NODE_RESTRICTION} is not there (the policy is not in force)`, APPLY);
+  if (binding.spec?.policyName !== NODE_RESTRICTION) {
+    return no(`ValidatingAdmissionPolicyBinding ${NODE_RESTRICTION} binds ${binding.spec?.policyName ?? 'no policy'}, not ${NODE_RESTRICTION}`, APPLY);
+  }
+  const actions = binding.spec.validationActions ?? [];
+  if (!actions.includes('Deny')) return no(`ValidatingAdmissionPolicyBinding ${NODE_RESTRICTION} does not deny (validationActions: ${actions.join(', ') || 'none'})`, APPLY);
+  if (binding.spec.matchResources !== undefined || binding.spec.paramRef !== undefined) {
+    return no(`ValidatingAdmissionPolicyBinding ${NODE_RESTRICTION} narrows what the policy covers (matchResources or paramRef)`, APPLY);
+  }
+  return { inForce: true, detail: `token bound to node ${kube.node}; ValidatingAdmissionPolicy ${NODE_RESTRICTION} in force (Deny)` };
 }
 
 /**

@@ -28,7 +28,8 @@
  * - A stuck pod (terminating past its grace + `stuckAfterMs`, `isStuck`) is logged once per
  *   termination; `podctl_stuck_pods` counts those stuck now.
  * - With an API server, no API write goes out before the node restriction is confirmed in force
- *   (api-writes.ts, checked before the first step and every `writeCheckEveryMs`): until then writes
+ *   (api-writes.ts, checked before the first step, then every `writeCheckEveryMs` while enabled and
+ *   more often while withheld): until then writes
  *   are withheld, maintenance requests wait, housekeeping on the node goes on.
  * - The HTTP server serves exactly `/metrics`, `/healthz` and `/readyz` (GET/HEAD); anything else
  *   is 404/405. `/healthz` is liveness (the loop's own progress), `/readyz` readiness (failed steps

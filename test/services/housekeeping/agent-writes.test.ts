@@ -139,6 +139,7 @@ describe('the agent fails closed: no API write until its node restriction is in 
     let withoutChecked = false;
     let healthWithout = { status: 0, text: '' };
     let metricWithout: string | undefined;
+    let recheck: string[] = [];
     const run = await runAgentAs({}, async (r) => {
       if (phase === 'without') {
         // node-local work goes on: the orphan and the pod deleted in the API are stopped over CRI
@@ -160,8 +161,14 @@ describe('the agent fails closed: no API write until its node restriction is in 
         server.requests.length = 0;
         return false;
       }
-      return (await gauge(r.metrics, 'podctl_api_writes_enabled')) === '0';
+      if ((await gauge(r.metrics, 'podctl_api_writes_enabled')) !== '0') return false;
+      recheck = server.requests.filter((q) => /selfsubjectreviews|admissionregistration/.test(q.path)).map((q) => `${q.method} ${q.path.replace(/\?.*/, '')}`);
+      return true;
     });
+    // while writes were enabled, a re-check reads the policy and its binding only (its token's claim was confirmed)
+    const shut = recheck.indexOf('GET /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/podctl-node-restriction');
+    expect(shut).toBeGreaterThan(0);
+    expect(recheck.slice(0, shut + 1).filter((q) => q.includes('selfsubjectreviews') || q.endsWith('/admissionregistration.k8s.io/v1'))).toEqual([]);
     expect(withoutChecked).toBe(true);
     expect(await stopped('uid-web')).toBe(false); // desired: kept
     expect(metricWithout).toBe('0');
