@@ -494,6 +494,7 @@ function nodeMethods({
   node,
 }: ClientCore): Pick<KubeClient, 'listNodeVersioned' | 'watchNode' | 'getNode' | 'annotateNode' | 'postNodeEvent' | 'setUnschedulable' | 'nodeLeaseRenewedAt'> {
   const nodeSelector = `metadata.name=${node}`;
+  const uid = new NodeUid(node, call);
   return {
     async listNodeVersioned(signal, listOptions) {
       const list = (await call(
@@ -502,6 +503,7 @@ function nodeMethods({
         { method: 'GET', path: '/api/v1/nodes', query: { fieldSelector: nodeSelector, ...(listOptions?.resourceVersion ? { resourceVersion: listOptions.resourceVersion } : {}) } },
         signal,
       )) as { items?: V1Node[]; metadata?: { resourceVersion?: string } };
+      uid.saw(list.items?.[0]);
       return { nodes: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? '' };
     },
     async watchNode(resourceVersion, onEvent, signal, hooks) {
@@ -510,6 +512,7 @@ function nodeMethods({
     async getNode(signal) {
       try {
         const n = (await call('get node', { verb: 'get', resource: 'nodes' }, { method: 'GET', path: `/api/v1/nodes/${encodeURIComponent(node)}` }, signal)) as V1Node;
+        uid.saw(n);
         const { annotations, unschedulable } = nodeView(n);
         return { annotations, unschedulable };
       } catch (error) {
@@ -525,7 +528,7 @@ function nodeMethods({
         signal,
       );
     },
-    postNodeEvent: nodeEventOver(node, call),
+    postNodeEvent: nodeEventOver(node, uid, call),
     async setUnschedulable(unschedulable, signal) {
       await call(
         'cordon node',
@@ -560,17 +563,43 @@ function budgetOf(message: string): { budget: string | undefined; disruptionsAll
   return { budget: m[1], disruptionsAllowed: Math.max(0, Number(m[3]) - Number(m[2])) };
 }
 
-/** An Event on the node, as the kubelet names its own Node Events. */
-function nodeEventOver(node: string, call: ClientCore['call']): KubeClient['postNodeEvent'] {
+/**
+ * The Node's UID, for the Events podctl posts about it: as the Node's controllers reference it
+ * (`kubectl describe node` finds Events by the real UID and by the name). Learnt from any read of
+ * the Node, else read once when the first Event is posted; a Node that cannot be read is referenced
+ * by its name as UID, as the kubelet references its own Node.
+ */
+class NodeUid {
+  #uid: string | undefined;
+  constructor(
+    private readonly node: string,
+    private readonly call: ClientCore['call'],
+  ) {}
+
+  saw(n: V1Node | undefined): void {
+    if (n?.metadata?.name === this.node && n.metadata.uid) this.#uid = n.metadata.uid;
+  }
+
+  async get(signal?: AbortSignal): Promise<string> {
+    if (this.#uid === undefined) {
+      const path = `/api/v1/nodes/${encodeURIComponent(this.node)}`;
+      const n = (await this.call('get node', { verb: 'get', resource: 'nodes' }, { method: 'GET', path }, signal).catch(() => undefined)) as V1Node | undefined;
+      this.saw(n);
+    }
+    return this.#uid ?? this.node;
+  }
+}
+
+/** An Event on the node, referencing it by name and UID. */
+function nodeEventOver(node: string, uid: NodeUid, call: ClientCore['call']): KubeClient['postNodeEvent'] {
   return async (type, reason, message, signal) => {
+    const nodeUid = await uid.get(signal);
     const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     const event: CoreV1Event = {
       apiVersion: 'v1',
       kind: 'Event',
       metadata: { name: `${node}.${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`, namespace: 'default' },
-      // the kubelet's own Node Events name the node as its uid too (its nodeRef: UID = node name), and
-      // `kubectl describe node` looks them up by that uid as well as by the Node's real one
-      involvedObject: { apiVersion: 'v1', kind: 'Node', name: node, uid: node },
+      involvedObject: { apiVersion: 'v1', kind: 'Node', name: node, uid: nodeUid },
       type,
       reason,
       message,

@@ -168,6 +168,8 @@ describe("issue 42's acceptance: a node with a static, a DaemonSet, an emptyDir 
       while (!['done', 'failed'].includes(annotation() ?? '') && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
       const events = [...server.events.values()].filter((e) => e.involvedObject?.kind === 'Node' && e.involvedObject?.name === NODE);
       expect(annotation(), `${log}\n${events.map((e) => `${e.reason}: ${e.message}`).join('\n')}`).toBe('done');
+      // each references the Node by its UID, as the Node's controllers do
+      expect(new Set(events.map((e) => e.involvedObject?.uid))).toEqual(new Set([server.nodes.get(NODE)?.metadata?.uid]));
       const reasons = events.map((e) => e.reason as string);
       expect(reasons).toEqual(expect.arrayContaining(['DrainStarted', 'DrainBlockedByPDB', 'DrainSkipped', 'DrainCompleted']));
       const skipped = events.find((e) => e.reason === 'DrainSkipped')?.message as string;
