@@ -28,7 +28,7 @@ export interface Figure {
   command: string;
 }
 
-export interface ResultsFile {
+interface ResultsFile {
   bench: string;
   date: string;
   build: string;
@@ -37,7 +37,7 @@ export interface ResultsFile {
 }
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
-export const RESULTS_DIR = path.join(ROOT, 'bench', 'results');
+const RESULTS_DIR = path.join(ROOT, 'bench', 'results');
 
 function build(): string {
   try {
