@@ -1,7 +1,7 @@
 /**
  * `podctl agent`: parse and validate, run the agent service until SIGTERM/SIGINT. No logic of its own.
  */
-import { access } from 'node:fs/promises';
+import { access, readFile } from 'node:fs/promises';
 import { Flags } from '@oclif/core';
 import { detectKube } from '../kube/index.js';
 import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
@@ -14,6 +14,12 @@ import type { AgentResult } from '../services/housekeeping/agent.js';
 import type { DesiredSource } from '../services/housekeeping/sync-known.js';
 import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECONDS, defaultGroups, parseGroups, type PriorityGroup } from '../services/drain/drain-plan.js';
+
+/** The agent's namespace (its drain lock's Leases): the service account's, else podctl-system. */
+async function agentNamespace(): Promise<string> {
+  const text = await readFile('/var/run/secrets/kubernetes.io/serviceaccount/namespace', 'utf8').catch(() => '');
+  return text.trim() || 'podctl-system';
+}
 
 /** The shutdown guard's groups from the agent's flags; undefined without --shutdown-guard. */
 function shutdownGroupsOf(flags: {
@@ -52,7 +58,7 @@ HTTP on --metrics-addr (default 127.0.0.1:9640, loopback only unless told): /met
 
 A --desired file that cannot be read, or a state dir that cannot be created or opened, ends the agent at start with exit 2 and one line.
 
-With an API server, a Node annotated podctl.io/drain=requested is drained by its agent beside housekeeping (docs/cluster.md); an agent that starts on a node left podctl.io/drain=draining resumes that drain, and one stopped mid-drain hands it on (an Event; the node stays draining). The agent's own pod is never a target: it knows it by $POD_UID (the DaemonSet sets it), else by the container ID in /proc/self/cgroup.
+With an API server, a Node annotated podctl.io/drain=requested is drained by its agent beside housekeeping (docs/cluster.md); an agent that starts on a node left podctl.io/drain=draining resumes that drain, and one stopped mid-drain hands it on (an Event; the node stays draining). At most --max-draining-nodes nodes drain at once (a coordination.k8s.io Lease each in the agent's namespace); a request that waits says podctl.io/drain=queued and why. The agent's own pod is never a target: it knows it by $POD_UID (the DaemonSet sets it), else by the container ID in /proc/self/cgroup.
 
 With an API server the agent sends no API write (eviction, delete, status patch, cordon, Event) until it has checked that its node restriction is in force: its token carries the node-name claim of --node (SelfSubjectReview) and the ValidatingAdmissionPolicy podctl-node-restriction and its binding (Deny) from deploy/ are there. Until then it says once why and how to fix it, podctl_api_writes_enabled is 0, /healthz and /readyz say degraded (200), maintenance requests wait, and housekeeping on the node goes on. The check is made again every 10 minutes while writes are enabled (the policy and its binding: 2 reads) and every 60 s while they are withheld. --unrestricted-api-writes sends writes regardless (said at start, podctl_api_writes_unrestricted 1).
 
@@ -76,6 +82,15 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     }),
     'desired-from': Flags.option({ summary: 'Where desired pods come from without --desired (default: api when an API server is configured, else runtime).', options: ['api', 'runtime'] as const })(),
     ...kubeletFlags,
+    'max-draining-nodes': Flags.integer({
+      summary: 'At most this many nodes of the cluster drain at once for podctl.io/drain requests (0: no lock); give every agent the same value.',
+      description:
+        "Each drain holds a coordination.k8s.io Lease podctl-drain-<i> (i < N) in the agent's namespace, renewed while it drains and released when it ends; a request that finds none free says podctl.io/drain=queued and why, and asks again every 5 s. The shipped Role names podctl-drain-0 to podctl-drain-4 (docs/cluster.md).",
+      default: 1,
+      min: 0,
+      max: 5,
+      helpValue: 'N',
+    }),
     'shutdown-guard': Flags.boolean({
       summary: "Hold logind's delay lock on shutdown and, when the node shuts down, stop its pods in the shutdown priority groups first (docs/shutdown.md).",
       default: false,
@@ -184,6 +199,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
         kubeletRoot: flags['kubelet-root'],
         node: nodeName(flags.node),
         unrestrictedApiWrites: flags['unrestricted-api-writes'],
+        ...(api ? { drainLock: { namespace: await agentNamespace(), slots: flags['max-draining-nodes'] } } : {}),
         ...(self.podUid ? { selfPodUid: self.podUid } : {}),
         ...(self.containerId ? { selfContainerId: self.containerId } : {}),
         reporter: this.reporter,

@@ -23,6 +23,7 @@
  */
 import type { CoreV1Event, V1Node, V1Pod } from '@kubernetes/client-node';
 import { KubeError, authMessage, isConflict, isNotFound, type RbacNeed } from './errors.js';
+import { leaseStore, type LeaseStore } from './leases.js';
 import { BoundExceeded } from '../lib/abortable.js';
 import { formatDuration } from '../lib/duration.js';
 import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.js';
@@ -112,6 +113,8 @@ export interface KubeClient extends RestrictionReads {
   postNodeEvent(type: 'Normal' | 'Warning', reason: string, message: string, signal?: AbortSignal): Promise<void>;
   /** The renewTime of this node's Lease in kube-node-lease; undefined when it has none. */
   nodeLeaseRenewedAt(signal?: AbortSignal): Promise<Date | undefined>;
+  /** Leases in `namespace` (the drain lock): read, create, replace at a resourceVersion (leases.ts). */
+  leases(namespace: string): LeaseStore;
 }
 
 export interface ConnectOptions {
@@ -487,12 +490,12 @@ function evictOver({ transport, writes, timeoutMs, where }: ClientCore): KubeCli
   };
 }
 
-/** The node itself: listed and watched, read, annotated, cordoned, its Events and its kubelet's Lease. */
+/** The node itself: listed and watched, read, annotated, cordoned, its Events, its kubelet's Lease and the drain lock's Leases. */
 function nodeMethods({
   call,
   watch,
   node,
-}: ClientCore): Pick<KubeClient, 'listNodeVersioned' | 'watchNode' | 'getNode' | 'annotateNode' | 'postNodeEvent' | 'setUnschedulable' | 'nodeLeaseRenewedAt'> {
+}: ClientCore): Pick<KubeClient, 'listNodeVersioned' | 'watchNode' | 'getNode' | 'annotateNode' | 'postNodeEvent' | 'setUnschedulable' | 'nodeLeaseRenewedAt' | 'leases'> {
   const nodeSelector = `metadata.name=${node}`;
   const uid = new NodeUid(node, call);
   return {
@@ -537,6 +540,7 @@ function nodeMethods({
         signal,
       );
     },
+    leases: (namespace: string) => leaseStore(call, namespace),
     async nodeLeaseRenewedAt(signal) {
       try {
         const lease = (await call(

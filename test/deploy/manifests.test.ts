@@ -74,7 +74,7 @@ describe('deploy/ manifests', () => {
     expect(() => new DaemonSet(broken).validate()).toThrow();
   });
 
-  it('the ClusterRole holds exactly the verbs podctl uses: no wildcards, no secrets; leases only in kube-node-lease', () => {
+  it('the ClusterRole holds exactly the verbs podctl uses: no wildcards, no secrets; leases only in kube-node-lease and, for the drain lock, by name in its own namespace', () => {
     const role = find('ClusterRole', 'podctl-agent');
     const grants = new Set<string>();
     for (const rule of role.rules as Obj[]) {
@@ -109,6 +109,13 @@ describe('deploy/ manifests', () => {
     const lease = find('Role', 'podctl-node-lease-reader');
     expect(lease.metadata.namespace).toBe('kube-node-lease');
     expect(lease.rules).toEqual([{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get'] }]);
+    // the drain lock: only in the agent's namespace; get/update only on its slots' names (agent --max-draining-nodes at most 5)
+    const lock = find('Role', 'podctl-drain-lock');
+    expect(lock.metadata.namespace).toBe(find('DaemonSet').metadata.namespace);
+    expect(lock.rules).toEqual([
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [0, 1, 2, 3, 4].map((i) => `podctl-drain-${i}`), verbs: ['get', 'update'] },
+    ]);
   });
 
   describe('the node restriction (ValidatingAdmissionPolicy), evaluated', () => {

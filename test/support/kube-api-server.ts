@@ -14,7 +14,9 @@
  * - watch streams (`?watch=1&resourceVersion=…&allowWatchBookmarks=true`): ADDED / MODIFIED /
  *   DELETED / BOOKMARK lines; a resourceVersion older than the compacted history gets an ERROR event
  *   with a 410 Expired Status, as the real server answers;
- * - events create/list, nodes GET/PATCH (cordon), Leases in kube-node-lease (GET/PUT/POST);
+ * - events create/list, nodes GET/PATCH (cordon), Leases in kube-node-lease (GET), Leases in any
+ *   other namespace (GET, POST with 409 AlreadyExists, PUT at the resourceVersion read, else 409
+ *   Conflict: the drain lock);
  * - every object and list carries metadata.resourceVersion from one global counter; every error is
  *   a `Status` object (kind Status, status Failure, message, reason, details, code);
  * - bearer-token authentication (401) and per-verb/resource denials (403, worded as RBAC does);
@@ -181,6 +183,8 @@ export class KubeApiServer {
   readonly events = new Map<string, Obj>();
   readonly nodes = new Map<string, Obj>();
   readonly leases = new Map<string, Obj>();
+  /** Leases in other namespaces than kube-node-lease (the drain lock), by "namespace/name". */
+  readonly namespacedLeases = new Map<string, Obj>();
   readonly pdbs = new Map<string, Obj>();
   readonly requests: RecordedRequest[] = [];
   /** Accepted bearer token (401 otherwise); '' accepts anonymous requests. */
@@ -833,7 +837,69 @@ export class KubeApiServer {
         return;
       }
     }
+    if ((m = p.match(/^\/apis\/coordination\.k8s\.io\/v1\/namespaces\/([^/]+)\/leases(?:\/([^/]+))?$/)) && m[1] !== 'kube-node-lease') {
+      if (this.#leaseRequest(method, m[1]!, m[2], body, send)) return;
+    }
     send(404, status(404, 'NotFound', 'the server could not find the requested resource'));
+  }
+
+  /**
+   * Leases outside kube-node-lease (the drain lock), as the real server keeps them: GET by name,
+   * POST (409 AlreadyExists when the name is taken), PUT at the resourceVersion read (409 Conflict
+   * when it changed since). Returns false for what it does not serve.
+   */
+  #leaseRequest(method: string, namespace: string, name: string | undefined, body: any, send: (c: number, o: Obj) => void): boolean {
+    const notFound = (n: string): void => send(404, status(404, 'NotFound', `leases.coordination.k8s.io "${n}" not found`, { name: n, group: 'coordination.k8s.io', kind: 'leases' }));
+    if (method === 'GET' && name) {
+      if (this.#forbidden('get', 'leases', namespace, name, send)) return true;
+      const lease = this.namespacedLeases.get(`${namespace}/${name}`);
+      if (!lease) notFound(name);
+      else send(200, clone(lease));
+      return true;
+    }
+    if (method === 'POST' && !name) {
+      if (this.#forbidden('create', 'leases', namespace, undefined, send)) return true;
+      const leaseName = String(body?.metadata?.name ?? '');
+      if (this.namespacedLeases.has(`${namespace}/${leaseName}`)) {
+        send(409, status(409, 'AlreadyExists', `leases.coordination.k8s.io "${leaseName}" already exists`, { name: leaseName, group: 'coordination.k8s.io', kind: 'leases' }));
+        return true;
+      }
+      const lease = {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name: leaseName, namespace, uid: randomUUID(), resourceVersion: this.#nextRv() },
+        spec: clone(body?.spec ?? {}),
+      };
+      this.namespacedLeases.set(`${namespace}/${leaseName}`, lease);
+      send(201, clone(lease));
+      return true;
+    }
+    if (method === 'PUT' && name) {
+      if (this.#forbidden('update', 'leases', namespace, name, send)) return true;
+      const lease = this.namespacedLeases.get(`${namespace}/${name}`);
+      if (!lease) return (notFound(name), true);
+      if (body?.metadata?.resourceVersion !== lease.metadata.resourceVersion) {
+        send(
+          409,
+          status(
+            409,
+            'Conflict',
+            `Operation cannot be fulfilled on leases.coordination.k8s.io "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+            {
+              name,
+              group: 'coordination.k8s.io',
+              kind: 'leases',
+            },
+          ),
+        );
+        return true;
+      }
+      lease.spec = clone(body?.spec ?? {});
+      lease.metadata.resourceVersion = this.#nextRv();
+      send(200, clone(lease));
+      return true;
+    }
+    return false;
   }
 
   #watch(q: URLSearchParams, filter: (o: Obj) => boolean, res: http.ServerResponse, record: RecordedRequest, kind = 'Pod'): void {

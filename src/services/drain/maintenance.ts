@@ -7,6 +7,8 @@
  * drain — posting progress as Events on the Node and ending with `podctl.io/drain=done` or
  * `failed`. `podctl.io/drain=uncordon` uncordons the node and removes the annotation.
  *
+ * With the cluster's drain lock a request waits for a slot as `podctl.io/drain=queued`
+ * (`podctl.io/drain-message` says why).
  * An agent that starts and finds its Node `draining` (its predecessor stopped or died mid-drain)
  * resumes the drain; an agent stopped mid-drain hands it on (an Event; the Node stays `draining`).
  *
@@ -26,10 +28,13 @@ import { UsageError } from '../../lib/errors.js';
 import { defaultGroups, DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECONDS } from './drain-plan.js';
 import { runDrain, type FullDrainResult } from './drain-run.js';
 import type { PdbBlock } from '../terminate/kubelet-guard.js';
+import type { DrainLock } from './drain-lock.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
 import { boundSignal } from '../../lib/abortable.js';
 
 const DRAIN_ANNOTATION = 'podctl.io/drain';
+/** Why a request waits (`queued`): which drain lock slots are held, and by whom. */
+const MESSAGE_ANNOTATION = 'podctl.io/drain-message';
 const IGNORE_PDB_ANNOTATION = 'podctl.io/drain-ignore-pdb';
 /** Consent to evict pods with emptyDir volumes (kubectl drain --delete-emptydir-data). */
 const EMPTYDIR_ANNOTATION = 'podctl.io/drain-delete-emptydir-data';
@@ -38,7 +43,7 @@ const UNMANAGED_ANNOTATION = 'podctl.io/drain-delete-unmanaged';
 /** The drain's bound (a duration, e.g. 10m); PodDisruptionBudgets are waited on without one by default. */
 const TIMEOUT_ANNOTATION = 'podctl.io/drain-timeout';
 
-type MaintenanceAction = 'none' | 'drained' | 'failed' | 'uncordoned' | 'handed-on';
+type MaintenanceAction = 'none' | 'drained' | 'failed' | 'uncordoned' | 'handed-on' | 'queued';
 
 /** How long the Event of a drain handed on may take (the agent is stopping: its own signal has aborted). */
 const HAND_ON_EVENT_MS = 3_000;
@@ -55,6 +60,8 @@ export interface MaintenanceOptions {
   current?: { annotations: Record<string, string> } | null;
   /** The agent's first look since it started: a drain left `draining` by the agent before it is resumed. */
   resume?: boolean;
+  /** The cluster's drain lock (at most N nodes drain at once); without it the drain starts at once. */
+  lock?: DrainLock;
 }
 
 export interface MaintenanceOutcome {
@@ -67,7 +74,7 @@ export async function checkMaintenance(options: MaintenanceOptions): Promise<Mai
   const { kube } = options.api;
   const node = options.current !== undefined ? options.current : await kube.getNode(options.signal);
   const want = node?.annotations[DRAIN_ANNOTATION];
-  if (want === 'requested' || (want === 'draining' && options.resume === true)) return drainForMaintenance(options, node?.annotations ?? {});
+  if (want === 'requested' || want === 'queued' || (want === 'draining' && options.resume === true)) return lockedDrain(options, node?.annotations ?? {});
   if (want === 'uncordon') {
     await kube.setUnschedulable(false, options.signal);
     await event(options, 'Normal', 'Uncordoned', `podctl agent uncordoned node ${options.node}`);
@@ -79,6 +86,37 @@ export async function checkMaintenance(options: MaintenanceOptions): Promise<Mai
 }
 
 /**
+ * With the drain lock (drain-lock.ts), the drain waits for a slot: the Node says `queued` and why
+ * (annotation podctl.io/drain-message, a DrainQueued Event once), and the agent asks again later. The
+ * slot is released when the drain ends, kept (not renewed) when it is handed on.
+ */
+async function lockedDrain(options: MaintenanceOptions, annotations: Record<string, string>): Promise<MaintenanceOutcome> {
+  if (!options.lock) return drainForMaintenance(options, annotations);
+  const got = await options.lock.acquire(options.signal);
+  if (!got.held) return queue(options, annotations, got.why);
+  const lock = options.lock;
+  // a throw here is an abort mid-write (the agent stops) or a failure already said: the slot is kept
+  // for the next agent on this node when stopping, released otherwise
+  const outcome = await drainForMaintenance(options, annotations).catch(async (error: unknown) => {
+    if (options.signal?.aborted) lock.abandon();
+    else await lock.release();
+    throw error;
+  });
+  if (outcome.action === 'handed-on') lock.abandon();
+  else await lock.release(); // already released before the final annotation: a no-op
+  return outcome;
+}
+
+async function queue(options: MaintenanceOptions, annotations: Record<string, string>, why: string): Promise<MaintenanceOutcome> {
+  const message = `waiting for the drain lock: ${why}`;
+  if (annotations[DRAIN_ANNOTATION] === 'queued' && annotations[MESSAGE_ANNOTATION] === message) return { action: 'queued', detail: why };
+  await options.api.kube.annotateNode({ [DRAIN_ANNOTATION]: 'queued', [MESSAGE_ANNOTATION]: message }, options.signal);
+  if (annotations[DRAIN_ANNOTATION] !== 'queued') await event(options, 'Normal', 'DrainQueued', `podctl agent: the drain of node ${options.node} waits: ${why}`);
+  options.reporter?.info(`agent: drain of node ${options.node} queued: ${why}`);
+  return { action: 'queued', detail: why };
+}
+
+/**
  * The drain the annotation asks for, or the one a previous agent left `draining` (resumed: pods it
  * already stopped or evicted are simply not there to drain again). Ends `done` or `failed`, or hands
  * on when the agent stops.
@@ -87,7 +125,8 @@ async function drainForMaintenance(options: MaintenanceOptions, annotations: Rec
   const reporter = options.reporter ?? silentReporter();
   const resumed = annotations[DRAIN_ANNOTATION] === 'draining';
   const ignorePdb = annotations[IGNORE_PDB_ANNOTATION] === 'true';
-  if (!resumed) await options.api.kube.annotateNode({ [DRAIN_ANNOTATION]: 'draining' }, options.signal);
+  const queued = annotations[MESSAGE_ANNOTATION] !== undefined; // the why of a queued request goes as the drain starts
+  if (!resumed || queued) await options.api.kube.annotateNode({ [DRAIN_ANNOTATION]: 'draining', ...(queued ? { [MESSAGE_ANNOTATION]: null } : {}) }, options.signal);
   const how =
     options.kubelet.state === 'down' ? 'the kubelet is down: over CRI' : `the kubelet is ${options.kubelet.state}: cordon, then the Eviction API${ignorePdb ? ' (PodDisruptionBudgets ignored)' : ''}`;
   if (resumed) await event(options, 'Normal', 'DrainResumed', `podctl agent resumes the drain of node ${options.node}, left ${DRAIN_ANNOTATION}=draining by the agent before it (${how})`);
@@ -125,6 +164,7 @@ async function drainForMaintenance(options: MaintenanceOptions, annotations: Rec
     const detail = (error as Error).message;
     const hint = error instanceof UsageError && error.hint ? `; ${error.hint}` : '';
     await event(options, 'Warning', 'DrainFailed', `podctl agent: ${detail}${hint}; then annotate ${DRAIN_ANNOTATION}=requested again`);
+    await options.lock?.release();
     await options.api.kube.annotateNode({ [DRAIN_ANNOTATION]: 'failed' }, options.signal).catch(() => undefined);
     reporter.warn(`agent: drain of node ${options.node} failed: ${detail}`);
     return { action: 'failed', detail };
@@ -160,6 +200,7 @@ async function endDrain(options: MaintenanceOptions, drained: FullDrainResult, t
   const detail = `${stopped} pod(s) stopped${held.length > 0 ? `; held back: ${held.map((p) => `${p.namespace}/${p.name} (${p.outcome}${p.error ? `: ${p.error}` : ''})`).join(', ')}` : ''}; drain ${drained.status}${report}`;
   const next = ok ? '' : `; ${nextStep(held.map((p) => p.outcome))}`;
   await event(options, ok ? 'Normal' : 'Warning', ok ? 'DrainCompleted' : 'DrainFailed', `podctl agent: ${detail}${next}`);
+  await options.lock?.release(); // whoever waits for done or failed finds the slot free
   await options.api.kube.annotateNode({ [DRAIN_ANNOTATION]: ok ? 'done' : 'failed' }, options.signal);
   reporter.info(`agent: drain of node ${options.node} ${ok ? 'done' : 'failed'}: ${detail}`);
   return { action: ok ? 'drained' : 'failed', detail };

@@ -10,6 +10,8 @@
  * - Nothing starts while API writes are withheld (maintenance writes).
  * - The first look after the agent starts resumes a drain a previous agent left `draining`; once
  *   this agent has acted, `draining` is its own write coming back and asks nothing.
+ * - With the drain lock, a request that finds no free slot is `queued` and asks again every
+ *   `retryMs` (not at every step).
  * - On abort an in-flight drain hands on (maintenance.ts: an Event, the Node left `draining`);
  *   `stop()` waits for it, within the hand-on's own bound.
  */
@@ -18,6 +20,7 @@ import type { KubeletStatus } from '../../kube/kubelet.js';
 import type { NodeView } from '../../kube/client.js';
 import type { Reporter } from '../../lib/reporter.js';
 import type { ApiNode } from '../api/api-node.js';
+import { DrainLock } from '../drain/drain-lock.js';
 
 export interface MaintenanceRunnerOptions {
   session: NodeSession;
@@ -30,7 +33,22 @@ export interface MaintenanceRunnerOptions {
   signal: AbortSignal;
   /** Called after an action that did something (a drain ended, an uncordon). */
   onActed: () => void;
+  /** The cluster's drain lock; undefined: each node drains when asked. */
+  drainLock?: DrainLockSettings;
+  now?: () => number;
 }
+
+/** At most `slots` nodes drain at once, by Leases in `namespace` (drain/drain-lock.ts). */
+export interface DrainLockSettings {
+  namespace: string;
+  slots: number;
+  leaseDurationSeconds?: number;
+  /** How often a queued request asks for a slot again (default QUEUED_RETRY_MS). */
+  retryMs?: number;
+}
+
+/** How often a queued drain asks for a slot again. */
+const QUEUED_RETRY_MS = 5_000;
 
 export class MaintenanceRunner {
   readonly #options: MaintenanceRunnerOptions;
@@ -38,9 +56,25 @@ export class MaintenanceRunner {
   /** The Node version the last action answered. */
   #actedRv: string | undefined;
   #acted = false;
+  /** A queued request asks again no sooner than this. */
+  #retryAt = 0;
+  readonly #lock: DrainLock | undefined;
+  readonly #now: () => number;
 
   constructor(options: MaintenanceRunnerOptions) {
     this.#options = options;
+    this.#now = options.now ?? Date.now;
+    const settings = options.drainLock;
+    this.#lock =
+      settings && settings.slots > 0
+        ? new DrainLock({
+            leases: options.api.kube.leases(settings.namespace),
+            node: options.node,
+            slots: settings.slots,
+            ...(settings.leaseDurationSeconds !== undefined ? { leaseDurationSeconds: settings.leaseDurationSeconds } : {}),
+            reporter: options.reporter,
+          })
+        : undefined;
   }
 
   /**
@@ -48,7 +82,7 @@ export class MaintenanceRunner {
    * action runs, writes are withheld, or this version was answered. Returns at once.
    */
   consider(current: NodeView | null | undefined, writesEnabled: boolean): void {
-    if (this.#running || current === undefined || !writesEnabled || this.#options.signal.aborted) return;
+    if (this.#running || current === undefined || !writesEnabled || this.#options.signal.aborted || this.#now() < this.#retryAt) return;
     if (current !== null && current.resourceVersion === this.#actedRv) return;
     this.#running = this.#act(current).finally(() => (this.#running = undefined));
   }
@@ -64,6 +98,7 @@ export class MaintenanceRunner {
       node,
       current,
       resume: !this.#acted,
+      ...(this.#lock ? { lock: this.#lock } : {}),
       ...(this.#options.isSelf ? { isSelf: this.#options.isSelf } : {}),
       reporter,
       signal,
@@ -72,6 +107,10 @@ export class MaintenanceRunner {
       return { action: 'none' as const };
     });
     if (outcome.action === 'none') return;
+    if (outcome.action === 'queued') {
+      this.#retryAt = this.#now() + (this.#options.drainLock?.retryMs ?? QUEUED_RETRY_MS);
+      return;
+    }
     this.#acted = true;
     this.#actedRv = current?.resourceVersion;
     this.#options.onActed();

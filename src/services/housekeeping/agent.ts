@@ -64,7 +64,7 @@ import { podOwnGracePeriod } from '../../engine/grace.js';
 import { EventReason, killingMessage } from '../../kube/status.js';
 import { AgentHealth, writableStateDir, type StepCause } from './agent-health.js';
 import { startApiWrites, type ApiWrites } from './api-writes.js';
-import { MaintenanceRunner } from './agent-maintenance.js';
+import { MaintenanceRunner, type DrainLockSettings } from './agent-maintenance.js';
 import type http from 'node:http';
 import { addressOf, closeServer, serve, type MetricsAddress } from './agent-http.js';
 
@@ -97,6 +97,8 @@ export interface AgentOptions {
   /** `--unrestricted-api-writes`; how often the node restriction is checked again (api-writes.ts). */
   unrestrictedApiWrites?: boolean;
   writeCheckEveryMs?: number;
+  /** At most N nodes of the cluster drain at once, by Leases (drain/drain-lock.ts); undefined: no lock. */
+  drainLock?: DrainLockSettings;
   /** The pod this agent runs in (its pod is never a target): its UID (POD_UID), else its container (agentSelf). */
   selfPodUid?: string;
   selfContainerId?: string;
@@ -261,6 +263,8 @@ class AgentRun {
       ...(this.#isSelf ? { isSelf: this.#isSelf } : {}),
       reporter: this.#reporter,
       signal,
+      ...(this.#options.drainLock ? { drainLock: this.#options.drainLock } : {}),
+      now: this.#now,
       onActed: () => {
         this.#gate.markChanged(); // what the drain did is housekept in a full step, at once
         this.#wake.wake();
