@@ -8,39 +8,17 @@
  * Invariants: beside a running kubelet with an API server, no pod outside `criUids` is planned over
  * CRI (a pod that appears after the plan never is).
  */
-import type { KubeletStatus } from '../../kube/kubelet.js';
-import type { PodSelection } from '../../lib/refs.js';
-import type { Reporter } from '../../lib/reporter.js';
-import type { ApiNode } from '../api/api-node.js';
-import { drainBesideKubelet, type DrainDecision } from './drain-kubelet.js';
-import type { DrainConsent } from './drain-filters.js';
+import { drainBesideKubelet, type DrainBesideKubeletOptions, type DrainDecision } from './drain-kubelet.js';
 import type { PriorityGroup } from './drain-plan.js';
 import { drainNode, type DrainResult } from './drain.js';
-import type { KubeletReport, PdbBlock } from '../terminate/kubelet-guard.js';
-import type { NodeSession, PodInfo } from '../../domain/session-api.js';
+import type { KubeletReport } from '../terminate/kubelet-guard.js';
 import type { ConsentGate, TerminatedPod } from '../terminate/terminate.js';
 
-export interface RunDrainOptions {
-  session: NodeSession;
-  selection: PodSelection;
+/** The drain beside the kubelet's options (without its extra filters and clock), and the CRI drain's. */
+export interface RunDrainOptions extends Omit<DrainBesideKubeletOptions, 'filters' | 'now'> {
   groups: PriorityGroup[];
-  isExcluded?: (pod: PodInfo) => boolean;
-  isSelf?: (pod: PodInfo) => boolean;
-  kubelet: KubeletStatus;
-  api: ApiNode | undefined;
-  force: boolean;
-  ignorePdb: boolean;
-  consent: DrainConsent;
-  /** The agent's drain: refusals name the Node's annotations. */
-  agent?: boolean;
-  dryRun: boolean;
-  timeoutMs?: number;
-  node: string;
-  reporter?: Reporter;
-  onPdbBlock?: (block: PdbBlock) => void;
   /** A drain over CRI (the kubelet down, no API server, or --force): static and system-critical pods need this yes first. */
   gate?: ConsentGate;
-  signal?: AbortSignal;
 }
 
 export interface FullDrainResult extends DrainResult {
