@@ -134,7 +134,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     }
     const guardGroups = shutdownGroupsOf(flags);
     const stopTimeoutMs = parseDuration(flags['shutdown-stop-timeout'], 'shutdown-stop-timeout');
-    const { agentSelf, isSelfPod, parseMetricsAddr, runAgent } = await import('../services/housekeeping/agent.js');
+    const { parseMetricsAddr, runAgent } = await import('../services/housekeeping/agent.js');
+    const { agentSelf, isSelfPod } = await import('../services/housekeeping/agent-self.js');
     const self = await agentSelf();
     const isSelf = isSelfPod(self);
     const listen = flags['metrics-addr'] === 'none' ? undefined : parseMetricsAddr(flags['metrics-addr']);

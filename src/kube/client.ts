@@ -31,6 +31,7 @@ import { eventName, evictedStatus, statusPatch, type PodStatusChange } from './s
 import { transportFor, type KubeRequest, type Transport, type WatchEvent } from './transport.js';
 import type { KubeSource } from './source.js';
 import { WriteGate, type AdmissionObject, type RestrictionReads } from './node-restriction.js';
+import { NodeUid, nodeEventOver } from './node-events.js';
 
 interface PodList {
   pods: V1Pod[];
@@ -565,55 +566,4 @@ function budgetOf(message: string): { budget: string | undefined; disruptionsAll
   const m = /disruption budget (\S+) needs (\d+) healthy pods and has (\d+) currently/.exec(message);
   if (!m) return { budget: /disruption budget (\S+)/.exec(message)?.[1], disruptionsAllowed: 0 };
   return { budget: m[1], disruptionsAllowed: Math.max(0, Number(m[3]) - Number(m[2])) };
-}
-
-/**
- * The Node's UID, for the Events podctl posts about it: as the Node's controllers reference it
- * (`kubectl describe node` finds Events by the real UID and by the name). Learnt from any read of
- * the Node, else read once when the first Event is posted; a Node that cannot be read is referenced
- * by its name as UID, as the kubelet references its own Node.
- */
-class NodeUid {
-  #uid: string | undefined;
-  constructor(
-    private readonly node: string,
-    private readonly call: ClientCore['call'],
-  ) {}
-
-  saw(n: V1Node | undefined): void {
-    if (n?.metadata?.name === this.node && n.metadata.uid) this.#uid = n.metadata.uid;
-  }
-
-  async get(signal?: AbortSignal): Promise<string> {
-    if (this.#uid === undefined) {
-      const path = `/api/v1/nodes/${encodeURIComponent(this.node)}`;
-      const n = (await this.call('get node', { verb: 'get', resource: 'nodes' }, { method: 'GET', path }, signal).catch(() => undefined)) as V1Node | undefined;
-      this.saw(n);
-    }
-    return this.#uid ?? this.node;
-  }
-}
-
-/** An Event on the node, referencing it by name and UID. */
-function nodeEventOver(node: string, uid: NodeUid, call: ClientCore['call']): KubeClient['postNodeEvent'] {
-  return async (type, reason, message, signal) => {
-    const nodeUid = await uid.get(signal);
-    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    const event: CoreV1Event = {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: `${node}.${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`, namespace: 'default' },
-      involvedObject: { apiVersion: 'v1', kind: 'Node', name: node, uid: nodeUid },
-      type,
-      reason,
-      message,
-      source: { component: 'podctl', host: node },
-      reportingComponent: 'podctl',
-      reportingInstance: node,
-      firstTimestamp: now as unknown as Date,
-      lastTimestamp: now as unknown as Date,
-      count: 1,
-    };
-    await call('post node event', { verb: 'create', resource: 'events', namespace: 'default' }, { method: 'POST', path: '/api/v1/namespaces/default/events', body: event }, signal);
-  };
 }

@@ -54,7 +54,6 @@ import { UsageError, isAbort } from '../../lib/errors.js';
 import { formatDuration } from '../../lib/duration.js';
 import { sleep } from '../../lib/abortable.js';
 import { silentReporter, type Reporter } from '../../lib/reporter.js';
-import { readFile, stat } from 'node:fs/promises';
 import { connectCri, observeRuntimeOperations, type CriClient } from '../../cri/client/client.js';
 import { attachMetrics, type PodctlMetrics } from '../../metrics/registry.js';
 import type { KubeletStatus } from '../../kube/kubelet.js';
@@ -67,11 +66,11 @@ import { startApiWrites, type ApiWrites } from './api-writes.js';
 import { MaintenanceRunner, type DrainLockSettings } from './agent-maintenance.js';
 import type http from 'node:http';
 import { addressOf, closeServer, serve, type MetricsAddress } from './agent-http.js';
+import { ChangeGate } from './agent-change-gate.js';
+import { isSelfPod } from './agent-self.js';
 
 export { parseMetricsAddr, type MetricsAddress } from './agent-http.js';
 
-/** A full housekeeping step at least this often, changes or not. */
-const FULL_STEP_EVERY_MS = 30_000;
 /** How long the first step waits for the API server's first lists (then it fails, naming why). */
 const API_SYNC_WAIT_MS = 10_000;
 /** How often the agent checks that its state dir can be written. */
@@ -478,44 +477,6 @@ interface StepOutcome {
   cause?: StepCause;
 }
 
-/** The pod this agent runs in, never a target of its own. */
-export interface AgentSelf {
-  /** Its pod's UID (POD_UID, from the downward API in deploy/daemonset.yaml). */
-  podUid?: string;
-  /** The container ID in its cgroup path: the fallback without POD_UID. */
-  containerId?: string;
-}
-
-/**
- * Who the agent is: `POD_UID` when set (the DaemonSet gives it), else the container ID read from its
- * cgroup. In a private cgroup namespace (cgroup v2) that file reads `0::/`: no ID, and without
- * POD_UID the agent does not know its pod.
- */
-export async function agentSelf(env: NodeJS.ProcessEnv = process.env, cgroupPath = '/proc/self/cgroup'): Promise<AgentSelf> {
-  const podUid = env.POD_UID?.trim();
-  if (podUid) return { podUid };
-  const containerId = await selfContainerId(cgroupPath);
-  return containerId ? { containerId } : {};
-}
-
-/** Is this the agent's own pod? By its UID, else by its container; undefined when the agent does not know. */
-export function isSelfPod(self: AgentSelf): ((pod: PodInfo) => boolean) | undefined {
-  const { podUid, containerId } = self;
-  if (podUid) return (pod) => pod.uid === podUid;
-  if (containerId) return (pod) => pod.runtime?.containerStatuses.some((c) => c.id === containerId || c.id.startsWith(containerId)) === true;
-  return undefined;
-}
-
-/** The container ID this process runs in, from its cgroup path (containerd, cri-o, docker), if any. */
-export async function selfContainerId(cgroupPath = '/proc/self/cgroup'): Promise<string | undefined> {
-  try {
-    const text = await readFile(cgroupPath, 'utf8');
-    return /([0-9a-f]{64})/.exec(text)?.[1];
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * The API server's pods of this node as the watch last saw them, for a step of source api. Before
  * the first list there is no desired set: the step fails, naming why.
@@ -576,91 +537,6 @@ async function probeRuntime(client: CriClient, signal: AbortSignal): Promise<Err
     return undefined;
   } catch (error) {
     return isRuntimeAway(error) ? (error as Error) : undefined;
-  }
-}
-
-/**
- * Decides whether a housekeeping step can have anything to do. Inputs that change without an event
- * are checked directly (a lease holder's PID, the desired file's stamp); the rest arrives as session
- * events. Conservative: when in doubt, a full step.
- */
-class ChangeGate {
-  #dirty = true;
-  #lastFullAt = 0;
-  #owners = new Set<number>();
-  #terminating = new Set<string>();
-  #fileStamp: string | undefined;
-  readonly #source: DesiredSource;
-  readonly #now: () => number;
-  readonly #unsubscribe: () => void;
-  /** The watched API pods (source api); without them an API source always takes a full step. */
-  readonly #informers: ApiInformers | undefined;
-  #informersMark = -1;
-
-  constructor(session: NodeSession, source: DesiredSource, now: () => number, informers?: ApiInformers) {
-    this.#source = source;
-    this.#now = now;
-    this.#informers = informers;
-    this.#unsubscribe = session.subscribe((event) => {
-      // a relist that found nothing new is not a change; everything else may be
-      if (event.source === 'runtime' && event.kind === 'relisted' && event.uids.length === 0) return;
-      if (event.source === 'session') return;
-      this.#dirty = true;
-    });
-  }
-
-  async needsFullStep(): Promise<boolean> {
-    if (this.#dirty || this.#terminating.size > 0) return true;
-    if (this.#source.kind === 'api' && (!this.#informers || this.#informers.changedSince(this.#informersMark))) return true;
-    if (this.#now() - this.#lastFullAt >= FULL_STEP_EVERY_MS) return true;
-    for (const pid of this.#owners) if (!pidAlive(pid)) return true;
-    if (this.#source.kind === 'file' && (await fileStamp(this.#source.path)) !== this.#fileStamp) return true;
-    return false;
-  }
-
-  /** Something happened outside the session's events (a maintenance drain): the next step is full. */
-  markChanged(): void {
-    this.#dirty = true;
-  }
-
-  stillTerminating(uid: string): boolean {
-    return this.#terminating.has(uid);
-  }
-
-  /** A full step begins: what changes from now on (its own kills included) makes the next one full too. */
-  beginFullStep(): void {
-    this.#dirty = false;
-  }
-
-  /** Called after a full step that succeeded, with the pods it listed and the API watch's mark taken before it. */
-  afterFullStep(pods: PodInfo[], informersMark: number | undefined): void {
-    if (informersMark !== undefined) this.#informersMark = informersMark;
-    this.#lastFullAt = this.#now();
-    this.#owners = new Set(pods.filter((p) => p.owner?.alive === true && p.owner.pid !== process.pid).map((p) => p.owner!.pid));
-    this.#terminating = new Set(pods.filter((p) => p.state === 'terminating' || (p.state === 'terminated' && p.worker?.finished !== true)).map((p) => p.uid));
-    if (this.#source.kind === 'file') void fileStamp(this.#source.path).then((s) => (this.#fileStamp = s));
-  }
-
-  close(): void {
-    this.#unsubscribe();
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-async function fileStamp(path: string): Promise<string> {
-  try {
-    const s = await stat(path);
-    return `${s.ino}:${s.size}:${s.mtimeMs}`;
-  } catch (error) {
-    return `error:${(error as NodeJS.ErrnoException).code ?? ''}`;
   }
 }
 

@@ -65,7 +65,7 @@ export async function summarizeAfterWait(pods: ReadonlyMap<string, WaitedPod>, o
  * containers (uid → running count): a terminated pod must have nothing running, so podctl checks
  * before it tells the operator so.
  */
-export async function stillRunning(session: NodeSession, uids: string[], terminated?: { since: number; now: () => number }): Promise<Map<string, number>> {
+async function stillRunning(session: NodeSession, uids: string[], terminated?: { since: number; now: () => number }): Promise<Map<string, number>> {
   const found = new Map<string, number>();
   if (uids.length === 0) return found;
   // One runtime listing for all of them (a lookup per pod would cost a relist each), started after

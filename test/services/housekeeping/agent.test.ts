@@ -8,18 +8,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type FaultRule, type RunningSimulator, type SimPodSpec } from '../../../src/cri/simulator/index.js';
 import { createMetrics } from '../../../src/metrics/registry.js';
-import {
-  agentSelf,
-  healthWindowMs,
-  isSelfPod,
-  parseMetricsAddr,
-  runAgent,
-  selfContainerId,
-  type AgentOptions,
-  type AgentResult,
-  type AgentStep,
-  type MetricsAddress,
-} from '../../../src/services/housekeeping/agent.js';
+import { healthWindowMs, parseMetricsAddr, runAgent, type AgentOptions, type AgentResult, type AgentStep, type MetricsAddress } from '../../../src/services/housekeeping/agent.js';
+import { agentSelf, isSelfPod, selfContainerId } from '../../../src/services/housekeeping/agent-self.js';
 import { openSession } from '../../../src/session/open.js';
 import type { NodeSession, PodInfo } from '../../../src/domain/session-api.js';
 import { Reporter } from '../../../src/lib/reporter.js';
