@@ -12,6 +12,8 @@
  * depend on a pod's state; `now` is injected, so the same input renders the same output.
  */
 import type { V1Pod } from '@kubernetes/client-node';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { formatDuration } from '../../lib/duration.js';
 import { ExitCode, type ExitCodeValue } from '../../lib/exit-codes.js';
 import type { KubeletStatus } from '../../kube/kubelet.js';
@@ -22,7 +24,7 @@ import type { NodeSession, PodInfo } from '../../domain/session-api.js';
 import type { PodSyncStatusView } from '../../engine/types.js';
 import { blockedBy, type BlockedBy, type ProcessFact, type StuckFacts } from './blocked-by.js';
 import { createdAtOf, readyOf, type PodReady } from './pod-ready.js';
-import { openApiWaits, type ApiWaitRecord } from '../../store/api-waits.js';
+import type { ApiWaitRecord } from '../../store/api-waits.js';
 
 type PodState = PodInfo['state'];
 
@@ -383,7 +385,7 @@ export async function podStatus(options: StatusOptions): Promise<StatusResult> {
   const apiPods = new Map(((options.apiPods ? await options.apiPods : undefined) ?? []).flatMap((p) => (p.metadata?.uid ? [[p.metadata.uid, p] as const] : [])));
   const base =
     options.nodeFacts === false ? { ...NO_NODE_FACTS, kubeletRunning: kubelet?.state === 'running' } : await gatherNodeFacts(session, targets, kubelet, apiPods, options.signal, options.kubeletRoot);
-  const facts: NodeFacts = { ...base, api: apiPods, apiWaits: await openApiWaits(session.stateDir) };
+  const facts: NodeFacts = { ...base, api: apiPods, apiWaits: await openWaits(session.stateDir) };
   const result: StatusResult = {
     endpoint: session.endpoint,
     simulated: session.simulated,
@@ -466,4 +468,11 @@ export function sortStatusRows(rows: readonly StatusRow[], by: StatusSortKey): S
     case 'grace':
       return sorted.sort((a, b) => (a.graceLeftSeconds ?? Number.POSITIVE_INFINITY) - (b.graceLeftSeconds ?? Number.POSITIVE_INFINITY) || byRef(a, b));
   }
+}
+
+/** The API waits open now (a drain held by a budget): loaded only when a drain through the API ever wrote one, so `status` stays off that code otherwise. */
+async function openWaits(stateDir: string): Promise<Map<string, ApiWaitRecord>> {
+  if (!existsSync(join(stateDir, 'api-waits'))) return new Map();
+  const { openApiWaits } = await import('../../store/api-waits.js');
+  return openApiWaits(stateDir);
 }
