@@ -126,7 +126,11 @@ describe('a drain that waits on a PodDisruptionBudget', { timeout: 240_000 }, ()
       const table = await podctl(['status', 'web/guarded']);
       expect(table.stdout).toMatch(/web\/guarded .*eviction held by PodDisruptionBud/);
       const explain = await podctl(['status', 'web/guarded', '--explain']);
-      expect(explain.stdout).toMatch(new RegExp(`eviction: +eviction held by PodDisruptionBudget web/pdb since ${held!.since.replace(/[.]/g, '\\.')} \\(\\d+s; podctl pid ${drain.pid} retries it\\)`));
+      expect(explain.stdout).toMatch(
+        new RegExp(
+          `eviction: +eviction held by PodDisruptionBudget web/pdb since ${held!.since.replace(/[.]/g, '\\.')} \\(\\d+s; podctl pid ${drain.pid} retries it\\): 0 disruption\\(s\\) allowed: `,
+        ),
+      );
 
       // the budget allows one disruption: the next try (every 5 s) evicts the pod
       const refusedBefore = refusals();

@@ -251,7 +251,8 @@ export async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, 
   const board = pdbWaitBoard(reporter);
   // each PodDisruptionBudget's hold, journaled for status and the drain report (a throttling 429 is not one)
   const journal = new ApiWaitJournal(input.session.stateDir, pod.uid, reporter);
-  const held = (budget: string | undefined, message: string): void => journal.open('eviction-wait', `PodDisruptionBudget ${pod.namespace}/${budget ?? '(unnamed)'}`, message);
+  const held = (evicted: { budget: string | undefined; disruptionsAllowed: number; message: string }): void =>
+    journal.open('eviction-wait', `PodDisruptionBudget ${pod.namespace}/${evicted.budget ?? '(unnamed)'}`, `${evicted.disruptionsAllowed} disruption(s) allowed: ${evicted.message}`);
   try {
     if (mode === 'delete') {
       const outcome = await api.kube.deletePod(ref, input.gracePeriodSeconds, input.signal);
@@ -277,7 +278,7 @@ export async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, 
         if (Date.now() - started >= bound || input.signal?.aborted) {
           entry.outcome = pdb ? 'blocked-by-pdb' : 'failed';
           entry.error = evicted.message;
-          if (pdb) held(evicted.budget, evicted.message);
+          if (pdb) held(evicted);
           journal.close('eviction-wait', 'refused');
           reporter.warn(
             pdb
@@ -288,7 +289,7 @@ export async function stopThroughApi(api: ApiNode, pod: PodInfo, grace: number, 
         }
         if (pdb && (blocked === undefined || blocked.budget !== evicted.budget)) {
           blocked = { ...ref, budget: evicted.budget, disruptionsAllowed: evicted.disruptionsAllowed, message: evicted.message, givesUpAt: started + bound };
-          held(evicted.budget, evicted.message);
+          held(evicted);
           input.onPdbBlock?.(blocked);
           const until = Number.isFinite(bound) ? `gives up in ${formatDuration(started + bound - Date.now())}` : 'no bound: waits until it allows the disruption (--timeout bounds it)';
           reporter.info(
