@@ -21,7 +21,7 @@
  *   reflector), so a thousand nodes do not renew theirs in the same second; a watch silent past
  *   `watchIdleMs` is cut (transport.ts) and its follower resumes it.
  */
-import type { CoreV1Event, V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { KubeError, authMessage, isConflict, isNotFound, type RbacNeed } from './errors.js';
 import { leaseStore, type LeaseStore } from './leases.js';
 import { BoundExceeded } from '../lib/abortable.js';
@@ -31,7 +31,7 @@ import { eventName, evictedStatus, statusPatch, type PodStatusChange } from './s
 import { transportFor, type KubeRequest, type Transport, type WatchEvent } from './transport.js';
 import type { KubeSource } from './source.js';
 import { WriteGate, type AdmissionObject, type RestrictionReads } from './node-restriction.js';
-import { NodeUid, nodeEventOver } from './node-events.js';
+import { NodeUid, nodeEventOver, podctlEvent } from './node-events.js';
 
 interface PodList {
   pods: V1Pod[];
@@ -416,22 +416,8 @@ function podWriteMethods(core: ClientCore): Pick<KubeClient, 'deletePod' | 'fina
     async postEvent(pod, type, reason, message, signal) {
       const { namespace, name: podName, uid } = ref(pod);
       const name = eventName(podName || 'pod', uid, reason);
-      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-      const event: CoreV1Event = {
-        apiVersion: 'v1',
-        kind: 'Event',
-        metadata: { name, namespace },
-        involvedObject: { apiVersion: 'v1', kind: 'Pod', name: podName, namespace, uid, ...(pod.metadata?.resourceVersion ? { resourceVersion: pod.metadata.resourceVersion } : {}) },
-        type,
-        reason,
-        message,
-        source: { component: 'podctl', host: node },
-        reportingComponent: 'podctl',
-        reportingInstance: node,
-        firstTimestamp: now as unknown as Date,
-        lastTimestamp: now as unknown as Date,
-        count: 1,
-      };
+      const involved = { apiVersion: 'v1', kind: 'Pod', name: podName, namespace, uid, ...(pod.metadata?.resourceVersion ? { resourceVersion: pod.metadata.resourceVersion } : {}) };
+      const event = podctlEvent(node, { name, namespace }, involved, type, reason, message);
       try {
         await call('post event', { verb: 'create', resource: 'events', namespace }, { method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, body: event }, signal);
       } catch (error) {

@@ -40,22 +40,28 @@ export class NodeUid {
 export function nodeEventOver(node: string, uid: NodeUid, call: Call): (type: 'Normal' | 'Warning', reason: string, message: string, signal?: AbortSignal) => Promise<void> {
   return async (type, reason, message, signal) => {
     const nodeUid = await uid.get(signal);
-    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    const event: CoreV1Event = {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: `${node}.${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`, namespace: 'default' },
-      involvedObject: { apiVersion: 'v1', kind: 'Node', name: node, uid: nodeUid },
-      type,
-      reason,
-      message,
-      source: { component: 'podctl', host: node },
-      reportingComponent: 'podctl',
-      reportingInstance: node,
-      firstTimestamp: now as unknown as Date,
-      lastTimestamp: now as unknown as Date,
-      count: 1,
-    };
+    const name = `${node}.${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`;
+    const event = podctlEvent(node, { name, namespace: 'default' }, { apiVersion: 'v1', kind: 'Node', name: node, uid: nodeUid }, type, reason, message);
     await call('post node event', { verb: 'create', resource: 'events', namespace: 'default' }, { method: 'POST', path: '/api/v1/namespaces/default/events', body: event }, signal);
+  };
+}
+
+/** An Event podctl reports on `node` about `involvedObject`: podctl as its source, first and last seen now. */
+export function podctlEvent(node: string, metadata: { name: string; namespace: string }, involvedObject: CoreV1Event['involvedObject'], type: string, reason: string, message: string): CoreV1Event {
+  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  return {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata,
+    involvedObject,
+    type,
+    reason,
+    message,
+    source: { component: 'podctl', host: node },
+    reportingComponent: 'podctl',
+    reportingInstance: node,
+    firstTimestamp: now as unknown as Date,
+    lastTimestamp: now as unknown as Date,
+    count: 1,
   };
 }
