@@ -43,7 +43,6 @@ export default tseslint.config(
       'src/commands/agent.ts',
       'src/cri/simulator/server.ts',
       'src/kube/transport.ts',
-      'src/services/diagnose/blocked-by.ts',
       'src/services/drain/drain-kubelet.ts',
       'src/services/drain/drain.ts',
       'src/services/housekeeping/api-sync.ts',
