@@ -42,7 +42,6 @@ export default tseslint.config(
     files: [
       'src/commands/agent.ts',
       'src/cri/simulator/server.ts',
-      'src/kube/transport.ts',
       'src/services/drain/drain-kubelet.ts',
       'src/services/drain/drain.ts',
       'src/services/housekeeping/api-sync.ts',
