@@ -44,7 +44,6 @@ export default tseslint.config(
       'src/cri/simulator/server.ts',
       'src/services/drain/drain-kubelet.ts',
       'src/services/drain/drain.ts',
-      'src/services/housekeeping/api-sync.ts',
       'src/services/housekeeping/sync-known.ts',
       'src/services/watch/watch.ts',
       'src/tui/WatchApp.tsx',

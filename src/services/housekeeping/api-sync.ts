@@ -98,64 +98,42 @@ export async function planApiSync(options: Pick<ApiSyncOptions, 'api' | 'before'
   return { apiPods, plan: planDesired(apiPods, runtimeRefs(options.before)) };
 }
 
+/** What the steps of one sync share: its options, where it reports, and the API writes it awaits and counts. */
+interface SyncSteps {
+  options: ApiSyncOptions;
+  reporter: Reporter;
+  /** Events in flight beside the kills; `finish` awaits them all. */
+  inFlight: Promise<void>[];
+  /** API writes the server could not take, recorded for a later run. */
+  pendingRecorded: number;
+  /** Counts an API write's outcome ('pending' is one more recorded write). */
+  readonly count: (outcome: string) => void;
+}
+
 /** Sends earlier runs' pending writes and starts the kills the API asked for (listing first unless `planned`). */
 export async function startApiSync(options: ApiSyncOptions, planned?: ApiSyncPlan): Promise<ApiSyncRun> {
-  const reporter = options.reporter ?? silentReporter();
   const { session, api } = options;
   const { apiPods, plan } = planned ?? (await planApiSync(options));
   const replay = options.stale ? { done: 0, left: 0 } : await api.replayPending(async (uid) => !terminatedOnNode(await session.getPod(uid)));
-  const local = new Map(options.before.map((p) => [p.uid, p]));
-  let pendingRecorded = 0;
-  const count = (outcome: string): void => {
-    if (outcome === 'pending') pendingRecorded += 1;
+  const steps: SyncSteps = {
+    options,
+    reporter: options.reporter ?? silentReporter(),
+    inFlight: [],
+    pendingRecorded: 0,
+    count: (outcome) => {
+      if (outcome === 'pending') steps.pendingRecorded += 1;
+    },
   };
-
-  // Events the engine's work on deleted pods calls for (FailedKillPod), once per pod and reason.
-  const deletionsByUid = new Map(plan.deletions.map((d) => [d.uid, d]));
-  const failures: Promise<void>[] = [];
-  const unsubscribe = session.subscribe((event: SessionEvent) => {
-    if (event.source !== 'engine' || event.event.type !== 'sync-failed' || event.event.aborted) return;
-    const d = deletionsByUid.get(event.event.uid);
-    if (!d || (event.event.phase !== 'terminating' && event.event.phase !== 'terminating-runtime')) return;
-    failures.push(api.event(d.pod, 'Warning', EventReason.FailedKillPod, failedKillMessage(event.event.error)).then(count, () => {}));
-  });
-
-  const driven: Deletion[] = [];
-  for (const d of options.leaveToKubelet ? [] : plan.deletions) {
-    const pod = local.get(d.uid);
-    if (terminatedOnNode(pod)) continue; // nothing runs here: straight to the final delete
-    // the Event goes out beside the kill, as the kubelet's recorder sends it: the kill waits for no API write
-    failures.push(api.event(d.pod, 'Normal', EventReason.Killing, killingMessage(d.gracePeriodSeconds)).then(count, (e: Error) => reporter.warn(e.message)));
-    try {
-      await session.requestKill({ uid: d.uid, gracePeriodSeconds: d.gracePeriodSeconds, pod: d.pod });
-      driven.push(d);
-      reporter.info(`${d.namespace}/${d.name}: deleted in the API server; terminating with its grace ${d.gracePeriodSeconds}s`);
-    } catch (error) {
-      reporter.warn(`${d.namespace}/${d.name}: deleted in the API server, but the kill failed: ${(error as Error).message}`);
-    }
-  }
-
-  // Terminal in the API, running here: the kubelet stops such a pod's containers (no delete).
-  const stopped: TerminalStop[] = [];
-  for (const t of options.leaveToKubelet ? [] : plan.terminal) {
-    const pod = local.get(t.uid);
-    if (!pod || (pod.state !== 'sync' && pod.state !== 'runtime') || pod.containersRunning === 0) continue;
-    failures.push(api.event(t.pod, 'Normal', EventReason.Killing, killingMessage(t.gracePeriodSeconds)).then(count, (e: Error) => reporter.warn(e.message)));
-    try {
-      await session.requestKill({ uid: t.uid, gracePeriodSeconds: t.gracePeriodSeconds, pod: t.pod, reason: t.reason });
-      stopped.push(t);
-      reporter.info(`${t.namespace}/${t.name}: ${t.reason}; terminating with its grace ${t.gracePeriodSeconds}s`);
-    } catch (error) {
-      reporter.warn(`${t.namespace}/${t.name}: ${t.phase} in the API server, but the kill failed: ${(error as Error).message}`);
-    }
-  }
-
+  const unsubscribe = reportKillFailures(steps, plan.deletions);
+  const local = new Map(options.before.map((p) => [p.uid, p]));
+  const driven = await killDeletions(steps, options.leaveToKubelet ? [] : plan.deletions, local);
+  const stopped = await stopTerminal(steps, options.leaveToKubelet ? [] : plan.terminal, local);
   return {
     desired: plan.desired,
     plan,
     async finish() {
       unsubscribe();
-      await Promise.all(failures);
+      await Promise.all(steps.inFlight);
       const report: ApiSyncReport = {
         apiPods: apiPods.length,
         mirrors: plan.mirrors.map((m) => ({ namespace: m.mirror.namespace, name: m.mirror.name, staticUid: m.staticUid ?? null })),
@@ -169,46 +147,109 @@ export async function startApiSync(options: ApiSyncOptions, planned?: ApiSyncPla
         pendingLeft: replay.left,
         leftToKubelet: options.leaveToKubelet ? plan.deletions.map(nameOf) : [],
         withheld: [],
-        finalizers: [],
+        finalizers: heldByFinalizers(plan.deletions),
       };
-      for (const d of plan.deletions) {
-        const finalizers = d.pod.metadata?.finalizers ?? [];
-        if (finalizers.length > 0) {
-          report.finalizers.push({ ...nameOf(d), finalizers, explanation: `waiting on finalizer ${finalizers.join(', ')}, which podctl does not own` });
-        }
-      }
-      for (const d of options.leaveToKubelet ? [] : plan.deletions) {
-        const pod = await session.getPod(d.uid);
-        // nothing runs, but the final delete waits until the API server answers again
-        if (options.stale && terminatedOnNode(pod)) continue;
-        if (!terminatedOnNode(pod)) {
-          report.stillRunning.push(nameOf(d));
-          if (pod?.state === 'terminating' && pod.graceDeadline !== undefined && Date.now() > pod.graceDeadline) {
-            count(await api.event(d.pod, 'Warning', EventReason.ExceededGracePeriod, EXCEEDED_GRACE_MESSAGE).catch(() => 'failed'));
-          }
-          continue;
-        }
-        // the kubelet's own last check: no volume of the pod still mounted
-        const reason = volumeWithheldReason(await checkPodVolumes(d.uid, options.kubeletRoot));
-        if (reason !== undefined) {
-          report.withheld.push({ ...nameOf(d), reason });
-          reporter.info(`${d.namespace}/${d.name}: final delete ${reason}`);
-          continue;
-        }
-        let outcome: string;
-        try {
-          outcome = await api.finalDelete(d);
-        } catch (error) {
-          reporter.warn(`${d.namespace}/${d.name}: final delete failed: ${(error as Error).message}`);
-          continue;
-        }
-        count(outcome);
-        if (outcome === 'done') report.finallyDeleted.push(nameOf(d));
-        else if (outcome === 'forgotten') report.alreadyGone.push(nameOf(d));
-        else if (outcome === 'withheld') report.withheld.push({ ...nameOf(d), reason: `withheld: API writes are withheld (${api.kube.writes.reason ?? 'the write gate is shut'})` });
-      }
-      report.pendingRecorded = pendingRecorded;
+      for (const d of options.leaveToKubelet ? [] : plan.deletions) await finishDeletion(steps, d, report);
+      report.pendingRecorded = steps.pendingRecorded;
       return report;
     },
   };
+}
+
+/** Sends a FailedKillPod Event when the engine's work on a deleted pod fails, once per pod and reason; returns the unsubscribe. */
+function reportKillFailures(steps: SyncSteps, deletions: readonly Deletion[]): () => void {
+  const { session, api } = steps.options;
+  const deletionsByUid = new Map(deletions.map((d) => [d.uid, d]));
+  return session.subscribe((event: SessionEvent) => {
+    if (event.source !== 'engine' || event.event.type !== 'sync-failed' || event.event.aborted) return;
+    const d = deletionsByUid.get(event.event.uid);
+    if (!d || (event.event.phase !== 'terminating' && event.event.phase !== 'terminating-runtime')) return;
+    steps.inFlight.push(api.event(d.pod, 'Warning', EventReason.FailedKillPod, failedKillMessage(event.event.error)).then(steps.count, () => {}));
+  });
+}
+
+/** Kills each pod deleted in the API that still runs here, with the API's grace and a Killing Event; returns those it drives. */
+async function killDeletions(steps: SyncSteps, deletions: readonly Deletion[], local: ReadonlyMap<string, PodInfo>): Promise<Deletion[]> {
+  const { session, api } = steps.options;
+  const { reporter } = steps;
+  const driven: Deletion[] = [];
+  for (const d of deletions) {
+    if (terminatedOnNode(local.get(d.uid))) continue; // nothing runs here: straight to the final delete
+    // the Event goes out beside the kill, as the kubelet's recorder sends it: the kill waits for no API write
+    steps.inFlight.push(api.event(d.pod, 'Normal', EventReason.Killing, killingMessage(d.gracePeriodSeconds)).then(steps.count, (e: Error) => reporter.warn(e.message)));
+    try {
+      await session.requestKill({ uid: d.uid, gracePeriodSeconds: d.gracePeriodSeconds, pod: d.pod });
+      driven.push(d);
+      reporter.info(`${d.namespace}/${d.name}: deleted in the API server; terminating with its grace ${d.gracePeriodSeconds}s`);
+    } catch (error) {
+      reporter.warn(`${d.namespace}/${d.name}: deleted in the API server, but the kill failed: ${(error as Error).message}`);
+    }
+  }
+  return driven;
+}
+
+/** Stops the containers of each pod terminal in the API that still runs here, as the kubelet does (no delete); returns those stopped. */
+async function stopTerminal(steps: SyncSteps, terminal: readonly TerminalStop[], local: ReadonlyMap<string, PodInfo>): Promise<TerminalStop[]> {
+  const { session, api } = steps.options;
+  const { reporter } = steps;
+  const stopped: TerminalStop[] = [];
+  for (const t of terminal) {
+    const pod = local.get(t.uid);
+    if (!pod || (pod.state !== 'sync' && pod.state !== 'runtime') || pod.containersRunning === 0) continue;
+    steps.inFlight.push(api.event(t.pod, 'Normal', EventReason.Killing, killingMessage(t.gracePeriodSeconds)).then(steps.count, (e: Error) => reporter.warn(e.message)));
+    try {
+      await session.requestKill({ uid: t.uid, gracePeriodSeconds: t.gracePeriodSeconds, pod: t.pod, reason: t.reason });
+      stopped.push(t);
+      reporter.info(`${t.namespace}/${t.name}: ${t.reason}; terminating with its grace ${t.gracePeriodSeconds}s`);
+    } catch (error) {
+      reporter.warn(`${t.namespace}/${t.name}: ${t.phase} in the API server, but the kill failed: ${(error as Error).message}`);
+    }
+  }
+  return stopped;
+}
+
+/** The deleted pods that finalizers hold in the API (podctl never edits them). */
+function heldByFinalizers(deletions: readonly Deletion[]): ApiSyncReport['finalizers'] {
+  return deletions.flatMap((d) => {
+    const finalizers = d.pod.metadata?.finalizers ?? [];
+    return finalizers.length > 0 ? [{ ...nameOf(d), finalizers, explanation: `waiting on finalizer ${finalizers.join(', ')}, which podctl does not own` }] : [];
+  });
+}
+
+/**
+ * The final delete of one deleted pod, recorded in `report`: only once nothing runs here and no volume
+ * of it is still mounted, and not from a stale cache; a pod still running past its grace gets its
+ * ExceededGracePeriod Event instead.
+ */
+async function finishDeletion(steps: SyncSteps, d: Deletion, report: ApiSyncReport): Promise<void> {
+  const { options, reporter } = steps;
+  const { api } = options;
+  const pod = await options.session.getPod(d.uid);
+  // nothing runs, but the final delete waits until the API server answers again
+  if (options.stale && terminatedOnNode(pod)) return;
+  if (!terminatedOnNode(pod)) {
+    report.stillRunning.push(nameOf(d));
+    if (pod?.state === 'terminating' && pod.graceDeadline !== undefined && Date.now() > pod.graceDeadline) {
+      steps.count(await api.event(d.pod, 'Warning', EventReason.ExceededGracePeriod, EXCEEDED_GRACE_MESSAGE).catch(() => 'failed'));
+    }
+    return;
+  }
+  // the kubelet's own last check: no volume of the pod still mounted
+  const reason = volumeWithheldReason(await checkPodVolumes(d.uid, options.kubeletRoot));
+  if (reason !== undefined) {
+    report.withheld.push({ ...nameOf(d), reason });
+    reporter.info(`${d.namespace}/${d.name}: final delete ${reason}`);
+    return;
+  }
+  let outcome: string;
+  try {
+    outcome = await api.finalDelete(d);
+  } catch (error) {
+    reporter.warn(`${d.namespace}/${d.name}: final delete failed: ${(error as Error).message}`);
+    return;
+  }
+  steps.count(outcome);
+  if (outcome === 'done') report.finallyDeleted.push(nameOf(d));
+  else if (outcome === 'forgotten') report.alreadyGone.push(nameOf(d));
+  else if (outcome === 'withheld') report.withheld.push({ ...nameOf(d), reason: `withheld: API writes are withheld (${api.kube.writes.reason ?? 'the write gate is shut'})` });
 }
