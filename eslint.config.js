@@ -45,7 +45,6 @@ export default tseslint.config(
       'src/services/drain/drain-kubelet.ts',
       'src/services/drain/drain.ts',
       'src/services/housekeeping/sync-known.ts',
-      'src/services/watch/watch.ts',
       'src/tui/WatchApp.tsx',
     ],
     rules: { 'max-lines-per-function': 'off' },

@@ -381,13 +381,7 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
     ...(options.kubeletRoot !== undefined ? { kubeletRoot: options.kubeletRoot } : {}),
     ...(options.factsIntervalMs !== undefined ? { intervalMs: options.factsIntervalMs } : {}),
   });
-  // the runtime's answering state: a banner on the screen, and a line (event record) when it changes
-  const probe = options.probeRuntime === false ? undefined : new RuntimeProbe({ endpoint: session.endpoint });
-  probe?.onChange((health, previous) => {
-    const after = formatDuration(health.since - previous.since);
-    if (health.answering) feed.note({ source: 'runtime', level: 'info', kind: 'runtime-answering', detail: `the runtime answers again (after ${after} without an answer)` });
-    else feed.note({ source: 'runtime', level: 'error', kind: 'runtime-not-answering', detail: `the runtime at ${session.endpoint} does not answer: ${health.error ?? 'no answer'}` });
-  });
+  const probe = options.probeRuntime === false ? undefined : startRuntimeProbe(session, feed);
   const counts = { transitions: 0 };
   let metrics: { metrics: Metrics; stop: () => void } | undefined;
   let endedBy: WatchResult['endedBy'] = 'signal';
@@ -401,48 +395,8 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
     probe?.start();
     const firstFacts = facts.start();
     if (options.format === 'json') await firstFacts;
-    if (options.format === 'json') {
-      endedBy = await streamJson(view, facts, options, stop, counts);
-    } else {
-      const off = view.onChange((c) => {
-        counts.transitions += c.transitions.length;
-      });
-      // the events pane says when a pod's cause changes; the table reads the facts itself
-      const offFacts = facts.subscribe(() => {
-        for (const { pod, cause } of facts.causeChanges(view.snapshot().pods, Date.now())) {
-          feed.note({
-            source: 'watch',
-            level: cause.kind === 'grace' ? 'info' : 'warn',
-            uid: pod.uid,
-            pod: `${pod.namespace}/${pod.name}`,
-            kind: 'blocked-by',
-            detail: `${cause.kind}: ${cause.detail}; next: ${cause.next}`,
-          });
-        }
-      });
-      try {
-        if (options.screen === undefined) throw new Error('watch: no screen to show (format tui needs one)');
-        useProductionReact();
-        const how = await options.screen({
-          source: view,
-          requestKill: (request) => killFromScreen(session, options.kubelet, request, options.apiPod),
-          color: options.color,
-          stdout: options.stdout,
-          ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
-          ...(options.stderr !== undefined ? { stderr: options.stderr } : {}),
-          ...(options.node !== undefined ? { node: options.node } : {}),
-          ...(options.kubelet !== undefined ? { kubelet: options.kubelet.state } : {}),
-          facts,
-          ...(probe !== undefined ? { runtime: probe } : {}),
-          ...(describeScope(options.scope) !== undefined ? { scope: describeScope(options.scope)! } : {}),
-          signal: stop.signal,
-        });
-        endedBy = how;
-      } finally {
-        off();
-        offFacts();
-      }
-    }
+    if (options.format === 'json') endedBy = await streamJson(view, facts, options, stop, counts);
+    else endedBy = await showScreen(session, { feed, view, facts, probe }, options, stop, counts);
   } finally {
     release();
     options.signal.removeEventListener('abort', onAbort);
@@ -460,4 +414,69 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
   const result: WatchResult = { format: options.format, endedBy, pods: view.snapshot().pods.length, transitions: counts.transitions };
   if (options.metricsFile !== undefined) result.metricsFile = options.metricsFile;
   return result;
+}
+
+/** The runtime's answering state, not yet started: a banner on the screen, and a line (event record) in the feed when it changes. */
+function startRuntimeProbe(session: NodeSession, feed: WatchFeed): RuntimeProbe {
+  const probe = new RuntimeProbe({ endpoint: session.endpoint });
+  probe.onChange((health, previous) => {
+    const after = formatDuration(health.since - previous.since);
+    if (health.answering) feed.note({ source: 'runtime', level: 'info', kind: 'runtime-answering', detail: `the runtime answers again (after ${after} without an answer)` });
+    else feed.note({ source: 'runtime', level: 'error', kind: 'runtime-not-answering', detail: `the runtime at ${session.endpoint} does not answer: ${health.error ?? 'no answer'}` });
+  });
+  return probe;
+}
+
+/** What the screen is drawn from: the feed (whole node), its scoped view, the node's facts and the runtime probe. */
+interface ScreenSources {
+  feed: WatchFeed;
+  view: FeedView;
+  facts: WatchFacts;
+  probe: RuntimeProbe | undefined;
+}
+
+/**
+ * Shows `options.screen` until the operator quits or `stop` aborts, counting the view's transitions
+ * into `counts` and noting each pod's change of cause in the events pane; throws without a screen.
+ */
+async function showScreen(session: NodeSession, sources: ScreenSources, options: WatchOptions, stop: AbortController, counts: { transitions: number }): Promise<'quit' | 'signal'> {
+  const { feed, view, facts, probe } = sources;
+  const off = view.onChange((c) => {
+    counts.transitions += c.transitions.length;
+  });
+  // the events pane says when a pod's cause changes; the table reads the facts itself
+  const offFacts = facts.subscribe(() => {
+    for (const { pod, cause } of facts.causeChanges(view.snapshot().pods, Date.now())) {
+      feed.note({
+        source: 'watch',
+        level: cause.kind === 'grace' ? 'info' : 'warn',
+        uid: pod.uid,
+        pod: `${pod.namespace}/${pod.name}`,
+        kind: 'blocked-by',
+        detail: `${cause.kind}: ${cause.detail}; next: ${cause.next}`,
+      });
+    }
+  });
+  try {
+    if (options.screen === undefined) throw new Error('watch: no screen to show (format tui needs one)');
+    useProductionReact();
+    const scope = describeScope(options.scope);
+    return await options.screen({
+      source: view,
+      requestKill: (request) => killFromScreen(session, options.kubelet, request, options.apiPod),
+      color: options.color,
+      stdout: options.stdout,
+      ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
+      ...(options.stderr !== undefined ? { stderr: options.stderr } : {}),
+      ...(options.node !== undefined ? { node: options.node } : {}),
+      ...(options.kubelet !== undefined ? { kubelet: options.kubelet.state } : {}),
+      facts,
+      ...(probe !== undefined ? { runtime: probe } : {}),
+      ...(scope !== undefined ? { scope } : {}),
+      signal: stop.signal,
+    });
+  } finally {
+    off();
+    offFacts();
+  }
 }
