@@ -1,5 +1,7 @@
 /**
- * Store benchmark. Prints a table; with `--write` also records the figures in docs/bench/store.md.
+ * Store benchmark. Prints a table and writes its figure with a goal (the inbox hand-over's p99) to
+ * bench/results/store.json (bench/support/results.ts: the summary table of docs/benchmarks.md); with
+ * `--write` also records the whole table in docs/bench/store.md.
  *
  *   npm run bench:store            (node --import ./bench/register.mjs bench/store.bench.ts)
  *   npm run bench:store -- --write
@@ -36,6 +38,7 @@ import type { PodCheckpoint } from '../src/store/format.js';
 import * as v from 'valibot';
 import { checkRecord, checkpointSchema } from '../src/store/records.js';
 import { isCheckpointShape } from './support/guards-baseline.js';
+import { writeResults } from './support/results.js';
 
 const WRITE = process.argv.includes('--write');
 const HANDOVERS = Number(process.env.STORE_BENCH_HANDOVERS ?? 200);
@@ -286,6 +289,17 @@ try {
   const width = Math.max(...rows.map(([k]) => k.length));
   const table = rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
   console.log(table);
+  writeResults('store', [
+    {
+      id: 'store-handover-p99',
+      figure: 'store: a kill request from another process → applied by the owner, p99',
+      value: h.p99,
+      unit: 'ms',
+      goalMax: 200,
+      detail: `p50 ${ms(h.p50)}, max ${ms(h.max)}; n=${handover.length}`,
+      command: 'npm run bench:store',
+    },
+  ]);
   if (WRITE) {
     mkdirSync('docs/bench', { recursive: true });
     // Hand-written notes below the marker (soak runs, earlier figures) survive a rewrite.
