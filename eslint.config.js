@@ -47,7 +47,6 @@ export default tseslint.config(
       'src/services/diagnose/blocked-by.ts',
       'src/services/drain/drain-kubelet.ts',
       'src/services/drain/drain.ts',
-      'src/services/housekeeping/sync-known.ts',
       'src/tui/WatchApp.tsx',
     ],
     rules: { 'max-lines-per-function': 'off' },

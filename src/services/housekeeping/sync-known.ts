@@ -26,11 +26,14 @@ import { comparePods } from '../../lib/refs.js';
 import { silentReporter, type Reporter } from '../../lib/reporter.js';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
 import type { ApiNode } from '../api/api-node.js';
-import type { ApiSyncReport } from './api-sync.js';
+import type { ApiSyncPlan, ApiSyncReport, ApiSyncRun } from './api-sync.js';
 import type { KubeletState } from '../../kube/kubelet.js';
-import { decideOrphans, type WaitingOrphan } from '../api/orphan-wait.js';
+import { decideOrphans, type OrphanDecision, type WaitingOrphan } from '../api/orphan-wait.js';
 import { BoundExceeded, boundSignal } from '../../lib/abortable.js';
 import { formatDuration } from '../../lib/duration.js';
+
+/** What the session's own step returns (domain/session-api.ts). */
+type SessionSyncOutcome = Awaited<ReturnType<NodeSession['syncKnown']>>;
 
 export type DesiredSource = { kind: 'api' } | { kind: 'file'; path: string } | { kind: 'runtime' };
 
@@ -208,34 +211,58 @@ function staticDesired(pod: PodInfo): V1Pod {
   return { metadata: { uid: pod.uid, name: pod.name, namespace: pod.namespace, annotations: { [CONFIG_SOURCE_ANNOTATION]: 'file' } } };
 }
 
-export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownResult> {
-  const reporter = options.reporter ?? silentReporter();
+/** The desired pods a source lists; with an API server, its plan too (read only: its kills start later). */
+interface Listing {
+  listed: V1Pod[];
+  apiSync?: typeof import('./api-sync.js');
+  apiPlan?: ApiSyncPlan;
+  /** Why the API view may be old: no pod is then terminated as an orphan. */
+  stale?: string;
+}
+
+/** Lists the desired pods from the source (the API server's are planned, nothing is killed yet). */
+async function listDesired(options: SyncKnownOptions, before: PodInfo[]): Promise<Listing> {
   const signal = options.signal;
-  const before = await options.session.listPods({ ...(signal ? { signal } : {}), ...(options.listingMaxAgeMs ? { runtimeMaxAgeMs: options.listingMaxAgeMs } : {}) });
-  options.onListing?.(before);
-  // With an API server: list and plan first (read only); the kills it asks for start after the checks.
   const apiSync = options.source.kind === 'api' && options.api ? await import('./api-sync.js') : undefined;
   const apiPlan =
     apiSync && options.api ? await apiSync.planApiSync({ api: options.api, before, ...(signal ? { signal } : {}), ...(options.apiView ? { apiPods: options.apiView.pods } : {}) }) : undefined;
-  const stale = apiPlan ? options.apiView?.stale : undefined;
-  const listed = apiPlan ? apiPlan.plan.desired : await desiredPods(options, before);
-  const listedUids = new Set(listed.map((p) => p.metadata?.uid));
+  if (!apiSync || !apiPlan) return { listed: await desiredPods(options, before) };
+  const stale = options.apiView?.stale;
+  return { listed: apiPlan.plan.desired, apiSync, apiPlan, ...(stale !== undefined ? { stale } : {}) };
+}
 
-  const onNode = before.filter(isOnNode);
-  const listedNothing = apiPlan ? apiPlan.apiPods.length === 0 : listed.length === 0;
-  if (listedNothing && onNode.length > 0 && !options.yes) {
-    throw new UsageError(
-      `the desired pod list from ${sourceName(options.source)} is empty, but this node runs ${onNode.length} pod(s): sync-known would terminate them${options.includeStatic ? '' : ' (all but static pods)'}`,
-      'pass --yes if that is really meant',
-    );
-  }
+/** Refuses (UsageError naming --yes) an empty desired list while the node runs pods, unless `yes`. */
+function refuseEmptyList(options: SyncKnownOptions, listing: Listing, onNode: PodInfo[]): void {
+  const listedNothing = listing.apiPlan ? listing.apiPlan.apiPods.length === 0 : listing.listed.length === 0;
+  if (!listedNothing || onNode.length === 0 || options.yes) return;
+  throw new UsageError(
+    `the desired pod list from ${sourceName(options.source)} is empty, but this node runs ${onNode.length} pod(s): sync-known would terminate them${options.includeStatic ? '' : ' (all but static pods)'}`,
+    'pass --yes if that is really meant',
+  );
+}
+
+/** The desired set handed to the session: the listed pods plus those kept (static, the caller's own, orphans waiting). */
+interface DesiredSet {
+  desired: V1Pod[];
+  keptStatic: PodInfo[];
+  self: PodInfo[];
+  orphans: OrphanDecision;
+}
+
+/**
+ * Adds to the listed pods the ones never terminated for a list's silence: static pods (unless
+ * `includeStatic`), the caller's own, and candidate orphans kept (a stale API view, or beside a
+ * running kubelet until confirmed gone: orphan-wait.ts).
+ */
+async function completeDesired(options: SyncKnownOptions, before: PodInfo[], listing: Listing, reporter: Reporter): Promise<DesiredSet> {
+  const { listed, stale } = listing;
+  const listedUids = new Set(listed.map((p) => p.metadata?.uid));
   // Static pods are desired by the node's manifests, whatever the list says.
-  const keptStatic = options.includeStatic ? [] : onNode.filter((p) => isStaticInfo(p) && !listedUids.has(p.uid));
-  // beside a running kubelet, a pod no list names is terminated only once confirmed gone (orphan-wait.ts)
+  const keptStatic = options.includeStatic ? [] : before.filter(isOnNode).filter((p) => isStaticInfo(p) && !listedUids.has(p.uid));
   const self = options.isSelf ? before.filter((p) => !listedUids.has(p.uid) && options.isSelf!(p)) : [];
   const nameless = new Set([...listedUids, ...keptStatic.map((p) => p.uid), ...self.map((p) => p.uid)]);
   const candidates = before.filter((p) => !nameless.has(p.uid) && !isStaticInfo(p) && p.owner?.alive !== true && (p.state === 'runtime' ? runsSomething(p) : p.state === 'sync'));
-  const orphans = stale
+  const orphans: OrphanDecision = stale
     ? { kept: candidates.map((p) => ({ uid: p.uid, namespace: p.namespace, name: p.name, reason: `not terminated as an orphan: ${stale}`, waitSeconds: null })), released: [] }
     : options.kubelet
       ? await decideOrphans({
@@ -245,22 +272,104 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
           stateDir: options.session.stateDir,
           force: options.force === true,
           persist: !options.dryRun,
-          ...(signal ? { signal } : {}),
+          ...(options.signal ? { signal: options.signal } : {}),
         })
       : { kept: [], released: [] };
   const waiting = new Set(orphans.kept.map((o) => o.uid));
   for (const o of orphans.kept) reporter.info(`sync-known: ${o.namespace}/${o.name} kept: ${o.reason}`);
   const desired = [...listed, ...keptStatic.map(staticDesired), ...before.filter((p) => waiting.has(p.uid)).map(keptDesired), ...self.map(keptDesired)];
-  reporter.info(
-    `sync-known: ${listed.length} desired pod(s) from ${sourceName(options.source)}` + (keptStatic.length > 0 ? `, ${keptStatic.length} static pod(s) kept (--include-static to let them go)` : ''),
-  );
+  return { desired, keptStatic, self, orphans };
+}
+
+/** The name of each uid the step may report: from the listing, else from the desired pods. */
+function namesOf(before: PodInfo[], desired: V1Pod[]): (uid: string) => PodName {
   const names = new Map<string, PodName>();
   for (const p of before) names.set(p.uid, { uid: p.uid, namespace: p.namespace, name: p.name });
   for (const p of desired) {
     const uid = p.metadata?.uid ?? '';
     if (!names.has(uid)) names.set(uid, { uid, namespace: p.metadata?.namespace ?? 'default', name: p.metadata?.name ?? '' });
   }
-  const nameOf = (uid: string): PodName => names.get(uid) ?? { uid, namespace: '', name: '' };
+  return (uid) => names.get(uid) ?? { uid, namespace: '', name: '' };
+}
+
+/** The session's housekeeping step; a failure other than bad input or an abort becomes a RuntimeFailure. */
+async function runSessionSync(options: SyncKnownOptions, desired: V1Pod[]): Promise<SessionSyncOutcome> {
+  try {
+    return await options.session.syncKnown(desired, { ...(options.signal ? { signal: options.signal } : {}), ...(options.wait === false ? { wait: false } : {}) });
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof RuntimeFailure || isAbort(error)) throw error;
+    throw new RuntimeFailure(`sync-known failed: ${(error as Error).message}`, undefined, { cause: error });
+  }
+}
+
+/**
+ * Every pod the step drove that is still on its way out, with why (the runtime's last error, or
+ * what holds it), from one fresh bounded listing; each such worker gets that `error` too. A worker
+ * that finished meanwhile is reported as it is now; one the listing could not show still says why
+ * it is not known to be finished.
+ */
+async function explainUnfinished(session: NodeSession, workers: KnownWorker[], outcome: SessionSyncOutcome, nameOf: (uid: string) => PodName): Promise<(PodName & { error: string })[]> {
+  const driven = new Set([...workers.filter((w) => w.state === 'terminating').map((w) => w.uid), ...outcome.orphanedRuntimePods, ...outcome.resumed]);
+  if (driven.size === 0) return [];
+  const { unfinishedReason } = await import('../diagnose/unfinished.js');
+  let listingError: string | undefined;
+  const pods = await session.listPods({ runtimeMaxAgeMs: 1_000, signal: boundSignal(5_000) }).catch((error: unknown) => {
+    listingError = error instanceof BoundExceeded ? `the runtime did not answer within ${formatDuration(error.boundMs)}` : error instanceof Error ? error.message : String(error);
+    return [] as PodInfo[];
+  });
+  const now = Date.now();
+  const listedNow = new Map(pods.map((p) => [p.uid, p]));
+  const unfinished: (PodName & { error: string })[] = [];
+  for (const pod of pods) {
+    if (!driven.has(pod.uid) || pod.state !== 'terminating') continue;
+    const error = unfinishedReason(pod, now);
+    unfinished.push({ ...nameOf(pod.uid), error });
+    const w = workers.find((x) => x.uid === pod.uid);
+    if (w) w.error = error;
+  }
+  for (const w of workers) {
+    if (w.state !== 'terminating' || w.error !== undefined) continue;
+    const current = listedNow.get(w.uid);
+    if (listingError !== undefined) w.error = `not known to be finished: the pods could not be listed (${listingError})`;
+    else if (!current || current.state === 'terminated' || current.state === 'finished') w.state = 'terminated';
+    else w.error = `not finishing: the pod is now in state ${current.state}`;
+  }
+  return unfinished.sort(comparePods);
+}
+
+/** Starts the API server's part of the step (mirror pods, deletions, final deletes) from its plan. */
+function startApiPart(options: SyncKnownOptions, before: PodInfo[], listing: Listing, reporter: Reporter): Promise<ApiSyncRun> | undefined {
+  const { apiSync, apiPlan, stale } = listing;
+  if (!apiSync || !apiPlan || !options.api) return undefined;
+  return apiSync.startApiSync(
+    {
+      session: options.session,
+      api: options.api,
+      before,
+      reporter,
+      leaveToKubelet: options.kubelet !== undefined && options.kubelet.state !== 'down',
+      ...(stale ? { stale: true } : {}),
+      ...(options.kubeletRoot ? { kubeletRoot: options.kubeletRoot } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    },
+    apiPlan,
+  );
+}
+
+export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownResult> {
+  const reporter = options.reporter ?? silentReporter();
+  const signal = options.signal;
+  const before = await options.session.listPods({ ...(signal ? { signal } : {}), ...(options.listingMaxAgeMs ? { runtimeMaxAgeMs: options.listingMaxAgeMs } : {}) });
+  options.onListing?.(before);
+  // With an API server: list and plan first (read only); the kills it asks for start after the checks.
+  const listing = await listDesired(options, before);
+  refuseEmptyList(options, listing, before.filter(isOnNode));
+  const { desired, keptStatic, self, orphans } = await completeDesired(options, before, listing, reporter);
+  reporter.info(
+    `sync-known: ${listing.listed.length} desired pod(s) from ${sourceName(options.source)}` +
+      (keptStatic.length > 0 ? `, ${keptStatic.length} static pod(s) kept (--include-static to let them go)` : ''),
+  );
+  const nameOf = namesOf(before, desired);
   const common = {
     source: options.source.kind,
     desiredPods: desired.length,
@@ -273,67 +382,14 @@ export async function syncKnown(options: SyncKnownOptions): Promise<SyncKnownRes
 
   if (options.dryRun) return { dryRun: true, unfinished: [], ...common, ...predictSync(before, new Set(desired.map((p) => p.metadata?.uid ?? '')), nameOf) };
 
-  const apiRun =
-    apiSync && apiPlan && options.api
-      ? await apiSync.startApiSync(
-          {
-            session: options.session,
-            api: options.api,
-            before,
-            reporter,
-            leaveToKubelet: options.kubelet !== undefined && options.kubelet.state !== 'down',
-            ...(stale ? { stale: true } : {}),
-            ...(options.kubeletRoot ? { kubeletRoot: options.kubeletRoot } : {}),
-            ...(signal ? { signal } : {}),
-          },
-          apiPlan,
-        )
-      : undefined;
-
-  let outcome;
-  try {
-    outcome = await options.session.syncKnown(desired, { ...(signal ? { signal } : {}), ...(options.wait === false ? { wait: false } : {}) });
-  } catch (error) {
-    if (error instanceof UsageError || error instanceof RuntimeFailure || isAbort(error)) throw error;
-    throw new RuntimeFailure(`sync-known failed: ${(error as Error).message}`, undefined, { cause: error });
-  }
+  const apiRun = await startApiPart(options, before, listing, reporter);
+  const outcome = await runSessionSync(options, desired);
   const api = apiRun ? await apiRun.finish() : undefined;
   const workers: KnownWorker[] = [...outcome.workers.entries()].map(([uid, w]) => ({ ...nameOf(uid), state: w.state, orphan: w.orphan, hasConfig: w.hasConfig, static: w.static })).sort(comparePods);
-  // every pod this sync drove that is still on its way out says why (the runtime's last error, or
-  // what holds it): the workers still terminating, and the runtime orphans and resumed pods not done
-  const unfinished: (PodName & { error: string })[] = [];
-  if (options.wait !== false) {
-    const driven = new Set([...workers.filter((w) => w.state === 'terminating').map((w) => w.uid), ...outcome.orphanedRuntimePods, ...outcome.resumed]);
-    if (driven.size > 0) {
-      const { unfinishedReason } = await import('../diagnose/unfinished.js');
-      let listingError: string | undefined;
-      const pods = await options.session.listPods({ runtimeMaxAgeMs: 1_000, signal: boundSignal(5_000) }).catch((error: unknown) => {
-        listingError = error instanceof BoundExceeded ? `the runtime did not answer within ${formatDuration(error.boundMs)}` : error instanceof Error ? error.message : String(error);
-        return [] as PodInfo[];
-      });
-      const now = Date.now();
-      const listedNow = new Map(pods.map((p) => [p.uid, p]));
-      for (const pod of pods) {
-        if (!driven.has(pod.uid) || pod.state !== 'terminating') continue;
-        const error = unfinishedReason(pod, now);
-        unfinished.push({ ...nameOf(pod.uid), error });
-        const w = workers.find((x) => x.uid === pod.uid);
-        if (w) w.error = error;
-      }
-      // a worker that finished between the sync and this listing is reported as it is now; one the
-      // listing could not show still says why it is not known to be finished
-      for (const w of workers) {
-        if (w.state !== 'terminating' || w.error !== undefined) continue;
-        const current = listedNow.get(w.uid);
-        if (listingError !== undefined) w.error = `not known to be finished: the pods could not be listed (${listingError})`;
-        else if (!current || current.state === 'terminated' || current.state === 'finished') w.state = 'terminated';
-        else w.error = `not finishing: the pod is now in state ${current.state}`;
-      }
-    }
-  }
+  const unfinished = options.wait !== false ? await explainUnfinished(options.session, workers, outcome, nameOf) : [];
   return {
     dryRun: false,
-    unfinished: unfinished.sort(comparePods),
+    unfinished,
     ...common,
     workers,
     orphanedRuntimePods: outcome.orphanedRuntimePods.map(nameOf).sort(comparePods),
