@@ -197,6 +197,14 @@ export interface KillRequest {
    * last listing rather than wait behind a relist in flight; a pod it does not list is not found.
    */
   runtimeMaxAgeMs?: number;
+  /**
+   * The kill carries out a deletion the API server records (the pod's deletionTimestamp and its
+   * grace, which only ever shortens): the API is the record of this intent, so the pod's checkpoint
+   * is written and made durable beside the stop instead of before it (session/persistence.ts). A
+   * crash in between leaves the deletion in the API, which the next run (the agent, sync-known)
+   * carries out again. The call still resolves only once the checkpoint is durable.
+   */
+  recordedInApi?: boolean;
 }
 
 export interface KillHandle {

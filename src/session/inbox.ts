@@ -39,6 +39,8 @@ export interface KillIntent {
   evict?: boolean;
   reason?: string;
   pod?: V1Pod;
+  /** The intent is recorded by the API server (KillRequest.recordedInApi). */
+  recordedInApi?: boolean;
 }
 
 function describeKill(request: KillIntent, fromPid: number): string {
@@ -53,7 +55,7 @@ export interface InboxDeps {
   store: Pick<Store, 'inbox' | 'leases'>;
   engine: Pick<PodWorkers, 'snapshot' | 'updatePod' | 'subscribe'>;
   memory: PodMemory;
-  persistence: Pick<Persistence, 'markDirty' | 'flush'>;
+  persistence: Pick<Persistence, 'markDirty' | 'flush' | 'recordedInApi'>;
   view: Pick<PodView, 'runtimeIndex'>;
   now: () => number;
   pid: number;
@@ -93,12 +95,9 @@ export class KillInbox {
       // an operator's override only ever shortens the pod's own grace (engine/grace.ts)
       ...(request.gracePeriodSeconds !== undefined ? { gracePeriodSecondsOverride: operatorGraceOverride(pod, request.gracePeriodSeconds) } : {}),
     };
-    engine.updatePod({
-      updateType: 'kill',
-      startTime: now(),
-      ...(pod ? { pod } : { runningPod: runningPod! }),
-      killPodOptions,
-    });
+    const update = { updateType: 'kill', startTime: now(), ...(pod ? { pod } : { runningPod: runningPod! }), killPodOptions } as const;
+    if (request.recordedInApi === true) persistence.recordedInApi(uid, () => engine.updatePod(update));
+    else engine.updatePod(update);
   }
 
   /** Applies the pod's pending requests after those already being applied. */

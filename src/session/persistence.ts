@@ -9,6 +9,13 @@
  *   until its batch is on disk. When the write fails (disk full) for a pod with no durable record,
  *   `writeAhead` answers false and the engine holds the update; a pod with a durable record goes on
  *   (its new intent only shortens what is on disk).
+ * - Except for intent the API server records (a deletion and its grace, `recordedInApi`): the API
+ *   is that intent's record, so its worker does not wait for the disk; the batch carrying it starts
+ *   at once and is made durable (fsyncs included) beside the stop, never skipped, and retried when
+ *   it fails. A crash before it lands loses nothing the API does not hold: the next run lists the
+ *   deletion and carries it out again (its grace only ever shortens), the runtime's stop being
+ *   idempotent. Exclusion does not rest on this write: the pod's lease (an exclusive link, taken
+ *   before the kill) keeps every other process from driving it meanwhile.
  * - At most one batch is written at a time; every flush asked for meanwhile joins one shared
  *   follow-up batch (many workers waking at once cost two batch writes, not one write each).
  * - A batch with intent is durable (fsync of each file, then of the folder); a batch of progress
@@ -58,6 +65,10 @@ export class Persistence {
    */
   readonly #intent = new Map<string, number>();
   #intentSeq = 0;
+  /** Pods with pending intent that must be on disk before their worker acts (not recorded in the API). */
+  readonly #aheadOfStop = new Set<string>();
+  /** The pod whose update the API server records is being applied (set only around that synchronous call). */
+  #applyingRecordedInApi: string | undefined;
   /** Per pod, why its last checkpoint write failed (its own file's error), until one succeeds. */
   readonly #storageErrors = new Map<string, Error>();
   /** Pods with a durable record: restored from a checkpoint, or written with their intent here. */
@@ -90,6 +101,20 @@ export class Persistence {
   markIntent(uid: string): void {
     this.#intentSeq += 1;
     this.#intent.set(uid, this.#intentSeq);
+    if (uid !== this.#applyingRecordedInApi) this.#aheadOfStop.add(uid);
+  }
+
+  /**
+   * Applies (synchronously) an update whose intent the API server records: the intent it raises
+   * does not hold the pod's worker for the disk (see the invariants).
+   */
+  recordedInApi(uid: string, apply: () => void): void {
+    this.#applyingRecordedInApi = uid;
+    try {
+      apply();
+    } finally {
+      this.#applyingRecordedInApi = undefined;
+    }
   }
 
   markDirty(uid: string): void {
@@ -106,6 +131,11 @@ export class Persistence {
   async writeAhead(uid: string): Promise<boolean> {
     if (this.#withdrawn.has(uid)) return false;
     if (!(this.#intent.has(uid) && this.#deps.store.leases.holds(uid))) return true;
+    if (!this.#aheadOfStop.has(uid)) {
+      // recorded in the API: written (durably) beside the stop, from now
+      this.flush().catch(() => undefined);
+      return true;
+    }
     await this.flush().catch(() => undefined);
     return !this.notDurable(uid);
   }
@@ -128,6 +158,7 @@ export class Persistence {
   async withdraw(uid: string): Promise<void> {
     this.#withdrawn.add(uid);
     this.#intent.delete(uid);
+    this.#aheadOfStop.delete(uid);
     this.#dirty.delete(uid);
     await this.#deps.store.leases.release(uid).catch((error: unknown) => this.#deps.log('debug', `lease of pod ${uid} not released: ${(error as Error).message}`));
   }
@@ -196,7 +227,10 @@ export class Persistence {
       if (durable) this.#durable.add(uid);
     }
     for (const [uid, intent] of written) {
-      if (intent !== undefined && this.#intent.get(uid) === intent) this.#intent.delete(uid);
+      if (intent !== undefined && this.#intent.get(uid) === intent) {
+        this.#intent.delete(uid);
+        this.#aheadOfStop.delete(uid);
+      }
     }
     if (failed.length > 0) {
       if (!this.#flushFailing) this.#deps.warn((failed[0] as Error).message);

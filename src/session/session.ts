@@ -248,8 +248,9 @@ export class Session implements NodeSession {
       if (await this.#ownership.adopt(uid, 'kill')) {
         await this.#inbox.applyKill(uid, request, { pid: this.#pid, inbox: false }, runtimePod);
         await this.#persistence.flush().catch(() => undefined);
-        // write-ahead: a kill whose intent is not on disk was not done (the engine held it)
-        if (this.#persistence.notDurable(uid)) {
+        // write-ahead: a kill whose intent is not on disk was not done (the engine held it); one the
+        // API records went ahead beside its write, which is retried until it lands
+        if (this.#persistence.notDurable(uid) && request.recordedInApi !== true) {
           const cause = this.#persistence.storageError(uid);
           await this.#persistence.withdraw(uid);
           const code = cause instanceof StoreError ? cause.code : 'EIO';

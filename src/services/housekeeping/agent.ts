@@ -291,7 +291,7 @@ class AgentRun {
     const grace = podOwnGracePeriod(pod);
     const name = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
     void api.event(pod, 'Normal', EventReason.Killing, killingMessage(grace)).catch(() => undefined);
-    await session.requestKill({ uid, gracePeriodSeconds: grace, pod, ...last }).then(
+    await session.requestKill({ uid, gracePeriodSeconds: grace, pod, recordedInApi: true, ...last }).then(
       () => this.#reporter.debug(`agent: ${name}: deleted in the API server; terminating with its grace ${grace}s`),
       (error: Error) => this.#reporter.debug(`agent: ${name}: kill on its deletion: ${error.message} (the next step retries)`),
     );

@@ -178,7 +178,8 @@ async function killDeletions(steps: SyncSteps, deletions: readonly Deletion[], l
     // the Event goes out beside the kill, as the kubelet's recorder sends it: the kill waits for no API write
     steps.inFlight.push(api.event(d.pod, 'Normal', EventReason.Killing, killingMessage(d.gracePeriodSeconds)).then(steps.count, (e: Error) => reporter.warn(e.message)));
     try {
-      await session.requestKill({ uid: d.uid, gracePeriodSeconds: d.gracePeriodSeconds, pod: d.pod });
+      // the API records the deletion and its grace: the checkpoint is written beside the stop (recordedInApi)
+      await session.requestKill({ uid: d.uid, gracePeriodSeconds: d.gracePeriodSeconds, pod: d.pod, recordedInApi: true });
       driven.push(d);
       reporter.info(`${d.namespace}/${d.name}: deleted in the API server; terminating with its grace ${d.gracePeriodSeconds}s`);
     } catch (error) {
