@@ -14,7 +14,9 @@
  *   kills a pod → its checkpoint → this watch's store watcher → frame.
  * - latency, another podctl process: `podctl kill --grace 1` (bin/run.js) of a pod → from the
  *   transition it wrote (its checkpoint's terminatingAt) to the first frame showing it.
- * The feed follows with `podctl watch`'s own pacing (WATCH_COALESCE_MS, its read budget).
+ * The session, the feed and the screen are `podctl watch`'s own: its session options (the runtime's
+ * events patch the listing), its pacing (WATCH_COALESCE_MS, its read budget), the production builds
+ * of React and Ink.
  * - idle CPU: process.cpuUsage() over a window with no change on the node (the screen's, the feed's
  *   and the session's own cost), with the number of listings and frames in that window.
  * - countdown CPU: the same with pods terminating under long grace periods (1 s countdown tick).
@@ -37,7 +39,7 @@ import { parseArgs } from 'node:util';
 import { openSession } from '../src/session/open.js';
 import type { NodeSession, PodInfo } from '../src/domain/session-api.js';
 import { WatchFeed } from '../src/services/watch/watch-feed.js';
-import { WATCH_COALESCE_MS, WATCH_READ_BUDGET, watchRuntimeMaxAgeMs } from '../src/services/watch/watch.js';
+import { useProductionReact, WATCH_COALESCE_MS, WATCH_READ_BUDGET, watchRuntimeMaxAgeMs } from '../src/services/watch/watch.js';
 import { decodeCheckpoint } from '../src/store/format.js';
 import { writeResults } from './support/results.js';
 
@@ -134,9 +136,9 @@ function counted(session: NodeSession): NodeSession & { listCalls: number } {
   const s = session as NodeSession & { listCalls: number };
   s.listCalls = 0;
   const list = session.listPods.bind(session);
-  s.listPods = async () => {
+  s.listPods = async (options) => {
     s.listCalls += 1;
-    return list();
+    return list(options);
   };
   return s;
 }
@@ -152,7 +154,9 @@ async function main(): Promise<void> {
   process.once('exit', () => sim.kill('SIGKILL'));
   await stat(socketPath);
   const stateDir = join(dir, 'state');
-  const session = counted(await openSession({ stateDir, runtimeEndpoint: `unix://${socketPath}` }));
+  // the session `podctl watch` opens (commands/watch.ts): the runtime's events patch its listing, and
+  // start relists no more often than the watch's re-reads accept them
+  const session = counted(await openSession({ stateDir, runtimeEndpoint: `unix://${socketPath}`, runtimeEventPatches: true, eventRelistIntervalMs: watchRuntimeMaxAgeMs, exitDetails: 'driven' }));
   const other = await openSession({ stateDir, runtimeEndpoint: `unix://${socketPath}` });
   const term = new FakeTerminal();
   // A keyboard: the bench filters the table down to the pod it kills, as an operator would.
@@ -170,6 +174,8 @@ async function main(): Promise<void> {
   // `podctl watch`'s own pacing: re-reads at most every WATCH_COALESCE_MS, within its read budget.
   const feed = new WatchFeed(session, { coalesceMs: WATCH_COALESCE_MS, readBudget: WATCH_READ_BUDGET, runtimeMaxAgeMs: watchRuntimeMaxAgeMs });
   await feed.start();
+  // the React and Ink builds `podctl watch` runs (watch.ts), not their development builds
+  useProductionReact();
   const { renderWatch } = await import('../src/tui/index.js');
   const stop = new AbortController();
   const screen = renderWatch({

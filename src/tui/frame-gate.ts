@@ -8,14 +8,18 @@
  * - What passes is the feed's latest snapshot at that moment, never a queued older one: a row never
  *   shows a state older than the previous frame's (the feed's snapshots only move forward).
  * - No timer runs while nothing changes; `close()` leaves none.
- * - Drawing stays within a share of one core (`budget`, three hundredths by default): the interval
- *   stretches to the last frame's drawing time — the CPU time this process spent drawing it, not the
- *   time on the wall, which on a loaded machine counts the waits for a core too — divided by the budget (an 18 ms frame of 500 pods at
- *   160×45 → one frame per 600 ms while they change), never past MAX_FRAME_INTERVAL_MS. A cheap frame
- *   keeps the 10 frames a second. The screen's clock (countdowns) ticks no faster than `interval()`
- *   either (WatchApp), so frames drawn for the clock alone keep within the same share.
+ * - Drawing stays within a share of one core (`budget`, three hundredths by default), as a token
+ *   bucket (lib/budget.ts's CpuBudget): credit accrues at the budget × the time on the wall, up to
+ *   what two seconds at the budget earn; a frame spends its drawing cost — the CPU time this process
+ *   spent drawing it, not the time on the wall, which on a loaded machine counts the waits for a core
+ *   too — and while the credit is negative the next frame waits until it is not (never more than
+ *   MAX_FRAME_INTERVAL_MS). So the first change after a quiet period is drawn at once, however much
+ *   the last frame cost, while a drain's steady stream of changes keeps to the budget (an 18 ms frame
+ *   of 500 pods at 160×45 → about one frame per 600 ms). A cheap frame keeps the 10 frames a second.
+ *   The screen's clock (countdowns) ticks no faster than `interval()`, the steady interval at the
+ *   last frame's cost (WatchApp), so frames drawn for the clock alone keep within the same share.
  */
-import { budgetedInterval, processCpuMs } from '../lib/budget.js';
+import { CpuBudget, processCpuMs } from '../lib/budget.js';
 import type { SnapshotSource } from './use-snapshot.js';
 import type { WatchSnapshot } from '../services/watch/watch-feed.js';
 
@@ -27,7 +31,7 @@ const DEFAULT_BUDGET = 0.03;
 export interface FrameGateOptions {
   intervalMs?: number;
   now?: () => number;
-  /** Share of one core the screen may spend drawing (default 0.03); 0 turns the stretch off. */
+  /** Share of one core the screen may spend drawing (default 0.03); 0 turns the budget off. */
   budget?: number;
   /** The clock a frame's drawing cost is read from (ms); default this process's CPU time. */
   costClock?: () => number;
@@ -42,10 +46,9 @@ export class FrameGate implements SnapshotSource {
   #timer: NodeJS.Timeout | undefined;
   #listeners = new Set<() => void>();
   #unsubscribe: (() => void) | undefined;
-  readonly #budget: number;
+  readonly #budget: CpuBudget;
+  readonly #measure: boolean;
   readonly #costClock: () => number;
-  /** What the last frame cost to draw (ms): its listeners and the renders they queued. */
-  #drawMs = 0;
   /** Changes passed on (frames the gate allowed), for tests and benchmarks. */
   passed = 0;
 
@@ -53,7 +56,9 @@ export class FrameGate implements SnapshotSource {
     this.#source = source;
     this.#intervalMs = options.intervalMs ?? DEFAULT_FRAME_INTERVAL_MS;
     this.#now = options.now ?? Date.now;
-    this.#budget = options.budget ?? DEFAULT_BUDGET;
+    const share = options.budget ?? DEFAULT_BUDGET;
+    this.#budget = new CpuBudget({ share, burstMs: share * MAX_FRAME_INTERVAL_MS, maxWaitMs: MAX_FRAME_INTERVAL_MS, now: this.#now });
+    this.#measure = share > 0;
     this.#costClock = options.costClock ?? processCpuMs;
     this.#shown = source.snapshot();
   }
@@ -82,7 +87,7 @@ export class FrameGate implements SnapshotSource {
 
   #onChange(): void {
     if (this.#timer !== undefined) return;
-    const wait = this.#lastPassAt + this.interval() - this.#now();
+    const wait = Math.max(this.#lastPassAt + this.#intervalMs - this.#now(), this.#budget.wait());
     if (wait <= 0) {
       this.#pass();
       return;
@@ -101,16 +106,14 @@ export class FrameGate implements SnapshotSource {
     this.passed += 1;
     const drawStart = this.#costClock();
     for (const l of [...this.#listeners]) l();
-    if (this.#budget > 0) {
+    if (this.#measure) {
       // a screen renders in the microtasks its listener queued, which run before this one
-      queueMicrotask(() => {
-        this.#drawMs = this.#costClock() - drawStart;
-      });
+      queueMicrotask(() => this.#budget.spend(this.#costClock() - drawStart));
     }
   }
 
-  /** The least time between two frames now (ms): the interval, stretched to keep drawing within the budget. */
+  /** The least time between two frames in a steady stream (ms): the interval, stretched to the last frame's cost over the budget. */
   interval(): number {
-    return budgetedInterval(this.#intervalMs, this.#drawMs, this.#budget, MAX_FRAME_INTERVAL_MS);
+    return this.#budget.steadyInterval(this.#intervalMs);
   }
 }

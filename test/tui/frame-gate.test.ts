@@ -82,7 +82,7 @@ describe('frame gate', () => {
     gate.close();
   });
 
-  it('stretches the interval to keep drawing within its budget, up to one frame a second, and back when frames are cheap', async () => {
+  it('keeps a steady stream of costly frames within its budget, never more than two seconds apart, and ten a second when frames are cheap', async () => {
     const source = new Source();
     // the fake clock stands for the CPU a frame costs
     const gate = new FrameGate(source, { intervalMs: 100, budget: 0.1, costClock: () => performance.now() });
@@ -94,31 +94,67 @@ describe('frame gate', () => {
       if (drawMs > 0) vi.advanceTimersByTime(drawMs);
     });
     expect(gate.interval()).toBe(100);
+    const startedAt = Date.now();
+    // 5 s of changes every millisecond (a drain)
+    for (let i = 0; i < 5_000; i += 1) {
+      source.bump();
+      await vi.advanceTimersByTimeAsync(1);
+    }
+    const elapsed = Date.now() - startedAt;
+    // drawing within a tenth of a core, plus the burst two seconds of budget allow (200 ms) and one frame
+    expect(at.length * 25).toBeLessThanOrEqual(0.1 * elapsed + 200 + 25);
+    // and not starved: about what the budget allows (a frame every 250 ms after the burst)
+    expect(at.length * 25).toBeGreaterThanOrEqual(0.1 * elapsed - 50);
+    for (let i = 1; i < at.length; i += 1) expect(at[i]! - at[i - 1]!).toBeGreaterThanOrEqual(100);
+    // the steady interval the screen's clock ticks at: the last frame's cost over the budget
+    expect(gate.interval()).toBe(250);
+    // a very slow frame: never more than two seconds to the next
+    drawMs = 400;
+    source.bump();
+    await vi.advanceTimersByTimeAsync(2_200);
+    source.bump();
+    const slowAt = at.at(-1)!;
+    await vi.advanceTimersByTimeAsync(2_100);
+    expect(at.at(-1)! - slowAt).toBeLessThanOrEqual(2_000 + 400);
+    expect(at.at(-1)).toBeGreaterThan(slowAt);
+    expect(gate.interval()).toBe(2_000);
+    // cheap frames: ten a second again
+    drawMs = 0;
+    await vi.advanceTimersByTimeAsync(3_000);
+    const cheapFrom = at.length;
     for (let i = 0; i < 1_000; i += 1) {
       source.bump();
       await vi.advanceTimersByTimeAsync(1);
     }
-    // frames of ≥ 25 ms: ≥ 250 ms apart (a tenth of a core)
-    expect(gate.interval()).toBeGreaterThanOrEqual(250);
-    for (let i = 2; i < at.length; i += 1) expect(at[i]! - at[i - 1]!).toBeGreaterThanOrEqual(250);
-    expect(at.length).toBeLessThanOrEqual(6);
-    // a very slow frame: never fewer than one frame every two seconds
-    drawMs = 150;
-    source.bump();
-    await vi.advanceTimersByTimeAsync(1_200);
-    expect(gate.interval()).toBe(1_500);
-    drawMs = 400;
-    source.bump();
-    await vi.advanceTimersByTimeAsync(2_200);
-    expect(gate.interval()).toBe(2_000);
-    // cheap frames: ten a second again
-    drawMs = 0;
-    source.bump();
-    await vi.advanceTimersByTimeAsync(1_200);
+    expect(at.length - cheapFrom).toBeGreaterThanOrEqual(9);
     expect(gate.interval()).toBe(100);
-    expect(gate.snapshot().version).toBe(1_003);
+    expect(gate.snapshot().version).toBe(6_002);
     // without a budget the interval is fixed
     expect(new FrameGate(source, { intervalMs: 100, budget: 0 }).interval()).toBe(100);
+    gate.close();
+  });
+
+  it('draws the first change after a quiet period at once, even right after a costly frame', async () => {
+    const source = new Source();
+    const gate = new FrameGate(source, { intervalMs: 100, budget: 0.03, costClock: () => performance.now() });
+    const at: number[] = [];
+    let drawMs = 45;
+    gate.subscribe(() => {
+      at.push(Date.now());
+      vi.advanceTimersByTime(drawMs);
+    });
+    // the screen has been up a while: a 45 ms frame (500 pods on a loaded machine)
+    await vi.advanceTimersByTimeAsync(5_000);
+    source.bump();
+    expect(at).toHaveLength(1);
+    drawMs = 5;
+    // 300 ms later, one change (an operator's kill): drawn at once, not 45 / 0.03 = 1.5 s after the frame
+    await vi.advanceTimersByTimeAsync(300);
+    const changedAt = Date.now();
+    source.bump();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(at).toHaveLength(2);
+    expect(at[1]).toBe(changedAt);
     gate.close();
   });
 

@@ -36,15 +36,20 @@
  * - At most one `listPods()` is in flight; the feed never re-enters itself.
  * - Snapshots are immutable: a new object per change, the same object while nothing changed (so a
  *   renderer can compare by identity).
- * - With a `readBudget`, re-reading stays within that share of one core: the least time between two
- *   re-reads stretches to the CPU the last one cost divided by the budget (never past
- *   MAX_READ_INTERVAL_MS). A cheap re-read keeps `coalesceMs`; intermediate states of a pod read
- *   less often are not lost (its timeline has them).
+ * - With a `readBudget`, re-reading stays within that share of one core, as a token bucket
+ *   (lib/budget.ts's CpuBudget): credit accrues at the budget × the time on the wall, up to what
+ *   MAX_READ_INTERVAL_MS at the budget earns; a re-read spends its cost, and while the credit is
+ *   negative the next re-read waits until it is not (never past MAX_READ_INTERVAL_MS). So the first
+ *   change after a quiet period is read at once (after `coalesceMs` from the last re-read), however
+ *   much the last re-read cost, while a drain's stream of re-reads keeps within the share. A
+ *   re-read's cost is the process's CPU from its start until its reading is applied, before its
+ *   listeners run (the frames they draw are the screen's budget, not this one). Intermediate
+ *   states of a pod read less often are not lost (its timeline has them).
  * - The event list is bounded (`maxEntries`); the oldest entries are dropped first.
  * - After `close()` no listener is called, no timer is left, and a listing in flight is aborted.
  */
 import type { PodWorkerEvent } from '../../engine/types.js';
-import { budgetedInterval, processCpuMs } from '../../lib/budget.js';
+import { CpuBudget, processCpuMs } from '../../lib/budget.js';
 import type { NodeSession, PodInfo, SessionEvent } from '../../domain/session-api.js';
 import { entryOfSessionEvent, refOf, REQUEST_REPEAT_MS, type FeedEntry } from './watch-entries.js';
 import { LIFECYCLE_ORDER, patchedPod, timelineSteps, type PodTransition } from './watch-transitions.js';
@@ -100,9 +105,7 @@ const MAX_READ_INTERVAL_MS = 2_000;
 export class WatchFeed {
   readonly #session: NodeSession;
   readonly #coalesceMs: number;
-  readonly #readBudget: number;
-  /** CPU the process spent during the last re-read (ms), for the read budget. */
-  #lastReadCpuMs = 0;
+  readonly #readBudget: CpuBudget;
   readonly #maxEntries: number;
   readonly #runtimeMaxAgeMs: number | ((pods: number) => number);
   readonly #now: () => number;
@@ -145,10 +148,11 @@ export class WatchFeed {
   constructor(session: NodeSession, options: WatchFeedOptions = {}) {
     this.#session = session;
     this.#coalesceMs = options.coalesceMs ?? 50;
-    this.#readBudget = options.readBudget ?? 0;
     this.#maxEntries = options.maxEntries ?? 200;
     this.#runtimeMaxAgeMs = options.runtimeMaxAgeMs ?? 1_000;
     this.#now = options.now ?? Date.now;
+    const share = options.readBudget ?? 0;
+    this.#readBudget = new CpuBudget({ share, burstMs: share * MAX_READ_INTERVAL_MS, maxWaitMs: MAX_READ_INTERVAL_MS, now: this.#now });
     this.#snapshot = this.#makeSnapshot();
   }
 
@@ -307,7 +311,7 @@ export class WatchFeed {
       if (!prompt || !this.#timerDeferred) return;
       clearTimeout(this.#timer);
     }
-    const due = Math.max(0, this.#lastReadStartedAt + this.readInterval() - this.#now());
+    const due = Math.max(0, this.#lastReadStartedAt + this.#coalesceMs - this.#now(), this.#readBudget.wait());
     const delay = prompt ? due : Math.max(due, this.#coalesceMs);
     this.#timerDeferred = !prompt;
     this.#timer = setTimeout(() => {
@@ -316,9 +320,9 @@ export class WatchFeed {
     }, delay);
   }
 
-  /** The least time between two re-reads now (ms): `coalesceMs`, stretched by the read budget. */
-  readInterval(): number {
-    return budgetedInterval(this.#coalesceMs, this.#lastReadCpuMs, this.#readBudget, MAX_READ_INTERVAL_MS);
+  /** How long a re-read waits now for the read budget (ms; 0: none), whatever `coalesceMs` adds. */
+  readWait(): number {
+    return this.#readBudget.wait();
   }
 
   #read(): Promise<void> {
@@ -334,6 +338,11 @@ export class WatchFeed {
     const scope = this.#fullRead ? undefined : this.#dirtyUids;
     this.#fullRead = false;
     this.#dirtyUids = new Set();
+    // the re-read's own CPU, up to where its listeners (a screen's frames) begin
+    let cpuAtEnd: number | undefined;
+    const ended = () => {
+      cpuAtEnd ??= processCpuMs();
+    };
     const run = (async () => {
       if (scope !== undefined && scope.size === 0) return;
       try {
@@ -344,7 +353,7 @@ export class WatchFeed {
         });
         if (this.#closed) return;
         this.#listError = undefined;
-        this.#apply(pods, scope, sources, localErrors, startedAt);
+        this.#apply(pods, scope, sources, localErrors, startedAt, ended);
       } catch (err) {
         if (this.#closed) return;
         // The pods this re-read was for are read again with the next one.
@@ -357,12 +366,13 @@ export class WatchFeed {
           this.#pendingEntries.push(entry);
         }
         this.#listError = message;
+        ended();
         this.#publish();
       }
     })();
     this.#inFlight = run;
     void run.finally(() => {
-      this.#lastReadCpuMs = processCpuMs() - cpuAtStart;
+      this.#readBudget.spend((cpuAtEnd ?? processCpuMs()) - cpuAtStart);
       this.#inFlight = undefined;
       if (this.#dirty && !this.#closed) this.#schedule();
     });
@@ -373,7 +383,7 @@ export class WatchFeed {
    * Applies a reading: the whole listing (`scope` undefined), or the pods of `scope` that are still
    * known (the others of `scope` are gone; pods outside it are kept as they were).
    */
-  #apply(listed: PodInfo[], scope: ReadonlySet<string> | undefined, sources: Map<string, 'engine' | 'store' | 'runtime'>, localErrors: Set<string>, startedAt: number): void {
+  #apply(listed: PodInfo[], scope: ReadonlySet<string> | undefined, sources: Map<string, 'engine' | 'store' | 'runtime'>, localErrors: Set<string>, startedAt: number, ended: () => void): void {
     const at = this.#now();
     const first = this.#listedAt === 0;
     const transitions: PodTransition[] = this.#takePatchTransitions();
@@ -433,6 +443,7 @@ export class WatchFeed {
     }
     this.#pods = pods;
     this.#listedAt = at;
+    ended();
     this.#publish(transitions, remoteErrors);
   }
 
