@@ -1,22 +1,19 @@
 /**
  * `podctl evict`: parse and validate, call the evict service, render. No logic of its own.
  */
-import { Args, Flags } from '@oclif/core';
+import { Flags } from '@oclif/core';
 import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
-import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { globalFlagsOwnTimeout, selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../base/flags.js';
-import { safetyFlags, metricsTextfileFlags } from '../base/safety-flags.js';
-import { renderTable } from '../lib/output.js';
+import { terminationOptionsFromFlags } from '../base/flags.js';
+import { safetyFlags } from '../base/safety-flags.js';
 import { selectionFromFlags } from '../lib/refs.js';
 import { DEFAULT_EVICTION_REASON, evictPods, type EvictResult } from '../services/terminate/evict.js';
 import { replayPendingApiWrites } from '../services/api/api-node.js';
-import { terminateJson } from '../base/json-results.js';
-import { podsToHandOff, terminateExitCode } from '../services/terminate/terminate.js';
-import { terminateSummary, terminateTable } from '../services/terminate/output.js';
+import type { terminateJson } from '../base/json-results.js';
+import { podRefArgs, TerminateCommand, terminateCommandFlags } from '../base/terminate-command.js';
 
-export default class Evict extends PodctlCommand {
+export default class Evict extends TerminateCommand {
   static override summary = 'Evict pods: a kill whose stopped containers and sandboxes are then removed.';
   static override description = `Like \`podctl kill\`, with eviction semantics: once the pod is terminated its containers and sandboxes are removed from the runtime. With an API server (--kubeconfig, $KUBECONFIG or in-cluster), podctl also posts a Warning Event with --reason/--message and sets the pod's status to phase Failed, reason Evicted, as the kubelet's eviction manager does.
 
@@ -30,16 +27,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   ];
 
   static override strict = false;
-  static override args = {
-    ref: Args.string({ description: 'Pods to evict: ns/name, or name with -n (repeatable).' }),
-  };
-  // --timeout is the wait here; the request deadline is --request-timeout only
-  static override baseFlags = globalFlagsOwnTimeout;
-
+  static override args = podRefArgs('evict');
   static override flags = {
-    ...metricsTextfileFlags,
-    ...selectionFlags,
-    ...terminationFlags,
+    ...terminateCommandFlags,
     reason: Flags.string({
       summary: `Why the pod is evicted (e.g. DiskPressure): leads the message; the status and Event reason stay ${DEFAULT_EVICTION_REASON}, as the kubelet writes them.`,
       helpValue: 'REASON',
@@ -53,8 +43,6 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     'ignore-pdb': Flags.boolean({ summary: 'Beside a running kubelet: delete instead of the Eviction API, so PodDisruptionBudgets do not hold the eviction back.', default: false }),
     ...kubeletFlags,
   };
-  /** Exit codes are asked for only where the session decides by them (SessionOptions.exitDetails). */
-  protected override exitDetails = 'driven' as const;
 
   async run(): Promise<ReturnType<typeof terminateJson<EvictResult>>> {
     const { argv, flags } = await this.parse(Evict);
@@ -84,12 +72,6 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       reporter: this.reporter,
       signal: this.abort.signal,
     }).finally(() => api?.close());
-    await this.handOffUnfinished(result.action, result, podsToHandOff(result));
-    if (!this.jsonEnabled()) {
-      this.log(await renderTable(terminateTable(result, this.styler), this.styler));
-      this.logToStderr(terminateSummary(result));
-    }
-    this.setExitCode(terminateExitCode(result));
-    return terminateJson(result);
+    return this.finish(result);
   }
 }

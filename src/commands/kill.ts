@@ -1,22 +1,19 @@
 /**
  * `podctl kill`: parse and validate, call the kill service, render. No logic of its own.
  */
-import { Args, Flags } from '@oclif/core';
+import { Flags } from '@oclif/core';
 import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
-import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { globalFlagsOwnTimeout, selectionFlags, terminationFlags, terminationOptionsFromFlags } from '../base/flags.js';
-import { driverFlags, safetyFlags, metricsTextfileFlags } from '../base/safety-flags.js';
-import { renderTable } from '../lib/output.js';
+import { terminationOptionsFromFlags } from '../base/flags.js';
+import { driverFlags, safetyFlags } from '../base/safety-flags.js';
 import { selectionFromFlags } from '../lib/refs.js';
 import type { Persist } from '../services/terminate/drive.js';
 import { killPods, type KillResult } from '../services/terminate/kill.js';
-import { terminateJson } from '../base/json-results.js';
-import { podsToHandOff, terminateExitCode } from '../services/terminate/terminate.js';
-import { terminateSummary, terminateTable } from '../services/terminate/output.js';
+import type { terminateJson } from '../base/json-results.js';
+import { podRefArgs, TerminateCommand, terminateCommandFlags } from '../base/terminate-command.js';
 
-export default class Kill extends PodctlCommand {
+export default class Kill extends TerminateCommand {
   static override summary = "Terminate pods with the kubelet's grace semantics and wait for them.";
   static override description = `Each pod is driven by a pod worker exactly as the kubelet would: preStop hooks, then its containers are stopped within the grace period, then its sandbox. A grace given with --grace only ever shortens the pod's grace; a second kill with a shorter grace shortens a kill already in flight (even one driven by another podctl process).
 
@@ -38,24 +35,15 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
   ];
 
   static override strict = false;
-  static override args = {
-    ref: Args.string({ description: 'Pods to kill: ns/name, or name with -n (repeatable).' }),
-  };
-  // --timeout is the wait here; the request deadline is --request-timeout only
-  static override baseFlags = globalFlagsOwnTimeout;
-
+  static override args = podRefArgs('kill');
   static override flags = {
-    ...metricsTextfileFlags,
-    ...selectionFlags,
-    ...terminationFlags,
+    ...terminateCommandFlags,
     ...safetyFlags,
     ...driverFlags,
     ...kubeletFlags,
     force: Flags.boolean({ summary: 'Kill over CRI even pods a running kubelet still desires (it may start them again).', default: false }),
     'via-api': Flags.boolean({ summary: 'Go through the API server for the pods a running kubelet desires (the default whenever an API server is configured); an error without one.', default: false }),
   };
-  /** Exit codes are asked for only where the session decides by them (SessionOptions.exitDetails). */
-  protected override exitDetails = 'driven' as const;
 
   async run(): Promise<ReturnType<typeof terminateJson<KillResult>>> {
     const { argv, flags } = await this.parse(Kill);
@@ -100,12 +88,6 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
         signal: this.abort.signal,
       }),
     ).finally(() => api?.close());
-    await this.handOffUnfinished(result.action, result, podsToHandOff(result));
-    if (!this.jsonEnabled()) {
-      this.log(await renderTable(terminateTable(result, this.styler), this.styler));
-      this.logToStderr(terminateSummary(result));
-    }
-    this.setExitCode(terminateExitCode(result));
-    return terminateJson(result);
+    return this.finish(result);
   }
 }

@@ -71,173 +71,205 @@ function statusOf(body: unknown): { reason?: string; message?: string; details?:
   return {};
 }
 
+/** The API server a transport speaks to, and how its messages name it. */
+interface Target {
+  config: KubeConfig;
+  base: URL;
+  secure: boolean;
+  /** The server URL's path, without its trailing slash, put before every request's path. */
+  prefix: string;
+  /** The server's origin ("https://10.0.0.1:6443"). */
+  server: string;
+  where: string;
+}
+
+/** The node request options of one call: path, headers, and the kubeconfig's credentials. */
+async function requestOptions(target: Target, request: KubeRequest, accept: string): Promise<http.RequestOptions> {
+  const { base, secure } = target;
+  const headers: Record<string, string> = { accept, 'user-agent': 'podctl' };
+  if (request.body !== undefined) {
+    headers['content-type'] = request.contentType ?? 'application/json';
+    headers['content-length'] = String(Buffer.byteLength(JSON.stringify(request.body)));
+  }
+  const options: https.RequestOptions = {
+    method: request.method,
+    hostname: base.hostname.replace(/^\[|\]$/g, ''),
+    port: base.port || (secure ? 443 : 80),
+    path: target.prefix + buildPath(request),
+    headers,
+  };
+  await target.config.applyToHTTPSOptions(options);
+  if (!secure) delete options.agent;
+  return options;
+}
+
+/** The KubeError of a non-2xx answer: its Status reason, message and causes, and its Retry-After. */
+function statusError(target: Target, call: string, status: number, headers: http.IncomingHttpHeaders, body: unknown): KubeError {
+  const s = statusOf(body);
+  const detail = s.message ?? (typeof body === 'string' && body ? body.slice(0, 200) : (http.STATUS_CODES[status] ?? 'error'));
+  const retryAfter = parseRetryAfter(headers['retry-after']);
+  return new KubeError(call, `${call} failed (HTTP ${status}${s.reason ? ` ${s.reason}` : ''}): ${detail.split('\n')[0]} (${target.where})`, status, {
+    ...(s.reason ? { reason: s.reason } : {}),
+    ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
+    ...(Array.isArray(s.details?.causes) ? { causes: s.details.causes } : {}),
+  });
+}
+
+/** The transient KubeError of a connection that failed or was cut. */
+function connectionError(target: Target, call: string, error: Error): KubeError {
+  const reason = (error as NodeJS.ErrnoException).code ?? error.message;
+  return new KubeError(call, `${call}: cannot reach the API server: ${reason} (${target.where})`, undefined, { cause: error, transient: true });
+}
+
+/** The transient KubeError of a call not answered within its deadline (`ms`). */
+function silentError(target: Target, call: string, ms: number): KubeError {
+  return new KubeError(call, `${call}: no answer from the API server ${target.server} within ${formatDuration(ms)} (${target.where})`, undefined, {
+    transient: true,
+    deadlineMs: ms,
+  });
+}
+
+/** Reads an answer's whole body: its JSON, its text when it is not JSON, undefined when empty. */
+function readBody(res: http.IncomingMessage, done: (body: unknown) => void): void {
+  let raw = '';
+  res.setEncoding('utf8');
+  res.on('data', (c: string) => (raw += c));
+  res.on('end', () => {
+    let body: unknown = raw;
+    try {
+      body = raw ? JSON.parse(raw) : undefined;
+    } catch {
+      /* not JSON: keep the text */
+    }
+    done(body);
+  });
+}
+
+/** Transport.request: one call, settled once by its answer, its deadline, an abort or an error. */
+async function sendRequest(target: Target, call: string, request: KubeRequest, timeoutMs: number, signal?: AbortSignal): Promise<KubeResponse> {
+  const options = await requestOptions(target, request, 'application/json');
+  return new Promise<KubeResponse>((resolve, reject) => {
+    let settled = false;
+    const settle = (fn: () => void): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      fn();
+    };
+    const req = (target.secure ? https : http).request(options, (res) => {
+      res.on('error', (error) => settle(() => reject(connectionError(target, call, error))));
+      readBody(res, (body) => {
+        const status = res.statusCode ?? 0;
+        settle(() => (status >= 200 && status < 300 ? resolve({ status, headers: res.headers, body }) : reject(statusError(target, call, status, res.headers, body))));
+      });
+    });
+    const timer = setTimeout(() => {
+      settle(() => reject(silentError(target, call, timeoutMs)));
+      req.destroy();
+    }, timeoutMs);
+    const onAbort = (): void => {
+      settle(() => reject(signal?.reason ?? new DOMException('aborted', 'AbortError')));
+      req.destroy();
+    };
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    req.on('error', (error) => settle(() => reject(connectionError(target, call, error))));
+    if (request.body !== undefined) req.write(JSON.stringify(request.body));
+    req.end();
+  });
+}
+
+/**
+ * Hands each whole line of a stream's chunks to `onLine`, blank lines skipped; a line split over
+ * chunks waits for its end. Stops at the first line `onLine` rejects (returns false).
+ */
+function lineSplitter(onLine: (line: string) => boolean): (chunk: string) => void {
+  let buffer = '';
+  return (chunk) => {
+    buffer += chunk;
+    let nl: number;
+    while ((nl = buffer.indexOf('\n')) >= 0) {
+      const line = buffer.slice(0, nl).trim();
+      buffer = buffer.slice(nl + 1);
+      if (line && !onLine(line)) return;
+    }
+  };
+}
+
+/** Transport.watch: a stream of events, bounded by its connect deadline and its idle bound. */
+async function followWatch(target: Target, call: string, request: KubeRequest, onEvent: (event: WatchEvent) => void, watch: WatchOptions): Promise<void> {
+  const { connectTimeoutMs, idleMs, onOpen, signal } = watch;
+  const options = await requestOptions(target, request, 'application/json');
+  return new Promise<void>((resolve, reject) => {
+    let settled = false;
+    let idle: NodeJS.Timeout | undefined;
+    const settle = (fn: () => void): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      clearTimeout(idle);
+      signal?.removeEventListener('abort', onAbort);
+      fn();
+    };
+    const cut = (error: unknown): void => {
+      settle(() => reject(error));
+      req.destroy();
+    };
+    const quiet = (): void => {
+      if (idleMs === undefined) return;
+      clearTimeout(idle);
+      idle = setTimeout(
+        () => cut(new KubeError(call, `${call}: nothing from the API server ${target.server} for ${formatDuration(idleMs)} (no event, no bookmark) (${target.where})`, undefined, { transient: true })),
+        idleMs,
+      );
+    };
+    const onLine = (line: string): boolean => {
+      try {
+        onEvent(JSON.parse(line) as WatchEvent);
+        return true;
+      } catch (error) {
+        cut(error);
+        return false;
+      }
+    };
+    const req = (target.secure ? https : http).request(options, (res) => {
+      clearTimeout(timer);
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status >= 300) return readBody(res, (body) => settle(() => reject(statusError(target, call, status, res.headers, body))));
+      res.setEncoding('utf8');
+      quiet();
+      onOpen?.();
+      const lines = lineSplitter(onLine);
+      res.on('data', (chunk: string) => {
+        quiet();
+        lines(chunk);
+      });
+      res.on('end', () => settle(resolve));
+      res.on('aborted', () => settle(() => reject(connectionError(target, call, new Error('watch stream cut')))));
+      res.on('error', (error) => settle(() => reject(connectionError(target, call, error))));
+    });
+    const timer = setTimeout(() => cut(silentError(target, call, connectTimeoutMs)), connectTimeoutMs);
+    const onAbort = (): void => {
+      settle(resolve);
+      req.destroy();
+    };
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    req.on('error', (error) => settle(() => reject(connectionError(target, call, error))));
+    req.end();
+  });
+}
+
 export function transportFor(config: KubeConfig, where: string): Transport {
   const cluster = config.getCurrentCluster();
   if (!cluster) throw new Error('no current cluster');
   const base = new URL(cluster.server);
-  const secure = base.protocol === 'https:';
-  const prefix = base.pathname.replace(/\/$/, '');
-
-  const open = async (request: KubeRequest, accept: string): Promise<http.RequestOptions> => {
-    const headers: Record<string, string> = { accept, 'user-agent': 'podctl' };
-    if (request.body !== undefined) {
-      headers['content-type'] = request.contentType ?? 'application/json';
-      headers['content-length'] = String(Buffer.byteLength(JSON.stringify(request.body)));
-    }
-    const options: https.RequestOptions = {
-      method: request.method,
-      hostname: base.hostname.replace(/^\[|\]$/g, ''),
-      port: base.port || (secure ? 443 : 80),
-      path: prefix + buildPath(request),
-      headers,
-    };
-    await config.applyToHTTPSOptions(options);
-    if (!secure) delete options.agent;
-    return options;
-  };
-
-  const fail = (call: string, status: number, headers: http.IncomingHttpHeaders, body: unknown): KubeError => {
-    const s = statusOf(body);
-    const detail = s.message ?? (typeof body === 'string' && body ? body.slice(0, 200) : (http.STATUS_CODES[status] ?? 'error'));
-    const retryAfter = parseRetryAfter(headers['retry-after']);
-    return new KubeError(call, `${call} failed (HTTP ${status}${s.reason ? ` ${s.reason}` : ''}): ${detail.split('\n')[0]} (${where})`, status, {
-      ...(s.reason ? { reason: s.reason } : {}),
-      ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
-      ...(Array.isArray(s.details?.causes) ? { causes: s.details.causes } : {}),
-    });
-  };
-
-  const connectionError = (call: string, error: Error): KubeError =>
-    new KubeError(call, `${call}: cannot reach the API server: ${(error as NodeJS.ErrnoException).code ?? error.message} (${where})`, undefined, { cause: error, transient: true });
-
-  const server = base.origin;
-  const silent = (call: string, ms: number): KubeError =>
-    new KubeError(call, `${call}: no answer from the API server ${server} within ${formatDuration(ms)} (${where})`, undefined, { transient: true, deadlineMs: ms });
-
+  const target: Target = { config, base, secure: base.protocol === 'https:', prefix: base.pathname.replace(/\/$/, ''), server: base.origin, where };
   return {
     where,
-    server,
-    async request(call, request, { timeoutMs, signal }) {
-      const options = await open(request, 'application/json');
-      return new Promise<KubeResponse>((resolve, reject) => {
-        let settled = false;
-        const settle = (fn: () => void): void => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
-          fn();
-        };
-        const req = (secure ? https : http).request(options, (res) => {
-          let raw = '';
-          res.setEncoding('utf8');
-          res.on('data', (c: string) => (raw += c));
-          res.on('error', (error) => settle(() => reject(connectionError(call, error))));
-          res.on('end', () => {
-            let body: unknown = raw;
-            try {
-              body = raw ? JSON.parse(raw) : undefined;
-            } catch {
-              /* not JSON: keep the text */
-            }
-            const status = res.statusCode ?? 0;
-            settle(() => (status >= 200 && status < 300 ? resolve({ status, headers: res.headers, body }) : reject(fail(call, status, res.headers, body))));
-          });
-        });
-        const timer = setTimeout(() => {
-          settle(() => reject(silent(call, timeoutMs)));
-          req.destroy();
-        }, timeoutMs);
-        const onAbort = (): void => {
-          settle(() => reject(signal?.reason ?? new DOMException('aborted', 'AbortError')));
-          req.destroy();
-        };
-        if (signal?.aborted) onAbort();
-        else signal?.addEventListener('abort', onAbort, { once: true });
-        req.on('error', (error) => settle(() => reject(connectionError(call, error))));
-        if (request.body !== undefined) req.write(JSON.stringify(request.body));
-        req.end();
-      });
-    },
-
-    async watch(call, request, onEvent, { connectTimeoutMs, idleMs, onOpen, signal }) {
-      const options = await open(request, 'application/json');
-      return new Promise<void>((resolve, reject) => {
-        let settled = false;
-        let idle: NodeJS.Timeout | undefined;
-        const settle = (fn: () => void): void => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          clearTimeout(idle);
-          signal?.removeEventListener('abort', onAbort);
-          fn();
-        };
-        const quiet = (): void => {
-          if (idleMs === undefined) return;
-          clearTimeout(idle);
-          idle = setTimeout(() => {
-            settle(() =>
-              reject(new KubeError(call, `${call}: nothing from the API server ${server} for ${formatDuration(idleMs)} (no event, no bookmark) (${where})`, undefined, { transient: true })),
-            );
-            req.destroy();
-          }, idleMs);
-        };
-        const req = (secure ? https : http).request(options, (res) => {
-          clearTimeout(timer);
-          const status = res.statusCode ?? 0;
-          res.setEncoding('utf8');
-          if (status < 200 || status >= 300) {
-            let raw = '';
-            res.on('data', (c: string) => (raw += c));
-            res.on('end', () => {
-              let body: unknown = raw;
-              try {
-                body = JSON.parse(raw);
-              } catch {
-                /* keep text */
-              }
-              settle(() => reject(fail(call, status, res.headers, body)));
-            });
-            return;
-          }
-          quiet();
-          onOpen?.();
-          let buffer = '';
-          res.on('data', (chunk: string) => {
-            quiet();
-            buffer += chunk;
-            let nl: number;
-            while ((nl = buffer.indexOf('\n')) >= 0) {
-              const line = buffer.slice(0, nl).trim();
-              buffer = buffer.slice(nl + 1);
-              if (!line) continue;
-              try {
-                onEvent(JSON.parse(line) as WatchEvent);
-              } catch (error) {
-                settle(() => reject(error));
-                req.destroy();
-                return;
-              }
-            }
-          });
-          res.on('end', () => settle(resolve));
-          res.on('aborted', () => settle(() => reject(connectionError(call, new Error('watch stream cut')))));
-          res.on('error', (error) => settle(() => reject(connectionError(call, error))));
-        });
-        const timer = setTimeout(() => {
-          settle(() => reject(silent(call, connectTimeoutMs)));
-          req.destroy();
-        }, connectTimeoutMs);
-        const onAbort = (): void => {
-          settle(resolve);
-          req.destroy();
-        };
-        if (signal?.aborted) onAbort();
-        else signal?.addEventListener('abort', onAbort, { once: true });
-        req.on('error', (error) => settle(() => reject(connectionError(call, error))));
-        req.end();
-      });
-    },
+    server: target.server,
+    request: (call, request, { timeoutMs, signal }) => sendRequest(target, call, request, timeoutMs, signal),
+    watch: (call, request, onEvent, options) => followWatch(target, call, request, onEvent, options),
   };
 }

@@ -149,14 +149,7 @@ export class RecordingSyncer implements PodSyncer {
     if (err) throw err;
     return this.terminal.has(uid);
   }
-  async syncTerminatingPod(
-    signal: AbortSignal,
-    pod: V1Pod,
-    podStatus: PodStatus | undefined,
-    gracePeriodSeconds: number | undefined,
-    podStatusFn: ((s: V1PodStatus) => void) | undefined,
-  ): Promise<void> {
-    void podStatus;
+  async syncTerminatingPod(...[signal, pod, , gracePeriodSeconds, podStatusFn]: Parameters<PodSyncer['syncTerminatingPod']>): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
     this.#record(uid, { name: pod.metadata?.name ?? '', updateType: 'kill', gracePeriod: gracePeriodSeconds });
     this.statusFns.push(podStatusFn);

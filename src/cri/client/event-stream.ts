@@ -81,6 +81,75 @@ function statusOf(headers: http2.IncomingHttpHeaders): { code: number; message: 
   return { code: Number.isInteger(code) ? code : GrpcStatus.UNKNOWN, message };
 }
 
+/** How a stream ends: code OK ends it cleanly, any other with that code and message. */
+interface Ending {
+  code: number;
+  message: string;
+  cause?: unknown;
+}
+
+/** The messages a chunk held, and the bytes of an unfinished one (`rest`) or the first unreadable one's `ending`. */
+interface Cut {
+  events: ContainerEventSummary[];
+  rest?: Buffer;
+  ending?: Ending;
+}
+
+/**
+ * Cuts `bytes` into whole messages and decodes each; stops at the first that is compressed, over
+ * `maxBytes` or cannot be decoded (its `ending`, after the events read before it).
+ */
+function cutMessages(bytes: Buffer, maxBytes: number, decode: EventStreamOptions['decode']): Cut {
+  const events: ContainerEventSummary[] = [];
+  let at = 0;
+  while (bytes.length - at >= PREFIX_BYTES) {
+    const compressed = bytes[at]!;
+    const length = bytes.readUInt32BE(at + 1);
+    if (compressed !== 0) return { events, ending: { code: GrpcStatus.INTERNAL, message: 'a compressed message, which podctl did not offer to read' } };
+    if (length > maxBytes) return { events, ending: { code: GrpcStatus.RESOURCE_EXHAUSTED, message: `a message of ${length} bytes, over the ${maxBytes}-byte limit` } };
+    if (bytes.length - at - PREFIX_BYTES < length) break;
+    const start = at + PREFIX_BYTES;
+    try {
+      events.push(decode(bytes.subarray(start, start + length)));
+    } catch (error) {
+      return { events, ending: { code: GrpcStatus.INTERNAL, message: `an event that cannot be read: ${(error as Error).message}`, cause: error } };
+    }
+    at = start + length;
+  }
+  if (at === bytes.length) return { events };
+  return { events, rest: at === 0 ? bytes : Buffer.from(bytes.subarray(at)) };
+}
+
+/** What a response's headers say: undefined while messages follow, else how the stream ends. */
+function endingOfResponse(headers: http2.IncomingHttpHeaders): Ending | undefined {
+  const status = Number(headers[':status']);
+  if (status !== 200) return { code: codeOfHttpStatus(status), message: `HTTP status ${status} from the runtime` };
+  // a response with no messages carries its status in its headers (Unimplemented, a fault)
+  return statusOf(headers);
+}
+
+/** How the trailers end the stream, given the bytes of a message still unfinished (`pending`). */
+function endingOfTrailers(headers: http2.IncomingHttpHeaders, pending: Buffer | undefined): Ending {
+  const status = statusOf(headers);
+  if (status === undefined) return { code: GrpcStatus.INTERNAL, message: 'the runtime ended the stream without a status' };
+  if (status.code !== GrpcStatus.OK || pending === undefined) return status;
+  return { code: GrpcStatus.INTERNAL, message: `the runtime ended the stream inside a message (${pending.length} bytes of it came)` };
+}
+
+/** Opens the stream's own connection and its request (not yet sent: the caller listens first). */
+function openRequest(socketPath: string): { session: http2.ClientHttp2Session; request: http2.ClientHttp2Stream } {
+  const session = http2.connect('http://localhost', { createConnection: () => net.connect(socketPath) });
+  const request = session.request({
+    ':method': 'POST',
+    ':path': PATH,
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    'grpc-accept-encoding': 'identity',
+    'user-agent': 'podctl',
+  });
+  return { session, request };
+}
+
 /** Opens the stream; everything after is reported through the callbacks. */
 export function openContainerEventStream(options: EventStreamOptions): void {
   const maxBytes = options.maxMessageBytes ?? 16 * 1024 * 1024;
@@ -99,6 +168,7 @@ export function openContainerEventStream(options: EventStreamOptions): void {
     options.onEnd(signal.aborted ? undefined : error);
   };
   const fail = (code: number, message: string, cause?: unknown): void => end(new CriError(METHOD, code, message, cause === undefined ? undefined : { cause }));
+  const finish = (ending: Ending): void => (ending.code === GrpcStatus.OK ? end() : fail(ending.code, ending.message, ending.cause));
   const onAbort = (): void => end();
   if (signal.aborted) {
     end();
@@ -109,62 +179,22 @@ export function openContainerEventStream(options: EventStreamOptions): void {
   /** Cuts the bytes received so far into messages; the rest waits for the next chunk. */
   const onData = (chunk: Buffer): void => {
     if (ended) return;
-    const bytes = pending === undefined ? chunk : Buffer.concat([pending, chunk]);
-    pending = undefined;
-    const events: ContainerEventSummary[] = [];
+    const cut = cutMessages(pending === undefined ? chunk : Buffer.concat([pending, chunk]), maxBytes, options.decode);
+    pending = cut.rest;
     // the events before a bad message are handed on before the stream ends with it
-    const failAfter = (code: number, message: string, cause?: unknown): void => {
-      if (events.length > 0) options.onEvents(events);
-      fail(code, message, cause);
-    };
-    let at = 0;
-    while (bytes.length - at >= PREFIX_BYTES) {
-      const compressed = bytes[at]!;
-      const length = bytes.readUInt32BE(at + 1);
-      if (compressed !== 0) return failAfter(GrpcStatus.INTERNAL, 'a compressed message, which podctl did not offer to read');
-      if (length > maxBytes) return failAfter(GrpcStatus.RESOURCE_EXHAUSTED, `a message of ${length} bytes, over the ${maxBytes}-byte limit`);
-      if (bytes.length - at - PREFIX_BYTES < length) break;
-      const start = at + PREFIX_BYTES;
-      try {
-        events.push(options.decode(bytes.subarray(start, start + length)));
-      } catch (error) {
-        return failAfter(GrpcStatus.INTERNAL, `an event that cannot be read: ${(error as Error).message}`, error);
-      }
-      at = start + length;
-    }
-    if (at < bytes.length) pending = at === 0 ? bytes : Buffer.from(bytes.subarray(at));
-    if (events.length > 0) options.onEvents(events);
+    if (cut.events.length > 0) options.onEvents(cut.events);
+    if (cut.ending !== undefined) finish(cut.ending);
   };
 
-  session = http2.connect('http://localhost', { createConnection: () => net.connect(options.socketPath) });
+  ({ session, request } = openRequest(options.socketPath));
   session.on('error', (error: Error) => fail(GrpcStatus.UNAVAILABLE, error.message, error));
   session.on('close', () => fail(GrpcStatus.UNAVAILABLE, 'the runtime closed the connection'));
-  request = session.request({
-    ':method': 'POST',
-    ':path': PATH,
-    'content-type': 'application/grpc',
-    te: 'trailers',
-    'grpc-accept-encoding': 'identity',
-    'user-agent': 'podctl',
-  });
   request.on('response', (headers) => {
-    const status = Number(headers[':status']);
-    if (status !== 200) return fail(codeOfHttpStatus(status), `HTTP status ${status} from the runtime`);
-    // a response with no messages carries its status in its headers (Unimplemented, a fault)
-    const early = statusOf(headers);
-    if (early !== undefined) {
-      if (early.code === GrpcStatus.OK) end();
-      else fail(early.code, early.message);
-    }
+    const ending = endingOfResponse(headers);
+    if (ending !== undefined) finish(ending);
   });
   request.on('data', onData);
-  request.on('trailers', (headers: http2.IncomingHttpHeaders) => {
-    const status = statusOf(headers);
-    if (status === undefined) fail(GrpcStatus.INTERNAL, 'the runtime ended the stream without a status');
-    else if (status.code !== GrpcStatus.OK) fail(status.code, status.message);
-    else if (pending !== undefined) fail(GrpcStatus.INTERNAL, `the runtime ended the stream inside a message (${pending.length} bytes of it came)`);
-    else end();
-  });
+  request.on('trailers', (headers: http2.IncomingHttpHeaders) => finish(endingOfTrailers(headers, pending)));
   request.on('error', (error: Error) => fail(GrpcStatus.UNAVAILABLE, error.message, error));
   request.on('close', () => fail(GrpcStatus.UNAVAILABLE, 'the runtime ended the stream without a status'));
   request.end(EMPTY_REQUEST);

@@ -113,25 +113,34 @@ function leaving(f: StuckFacts): boolean {
 /** The cause that holds the pod, or null when it is not on its way out or nothing holds it. */
 export function blockedBy(f: StuckFacts): BlockedBy | null {
   if (!leaving(f)) return null;
-  const ref = `${f.namespace}/${f.name}`;
-  const stopped = f.containersRunning === 0;
-
-  if (f.state === 'finished' || (stopped && f.state !== 'terminating')) {
-    if (f.apiDeleting && f.finalizers.length > 0) {
-      return {
-        kind: 'finalizer',
-        detail: `every container stopped; the API object waits for its finalizers: ${f.finalizers.join(', ')}`,
-        next: `have the controllers that own them finish (or remove a finalizer whose controller is gone): kubectl -n ${f.namespace} get pod ${f.name} -o jsonpath='{.metadata.finalizers}'`,
-      };
-    }
+  if (f.state === 'finished' || (f.containersRunning === 0 && f.state !== 'terminating')) {
+    const held = finalizerCause(f);
+    if (held) return held;
     if (f.state === 'finished' && f.mountsHeld.length === 0) return null;
   }
+  const err = f.lastError ? parseRuntimeError(f.lastError) : undefined;
+  return ownerCause(f) ?? processCause(f, err) ?? releaseCause(f, err) ?? runtimeCallCause(f, err) ?? graceCause(f);
+}
 
+type RuntimeError = ReturnType<typeof parseRuntimeError>;
+
+/** finalizer: every container stopped and the deleted API object waits for its finalizers (else null). */
+function finalizerCause(f: StuckFacts): BlockedBy | null {
+  if (!f.apiDeleting || f.finalizers.length === 0) return null;
+  return {
+    kind: 'finalizer',
+    detail: `every container stopped; the API object waits for its finalizers: ${f.finalizers.join(', ')}`,
+    next: `have the controllers that own them finish (or remove a finalizer whose controller is gone): kubectl -n ${f.namespace} get pod ${f.name} -o jsonpath='{.metadata.finalizers}'`,
+  };
+}
+
+/** kubelet-owns or undriven: no podctl process drives the termination (else null). */
+function ownerCause(f: StuckFacts): BlockedBy | null {
   if (f.kubeletRunning && f.driven !== true) {
     return {
       kind: 'kubelet-owns',
       detail: "a kubelet runs beside podctl and no podctl process drives this pod: finishing it is the kubelet's work",
-      next: `read the kubelet's log for the pod (journalctl -u kubelet | grep ${f.name}); podctl kill ${ref} --via-api deletes it through the API, --force kills it over CRI`,
+      next: `read the kubelet's log for the pod (journalctl -u kubelet | grep ${f.name}); podctl kill ${f.namespace}/${f.name} --via-api deletes it through the API, --force kills it over CRI`,
     };
   }
   if (f.driven === false) {
@@ -141,7 +150,11 @@ export function blockedBy(f: StuckFacts): BlockedBy | null {
       next: 'podctl sync-known takes it over and finishes it with its remembered grace',
     };
   }
+  return null;
+}
 
+/** uninterruptible-io or stale-shim: a container process in state D, or gone under a running container (else null). */
+function processCause(f: StuckFacts, err: RuntimeError | undefined): BlockedBy | null {
   const dState = f.processes.find((p) => p.state === 'D');
   if (dState) {
     return {
@@ -150,21 +163,23 @@ export function blockedBy(f: StuckFacts): BlockedBy | null {
       next: `find what pid ${dState.pid} waits on (cat /proc/${dState.pid}/stack; often an NFS server or a block device that stopped answering) and bring it back or force-unmount it`,
     };
   }
-  const err = f.lastError ? parseRuntimeError(f.lastError) : undefined;
   const gone = f.processes.find((p) => p.state === 'gone');
-  if (gone || (err && STALE_SHIM_TEXT.test(err.text))) {
-    const what = gone ? `the runtime reports container ${gone.container} running, but its process (pid ${gone.pid}) is gone` : `the runtime cannot reach a container's shim (${f.lastError})`;
-    // ctr takes a task by its full ID only (no prefixes, unlike crictl): the command is printed runnable
-    const id = gone?.containerId ?? /\b[0-9a-f]{64}\b/.exec(f.lastError ?? '')?.[0];
-    const remove = id
-      ? `remove the stale task (ctr -n k8s.io tasks delete --force ${id})`
-      : 'find the stale task (ctr -n k8s.io tasks ls) and remove it with ctr -n k8s.io tasks delete --force and its full ID';
-    return {
-      kind: 'stale-shim',
-      detail: `${what}: a stale shim`,
-      next: `${remove} or restart containerd; podctl's next retry then finishes the pod`,
-    };
-  }
+  if (!gone && !(err && STALE_SHIM_TEXT.test(err.text))) return null;
+  const what = gone ? `the runtime reports container ${gone.container} running, but its process (pid ${gone.pid}) is gone` : `the runtime cannot reach a container's shim (${f.lastError})`;
+  // ctr takes a task by its full ID only (no prefixes, unlike crictl): the command is printed runnable
+  const id = gone?.containerId ?? /\b[0-9a-f]{64}\b/.exec(f.lastError ?? '')?.[0];
+  const remove = id
+    ? `remove the stale task (ctr -n k8s.io tasks delete --force ${id})`
+    : 'find the stale task (ctr -n k8s.io tasks ls) and remove it with ctr -n k8s.io tasks delete --force and its full ID';
+  return {
+    kind: 'stale-shim',
+    detail: `${what}: a stale shim`,
+    next: `${remove} or restart containerd; podctl's next retry then finishes the pod`,
+  };
+}
+
+/** cni-teardown or volume-busy: the sandbox's network or a mount under the pod's directory will not let go (else null). */
+function releaseCause(f: StuckFacts, err: RuntimeError | undefined): BlockedBy | null {
   if (err && (err.method === 'StopPodSandbox' || err.method === 'RemovePodSandbox') && NETWORK_TEXT.test(err.text)) {
     const plugin = networkPluginOf(err.text);
     return {
@@ -173,7 +188,7 @@ export function blockedBy(f: StuckFacts): BlockedBy | null {
       next: `make the ${plugin ?? 'network'} plugin healthy on this node (its node agent pod and its CNI log, e.g. /var/log/${plugin ?? 'cni'}); podctl retries ${err.method} until it succeeds`,
     };
   }
-  if (f.mountsHeld.length > 0 && stopped) {
+  if (f.mountsHeld.length > 0 && f.containersRunning === 0) {
     const mount = f.mountsHeld[0] ?? f.podDir;
     return {
       kind: 'volume-busy',
@@ -188,20 +203,29 @@ export function blockedBy(f: StuckFacts): BlockedBy | null {
       next: `find who holds the mount under ${f.podDir} (fuser -vm MOUNT), stop that, then umount it`,
     };
   }
-  if (err && (err.code === 'DeadlineExceeded' || err.code === 'Unavailable' || DEADLINE_TEXT.test(err.text))) {
+  return null;
+}
+
+/** runtime-deadline or runtime-error: the last CRI call timed out, could not reach the runtime, or was refused (else null). */
+function runtimeCallCause(f: StuckFacts, err: RuntimeError | undefined): BlockedBy | null {
+  if (!err) return null;
+  if (err.code === 'DeadlineExceeded' || err.code === 'Unavailable' || DEADLINE_TEXT.test(err.text)) {
     return {
       kind: 'runtime-deadline',
       detail: `${err.method ?? 'a CRI call'} ${err.code === 'Unavailable' ? 'could not reach the runtime' : 'timed out'}${err.text ? `: ${err.text}` : ''}`,
       next: 'check the container runtime (systemctl status containerd; journalctl -u containerd); podctl retries with backoff',
     };
   }
-  if (err) {
-    return {
-      kind: 'runtime-error',
-      detail: `the runtime rejects ${err.method ?? 'a call'}: ${err.text || f.lastError}`,
-      next: 'fix what the runtime complains of (journalctl -u containerd); podctl retries with backoff',
-    };
-  }
+  return {
+    kind: 'runtime-error',
+    detail: `the runtime rejects ${err.method ?? 'a call'}: ${err.text || f.lastError}`,
+    next: 'fix what the runtime complains of (journalctl -u containerd); podctl retries with backoff',
+  };
+}
+
+/** grace: nothing else holds it; it stops within its grace, or past it the runtime kills what still runs. */
+function graceCause(f: StuckFacts): BlockedBy {
+  const ref = `${f.namespace}/${f.name}`;
   const left = f.graceLeftMs;
   if (f.state === 'terminating' && left !== null && left > 0) {
     return {

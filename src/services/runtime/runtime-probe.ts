@@ -12,8 +12,8 @@
  */
 import type { CriClient } from '../../cri/client/client.js';
 
-const PROBE_INTERVAL_MS = 800;
-const PROBE_DEADLINE_MS = 1_200;
+/** A probe every 800 ms, each with a deadline of 1.2 s, unless the options say otherwise. */
+const PROBE_DEFAULTS = { intervalMs: 800, deadlineMs: 1_200 };
 
 export interface RuntimeHealth {
   answering: boolean;
@@ -25,7 +25,9 @@ export interface RuntimeHealth {
 
 export interface RuntimeProbeOptions {
   endpoint: string;
+  /** Between the end of one probe and the next (ms). */
   intervalMs?: number;
+  /** How long a probe waits for the runtime's answer (ms). */
   deadlineMs?: number;
   now?: () => number;
   /** The CRI client (default: a connection of its own to `endpoint`). */
@@ -41,7 +43,7 @@ export function probeErrorText(error: unknown): string {
 }
 
 export class RuntimeProbe {
-  readonly #options: RuntimeProbeOptions;
+  readonly #options: RuntimeProbeOptions & typeof PROBE_DEFAULTS;
   readonly #now: () => number;
   readonly #listeners = new Set<(health: RuntimeHealth, previous: RuntimeHealth) => void>();
   #health: RuntimeHealth;
@@ -50,7 +52,7 @@ export class RuntimeProbe {
   #closed = false;
 
   constructor(options: RuntimeProbeOptions) {
-    this.#options = options;
+    this.#options = { ...options, intervalMs: options.intervalMs ?? PROBE_DEFAULTS.intervalMs, deadlineMs: options.deadlineMs ?? PROBE_DEFAULTS.deadlineMs };
     this.#now = options.now ?? Date.now;
     this.#health = { answering: true, since: this.#now() };
   }
@@ -77,7 +79,7 @@ export class RuntimeProbe {
   /** One probe now; resolves with the health after it. */
   async probe(): Promise<RuntimeHealth> {
     if (this.#closed) return this.#health;
-    const deadlineMs = this.#options.deadlineMs ?? PROBE_DEADLINE_MS;
+    const { deadlineMs } = this.#options;
     // a runtime that does not answer stopped answering when this probe was sent
     const sent = this.#now();
     try {
@@ -114,7 +116,7 @@ export class RuntimeProbe {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       void this.probe().finally(() => this.#schedule());
-    }, this.#options.intervalMs ?? PROBE_INTERVAL_MS);
+    }, this.#options.intervalMs);
     this.#timer.unref();
   }
 }

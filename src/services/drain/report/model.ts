@@ -31,7 +31,8 @@ export interface ReportSegment {
   detail: string;
 }
 
-export interface ReportPod {
+/** A pod as the drain saw it: who it is, its group, its grace, how it ended and how it was stopped. */
+interface DrainedPod {
   uid: string;
   namespace: string;
   name: string;
@@ -44,6 +45,9 @@ export interface ReportPod {
   outcome: string;
   /** How it was stopped: over CRI by podctl, or by the kubelet asked through the API server. */
   via: 'cri' | 'api';
+}
+
+export interface ReportPod extends DrainedPod {
   requestedAt: string | null;
   /** When its grace ran out (requested + grace). */
   graceDeadline: string | null;
@@ -101,15 +105,7 @@ export interface DrainReport {
 }
 
 /** One pod as the report's builder takes it: the drain's view of it and its timeline. */
-export interface PodInput {
-  uid: string;
-  namespace: string;
-  name: string;
-  priority: number | null;
-  group: number;
-  gracePeriodSeconds: number | null;
-  outcome: string;
-  via: 'cri' | 'api';
+export interface PodInput extends DrainedPod {
   /** The drain's reason when it did not finish (or failed). */
   error?: string;
   history: readonly TransitionRecord[];
