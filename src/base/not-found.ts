@@ -11,7 +11,6 @@
  * suggest the same command.
  */
 import { Config, Errors, toConfiguredId, type Hook } from '@oclif/core';
-import levenshtein from 'fast-levenshtein';
 import { ExitCode } from '../lib/exit-codes.js';
 
 interface NotFoundOptions {
@@ -19,8 +18,13 @@ interface NotFoundOptions {
   argv?: string[];
 }
 
-/** The command id nearest to `typed` (at most 2 edits away, or one it begins), or undefined. */
-export function closestCommand(typed: string, ids: readonly string[]): string | undefined {
+/**
+ * The command id nearest to `typed` (at most 2 edits away, or one it begins), or undefined.
+ * fast-levenshtein is loaded here, not with the CLI: loading it builds an Intl.Collator, a cost
+ * every command's start-up would pay for a word that is almost never mistyped.
+ */
+export async function closestCommand(typed: string, ids: readonly string[]): Promise<string | undefined> {
+  const { default: levenshtein } = await import('fast-levenshtein');
   let best: { id: string; distance: number } | undefined;
   for (const id of ids) {
     const distance = levenshtein.get(typed, id, { useCollator: true });
@@ -55,7 +59,7 @@ async function commandNotFound(config: Config, options: NotFoundOptions): Promis
       return usage(`unknown command "${typed}" (${config.bin} help lists the commands)`);
     }
   }
-  const closest = closestCommand(options.id, ids);
+  const closest = await closestCommand(options.id, ids);
   const suggestion = closest === undefined ? '' : `; did you mean "${config.bin} ${toConfiguredId(closest, config)}"?`;
   return usage(`unknown command "${typed}"${suggestion} (${config.bin} help lists the commands)`);
 }

@@ -115,7 +115,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     result.kubelet = await kubelet;
     if (!this.jsonEnabled() && flags.output !== 'json' && flags.output !== 'yaml') {
       this.logToStderr(kubeletHeader(result.kubelet));
-      const guard = await (await import('../services/shutdown/index.js')).guardHeader(flags['state-dir']);
+      // guard-state.js, not the shutdown service's index: no prom-client on status's path
+      const guard = await (await import('../services/shutdown/guard-state.js')).guardHeader(flags['state-dir']);
       if (guard) this.logToStderr(guard);
     }
     for (const ref of result.missing) this.reporter.warn(`pod not found: ${ref}`);

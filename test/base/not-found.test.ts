@@ -5,21 +5,21 @@ import { closestCommand } from '../../src/base/not-found.js';
 const IDS = ['agent', 'autocomplete', 'drain', 'evict', 'help', 'kill', 'simulator', 'status', 'sync-known', 'version', 'watch'];
 
 describe('closestCommand', () => {
-  it('finds a command two edits away (a transposition, a missing or extra letter)', () => {
-    expect(closestCommand('stauts', IDS)).toBe('status');
-    expect(closestCommand('kil', IDS)).toBe('kill');
-    expect(closestCommand('drian', IDS)).toBe('drain');
-    expect(closestCommand('evictt', IDS)).toBe('evict');
+  it('finds a command two edits away (a transposition, a missing or extra letter)', async () => {
+    expect(await closestCommand('stauts', IDS)).toBe('status');
+    expect(await closestCommand('kil', IDS)).toBe('kill');
+    expect(await closestCommand('drian', IDS)).toBe('drain');
+    expect(await closestCommand('evictt', IDS)).toBe('evict');
   });
 
-  it('finds a command the word begins (three letters at least)', () => {
-    expect(closestCommand('sync', IDS)).toBe('sync-known');
-    expect(closestCommand('simul', IDS)).toBe('simulator');
+  it('finds a command the word begins (three letters at least)', async () => {
+    expect(await closestCommand('sync', IDS)).toBe('sync-known');
+    expect(await closestCommand('simul', IDS)).toBe('simulator');
   });
 
-  it('suggests nothing for a word close to no command', () => {
-    expect(closestCommand('frobnicate', IDS)).toBeUndefined();
-    expect(closestCommand('pods', IDS)).toBeUndefined();
-    expect(closestCommand('x', [])).toBeUndefined();
+  it('suggests nothing for a word close to no command', async () => {
+    expect(await closestCommand('frobnicate', IDS)).toBeUndefined();
+    expect(await closestCommand('pods', IDS)).toBeUndefined();
+    expect(await closestCommand('x', [])).toBeUndefined();
   });
 });

@@ -6,10 +6,9 @@
  * response outside 200..399 is a failed hook.
  *
  * Invariants: the request ends (aborted) when the bound passes or the caller's signal aborts; the
- * response body is read at most 10 KiB (the kubelet's limit for a hook's message).
+ * response body is read at most 10 KiB (the kubelet's limit for a hook's message). node:http and
+ * node:https are loaded when a hook runs, not with the runtime (every command's path).
  */
-import http from 'node:http';
-import https from 'node:https';
 import type { V1ContainerPort, V1HTTPGetAction } from '@kubernetes/client-node';
 
 /** The node's address for host-network pods (podctl runs on the node). */
@@ -49,7 +48,7 @@ export function runHttpGet(url: URL, headers: V1HTTPGetAction['httpHeaders'], ti
     for (const h of headers ?? []) {
       if (h.name) requestHeaders[h.name] = h.value ?? '';
     }
-    const lib = url.protocol === 'https:' ? https : http;
+    const lib = url.protocol === 'https:' ? process.getBuiltinModule('node:https') : process.getBuiltinModule('node:http');
     const req = lib.request(url, {
       method: 'GET',
       headers: requestHeaders,

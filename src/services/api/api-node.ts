@@ -61,9 +61,10 @@ export const WRITE_WAIT_MS = 2_000;
 /** Connects to the API server when one is configured; undefined without one. */
 export async function openApiNode(options: ApiNodeOptions): Promise<ApiNode | undefined> {
   if (options.client) return new ApiNode(options.client, options);
-  const { detectKube, connectKube } = await import('../../kube/index.js');
-  const source = detectKube(options.kubeconfig);
+  // without an API server configured, nothing of the client is loaded (kube/source.ts alone)
+  const source = (await import('../../kube/source.js')).detectKube(options.kubeconfig);
   if (!source) return undefined;
+  const { connectKube } = await import('../../kube/index.js');
   const reporter = options.reporter ?? silentReporter();
   const kube = await connectKube(source, {
     node: options.node,

@@ -4,9 +4,9 @@
  * report.ts reads it back.
  */
 import { ShutdownGuard, type ShutdownGuardOptions } from './guard.js';
-import { writeGuardState } from './report.js';
+import { writeGuardState } from './guard-state.js';
 
-export { exportShutdownMetrics, guardHeader, lastShutdown, lastShutdownText, type LastShutdownJson } from './report.js';
+export { exportShutdownMetrics, lastShutdown, lastShutdownText, type LastShutdownJson } from './report.js';
 
 /** Starts the guard (lock taken, PrepareForShutdown heard) and leaves its budget for `podctl status`. */
 export async function startShutdownGuard(options: ShutdownGuardOptions): Promise<ShutdownGuard> {

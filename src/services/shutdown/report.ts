@@ -1,23 +1,16 @@
 /**
  * What the shutdown guard leaves for readers: the last guarded shutdown as `podctl status
  * --last-shutdown` shows it (text and JSON) and as the agent's `podctl_shutdown_*` metrics export it
- * on start, and the running guard's budget for the `podctl status` header (`guard.state`, written
- * atomically beside the records while a guard runs).
+ * on start (the running guard's budget for the `podctl status` header: guard-state.ts).
  *
- * Invariants: nothing here writes a record (record.ts does); a guard state whose process is gone
- * is not shown; the metrics are set from one record, read once.
+ * Invariants: nothing here writes a record (record.ts does); the metrics are set from one record,
+ * read once.
  */
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { Gauge } from 'prom-client';
 import { formatDuration } from '../../lib/duration.js';
 import type { PodctlMetrics } from '../../metrics/registry.js';
-import { DIR_MODE, writeFileAtomic } from '../../store/files.js';
 import type { BudgetCheck } from './budget.js';
-import { POD_OUTCOMES, readLastShutdown, shutdownsFolder, type ShutdownRecord } from './record.js';
-import { mkdir } from 'node:fs/promises';
-
-const GUARD_STATE = 'guard.state';
+import { POD_OUTCOMES, readLastShutdown, type ShutdownRecord } from './record.js';
 
 const OUTCOME_WORDS: Record<ShutdownRecord['pods'][number]['outcome'], string> = {
   stopped: 'stopped in time',
@@ -34,41 +27,6 @@ const STATE_WORDS: Record<Exclude<ShutdownRecord['state'], 'draining'>, string> 
   cancelled: 'cancelled',
   'handed-on': "stopped by SIGTERM while it deferred to the kubelet: handed on to the kubelet's graceful shutdown",
 };
-
-/** The guard's budget while it runs, for `podctl status`. */
-interface GuardState extends BudgetCheck {
-  pid: number;
-  startedAt: number;
-}
-
-export async function writeGuardState(stateDir: string, budget: BudgetCheck): Promise<void> {
-  const folder = shutdownsFolder(stateDir);
-  await mkdir(folder, { recursive: true, mode: DIR_MODE });
-  const state: GuardState = { ...budget, pid: process.pid, startedAt: Date.now() };
-  await writeFileAtomic(path.join(folder, GUARD_STATE), Buffer.from(JSON.stringify(state)), 'shutdown guard state', undefined, { durable: false });
-}
-
-/** The `podctl status` header line of a running guard; undefined when none runs. */
-export async function guardHeader(stateDir: string): Promise<string | undefined> {
-  let state: GuardState;
-  try {
-    state = JSON.parse(await readFile(path.join(shutdownsFolder(stateDir), GUARD_STATE), 'utf8')) as GuardState;
-  } catch {
-    return undefined;
-  }
-  if (typeof state.pid !== 'number' || !alive(state.pid)) return undefined;
-  if (state.short && typeof state.warning === 'string') return `shutdown guard (pid ${state.pid}): ${state.warning}`;
-  return `shutdown guard (pid ${state.pid}): logind grants ${formatDuration(state.delayMs)}, the shutdown groups ask for ${state.groupsTotalSeconds}s`;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** `podctl status --last-shutdown --json`: the record, its outcome counts, and whether its guard saw it through. */
 export interface LastShutdownJson {

@@ -1,0 +1,73 @@
+/**
+ * The packages the single executable carries apart from its main script (src/sea-assets.ts:
+ * @kubernetes/client-node and yaml, compiled on first use from the executable's own assets):
+ * through the commands a user types, `status` without an API server, `status -o yaml`, and `status`
+ * with a kubeconfig (client-node lists the node's pods from a local API server). Nothing is read
+ * from beside the executable (the host has no node_modules and no node).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
+import { writeKubeconfig } from '../kube/support.js';
+import { createSeaHost, removeSeaHost, runSea, seaSkipReason, warnIfSeaSkipped, type SeaHost } from './support.js';
+
+warnIfSeaSkipped('test/sea/assets.test.ts');
+const skip = seaSkipReason !== undefined;
+
+describe.skipIf(skip)(`the single executable's packages loaded on first use${skip ? ` (SKIPPED: ${seaSkipReason})` : ''}`, { timeout: 120_000 }, () => {
+  let host: SeaHost;
+  let sim: RunningSimulator;
+  let server: KubeApiServer;
+  let dir: string;
+  let common: string[];
+
+  beforeAll(async () => {
+    host = createSeaHost();
+    dir = mkdtempSync(path.join(tmpdir(), 'podctl-sea-assets-'));
+    sim = await startSimulator({ socketPath: path.join(dir, 'cri.sock'), pods: [{ name: 'web-1', namespace: 'web', uid: 'uid-web-1' }] });
+    server = await startKubeApiServer();
+    server.token = 'x';
+    server.addPod({
+      metadata: { name: 'web-1', namespace: 'web', uid: 'uid-web-1', finalizers: ['example.com/hold'] },
+      spec: { nodeName: 'node-7', containers: [{ name: 'c' }] },
+      status: { phase: 'Running' },
+    });
+    common = ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--no-color'];
+  });
+
+  afterAll(async () => {
+    await sim?.close();
+    await server?.stop();
+    removeSeaHost(host);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('status without an API server lists the runtime pod', async () => {
+    const run = await runSea(host, ['status', ...common]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^web\/web-1\s/m);
+  });
+
+  it('status -o yaml renders through the yaml package it carries', async () => {
+    const run = await runSea(host, ['status', '-o', 'yaml', ...common]);
+    expect(run.code, run.stderr).toBe(0);
+    const doc = parse(run.stdout) as { pods: { namespace: string; name: string }[] };
+    expect(doc.pods.map((p) => `${p.namespace}/${p.name}`)).toEqual(['web/web-1']);
+  });
+
+  it('status with a kubeconfig lists the node’s pods from the API server through the client-node it carries', async () => {
+    const kubeconfig = writeKubeconfig(dir, server.port, 't', 'x');
+    const before = server.requests.length;
+    const run = await runSea(host, ['status', '-o', 'json', '--kubeconfig', kubeconfig, '--node', 'node-7', ...common]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).not.toMatch(/cannot list|going on without the API server|carries no/);
+    const asked = server.requests.slice(before).filter((r) => r.method === 'GET' && r.path === '/api/v1/pods' && r.status === 200);
+    expect(asked.length).toBeGreaterThan(0);
+    const pods = (JSON.parse(run.stdout) as { pods: { name: string; finalizers?: string[] }[] }).pods;
+    expect(pods.find((p) => p.name === 'web-1')).toBeDefined();
+  });
+});
