@@ -29,6 +29,13 @@ const SUBLAYERS = {
   services: [['diagnose', 'api', 'runtime'], ['terminate'], ['drain'], ['housekeeping', 'watch', 'shutdown']],
 };
 
+/**
+ * What the screen (src/tui) may import from the services at run time: each feature's output module
+ * (it draws). Everything else it shows comes to it as data or as rules handed over by the watch
+ * service (services/watch/screen-rules.ts), so from any other service file it imports types only.
+ */
+const TUI_SERVICE_IMPORTS = ['[^/]+/output\\.ts'];
+
 const folder = (name) => `^src/${name}/`;
 const anyOf = (names) => `^src/(${names.join('|')})/`;
 
@@ -83,6 +90,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/services/', pathNot: '^src/services/[^/]+/output\\.ts$' },
       to: { path: ['^src/services/[^/]+/output\\.ts$', '^src/lib/output\\.ts$'] },
+    },
+    {
+      name: 'tui-renders-data',
+      comment: `the TUI renders what the services give it: from src/services it imports types, and at run time only ${TUI_SERVICE_IMPORTS.join(', ')}; a service's logic reaches it through the watch service (services/watch/screen-rules.ts)`,
+      severity: 'error',
+      from: { path: folder('tui') },
+      to: { path: folder('services'), pathNot: `^src/services/(${TUI_SERVICE_IMPORTS.join('|')})$`, dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'engine-no-io',

@@ -177,10 +177,12 @@ async function main(): Promise<void> {
   // the React and Ink builds `podctl watch` runs (watch.ts), not their development builds
   useProductionReact();
   const { renderWatch } = await import('../src/tui/index.js');
+  const { screenRules } = await import('../src/services/watch/screen-rules.js');
   const stop = new AbortController();
   const screen = renderWatch({
     source: feed,
     requestKill: (r) => session.requestKill(r),
+    rules: screenRules,
     color: true,
     stdout: term as unknown as NodeJS.WriteStream,
     stdin: keyboard as unknown as NodeJS.ReadStream,

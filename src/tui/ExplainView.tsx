@@ -9,8 +9,9 @@
  */
 import { Box, Text } from 'ink';
 import type { PodInfo } from '../domain/session-api.js';
-import { explainPod, type NodeFacts } from '../services/diagnose/status.js';
+import type { NodeFacts } from '../services/diagnose/status.js';
 import { explainText } from '../services/diagnose/output.js';
+import type { ScreenRules } from '../services/watch/screen-rules.js';
 import { createStyler } from '../lib/output.js';
 import { truncate } from './view-model.js';
 
@@ -18,6 +19,8 @@ export interface ExplainViewProps {
   pod: PodInfo | undefined;
   ref: string;
   now: number;
+  /** The explanation of a pod, as `status --explain` gives it (the watch service's rules). */
+  rules: ScreenRules;
   facts?: NodeFacts | undefined;
   scroll: number;
   width: number;
@@ -28,13 +31,13 @@ export interface ExplainViewProps {
 const plain = createStyler(false);
 
 /** The lines of the view: the explanation's text, or why there is none. */
-function explainLines(pod: PodInfo | undefined, ref: string, now: number, facts?: NodeFacts): string[] {
+function explainLines(pod: PodInfo | undefined, ref: string, now: number, rules: ScreenRules, facts?: NodeFacts): string[] {
   if (pod === undefined) return [`${ref}: no longer listed on this node (gone from the runtime and the state directory)`];
-  return explainText(explainPod(pod, now, facts), plain, now).split('\n');
+  return explainText(rules.explain(pod, now, facts), plain, now).split('\n');
 }
 
-export function ExplainView({ pod, ref, now, facts, scroll, width, height, color }: ExplainViewProps) {
-  const lines = explainLines(pod, ref, now, facts);
+export function ExplainView({ pod, ref, now, rules, facts, scroll, width, height, color }: ExplainViewProps) {
+  const lines = explainLines(pod, ref, now, rules, facts);
   const room = Math.max(1, height - 2);
   const top = Math.min(scroll, Math.max(0, lines.length - room));
   const shown = lines.slice(top, top + room);

@@ -18,6 +18,7 @@ import { memo } from 'react';
 import { Text } from 'ink';
 import type { PodInfo } from '../domain/session-api.js';
 import type { NodeFacts } from '../services/diagnose/status.js';
+import type { ScreenRules } from '../services/watch/screen-rules.js';
 import { rowCells, stateColor, type ColumnId, type TableLayout } from './view-model.js';
 
 export interface PodRowProps {
@@ -26,6 +27,8 @@ export interface PodRowProps {
   now: number;
   selected: boolean;
   color: boolean;
+  /** What holds a pod and whether anybody drives it (the watch service's rules). */
+  rules: ScreenRules;
   /** The node's facts for pods on their way out (names causes the listing alone cannot). */
   facts?: NodeFacts | undefined;
 }
@@ -43,8 +46,8 @@ function graceSegments(text: string, color: string): Segment[] {
 }
 
 /** The row as coloured segments, in column order, separated by one space. */
-function rowSegments(pod: PodInfo, layout: TableLayout, now: number, facts?: NodeFacts): Segment[] {
-  const cells = rowCells(pod, layout, now, facts);
+function rowSegments(pod: PodInfo, layout: TableLayout, now: number, rules: ScreenRules, facts?: NodeFacts): Segment[] {
+  const cells = rowCells(pod, layout, now, rules, facts);
   const colorOf: Partial<Record<ColumnId, string>> = {
     state: stateColor(pod.state),
     ...(pod.state === 'terminating' ? { grace: 'yellow' } : {}),
@@ -61,14 +64,14 @@ function rowSegments(pod: PodInfo, layout: TableLayout, now: number, facts?: Nod
   return segments.filter((s) => s.text !== '');
 }
 
-const segmentCache = new WeakMap<PodInfo, { layout: TableLayout; now: number; facts: NodeFacts | undefined; segments: Segment[]; text: string }>();
+const segmentCache = new WeakMap<PodInfo, { layout: TableLayout; now: number; rules: ScreenRules; facts: NodeFacts | undefined; segments: Segment[]; text: string }>();
 
-/** The row's segments and their text, cached per pod object for one layout, clock reading and set of node facts. */
-export function cachedRow(pod: PodInfo, layout: TableLayout, now: number, facts?: NodeFacts): { segments: Segment[]; text: string } {
+/** The row's segments and their text, cached per pod object for one layout, clock reading, set of rules and set of node facts. */
+export function cachedRow(pod: PodInfo, layout: TableLayout, now: number, rules: ScreenRules, facts?: NodeFacts): { segments: Segment[]; text: string } {
   const hit = segmentCache.get(pod);
-  if (hit !== undefined && hit.layout === layout && hit.now === now && hit.facts === facts) return hit;
-  const segments = rowSegments(pod, layout, now, facts);
-  const entry = { layout, now, facts, segments, text: segments.map((s) => `${s.color ?? s.bar ?? ''}\u0000${s.text}`).join('\u0001') };
+  if (hit !== undefined && hit.layout === layout && hit.now === now && hit.rules === rules && hit.facts === facts) return hit;
+  const segments = rowSegments(pod, layout, now, rules, facts);
+  const entry = { layout, now, rules, facts, segments, text: segments.map((s) => `${s.color ?? s.bar ?? ''}\u0000${s.text}`).join('\u0001') };
   segmentCache.set(pod, entry);
   return entry;
 }
@@ -76,12 +79,12 @@ export function cachedRow(pod: PodInfo, layout: TableLayout, now: number, facts?
 /** Whether two renders of a row would draw the same thing. */
 export function sameRow(a: PodRowProps, b: PodRowProps): boolean {
   if (a.selected !== b.selected || a.color !== b.color) return false;
-  if (a.pod === b.pod && a.layout === b.layout && a.now === b.now && a.facts === b.facts) return true;
-  return cachedRow(a.pod, a.layout, a.now, a.facts).text === cachedRow(b.pod, b.layout, b.now, b.facts).text;
+  if (a.pod === b.pod && a.layout === b.layout && a.now === b.now && a.rules === b.rules && a.facts === b.facts) return true;
+  return cachedRow(a.pod, a.layout, a.now, a.rules, a.facts).text === cachedRow(b.pod, b.layout, b.now, b.rules, b.facts).text;
 }
 
-export const PodRow = memo(function PodRow({ pod, layout, now, selected, color, facts }: PodRowProps) {
-  const { segments } = cachedRow(pod, layout, now, facts);
+export const PodRow = memo(function PodRow({ pod, layout, now, selected, color, rules, facts }: PodRowProps) {
+  const { segments } = cachedRow(pod, layout, now, rules, facts);
   return (
     <Text wrap="truncate" inverse={selected && color}>
       {selected ? '▶ ' : '  '}

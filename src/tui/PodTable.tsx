@@ -5,6 +5,7 @@
 import { Box, Text } from 'ink';
 import type { PodInfo } from '../domain/session-api.js';
 import type { NodeFacts } from '../services/diagnose/status.js';
+import type { ScreenRules } from '../services/watch/screen-rules.js';
 import { PodRow } from './PodRow.js';
 import { COLUMN_TITLES, fit, type TableLayout } from './view-model.js';
 
@@ -16,6 +17,7 @@ export interface PodTableProps {
   window: { top: number; end: number; more: boolean };
   color: boolean;
   emptyText: string;
+  rules: ScreenRules;
   facts?: NodeFacts | undefined;
 }
 
@@ -24,7 +26,7 @@ function tableTitle(layout: TableLayout): string {
   return `  ${parts.join(' ')}`;
 }
 
-export function PodTable({ pods, layout, now, selected, window, color, emptyText, facts }: PodTableProps) {
+export function PodTable({ pods, layout, now, selected, window, color, emptyText, rules, facts }: PodTableProps) {
   const shown = pods.slice(window.top, window.end);
   const above = window.top;
   const below = pods.length - window.end;
@@ -35,7 +37,7 @@ export function PodTable({ pods, layout, now, selected, window, color, emptyText
       </Text>
       {shown.length === 0 ? <Text dimColor={color}>{`  ${emptyText}`}</Text> : null}
       {shown.map((pod, i) => (
-        <PodRow key={pod.uid} pod={pod} layout={layout} now={now} selected={window.top + i === selected} color={color} facts={facts} />
+        <PodRow key={pod.uid} pod={pod} layout={layout} now={now} selected={window.top + i === selected} color={color} rules={rules} facts={facts} />
       ))}
       {window.more ? (
         <Text wrap="truncate" dimColor={color}>

@@ -17,6 +17,7 @@ import type { KillHandle, KillRequest } from '../domain/session-api.js';
 import type { FeedEntry } from '../services/watch/watch-entries.js';
 import type { NodeFacts } from '../services/diagnose/status.js';
 import type { RuntimeHealth } from '../services/runtime/runtime-probe.js';
+import type { ScreenRules } from '../services/watch/screen-rules.js';
 import { countWorkingPods } from '../metrics/working-pods.js';
 import { initialUiState, promptText, reduceKey, selectedIndex, splitKeys, type Effect, type UiState } from './controller.js';
 import { EventsPane } from './EventsPane.js';
@@ -55,6 +56,8 @@ const NO_RUNTIME_SOURCE: RuntimeSource = { current: () => ANSWERING, subscribe: 
 
 export interface WatchAppProps {
   source: WatchSource;
+  /** What the features say of a pod (services/watch/screen-rules.ts): the screen decides none of it. */
+  rules: ScreenRules;
   facts?: FactsSource;
   runtime?: RuntimeSource;
   /** Which pods are shown, when not the whole node (for the header). */
@@ -150,7 +153,7 @@ export function WatchApp(props: WatchAppProps) {
 
   useInput(
     (input, key) => {
-      const ctx = { visible, now: now(), pageSize: Math.max(1, screen.tableRows - 1) };
+      const ctx = { visible, now: now(), pageSize: Math.max(1, screen.tableRows - 1), rules: props.rules };
       for (const press of splitKeys({ ...key, input })) {
         const { state, effect } = reduceKey(uiRef.current, press, ctx);
         // Pin the selection to a UID so it survives re-sorting and new listings.
@@ -167,7 +170,17 @@ export function WatchApp(props: WatchAppProps) {
     const uid = ui.mode.uid;
     return (
       <Box flexDirection="column" width={columns}>
-        <ExplainView pod={snapshot.pods.find((p) => p.uid === uid)} ref={ui.mode.ref} now={at} facts={facts} scroll={ui.mode.scroll} width={columns} height={rows - 1} color={props.color} />
+        <ExplainView
+          pod={snapshot.pods.find((p) => p.uid === uid)}
+          ref={ui.mode.ref}
+          now={at}
+          rules={props.rules}
+          facts={facts}
+          scroll={ui.mode.scroll}
+          width={columns}
+          height={rows - 1}
+          color={props.color}
+        />
       </Box>
     );
   }
@@ -199,7 +212,7 @@ export function WatchApp(props: WatchAppProps) {
         {...(runtime.answering ? {} : { runtimeDown: `runtime not answering for ${formatDuration(at - runtime.since)}: ${runtime.error ?? 'no answer'} · the table shows the last listing` })}
         color={props.color}
       />
-      <PodTable pods={visible} layout={layout} now={at} selected={sel} window={window} color={props.color} emptyText={emptyText} facts={facts} />
+      <PodTable pods={visible} layout={layout} now={at} selected={sel} window={window} color={props.color} emptyText={emptyText} rules={props.rules} facts={facts} />
       {screen.eventLines > 0 ? <EventsPane entries={snapshot.entries} lines={screen.eventLines} width={columns} color={props.color} /> : null}
       {screen.showHelpLine || promptText(ui.mode) !== undefined ? <HelpLine prompt={promptText(ui.mode)} message={ui.message} interactive={interactive} width={columns} color={props.color} /> : null}
     </Box>

@@ -15,8 +15,8 @@
  * - No effect is produced outside confirm, except quit.
  */
 import type { KillRequest, PodInfo } from '../domain/session-api.js';
-import { criticalScope, evictRefusal } from '../services/terminate/terminate.js';
-import { defaultGraceOf, graceLeftMs, parseGrace, podRef, SORT_KEYS, type SortKey } from './view-model.js';
+import type { ScreenRules } from '../services/watch/screen-rules.js';
+import { graceLeftMs, parseGrace, podRef, SORT_KEYS, type SortKey } from './view-model.js';
 
 type Action = 'kill' | 'evict' | 'shorten';
 
@@ -62,6 +62,8 @@ export interface KeyContext {
   now: number;
   /** Rows of the table, for page up/down. */
   pageSize: number;
+  /** The commands' rules the keys follow: the kill prompt's grace, kill's question, evict's refusal. */
+  rules: ScreenRules;
 }
 
 export const initialUiState: UiState = { mode: { kind: 'normal' }, filter: '', sort: 'state' };
@@ -81,25 +83,26 @@ function moveSelection(state: UiState, visible: readonly PodInfo[], delta: numbe
 
 const ACTION_VERB: Record<Action, string> = { kill: 'Kill', evict: 'Evict', shorten: 'Shorten the grace of' };
 
-function startKill(state: UiState, pod: PodInfo): UiState {
+function startKill(state: UiState, pod: PodInfo, rules: ScreenRules): UiState {
   if (pod.state === 'terminated' || pod.state === 'finished') {
     return { ...state, message: { text: `${podRef(pod)} is already ${pod.state}`, level: 'warn' } };
   }
   const current = pod.state === 'terminating' ? pod.gracePeriod : undefined;
-  // the planned grace already takes the grace in force into account (it only shrinks)
-  const mode: Mode = { kind: 'grace', action: 'kill', uid: pod.uid, ref: podRef(pod), text: String(defaultGraceOf(pod)) };
+  // the grace a kill without --grace runs with (as kill --dry-run shows it), which already takes the
+  // grace in force into account (it only shrinks)
+  const mode: Mode = { kind: 'grace', action: 'kill', uid: pod.uid, ref: podRef(pod), text: String(rules.plannedGraceSeconds(pod)) };
   if (current !== undefined) mode.current = current;
-  const special = criticalScope([pod]);
+  const special = rules.criticalScope([pod]);
   if (special !== undefined) mode.special = special;
   return { ...state, mode, message: undefined };
 }
 
-function startEvict(state: UiState, pod: PodInfo): UiState {
+function startEvict(state: UiState, pod: PodInfo, rules: ScreenRules): UiState {
   if (pod.state === 'terminated' || pod.state === 'finished') {
     return { ...state, message: { text: `${podRef(pod)} is already ${pod.state}`, level: 'warn' } };
   }
   // podctl evict's rule: a static or system-critical pod is refused (the screen has no --force)
-  const refused = evictRefusal([pod], false);
+  const refused = rules.evictRefusal([pod], false);
   if (refused !== undefined) return { ...state, message: { text: `${refused.message}; kill it (ctrl-k), or podctl evict --force`, level: 'error' } };
   const mode: Mode = { kind: 'confirm', action: 'evict', uid: pod.uid, ref: podRef(pod) };
   return { ...state, mode, message: undefined };
@@ -150,8 +153,8 @@ function onNormalKey(state: UiState, key: KeyPress, ctx: KeyContext): { state: U
     case 'g':
       // plain k moved up above: only ctrl-k reaches here as 'k'
       if (selected === undefined) return { state: { ...state, message: { text: 'no pod selected', level: 'warn' } } };
-      if (key.input === 'k') return { state: startKill(state, selected) };
-      if (key.input === 'e') return { state: startEvict(state, selected) };
+      if (key.input === 'k') return { state: startKill(state, selected, ctx.rules) };
+      if (key.input === 'e') return { state: startEvict(state, selected, ctx.rules) };
       return { state: startShorten(state, selected, ctx.now) };
     default:
       return { state };

@@ -13,12 +13,15 @@
  */
 import { render } from 'ink';
 import type { KillHandle, KillRequest } from '../domain/session-api.js';
+import type { ScreenRules } from '../services/watch/screen-rules.js';
 import { installComposer, loadInkOutput } from './ink-output.js';
 import { WatchApp, type FactsSource, type RuntimeSource, type WatchSource } from './WatchApp.js';
 
 export interface RenderWatchOptions {
   source: WatchSource;
   requestKill: (request: KillRequest) => Promise<KillHandle>;
+  /** What the features say of a pod (services/watch/screen-rules.ts). */
+  rules: ScreenRules;
   color: boolean;
   node?: string;
   kubelet?: string;
@@ -50,6 +53,7 @@ export async function renderWatch(options: RenderWatchOptions): Promise<'quit' |
     <WatchApp
       source={options.source}
       requestKill={options.requestKill}
+      rules={options.rules}
       color={options.color}
       {...(options.node !== undefined ? { node: options.node } : {})}
       {...(options.kubelet !== undefined ? { kubelet: options.kubelet } : {})}

@@ -9,9 +9,8 @@
  */
 import type { PodInfo } from '../domain/session-api.js';
 import type { FeedEntry } from '../services/watch/watch-entries.js';
-import { blockedBy, type BlockedBy } from '../services/diagnose/blocked-by.js';
-import { plannedGraceSeconds } from '../services/terminate/grace-plan.js';
-import { isUndriven, stuckFactsOf, type NodeFacts } from '../services/diagnose/status.js';
+import type { NodeFacts } from '../services/diagnose/status.js';
+import type { ScreenRules } from '../services/watch/screen-rules.js';
 
 export type SortKey = 'name' | 'state' | 'age' | 'grace';
 export const SORT_KEYS: readonly SortKey[] = ['state', 'age', 'grace', 'name'];
@@ -272,27 +271,22 @@ export const COLUMN_TITLES: Record<ColumnId, string> = {
 };
 
 /**
- * Why a pod on its way out is not finishing, from what the listing shows (the runtime error, the
- * grace, who drives it) and the node's facts when gathered (process states, held mounts).
+ * The last-error cell: the cause first when something other than the grace holds the pod (why a pod
+ * on its way out is not finishing, from what the listing shows and the node's facts when gathered).
  */
-function blockedOf(pod: PodInfo, now: number, facts?: NodeFacts): BlockedBy | null {
-  return blockedBy(stuckFactsOf(pod, now, facts));
-}
-
-/** The last-error cell: the cause first when something other than the grace holds the pod. */
-function causeText(pod: PodInfo, now: number, facts?: NodeFacts): string {
-  const cause = blockedOf(pod, now, facts);
+function causeText(pod: PodInfo, now: number, rules: ScreenRules, facts?: NodeFacts): string {
+  const cause = rules.blockedBy(pod, now, facts);
   const error = pod.lastError?.message.replace(/\s+/g, ' ');
   if (!cause || cause.kind === 'grace') return error ?? '';
   return `${cause.kind}: ${error ?? cause.detail}`;
 }
 
-/** The text of every cell of a row, already fitted to its column. */
-export function rowCells(pod: PodInfo, layout: TableLayout, now: number, facts?: NodeFacts): Record<ColumnId, string> {
+/** The text of every cell of a row, already fitted to its column; `rules` say what holds the pod and whether anybody drives it. */
+export function rowCells(pod: PodInfo, layout: TableLayout, now: number, rules: ScreenRules, facts?: NodeFacts): Record<ColumnId, string> {
   const w = layout.widths;
   const left = graceLeftMs(pod, now);
   let grace = '';
-  if (pod.state === 'terminating' && isUndriven(pod)) {
+  if (pod.state === 'terminating' && rules.isUndriven(pod)) {
     // nobody counts its grace down: no countdown, and the mark says so (`podctl sync-known` resumes it)
     grace = 'undriven';
   } else if (left !== undefined && pod.gracePeriod !== undefined) {
@@ -308,7 +302,7 @@ export function rowCells(pod: PodInfo, layout: TableLayout, now: number, facts?:
     ctrs: fit(`${pod.containersRunning}/${pod.containersTotal}`, w.ctrs ?? 0),
     age: fit(formatDuration(now - pod.since, pod.state !== 'terminating'), w.age ?? 0),
     owner: fit(pod.owner === undefined ? '-' : `${pod.owner.pid}${pod.owner.alive ? '' : '✝'}`, w.owner ?? 0),
-    error: fit(causeText(pod, now, facts), w.error ?? 0),
+    error: fit(causeText(pod, now, rules, facts), w.error ?? 0),
   };
 }
 
@@ -369,15 +363,6 @@ export function entryLine(entry: FeedEntry, width: number): string {
   const who = entry.pod ?? entry.uid?.slice(0, 8) ?? '';
   const text = `${formatClock(entry.at)} ${entry.source.padEnd(7)} ${who ? `${who} ` : ''}${entry.kind}: ${entry.detail}`;
   return truncate(text, width);
-}
-
-/**
- * The default grace offered by the kill prompt: the grace a kill of this pod without --grace runs
- * with, as `podctl kill --dry-run` shows it (services/terminate/grace-plan.ts, the engine's rule: its deletion
- * grace, else its spec's, never longer than a grace already in force, at least 1 s).
- */
-export function defaultGraceOf(pod: PodInfo): number {
-  return plannedGraceSeconds(pod);
 }
 
 /** Parses a grace answer: whole seconds ≥ 0, or an error message. */

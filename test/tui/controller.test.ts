@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { initialUiState, promptText, reduceKey, splitKeys, type KeyContext, type KeyPress, type UiState } from '../../src/tui/controller.js';
 import { pod } from './support/fake-session.js';
+import { screenRules } from '../../src/services/watch/screen-rules.js';
 
 const web = pod('default/web');
 const db = pod('default/db', { state: 'terminating', gracePeriod: 30, graceDeadline: 25_000 });
 const done = pod('default/done', { state: 'finished' });
 /** Kill is ctrl-k (k moves up, as j moves down). */
 const CTRL_K = { input: 'k', ctrl: true };
-const ctx: KeyContext = { visible: [web, db, done], now: 10_000, pageSize: 10 };
+const ctx: KeyContext = { visible: [web, db, done], now: 10_000, pageSize: 10, rules: screenRules };
 
 function press(state: UiState, ...keys: (string | Partial<KeyPress>)[]): { state: UiState; effects: unknown[] } {
   const effects: unknown[] = [];

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { cachedRow, PodRow, sameRow } from '../../src/tui/PodRow.js';
 import { tableLayout } from '../../src/tui/view-model.js';
 import { pod } from './support/fake-session.js';
+import { screenRules } from '../../src/services/watch/screen-rules.js';
 
 afterEach(() => cleanup());
 
@@ -12,15 +13,15 @@ describe('pod row memo', () => {
 
   it('computes a row once per pod object, layout and clock', () => {
     const p = pod('default/a');
-    const first = cachedRow(p, layout, now);
-    expect(cachedRow(p, layout, now)).toBe(first);
-    expect(cachedRow(p, layout, now + 1_000)).not.toBe(first);
-    expect(cachedRow(p, tableLayout(100), now + 1_000)).not.toBe(first);
+    const first = cachedRow(p, layout, now, screenRules);
+    expect(cachedRow(p, layout, now, screenRules)).toBe(first);
+    expect(cachedRow(p, layout, now + 1_000, screenRules)).not.toBe(first);
+    expect(cachedRow(p, tableLayout(100), now + 1_000, screenRules)).not.toBe(first);
   });
 
   it('splits the countdown bar of a terminating pod into the share left and the share spent', () => {
     const t = pod('default/a', { state: 'terminating', gracePeriod: 30, graceDeadline: now + 15_000, since: now - 15_000, owner: { pid: 42, startedAt: 0, heartbeatAt: 0, alive: true } });
-    const { segments } = cachedRow(t, layout, now);
+    const { segments } = cachedRow(t, layout, now, screenRules);
     expect(segments.filter((s) => s.bar !== undefined)).toEqual([
       { text: '█████', bar: 'left' },
       { text: '░░░░░', bar: 'spent' },
@@ -28,12 +29,12 @@ describe('pod row memo', () => {
     // the seconds after the bar keep the state's colour
     expect(segments.find((s) => s.text.startsWith(' 15s'))).toMatchObject({ color: 'yellow' });
     // a pod with no countdown has no bar
-    expect(cachedRow(pod('default/b'), layout, now).segments.some((s) => s.bar !== undefined)).toBe(false);
+    expect(cachedRow(pod('default/b'), layout, now, screenRules).segments.some((s) => s.bar !== undefined)).toBe(false);
   });
 
   it('skips a redraw only when the row would read the same', () => {
     const a = pod('default/a', { since: now - 90_000 });
-    const props = { pod: a, layout, now, selected: false, color: true };
+    const props = { pod: a, layout, now, selected: false, color: true, rules: screenRules };
     // A new listing gives a new object with the same content: no redraw.
     expect(sameRow(props, { ...props, pod: { ...a } })).toBe(true);
     // A second later a synced pod still reads "1m": no redraw either.
@@ -51,7 +52,7 @@ describe('pod row text', () => {
   const layout = tableLayout(100);
   const now = 100_000;
   const terminating = pod('default/a', { state: 'terminating', gracePeriod: 30, graceDeadline: now + 15_000, since: now - 15_000, owner: { pid: 42, startedAt: 0, heartbeatAt: 0, alive: true } });
-  const drawn = (color: boolean, selected = false) => render(<PodRow pod={terminating} layout={layout} now={now} selected={selected} color={color} />).lastFrame() ?? '';
+  const drawn = (color: boolean, selected = false) => render(<PodRow pod={terminating} rules={screenRules} layout={layout} now={now} selected={selected} color={color} />).lastFrame() ?? '';
 
   it('draws the bar in colour with blanks, so the row is printable ASCII (Ink measures it the cheap way)', () => {
     expect(layout.barWidth).toBe(10);

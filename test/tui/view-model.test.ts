@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { filterPods, formatDuration, graceBar, parseGrace, rowCells, screenLayout, sortPods, tableLayout, fitName, tableWindow, truncate } from '../../src/tui/view-model.js';
 import { pod } from './support/fake-session.js';
 import type { PodInfo } from '../../src/domain/session-api.js';
+import { screenRules } from '../../src/services/watch/screen-rules.js';
 
 describe('view model', () => {
   it('formats durations compactly', () => {
@@ -52,7 +53,7 @@ describe('view model', () => {
         lastError: { message: 'StopContainer: DeadlineExceeded '.repeat(5), at: 1 },
         owner: { pid: 4242, startedAt: 0, heartbeatAt: 0, alive: true },
       });
-      const cells = rowCells(p, layout, 10_000);
+      const cells = rowCells(p, layout, 10_000, screenRules);
       const line = `  ${layout.columns.map((c) => cells[c]).join(' ')}`;
       expect(line.length, `width ${width}`).toBeLessThanOrEqual(width);
     }
@@ -67,7 +68,7 @@ describe('view model', () => {
       containersTotal: 2,
       owner: { pid: 7, startedAt: 0, heartbeatAt: 0, alive: true },
     });
-    const cells = rowCells(p, tableLayout(120), 10_000);
+    const cells = rowCells(p, tableLayout(120), 10_000, screenRules);
     expect(cells.grace.trim()).toBe('█████░░░░░ 5s');
     expect(cells.ctrs.trim()).toBe('1/2');
     expect(cells.age.trim()).toBe('9s');
@@ -156,11 +157,11 @@ describe('view model', () => {
     const layout = tableLayout(80, pods);
     // the bar and the owner make room before a name is cut; grace, containers and age stay
     expect(layout.columns).toEqual(['name', 'state', 'grace', 'ctrs', 'age']);
-    const names = pods.map((p) => rowCells(p, layout, 10_000).name.trim());
+    const names = pods.map((p) => rowCells(p, layout, 10_000, screenRules).name.trim());
     expect(names).toEqual(pods.map((p) => `${p.namespace}/${p.name}`));
     // at 60 columns names are cut in the middle, keeping the ends that tell them apart
     const narrow = tableLayout(60, pods);
-    const cut = pods.map((p) => rowCells(p, narrow, 10_000).name);
+    const cut = pods.map((p) => rowCells(p, narrow, 10_000, screenRules).name);
     expect(new Set(cut).size).toBe(pods.length);
     for (const c of cut) expect(c).toContain('…');
     expect(cut[0]).toMatch(/node-1$/);
@@ -173,11 +174,11 @@ describe('view model', () => {
 
   it('marks a terminating pod nobody drives instead of counting its grace down', () => {
     const base = { state: 'terminating' as const, gracePeriod: 30, graceDeadline: 20_000 };
-    const undriven = rowCells(pod('default/a', base), tableLayout(140), 10_000);
+    const undriven = rowCells(pod('default/a', base), tableLayout(140), 10_000, screenRules);
     expect(undriven.grace.trim()).toBe('undriven');
-    const dead = rowCells(pod('default/a', { ...base, owner: { pid: 9, startedAt: 0, heartbeatAt: 0, alive: false } }), tableLayout(140), 10_000);
+    const dead = rowCells(pod('default/a', { ...base, owner: { pid: 9, startedAt: 0, heartbeatAt: 0, alive: false } }), tableLayout(140), 10_000, screenRules);
     expect(dead.grace.trim()).toBe('undriven');
-    const driven = rowCells(pod('default/a', { ...base, owner: { pid: 9, startedAt: 0, heartbeatAt: 0, alive: true } }), tableLayout(140), 10_000);
+    const driven = rowCells(pod('default/a', { ...base, owner: { pid: 9, startedAt: 0, heartbeatAt: 0, alive: true } }), tableLayout(140), 10_000, screenRules);
     expect(driven.grace.trim()).toMatch(/^[█░]{10} 10s$/);
   });
 });

@@ -7,6 +7,7 @@ import type { PodInfo } from '../../src/domain/session-api.js';
 import { WatchFeed } from '../../src/services/watch/watch-feed.js';
 import { WatchApp } from '../../src/tui/WatchApp.js';
 import { FakeSession, pod } from './support/fake-session.js';
+import { screenRules } from '../../src/services/watch/screen-rules.js';
 
 const NOW = 100_000;
 const ARROW_DOWN = '\u001b[B';
@@ -59,7 +60,17 @@ async function mount(pods: PodInfo[], size = { columns: 140, rows: 30 }, kubelet
   await feed.start();
   const quits: number[] = [];
   const app = render(
-    <WatchApp source={feed} requestKill={(r) => session.requestKill(r)} node="node-1" {...(kubelet ? { kubelet } : {})} color={true} now={() => NOW} size={size} onQuit={() => quits.push(1)} />,
+    <WatchApp
+      source={feed}
+      rules={screenRules}
+      requestKill={(r) => session.requestKill(r)}
+      node="node-1"
+      {...(kubelet ? { kubelet } : {})}
+      color={true}
+      now={() => NOW}
+      size={size}
+      onQuit={() => quits.push(1)}
+    />,
   );
   const first = await until(app.lastFrame, (f) => f.includes('NAMESPACE/NAME'), 'the table');
   return { app, session, feed, quits, first };
@@ -244,7 +255,7 @@ describe('watch screen', () => {
     const feed = new WatchFeed(session, { coalesceMs: 1, now: () => NOW });
     feeds.push(feed);
     await feed.start();
-    const app = render(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} color={false} now={() => NOW} />);
+    const app = render(<WatchApp source={feed} rules={screenRules} requestKill={(r) => session.requestKill(r)} color={false} now={() => NOW} />);
     const wide = await until(app.lastFrame, (f) => f.includes('NAMESPACE/NAME'), 'the table');
     expect(wide).toContain('LAST ERROR'); // 100 columns
     let columns = 70;
@@ -274,7 +285,7 @@ describe('watch screen', () => {
       },
     });
     const errors: unknown[] = [];
-    const instance = inkRender(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} color={false} now={() => NOW} />, {
+    const instance = inkRender(<WatchApp source={feed} rules={screenRules} requestKill={(r) => session.requestKill(r)} color={false} now={() => NOW} />, {
       stdout: out as unknown as NodeJS.WriteStream,
       stderr: out as unknown as NodeJS.WriteStream,
       stdin,
@@ -304,7 +315,7 @@ describe('watch screen', () => {
     const feed = new WatchFeed(session, { coalesceMs: 1, now: () => now });
     feeds.push(feed);
     await feed.start();
-    const app = render(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} color={false} now={() => now} size={{ columns: 140, rows: 30 }} tickMs={20} />);
+    const app = render(<WatchApp source={feed} rules={screenRules} requestKill={(r) => session.requestKill(r)} color={false} now={() => now} size={{ columns: 140, rows: 30 }} tickMs={20} />);
     await until(app.lastFrame, (f) => f.includes('█████░░░░░ 10s'), 'the bar at 10s');
     now = NOW + 6_000;
     await until(app.lastFrame, (f) => f.includes('██░░░░░░░░ 4s'), 'the bar at 4s');
@@ -331,7 +342,9 @@ describe('watch screen', () => {
     const feed = new WatchFeed(session, { coalesceMs: 1, now: () => NOW });
     feeds.push(feed);
     await feed.start();
-    const app = render(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} color={false} now={() => NOW} size={{ columns: 140, rows: 30 }} tickMs={20} frameIntervalMs={300} />);
+    const app = render(
+      <WatchApp source={feed} rules={screenRules} requestKill={(r) => session.requestKill(r)} color={false} now={() => NOW} size={{ columns: 140, rows: 30 }} tickMs={20} frameIntervalMs={300} />,
+    );
     await until(app.lastFrame, (f) => f.includes('█████░░░░░ 10s'), 'the bar at 10s');
     const before = app.frames.length;
     await new Promise((r) => setTimeout(r, 1_000));
@@ -348,7 +361,9 @@ describe('watch screen at the frame cap', () => {
     const feed = new WatchFeed(session, { coalesceMs: 0, now: () => NOW });
     feeds.push(feed);
     await feed.start();
-    const app = render(<WatchApp source={feed} requestKill={(r) => session.requestKill(r)} color={false} now={() => NOW} size={{ columns: 120, rows: 45 }} frameIntervalMs={100} />);
+    const app = render(
+      <WatchApp source={feed} rules={screenRules} requestKill={(r) => session.requestKill(r)} color={false} now={() => NOW} size={{ columns: 120, rows: 45 }} frameIntervalMs={100} />,
+    );
     await until(app.lastFrame, (f) => f.includes('30/30 pods'), 'the table');
     const framesBefore = app.frames.length;
     const order = { sync: 0, terminating: 1, terminated: 2, finished: 3 } as const;

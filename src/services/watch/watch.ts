@@ -19,6 +19,7 @@ import type { PodTransition } from './watch-transitions.js';
 import { BLOCKED_KINDS, blockedBy, type BlockedBy } from '../diagnose/blocked-by.js';
 import { stuckFactsOf, type NodeFacts } from '../diagnose/status.js';
 import { WatchFacts } from './watch-facts.js';
+import type { ScreenRules } from './screen-rules.js';
 import { RuntimeProbe } from '../runtime/runtime-probe.js';
 import { ScopedFeed, describeScope, isWholeNode, type WatchScope } from './watch-scope.js';
 import { keepProcessAlive } from '../../lib/abortable.js';
@@ -70,6 +71,7 @@ export interface WatchOptions {
 interface WatchScreenOptions {
   source: FeedView;
   requestKill: NodeSession['requestKill'];
+  rules: ScreenRules;
   color: boolean;
   stdout: NodeJS.WriteStream;
   stdin?: NodeJS.ReadStream;
@@ -464,6 +466,8 @@ async function showScreen(session: NodeSession, sources: ScreenSources, options:
     return await options.screen({
       source: view,
       requestKill: (request) => killFromScreen(session, options.kubelet, request, options.apiPod),
+      // loaded with the screen only: the rules bring the kill and explain paths with them
+      rules: (await import('./screen-rules.js')).screenRules,
       color: options.color,
       stdout: options.stdout,
       ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),

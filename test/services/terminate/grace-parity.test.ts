@@ -23,6 +23,7 @@ import { initialUiState, reduceKey } from '../../../src/tui/controller.js';
 import { KILL_POD_NOW_BOUNDS, KUBELET_EFFECTIVE_GRACE_CASES } from '../../engine/grace-table.js';
 import { FakeRecorder, createHarness, deferred, until, untilAborted } from '../../engine/harness.js';
 import { FakeSession } from '../fake-session.js';
+import { screenRules } from '../../../src/services/watch/screen-rules.js';
 
 interface GraceCase {
   desc: string;
@@ -218,7 +219,7 @@ describe("the grace table: watch's kill prompt = engine", () => {
     it(tc.desc, async () => {
       const uid = 'w';
       const info = sessionWith(tc, uid).pod(uid)!;
-      const { state } = reduceKey(initialUiState, { input: 'k', ctrl: true }, { visible: [info], now: 0, pageSize: 10 });
+      const { state } = reduceKey(initialUiState, { input: 'k', ctrl: true }, { visible: [info], now: 0, pageSize: 10, rules: screenRules });
       expect(state.mode).toMatchObject({ kind: 'grace', action: 'kill', uid });
       const offered = Number((state.mode as { text: string }).text);
       const decided = await engineGrace(tc, offered, uid);
@@ -228,7 +229,7 @@ describe("the grace table: watch's kill prompt = engine", () => {
 
   it('a pod known only from the runtime: the prompt offers the 1 s it is stopped with', () => {
     const session = new FakeSession([{ namespace: 'ns', name: 'r', uid: 'r', noSpec: true, state: 'runtime' }]);
-    const { state } = reduceKey(initialUiState, { input: 'k', ctrl: true }, { visible: [session.pod('r')!], now: 0, pageSize: 10 });
+    const { state } = reduceKey(initialUiState, { input: 'k', ctrl: true }, { visible: [session.pod('r')!], now: 0, pageSize: 10, rules: screenRules });
     expect(state.mode).toMatchObject({ kind: 'grace', action: 'kill', text: '1' });
   });
 });
