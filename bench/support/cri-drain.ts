@@ -71,8 +71,16 @@ function checkDrained(run: PodctlRun, count: number, who: string): void {
   }
 }
 
+/**
+ * Each request's deadline, podctl's as the raw client's (bench/cri.bench.ts connects with 60 s): on a
+ * loaded 2-core machine a StopPodSandbox can take longer than podctl's default 10 s, and a drain whose
+ * calls end at their deadline is measuring that deadline, not its own work (docs/operator-guide.md:
+ * raise --request-timeout on a loaded node).
+ */
+const REQUEST_TIMEOUT_MS = 60_000;
+
 /** `podctl drain` of the pods labelled app=`app`, as a script runs it (no terminal: --yes, --json). */
-const drainArgs = (app: string): string[] => ['drain', '-l', `app=${app}`, '--yes', '--json'];
+const drainArgs = (app: string): string[] => ['drain', '-l', `app=${app}`, '--yes', '--json', '--request-timeout', `${REQUEST_TIMEOUT_MS / 1000}s`];
 
 export async function benchDrain(options: DrainBenchOptions): Promise<DrainFigures> {
   const { cri, pods, endpoint, count } = options;
@@ -91,7 +99,7 @@ export async function benchDrain(options: DrainBenchOptions): Promise<DrainFigur
     async () => {
       const { app, made } = labelled('session', round);
       await made;
-      const session = await openSession({ stateDir: sessionDir, runtimeEndpoint: endpoint });
+      const session = await openSession({ stateDir: sessionDir, runtimeEndpoint: endpoint, rpcTimeoutMs: REQUEST_TIMEOUT_MS });
       try {
         const selection = parseSelection({ args: [], selector: `app=${app}`, allNamespaces: true, allowEmpty: true });
         let status = '';
