@@ -132,20 +132,175 @@ function summarize(groups: DrainedGroup[], skipped: SkippedPod[]): DrainSummary 
   };
 }
 
-export async function drainNode(options: DrainOptions): Promise<DrainResult> {
-  const reporter = options.reporter ?? silentReporter();
-  const now = options.now ?? Date.now;
-  const plan = await buildDrainPlan(options);
-  const specs = options.specs ?? PodSpecs.none();
-  const timeoutMs = options.timeoutMs ?? plan.defaultTimeoutSeconds * 1000;
-  const timeoutSource = options.timeoutMs === undefined ? 'plan' : 'flag';
-  const groups: DrainedGroup[] = plan.groups.map((g) => ({
+/** The drain's groups as planned, every pod not started yet. */
+function drainedGroups(plan: DrainPlan): DrainedGroup[] {
+  return plan.groups.map((g) => ({
     priority: g.priority,
     budgetSeconds: g.budgetSeconds,
     critical: g.critical,
     completedInBudget: false,
     pods: g.pods.map((p) => ({ ...p, outcome: 'not-started' })),
   }));
+}
+
+/**
+ * One drain under way: its pods by uid (each outcome set here, once terminated never changed), when
+ * each kill was requested, and the whole drain's deadline; `cutShort` once that bound stopped it.
+ */
+class DrainRun {
+  readonly byUid: Map<string, DrainedPod>;
+  readonly start: number;
+  readonly deadline: number;
+  cutShort = false;
+  readonly #requestedAt = new Map<string, number>();
+  readonly total: number;
+  readonly #specs: PodSpecs;
+  #finished = 0;
+
+  constructor(
+    readonly options: DrainOptions,
+    readonly groups: DrainedGroup[],
+    readonly timeoutMs: number,
+    readonly reporter: Reporter,
+    readonly now: () => number,
+  ) {
+    this.byUid = new Map<string, DrainedPod>(groups.flatMap((g) => g.pods.map((p) => [p.uid, p] as const)));
+    this.total = groups.reduce((n, g) => n + g.pods.length, 0);
+    this.start = now();
+    this.deadline = this.start + timeoutMs;
+    this.#specs = options.specs ?? PodSpecs.none();
+  }
+
+  /** Runs the groups in order until one is aborted or the drain's deadline comes. */
+  async runGroups(): Promise<void> {
+    for (const [index, group] of this.groups.entries()) {
+      if (this.options.signal?.aborted) break;
+      if (this.now() >= this.deadline) {
+        this.cutShort = true;
+        break;
+      }
+      await this.#runGroup(group, index);
+    }
+  }
+
+  /** After the last group: the pods still terminating get until their killPodNow bound (within the deadline). */
+  async waitStragglers(): Promise<void> {
+    const stragglers = [...this.byUid.values()].filter((p) => p.outcome === 'timeout');
+    if (stragglers.length === 0 || this.options.signal?.aborted) return;
+    const boundEnd = Math.max(...stragglers.map((p) => this.#requestedAtOf(p.uid) + killTimeoutMs(p.gracePeriodSeconds)));
+    if (this.deadline < boundEnd) this.cutShort = true;
+    await this.#waitFor(
+      stragglers.map((p) => p.uid),
+      Math.min(boundEnd, this.deadline) - this.now(),
+      'stragglers',
+    );
+  }
+
+  /** One group: its kills requested together, then waited for within its budget (and the deadline). */
+  async #runGroup(group: DrainedGroup, index: number): Promise<void> {
+    const { reporter, groups } = this;
+    const startedAtMs = this.now() - this.start;
+    group.startedAtMs = startedAtMs;
+    const label = `group ${index + 1}/${groups.length} (priority ≥ ${group.priority}${group.critical ? ', critical' : ''}, budget ${group.budgetSeconds}s)`;
+    reporter.info(`drain: ${label}: ${group.pods.length} pod(s)`);
+    await this.#requestKills(group.pods);
+    const budgetMs = Math.min(group.budgetSeconds * 1000, this.deadline - this.now());
+    await this.#waitFor(
+      group.pods.map((p) => p.uid),
+      budgetMs,
+      `group ${index + 1}/${groups.length}`,
+    );
+    group.elapsedMs = this.now() - this.start - startedAtMs;
+    group.completedInBudget = group.pods.every((p) => p.outcome === 'terminated' || p.outcome === 'gone');
+    if (!group.completedInBudget && !this.options.signal?.aborted) {
+      const left = group.pods.filter((p) => p.outcome === 'timeout').length;
+      // say why the group ended: its own budget, or the drain's bound (which may come first)
+      const why = group.elapsedMs >= group.budgetSeconds * 1000 ? 'budget spent' : `drain bound ${formatDuration(this.timeoutMs)} reached`;
+      if (left > 0) reporter.info(`drain: ${label}: ${why}, ${left} pod(s) still terminating; moving on`);
+    }
+  }
+
+  /** Requests the pods' kills together (a group's pods start terminating at once, as in the kubelet's node shutdown). */
+  async #requestKills(pods: DrainedPod[]): Promise<void> {
+    const specs = this.#specs;
+    await pLimit(KILL_REQUEST_CONCURRENCY).map(pods, async (pod) => {
+      const spec = specs.of(pod.uid);
+      pod.ordering = specs.orderingOf(pod.uid);
+      try {
+        // the pod as the API server holds it: its spec orders the stop and names the hooks' ports
+        await this.options.session.requestKill({ uid: pod.uid, gracePeriodSeconds: pod.gracePeriodSeconds, ...(spec ? { pod: spec } : {}) });
+        this.#requestedAt.set(pod.uid, this.now());
+        pod.outcome = 'timeout';
+      } catch (error) {
+        pod.outcome = 'failed';
+        pod.error = (error as Error)?.message?.split('\n')[0] ?? String(error);
+        this.reporter.warn(`  ✗ ${pod.namespace}/${pod.name}: ${pod.error}`);
+      }
+    });
+  }
+
+  /** Waits up to `boundMs` for the requested pods among `uids`; a status line counts down on a terminal. */
+  async #waitFor(uids: string[], boundMs: number, stage: string): Promise<void> {
+    const { reporter, now } = this;
+    const waiting = uids.filter((uid) => this.byUid.get(uid)?.outcome === 'timeout');
+    if (waiting.length === 0 || boundMs <= 0) return;
+    const began = now();
+    const status = (): void => {
+      if (reporter.interactive) reporter.progress(`drain ${stage}: ${this.#finished}/${this.total} terminated · ${formatDuration(Math.max(0, boundMs - (now() - began)))} left`);
+    };
+    // on a terminal the status line keeps counting down between events
+    const ticker = reporter.interactive ? setInterval(status, 1000) : undefined;
+    ticker?.unref();
+    const outcomes = await this.options.session
+      .waitTerminated(waiting, {
+        timeoutMs: boundMs,
+        ...(this.options.signal ? { signal: this.options.signal } : {}),
+        onProgress: (pod) => {
+          if (pod.state === 'terminated' || pod.state === 'finished') this.#markDone(pod.uid, 'terminated');
+          status();
+        },
+      })
+      .finally(() => clearInterval(ticker));
+    for (const [uid, outcome] of outcomes) if (outcome !== 'timeout') this.#markDone(uid, outcome);
+    reporter.done();
+  }
+
+  /** Records a pod's end once (the first report wins), with its time since its kill was requested. */
+  #markDone(uid: string, outcome: 'terminated' | 'gone'): void {
+    const pod = this.byUid.get(uid);
+    if (!pod || pod.outcome === 'terminated' || pod.outcome === 'gone') return;
+    pod.outcome = outcome;
+    pod.elapsedMs = this.now() - this.#requestedAtOf(uid);
+    this.#finished += 1;
+    this.reporter.info(`  ✓ ${pod.namespace}/${pod.name} ${outcome} (${formatDuration(pod.elapsedMs)})`);
+  }
+
+  #requestedAtOf(uid: string): number {
+    return this.#requestedAt.get(uid) ?? this.start;
+  }
+}
+
+/** The drain's result once its waits are over: outcomes checked after the wait, then its status. */
+async function finishDrain(run: DrainRun, plan: DrainPlan, timeoutSource: DrainResult['timeoutSource']): Promise<DrainResult> {
+  const { options, groups, byUid, now } = run;
+  const interrupted = options.signal?.aborted === true;
+  const done = [...byUid.values()].filter((p) => p.outcome === 'terminated').map((p) => p.uid);
+  await summarizeAfterWait(byUid, { session: options.session, interrupted, check: done, now, reporter: run.reporter, warnPrefix: '  ✗ ' });
+  const cutShort = run.cutShort || groups.some((group) => group.pods.some((p) => p.outcome === 'not-started'));
+  const summary = summarize(groups, plan.skipped);
+  const allDone = summary.terminated === summary.planned;
+  const remaining = summary.timedOut + summary.notStarted;
+  const status = allDone ? 'done' : interrupted ? 'interrupted' : cutShort && remaining > 0 ? 'timed-out' : 'partial';
+  return { dryRun: false, status, timeoutSeconds: run.timeoutMs / 1000, timeoutSource, elapsedMs: now() - run.start, groups, skipped: plan.skipped, summary };
+}
+
+export async function drainNode(options: DrainOptions): Promise<DrainResult> {
+  const reporter = options.reporter ?? silentReporter();
+  const now = options.now ?? Date.now;
+  const plan = await buildDrainPlan(options);
+  const timeoutMs = options.timeoutMs ?? plan.defaultTimeoutSeconds * 1000;
+  const timeoutSource = options.timeoutMs === undefined ? 'plan' : 'flag';
+  const groups = drainedGroups(plan);
 
   if (!options.dryRun && options.gate) {
     const planned = new Set(groups.flatMap((g) => g.pods.map((p) => p.uid)));
@@ -158,111 +313,14 @@ export async function drainNode(options: DrainOptions): Promise<DrainResult> {
     return { dryRun: true, status: 'planned', timeoutSeconds: timeoutMs / 1000, timeoutSource, elapsedMs: 0, groups, skipped: plan.skipped, summary: summarize(groups, plan.skipped) };
   }
 
-  const start = now();
-  const deadline = start + timeoutMs;
-  const total = groups.reduce((n, g) => n + g.pods.length, 0);
+  const run = new DrainRun(options, groups, timeoutMs, reporter, now);
   reporter.info(
-    `drain: ${total} pod(s) in ${groups.length} group(s), ${plan.skipped.length} skipped; bound ${formatDuration(timeoutMs)}` +
+    `drain: ${run.total} pod(s) in ${groups.length} group(s), ${plan.skipped.length} skipped; bound ${formatDuration(timeoutMs)}` +
       (timeoutSource === 'plan' ? ' (group budgets + longest killPodNow bound; --timeout to change)' : ''),
   );
-  const byUid = new Map<string, DrainedPod>(groups.flatMap((g) => g.pods.map((p) => [p.uid, p] as const)));
-  const requestedAt = new Map<string, number>();
-  let cutShort = false;
-  let finished = 0;
-
-  const markDone = (uid: string, outcome: 'terminated' | 'gone'): void => {
-    const pod = byUid.get(uid);
-    if (!pod || pod.outcome === 'terminated' || pod.outcome === 'gone') return;
-    pod.outcome = outcome;
-    pod.elapsedMs = now() - (requestedAt.get(uid) ?? start);
-    finished += 1;
-    reporter.info(`  ✓ ${pod.namespace}/${pod.name} ${outcome} (${formatDuration(pod.elapsedMs)})`);
-  };
-
-  const waitFor = async (uids: string[], boundMs: number, stage: string): Promise<void> => {
-    const waiting = uids.filter((uid) => byUid.get(uid)?.outcome === 'timeout');
-    if (waiting.length === 0 || boundMs <= 0) return;
-    const began = now();
-    const status = (): void => {
-      if (reporter.interactive) reporter.progress(`drain ${stage}: ${finished}/${total} terminated · ${formatDuration(Math.max(0, boundMs - (now() - began)))} left`);
-    };
-    // on a terminal the status line keeps counting down between events
-    const ticker = reporter.interactive ? setInterval(status, 1000) : undefined;
-    ticker?.unref();
-    const outcomes = await options.session
-      .waitTerminated(waiting, {
-        timeoutMs: boundMs,
-        ...(options.signal ? { signal: options.signal } : {}),
-        onProgress: (pod) => {
-          if (pod.state === 'terminated' || pod.state === 'finished') markDone(pod.uid, 'terminated');
-          status();
-        },
-      })
-      .finally(() => clearInterval(ticker));
-    for (const [uid, outcome] of outcomes) if (outcome !== 'timeout') markDone(uid, outcome);
-    reporter.done();
-  };
-
-  for (const [index, group] of groups.entries()) {
-    if (options.signal?.aborted) break;
-    if (now() >= deadline) {
-      cutShort = true;
-      break;
-    }
-    group.startedAtMs = now() - start;
-    const label = `group ${index + 1}/${groups.length} (priority ≥ ${group.priority}${group.critical ? ', critical' : ''}, budget ${group.budgetSeconds}s)`;
-    reporter.info(`drain: ${label}: ${group.pods.length} pod(s)`);
-    // a group's pods start terminating together, as in the kubelet's node shutdown
-    await pLimit(KILL_REQUEST_CONCURRENCY).map(group.pods, async (pod) => {
-      const spec = specs.of(pod.uid);
-      pod.ordering = specs.orderingOf(pod.uid);
-      try {
-        // the pod as the API server holds it: its spec orders the stop and names the hooks' ports
-        await options.session.requestKill({ uid: pod.uid, gracePeriodSeconds: pod.gracePeriodSeconds, ...(spec ? { pod: spec } : {}) });
-        requestedAt.set(pod.uid, now());
-        pod.outcome = 'timeout';
-      } catch (error) {
-        pod.outcome = 'failed';
-        pod.error = (error as Error)?.message?.split('\n')[0] ?? String(error);
-        reporter.warn(`  ✗ ${pod.namespace}/${pod.name}: ${pod.error}`);
-      }
-    });
-    const budgetMs = Math.min(group.budgetSeconds * 1000, deadline - now());
-    await waitFor(
-      group.pods.map((p) => p.uid),
-      budgetMs,
-      `group ${index + 1}/${groups.length}`,
-    );
-    group.elapsedMs = now() - start - group.startedAtMs;
-    group.completedInBudget = group.pods.every((p) => p.outcome === 'terminated' || p.outcome === 'gone');
-    if (!group.completedInBudget && !options.signal?.aborted) {
-      const left = group.pods.filter((p) => p.outcome === 'timeout').length;
-      // say why the group ended: its own budget, or the drain's bound (which may come first)
-      const why = group.elapsedMs >= group.budgetSeconds * 1000 ? 'budget spent' : `drain bound ${formatDuration(timeoutMs)} reached`;
-      if (left > 0) reporter.info(`drain: ${label}: ${why}, ${left} pod(s) still terminating; moving on`);
-    }
-  }
-
-  const stragglers = [...byUid.values()].filter((p) => p.outcome === 'timeout');
-  if (stragglers.length > 0 && !options.signal?.aborted) {
-    const boundEnd = Math.max(...stragglers.map((p) => (requestedAt.get(p.uid) ?? start) + killTimeoutMs(p.gracePeriodSeconds)));
-    if (deadline < boundEnd) cutShort = true;
-    await waitFor(
-      stragglers.map((p) => p.uid),
-      Math.min(boundEnd, deadline) - now(),
-      'stragglers',
-    );
-  }
-  const interrupted = options.signal?.aborted === true;
-  const done = [...byUid.values()].filter((p) => p.outcome === 'terminated').map((p) => p.uid);
-  await summarizeAfterWait(byUid, { session: options.session, interrupted, check: done, now, reporter, warnPrefix: '  ✗ ' });
-
-  for (const group of groups) if (group.pods.some((p) => p.outcome === 'not-started')) cutShort = true;
-  const summary = summarize(groups, plan.skipped);
-  const allDone = summary.terminated === summary.planned;
-  const remaining = summary.timedOut + summary.notStarted;
-  const status = allDone ? 'done' : interrupted ? 'interrupted' : cutShort && remaining > 0 ? 'timed-out' : 'partial';
-  return { dryRun: false, status, timeoutSeconds: timeoutMs / 1000, timeoutSource, elapsedMs: now() - start, groups, skipped: plan.skipped, summary };
+  await run.runGroups();
+  await run.waitStragglers();
+  return finishDrain(run, plan, timeoutSource);
 }
 
 /** Pods a drain requested that are still terminating: what must be handed on when the drain ends. */
