@@ -95,6 +95,117 @@ export interface DrainBesideKubelet {
 
 const refOf = (p: { namespace: string; name: string }): string => `${p.namespace}/${p.name}`;
 
+/**
+ * The kubelet down, no API server to decide, or --force: the CRI drain's report, with the kubelet
+ * rule's verdict on the candidates (nothing stopped here: the CRI drain stops them).
+ */
+async function overCri(options: DrainBesideKubeletOptions, live: PodInfo[], reporter: Reporter): Promise<DrainBesideKubelet> {
+  const { session, kubelet } = options;
+  const candidates = live.filter((p) => !(options.isExcluded?.(p) ?? false) && !(options.isSelf?.(p) ?? false));
+  const guard = { kubelet, api: options.force ? undefined : options.api, force: options.force, viaApi: false, ignorePdb: options.ignorePdb };
+  const plan = await guardKill({ session, targets: candidates, mode: 'evict', action: 'drain', dryRun: true, reporter, guard });
+  return { kubelet: plan.report, mode: 'cri', cordoned: null, viaApi: [], decisions: [], criUids: new Set(), specs: plan.specs };
+}
+
+/** This node's pods as the API server holds them (bounded); a failure is a UsageError: nothing is drained blind. */
+async function listApiPods(api: ApiNode, options: DrainBesideKubeletOptions): Promise<V1Pod[]> {
+  try {
+    return await api.kube.listNodePods(boundSignal(API_LIST_BOUND_MS, options.signal));
+  } catch (error) {
+    throw new UsageError(
+      `the kubelet is ${options.kubelet.state} and the API server's list of this node's pods failed (${(error as Error).message}): nothing can be drained without knowing what the kubelet runs`,
+      'retry when the API server answers, or pass --force to stop over CRI anyway',
+    );
+  }
+}
+
+/** Throws one UsageError naming every refused pod and the consent each needs (nothing cordoned yet). */
+function refuseUnconsented(decisions: DrainDecision[], options: DrainBesideKubeletOptions): void {
+  const refused = decisions.filter((d) => d.decision === 'refuse');
+  if (refused.length === 0) return;
+  const reasons = [...new Set(refused.map((d) => d.reason as 'emptydir' | 'unmanaged'))];
+  throw new UsageError(`drain refused: ${refused.map((d) => `${refOf(d)} (${d.message})`).join(', ')}`, reasons.map((r) => consentHint(r, options.agent === true)).join('; ') + ' to drain anyway');
+}
+
+/** What each eviction is given: the kubelet guard through the API server, the drain's bounds and PDB hook. */
+function guardInput(options: DrainBesideKubeletOptions, api: ApiNode, reporter: Reporter): GuardInput {
+  return {
+    session: options.session,
+    mode: 'evict',
+    action: 'drain',
+    ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+    reporter,
+    ...(options.signal ? { signal: options.signal } : {}),
+    guard: { kubelet: options.kubelet, api, force: false, viaApi: true, ignorePdb: options.ignorePdb },
+    // a drain waits on a PodDisruptionBudget up to its own bound, and without one for as long as it takes (kubectl's)
+    pdbBoundMs: options.timeoutMs ?? Number.POSITIVE_INFINITY,
+    ...(options.onPdbBlock ? { onPdbBlock: options.onPdbBlock } : {}),
+  };
+}
+
+/**
+ * Evicts (or with --ignore-pdb deletes) the pods through the API server, lowest priority first,
+ * each priority's pods waited for before the next; stops at an abort. Sorted by namespace/name.
+ */
+async function evictByPriority(api: ApiNode, pods: PodInfo[], apiPods: Map<string, V1Pod>, input: GuardInput, reporter: Reporter, now: () => number): Promise<TerminatedPod[]> {
+  const byPriority = new Map<number, PodInfo[]>();
+  for (const pod of pods) {
+    const priority = podPriority(apiPods.get(pod.uid) ?? pod.pod);
+    byPriority.set(priority, [...(byPriority.get(priority) ?? []), pod]);
+  }
+  const stopped: TerminatedPod[] = [];
+  const mode = input.guard.ignorePdb ? 'delete' : 'evict';
+  for (const priority of [...byPriority.keys()].sort((a, b) => a - b)) {
+    if (input.signal?.aborted) break;
+    const done = await Promise.all(byPriority.get(priority)!.map((pod) => stopThroughApi(api, pod, graceOf(apiPods.get(pod.uid)), mode, input, reporter, now())));
+    stopped.push(...done);
+  }
+  return stopped.sort((a, b) => refOf(a).localeCompare(refOf(b)));
+}
+
+/**
+ * The kubelet's to finish: of the evicted pods it did not finish in the wait, the ones it left past
+ * the margin join `criUids` (verdict `cri`); the others say why they are still finishing.
+ */
+async function settleLeftovers(api: ApiNode, result: DrainBesideKubelet, options: DrainBesideKubeletOptions, started: number, reporter: Reporter): Promise<void> {
+  const rowOf = (uid: string): DrainDecision | undefined => result.decisions.find((d) => d.uid === uid);
+  for (const pod of result.viaApi.filter((p) => p.outcome === 'timeout')) {
+    const decision = await kubeletLeftIt(api, pod, options, started);
+    const row = rowOf(pod.uid);
+    if (decision.stop) {
+      result.criUids.add(pod.uid);
+      if (row) Object.assign(row, { decision: 'cri', reason: 'kubelet-unfinished', message: decision.message });
+      reporter.warn(`drain: ${refOf(pod)}: ${decision.message}; podctl stops it over CRI`);
+    } else if (pod.outcome !== 'terminated') {
+      pod.error = decision.message;
+      if (row) Object.assign(row, { reason: 'kubelet-finishing', message: decision.message });
+    }
+  }
+  // gone from the API while the runtime still runs it: said in the verdicts too (table, JSON, Events)
+  for (const pod of result.viaApi.filter((p) => p.outcome === 'kubelet-finishing')) {
+    const row = rowOf(pod.uid);
+    if (row && pod.error !== undefined) Object.assign(row, { reason: 'kubelet-finishing', message: pod.error });
+  }
+}
+
+/** Runtime pods the API server does not have, by the orphan rule: the confirmed join `criUids`, the others are skipped. */
+async function settleOrphans(api: ApiNode, result: DrainBesideKubelet, candidates: PodInfo[], options: DrainBesideKubeletOptions): Promise<void> {
+  const { decideOrphans } = await import('../api/orphan-wait.js');
+  const verdict = await decideOrphans({
+    candidates,
+    kubelet: options.kubelet.state,
+    api,
+    stateDir: options.session.stateDir,
+    force: false,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  for (const uid of verdict.released) result.criUids.add(uid);
+  for (const kept of verdict.kept) {
+    const row = result.decisions.find((d) => d.uid === kept.uid);
+    if (row) Object.assign(row, { decision: 'skip', reason: 'orphan', message: kept.reason });
+  }
+}
+
 export async function drainBesideKubelet(options: DrainBesideKubeletOptions): Promise<DrainBesideKubelet> {
   const reporter = options.reporter ?? silentReporter();
   const now = options.now ?? Date.now;
@@ -103,37 +214,18 @@ export async function drainBesideKubelet(options: DrainBesideKubeletOptions): Pr
   const listed = await session.listPods({ runtimeMaxAgeMs: 1_000, ...(options.signal ? { signal: options.signal } : {}) });
   const { targets } = resolveSelection(listed, options.selection);
   const live = targets.filter((p) => p.state !== 'finished');
-  const report = (action: KubeletReport['action'], desired: string[] = []): KubeletReport => ({ state: kubelet.state, detail: kubelet.detail, action, desired });
-  const cri = (r: KubeletReport, specs: PodSpecs): DrainBesideKubelet => ({ kubelet: r, mode: 'cri', cordoned: null, viaApi: [], decisions: [], criUids: new Set(), specs });
-  if (kubelet.state === 'down' || !options.api || options.force) {
-    // the kubelet down: over CRI; no API server to decide: the kubelet rule refuses (or --force goes over CRI)
-    const candidates = live.filter((p) => !(options.isExcluded?.(p) ?? false) && !(options.isSelf?.(p) ?? false));
-    const guard = { kubelet, api: options.force ? undefined : options.api, force: options.force, viaApi: false, ignorePdb: options.ignorePdb };
-    const plan = await guardKill({ session, targets: candidates, mode: 'evict', action: 'drain', dryRun: true, reporter, guard });
-    return cri(plan.report, plan.specs);
-  }
+  // the kubelet down: over CRI; no API server to decide: the kubelet rule refuses (or --force goes over CRI)
+  if (kubelet.state === 'down' || !options.api || options.force) return overCri(options, live, reporter);
   const api = options.api;
-  let apiPods: V1Pod[];
-  try {
-    apiPods = await api.kube.listNodePods(boundSignal(API_LIST_BOUND_MS, options.signal));
-  } catch (error) {
-    throw new UsageError(
-      `the kubelet is ${kubelet.state} and the API server's list of this node's pods failed (${(error as Error).message}): nothing can be drained without knowing what the kubelet runs`,
-      'retry when the API server answers, or pass --force to stop over CRI anyway',
-    );
-  }
+  const apiPods = await listApiPods(api, options);
   const decisions = decide(live, apiPods, options);
-  const refused = decisions.filter((d) => d.decision === 'refuse');
-  if (refused.length > 0 && !options.dryRun) {
-    const reasons = [...new Set(refused.map((d) => d.reason as 'emptydir' | 'unmanaged'))];
-    throw new UsageError(`drain refused: ${refused.map((d) => `${refOf(d)} (${d.message})`).join(', ')}`, reasons.map((r) => consentHint(r, options.agent === true)).join('; ') + ' to drain anyway');
-  }
+  if (!options.dryRun) refuseUnconsented(decisions, options);
   const toEvict = decisions.filter((d) => d.decision === 'evict');
   const orphans = decisions.filter((d) => d.decision === 'cri');
   const evictable = new Map(live.map((p) => [p.uid, p]));
   const byUid = new Map(apiPods.map((p) => [p.metadata?.uid ?? '', p]));
   const result: DrainBesideKubelet = {
-    kubelet: report('via-api', toEvict.map(refOf)),
+    kubelet: { state: kubelet.state, detail: kubelet.detail, action: 'via-api', desired: toEvict.map(refOf) },
     mode: 'api',
     cordoned: null,
     viaApi: [],
@@ -149,65 +241,11 @@ export async function drainBesideKubelet(options: DrainBesideKubeletOptions): Pr
   const uncordon = `kubectl uncordon ${options.node}`;
   result.cordoned = { node: options.node, uncordon };
   reporter.info(`drain: node ${options.node} cordoned (no new pods are scheduled here); after maintenance: ${uncordon}`);
-  const input: GuardInput = {
-    session,
-    mode: 'evict',
-    action: 'drain',
-    ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-    reporter,
-    ...(options.signal ? { signal: options.signal } : {}),
-    guard: { kubelet, api, force: false, viaApi: true, ignorePdb: options.ignorePdb },
-    // a drain waits on a PodDisruptionBudget up to its own bound, and without one for as long as it takes (kubectl's)
-    pdbBoundMs: options.timeoutMs ?? Number.POSITIVE_INFINITY,
-    ...(options.onPdbBlock ? { onPdbBlock: options.onPdbBlock } : {}),
-  };
-  const byPriority = new Map<number, PodInfo[]>();
-  for (const d of toEvict) {
-    const pod = evictable.get(d.uid) ?? apiOnlyPod(byUid.get(d.uid)!);
-    const priority = podPriority(byUid.get(pod.uid) ?? pod.pod);
-    byPriority.set(priority, [...(byPriority.get(priority) ?? []), pod]);
-  }
-  for (const priority of [...byPriority.keys()].sort((a, b) => a - b)) {
-    if (options.signal?.aborted) break;
-    const mode = options.ignorePdb ? 'delete' : 'evict';
-    const done = await Promise.all(byPriority.get(priority)!.map((pod) => stopThroughApi(api, pod, graceOf(byUid.get(pod.uid)), mode, input, reporter, now())));
-    result.viaApi.push(...done);
-  }
-  result.viaApi.sort((a, b) => refOf(a).localeCompare(refOf(b)));
-  // the kubelet's to finish: podctl stops over CRI only what it evicted and the kubelet left past the margin
-  for (const pod of result.viaApi.filter((p) => p.outcome === 'timeout')) {
-    const decision = await kubeletLeftIt(api, pod, options, started);
-    const row = decisions.find((d) => d.uid === pod.uid);
-    if (decision.stop) {
-      result.criUids.add(pod.uid);
-      if (row) Object.assign(row, { decision: 'cri', reason: 'kubelet-unfinished', message: decision.message });
-      reporter.warn(`drain: ${refOf(pod)}: ${decision.message}; podctl stops it over CRI`);
-    } else if (pod.outcome !== 'terminated') {
-      pod.error = decision.message;
-      if (row) Object.assign(row, { reason: 'kubelet-finishing', message: decision.message });
-    }
-  }
-  // gone from the API while the runtime still runs it: said in the verdicts too (table, JSON, Events)
-  for (const pod of result.viaApi.filter((p) => p.outcome === 'kubelet-finishing')) {
-    const row = decisions.find((d) => d.uid === pod.uid);
-    if (row && pod.error !== undefined) Object.assign(row, { reason: 'kubelet-finishing', message: pod.error });
-  }
-  // runtime pods the API server does not have: the orphan rule
+  const pods = toEvict.map((d) => evictable.get(d.uid) ?? apiOnlyPod(byUid.get(d.uid)!));
+  result.viaApi = await evictByPriority(api, pods, byUid, guardInput(options, api, reporter), reporter, now);
+  await settleLeftovers(api, result, options, started, reporter);
   if (orphans.length > 0 && !options.signal?.aborted) {
-    const { decideOrphans } = await import('../api/orphan-wait.js');
-    const verdict = await decideOrphans({
-      candidates: orphans.map((d) => evictable.get(d.uid)!).filter(Boolean),
-      kubelet: kubelet.state,
-      api,
-      stateDir: session.stateDir,
-      force: false,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    for (const uid of verdict.released) result.criUids.add(uid);
-    for (const kept of verdict.kept) {
-      const row = decisions.find((d) => d.uid === kept.uid);
-      if (row) Object.assign(row, { decision: 'skip', reason: 'orphan', message: kept.reason });
-    }
+    await settleOrphans(api, result, orphans.map((d) => evictable.get(d.uid)!).filter(Boolean), options);
   }
   return result;
 }
