@@ -19,6 +19,9 @@
  *   after another (100 ms apart, grace 1 s) until each is finally deleted, and the time from each
  *   deletion in the API to the pod's first StopContainer (the simulator runs in this process).
  *   `--root DIR` measures another build (its bin/run.js), e.g. the previous commit's in a temp clone.
+ *   The agent's kubelet root is an empty one (its pods/ folder readable, nothing mounted), so each
+ *   final delete goes out. The API figures go to bench/results/agent.json (bench/support/results.ts;
+ *   `npm run bench:summary`), unless `--root` names another build.
  *
  *   npm run bench:agent [-- --pods 250 --window 30 --takeovers 5]
  *   npm run bench:agent -- --only api [--api-window 600 --api-pods 50 --root /tmp/old-build]
@@ -31,6 +34,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { writeResults } from './support/results.js';
 
 const { values } = parseArgs({
   options: {
@@ -206,6 +210,8 @@ async function apiBench(): Promise<void> {
       spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 1, containers: [{ name: 'c' }] },
       status: { phase: 'Running' },
     });
+  const kubeletRoot = join(dir, 'kubelet');
+  await import('node:fs/promises').then((fs) => fs.mkdir(join(kubeletRoot, 'pods'), { recursive: true }));
   const kubeconfig = join(dir, 'kubeconfig');
   await import('node:fs/promises').then((fs) =>
     fs.writeFile(
@@ -215,7 +221,7 @@ async function apiBench(): Promise<void> {
   );
   try {
     const agent = podctl(
-      ['agent', '--interval', values.interval, '--metrics-addr', 'none', '--kubeconfig', kubeconfig, '--node', 'node-1', '--kubelet-healthz', '127.0.0.1:1/healthz'],
+      ['agent', '--interval', values.interval, '--metrics-addr', 'none', '--kubeconfig', kubeconfig, '--node', 'node-1', '--kubelet-healthz', '127.0.0.1:1/healthz', '--kubelet-root', kubeletRoot],
       join(dir, 'state'),
       sim.endpoint,
     );
@@ -255,6 +261,46 @@ async function apiBench(): Promise<void> {
     console.log(
       `| deletion in the API → first StopContainer, p50 / p95 / max (n=${latencies.filter((l) => !Number.isNaN(l)).length}) | ${pct(0.5)} / ${pct(0.95)} / ${latencies.at(-1)} ms | p95 ≤ 100 ms |`,
     );
+    if (!values.root) {
+      const command = `npm run build && npm run bench:agent -- --only api --api-window ${values['api-window']} --api-pods ${count}`;
+      const load = `load ${(await readFile('/proc/loadavg', 'utf8')).split(' ')[0]}`;
+      // an idle window under a minute says nothing of the watch renewals: its figure is not written
+      const idle =
+        windowMs >= 60_000
+          ? [
+              {
+                id: 'api-idle',
+                figure: '`podctl agent`: API requests per minute per node, idle (watch renewals included)',
+                value: idlePerMin,
+                unit: 'requests/min',
+                goalMax: 2,
+                detail: `over ${(windowMs / 60_000).toFixed(1)} min, ${count} pods`,
+                command,
+              },
+            ]
+          : [];
+      writeResults('agent', [
+        ...idle,
+        {
+          id: 'api-churn',
+          figure: `\`podctl agent\`: API requests per pod deleted in a churn of ${count} pods (Killing Event, final delete)`,
+          value: churnRequests / count,
+          unit: 'requests/pod',
+          goalMax: 3,
+          detail: `${churnRequests} requests in ${(churnMs / 1000).toFixed(1)} s, ${server.pods.size} pods left`,
+          command,
+        },
+        {
+          id: 'api-delete-stop',
+          figure: '`podctl agent`: deletion in the API → first StopContainer, p95',
+          value: pct(0.95),
+          unit: 'ms',
+          goalMax: 100,
+          detail: `p50 ${pct(0.5)} ms, max ${latencies.at(-1)} ms; n=${latencies.length}, ${load}`,
+          command,
+        },
+      ]);
+    }
   } finally {
     for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
     await sim.close();
