@@ -264,9 +264,9 @@ async function apiBench(): Promise<void> {
     if (!values.root) {
       const command = `npm run build && npm run bench:agent -- --only api --api-window ${values['api-window']} --api-pods ${count}`;
       const load = `load ${(await readFile('/proc/loadavg', 'utf8')).split(' ')[0]}`;
-      // an idle window under a minute says nothing of the watch renewals: its figure is not written
+      // an idle window under the issue's ten minutes says too little of the watch renewals: its figure is not written
       const idle =
-        windowMs >= 60_000
+        windowMs >= 600_000
           ? [
               {
                 id: 'api-idle',
