@@ -67,8 +67,10 @@ export async function renderWatch(options: RenderWatchOptions): Promise<'quit' |
       ...(options.stderr !== undefined ? { stderr: options.stderr } : {}),
       exitOnCtrlC: true,
       patchConsole: true,
-      // Ink's own output throttle matches the frame gate's 10 frames a second.
-      maxFps: 10,
+      // The frame gate paces the feed's changes (10 frames a second, within its budget); Ink's own
+      // output throttle only coalesces bursts of keys. At Ink's 10 a second it held a frame the gate
+      // had passed up to 100 ms behind the last key's or the clock's.
+      maxFps: 30,
     },
   );
   const onAbort = () => {
