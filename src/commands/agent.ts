@@ -10,7 +10,12 @@ import { RuntimeFailure, UsageError } from '../lib/errors.js';
 import { nodeName } from '../base/flags.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { parseDuration } from '../lib/duration.js';
-import type { AgentResult } from '../services/housekeeping/agent.js';
+import type { AgentResult, MetricsAddress } from '../services/housekeeping/agent.js';
+import type { AgentSelf } from '../services/housekeeping/agent-self.js';
+import type { ShutdownGuard } from '../services/shutdown/guard.js';
+import type { ApiNode } from '../services/api/api-node.js';
+import type { KubeletStatus } from '../kube/kubelet.js';
+import type { NodeSession } from '../domain/session-api.js';
 import type { DesiredSource } from '../services/housekeeping/sync-known.js';
 import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_DRAIN_GRACE_SECONDS, defaultGroups, parseGroups, type PriorityGroup } from '../services/drain/drain-plan.js';
@@ -40,6 +45,69 @@ function shutdownGroupsOf(flags: {
   const critical = flags['shutdown-critical-grace-period'] ?? DEFAULT_CRITICAL_GRACE_SECONDS;
   if (critical > total) throw new UsageError(`--shutdown-critical-grace-period (${critical}s) exceeds --shutdown-grace-period (${total}s)`, "the whole budget includes the critical pods' share");
   return defaultGroups(total, critical);
+}
+
+/** The agent's flags that settle how it runs (before the session opens). */
+type AgentFlags = Parameters<typeof shutdownGroupsOf>[0] & {
+  interval: string;
+  'stuck-after': string;
+  'metrics-addr': string;
+  desired?: string | undefined;
+  'desired-from'?: 'api' | 'runtime' | undefined;
+  'shutdown-stop-timeout': string;
+};
+
+/** The agent's timings, listen address and shutdown groups, validated from its flags. */
+interface AgentSettings {
+  intervalMs: number;
+  stuckAfterMs: number;
+  listen: MetricsAddress | undefined;
+  guardGroups: PriorityGroup[] | undefined;
+  stopTimeoutMs: number;
+}
+
+/** Validates the agent's flags (a bad one is a usage error) into its settings. */
+async function settingsOf(flags: AgentFlags): Promise<AgentSettings> {
+  const intervalMs = parseDuration(flags.interval, 'interval');
+  if (intervalMs < 100) throw new UsageError(`--interval ${flags.interval} is too short`, 'use 100ms or more (the kubelet uses 2s)');
+  const stuckAfterMs = parseDuration(flags['stuck-after'], 'stuck-after');
+  if (flags.desired !== undefined && flags['desired-from'] !== undefined) {
+    throw new UsageError('--desired and --desired-from are mutually exclusive', 'give one source of desired pods');
+  }
+  const guardGroups = shutdownGroupsOf(flags);
+  const stopTimeoutMs = parseDuration(flags['shutdown-stop-timeout'], 'shutdown-stop-timeout');
+  const { parseMetricsAddr } = await import('../services/housekeeping/agent.js');
+  const listen = flags['metrics-addr'] === 'none' ? undefined : parseMetricsAddr(flags['metrics-addr']);
+  return { intervalMs, stuckAfterMs, listen, guardGroups, stopTimeoutMs };
+}
+
+/** Where desired pods come from: --desired (a file readable now), else --desired-from, else the API server when there is one. */
+async function desiredSourceOf(flags: AgentFlags, haveKube: boolean): Promise<DesiredSource> {
+  if (flags.desired !== undefined) {
+    // only the operator can fix it: said at start, not at every step
+    await access(flags.desired).catch((error: NodeJS.ErrnoException) => {
+      throw new UsageError(`--desired ${flags.desired}: cannot read (${error.code ?? error.message})`, 'give a readable file of desired pods');
+    });
+    return { kind: 'file', path: flags.desired };
+  }
+  if (flags['desired-from'] === 'api' && !haveKube) throw new UsageError('--desired-from api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
+  if (flags['desired-from'] === 'runtime' || !haveKube) return { kind: 'runtime' };
+  return { kind: 'api' };
+}
+
+/** The desired source as the start line names it. */
+function sourceName(source: DesiredSource): string {
+  return source.kind === 'file' ? source.path : source.kind === 'api' ? 'the API server' : 'the runtime';
+}
+
+/** What the shutdown guard is started with beside the settings: the open session and its mark's release, the API door, this agent's own pod. */
+interface GuardParts {
+  session: NodeSession;
+  stateDir: string;
+  api: ApiNode | undefined;
+  kubeletState: () => Promise<KubeletStatus>;
+  self: AgentSelf;
+  release: () => Promise<void>;
 }
 
 export default class Agent extends PodctlCommand {
@@ -126,77 +194,30 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
   async run(): Promise<AgentResult> {
     const { flags } = await this.parse(Agent);
     this.configure(flags);
-    const intervalMs = parseDuration(flags.interval, 'interval');
-    if (intervalMs < 100) throw new UsageError(`--interval ${flags.interval} is too short`, 'use 100ms or more (the kubelet uses 2s)');
-    const stuckAfterMs = parseDuration(flags['stuck-after'], 'stuck-after');
-    if (flags.desired !== undefined && flags['desired-from'] !== undefined) {
-      throw new UsageError('--desired and --desired-from are mutually exclusive', 'give one source of desired pods');
-    }
-    const guardGroups = shutdownGroupsOf(flags);
-    const stopTimeoutMs = parseDuration(flags['shutdown-stop-timeout'], 'shutdown-stop-timeout');
-    const { parseMetricsAddr, runAgent } = await import('../services/housekeeping/agent.js');
-    const { agentSelf, isSelfPod } = await import('../services/housekeeping/agent-self.js');
+    const settings = await settingsOf(flags);
+    const { runAgent } = await import('../services/housekeeping/agent.js');
+    const { agentSelf } = await import('../services/housekeeping/agent-self.js');
     const self = await agentSelf();
-    const isSelf = isSelfPod(self);
-    const listen = flags['metrics-addr'] === 'none' ? undefined : parseMetricsAddr(flags['metrics-addr']);
     const kube = detectKube(flags.kubeconfig);
-    let source: DesiredSource;
-    if (flags.desired !== undefined) source = { kind: 'file', path: flags.desired };
-    else if (flags['desired-from'] === 'api' && !kube) throw new UsageError('--desired-from api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
-    else if (flags['desired-from'] === 'runtime' || !kube) source = { kind: 'runtime' };
-    else source = { kind: 'api' };
-    if (source.kind === 'file') {
-      // only the operator can fix it: said at start, not at every step
-      await access(source.path).catch((error: NodeJS.ErrnoException) => {
-        throw new UsageError(`--desired ${flags.desired}: cannot read (${error.code ?? error.message})`, 'give a readable file of desired pods');
-      });
-    }
+    const source = await desiredSourceOf(flags, kube !== undefined);
     const api = kube ? await apiNodeFor(flags, this.reporter) : undefined;
     const { createMetrics } = await import('../metrics/registry.js');
     const metrics = createMetrics({ processDefaults: true });
-    const session = await this.session().catch((error: Error) => {
-      // a state dir that cannot be created or opened: only the operator can fix it
-      if (error instanceof RuntimeFailure && error.kind === 'StoreError') throw new UsageError(error.message, error.hint);
-      if (error.name === 'StoreError') throw new UsageError(error.message);
-      throw error;
-    });
-    // one agent per state dir: a second one would take the same pods over and fight for them
-    const { claimAgentMark } = await import('../store/agent-mark.js');
-    const claim = await claimAgentMark(session.stateDir);
-    if (!claim.claimed) {
-      const oneForm = guardGroups ? " (a node runs one shutdown guard: the podctl DaemonSet's agent or the podctl-shutdown-guard unit, not both)" : '';
-      throw new Error(`another podctl agent (pid ${claim.holder.pid}) serves state dir ${session.stateDir}; stop it first, or give this one another --state-dir${oneForm}`);
-    }
+    const session = await this.#agentSession(settings.guardGroups !== undefined);
+    const kubeletState = async () => kubeletStatusFor(flags['kubelet-healthz'], api);
+    const guard = await this.#startGuard(settings, { session: session.session, stateDir: flags['state-dir'], api, kubeletState, self, release: session.release });
     const shutdown = await import('../services/shutdown/index.js');
-    const guard = guardGroups
-      ? await shutdown
-          .startShutdownGuard({
-            session,
-            stateDir: flags['state-dir'],
-            groups: guardGroups,
-            stopTimeoutMs,
-            ...(api ? { api } : {}),
-            kubeletState: async () => kubeletStatusFor(flags['kubelet-healthz'], api),
-            ...(isSelf ? { isSelf } : {}),
-            reporter: this.reporter,
-          })
-          .catch(async (error: Error) => {
-            api?.close();
-            await claim.release();
-            throw new UsageError(`--shutdown-guard: ${error.message}`, 'see docs/shutdown.md for what the guard needs (systemd-logind on the system D-Bus, systemd-inhibit)');
-          })
-      : undefined;
     await shutdown.exportShutdownMetrics(metrics, flags['state-dir'], guard?.facts);
     try {
       const result = await runAgent({
-        session,
+        session: session.session,
         source,
         ...(api ? { api } : {}),
-        intervalMs,
-        stuckAfterMs,
-        ...(listen ? { listen } : {}),
+        intervalMs: settings.intervalMs,
+        stuckAfterMs: settings.stuckAfterMs,
+        ...(settings.listen ? { listen: settings.listen } : {}),
         metrics,
-        kubeletState: async () => kubeletStatusFor(flags['kubelet-healthz'], api),
+        kubeletState,
         kubeletRoot: flags['kubelet-root'],
         node: nodeName(flags.node),
         unrestrictedApiWrites: flags['unrestricted-api-writes'],
@@ -207,7 +228,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
         signal: this.abort.signal,
         onListening: (a) =>
           this.reporter.info(
-            `agent: serving /metrics and /healthz on http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}; housekeeping every ${flags.interval} from ${source.kind === 'file' ? source.path : source.kind === 'api' ? 'the API server' : 'the runtime'}`,
+            `agent: serving /metrics and /healthz on http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}; housekeeping every ${flags.interval} from ${sourceName(source)}`,
           ),
       });
       this.reporter.info(`agent: stopped after ${result.steps} step(s) (${result.failedSteps} failed); took over ${result.resumed}, orphaned runtime pods ${result.orphanedRuntimePods}`);
@@ -215,7 +236,52 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage])}`;
     } finally {
       await guard?.stop();
       api?.close();
-      await claim.release();
+      await session.release();
     }
+  }
+
+  /**
+   * The node session with this agent's mark on its state dir (one agent per state dir: a second one
+   * would take the same pods over and fight for them); a state dir that cannot be opened is a usage error.
+   */
+  async #agentSession(guarded: boolean): Promise<{ session: NodeSession; release: () => Promise<void> }> {
+    const session = await this.session().catch((error: Error) => {
+      // a state dir that cannot be created or opened: only the operator can fix it
+      if (error instanceof RuntimeFailure && error.kind === 'StoreError') throw new UsageError(error.message, error.hint);
+      if (error.name === 'StoreError') throw new UsageError(error.message);
+      throw error;
+    });
+    const { claimAgentMark } = await import('../store/agent-mark.js');
+    const claim = await claimAgentMark(session.stateDir);
+    if (!claim.claimed) {
+      const oneForm = guarded ? " (a node runs one shutdown guard: the podctl DaemonSet's agent or the podctl-shutdown-guard unit, not both)" : '';
+      throw new Error(`another podctl agent (pid ${claim.holder.pid}) serves state dir ${session.stateDir}; stop it first, or give this one another --state-dir${oneForm}`);
+    }
+    return { session, release: () => claim.release() };
+  }
+
+  /** The shutdown guard with --shutdown-guard (else undefined); one that cannot start closes the API door, releases the mark and is a usage error. */
+  async #startGuard(settings: AgentSettings, parts: GuardParts): Promise<ShutdownGuard | undefined> {
+    if (settings.guardGroups === undefined) return undefined;
+    const { api, self } = parts;
+    const { isSelfPod } = await import('../services/housekeeping/agent-self.js');
+    const isSelf = isSelfPod(self);
+    const shutdown = await import('../services/shutdown/index.js');
+    return shutdown
+      .startShutdownGuard({
+        session: parts.session,
+        stateDir: parts.stateDir,
+        groups: settings.guardGroups,
+        stopTimeoutMs: settings.stopTimeoutMs,
+        ...(api ? { api } : {}),
+        kubeletState: parts.kubeletState,
+        ...(isSelf ? { isSelf } : {}),
+        reporter: this.reporter,
+      })
+      .catch(async (error: Error) => {
+        api?.close();
+        await parts.release();
+        throw new UsageError(`--shutdown-guard: ${error.message}`, 'see docs/shutdown.md for what the guard needs (systemd-logind on the system D-Bus, systemd-inhibit)');
+      });
   }
 }
