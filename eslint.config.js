@@ -41,7 +41,6 @@ export default tseslint.config(
     // still over 80 lines, each to be split by job (the list only shrinks; a new long function fails lint)
     files: [
       'src/cri/simulator/server.ts',
-      'src/tui/WatchApp.tsx',
     ],
     rules: { 'max-lines-per-function': 'off' },
   },

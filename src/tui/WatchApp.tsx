@@ -13,7 +13,7 @@
  */
 import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
 import { Box, useApp, useInput, useStdin } from 'ink';
-import type { KillHandle, KillRequest } from '../domain/session-api.js';
+import type { KillHandle, KillRequest, PodInfo } from '../domain/session-api.js';
 import type { FeedEntry } from '../services/watch/watch-entries.js';
 import type { NodeFacts } from '../services/diagnose/status.js';
 import type { RuntimeHealth } from '../services/runtime/runtime-probe.js';
@@ -82,32 +82,14 @@ export interface WatchAppProps {
 export function WatchApp(props: WatchAppProps) {
   const now = props.now ?? Date.now;
   // Feed changes reach the screen through the frame gate: ≤ 10 frames a second, the latest state each.
-  const frameIntervalMs = props.frameIntervalMs ?? DEFAULT_FRAME_INTERVAL_MS;
-  const gate = useMemo(() => new FrameGate(props.source, { intervalMs: frameIntervalMs }), [props.source, frameIntervalMs]);
-  useEffect(() => () => gate.close(), [gate]);
-  const snapshot = useSnapshot(gate);
-  const factsSource = props.facts ?? NO_FACTS_SOURCE;
-  const facts = useSyncExternalStore(
-    (onChange) => factsSource.subscribe(onChange),
-    () => factsSource.current(),
-  );
-  const runtimeSource = props.runtime ?? NO_RUNTIME_SOURCE;
-  const runtime = useSyncExternalStore(
-    (onChange) => runtimeSource.subscribe(onChange),
-    () => runtimeSource.current(),
-  );
+  const { gate, snapshot } = useGatedSnapshot(props.source, props.frameIntervalMs ?? DEFAULT_FRAME_INTERVAL_MS);
+  const facts = useSourceValue(props.facts ?? NO_FACTS_SOURCE);
+  const runtime = useSourceValue(props.runtime ?? NO_RUNTIME_SOURCE);
   const { columns, rows } = useTerminalSize(props.size);
   const { isRawModeSupported } = useStdin();
   const interactive = isRawModeSupported === true;
   const { exit } = useApp();
-  const [ui, setUi] = useState<UiState>(initialUiState);
-  // Keys can arrive faster than renders: each key reduces the latest state, not the rendered one.
-  const uiRef = useRef(ui);
-  const updateUi = (next: (s: UiState) => UiState) => {
-    uiRef.current = next(uiRef.current);
-    setUi(uiRef.current);
-  };
-  const topRef = useRef(0);
+  const { ui, uiRef, updateUi } = useUiState();
 
   // A duration that counts seconds (a countdown, a time in state under a minute, the runtime's
   // silence) needs a redraw every second, or as often as the drawing budget allows frames (in a big
@@ -115,56 +97,14 @@ export function WatchApp(props: WatchAppProps) {
   const counting = !runtime.answering || countsSeconds(snapshot.pods, now());
   const countdownMs = Math.max(props.tickMs ?? 1000, gate.interval());
   const at = useTicker(true, counting ? countdownMs : (props.idleTickMs ?? 60_000), now);
-
-  const counts = useMemo(() => countWorkingPods(snapshot.pods), [snapshot.pods]);
-  // only the grace sort reads the clock: a tick alone does not sort the pods again for the others
-  const sortClock = ui.sort === 'grace' ? at : 0;
-  const visible = useMemo(() => sortPods(filterPods(snapshot.pods, ui.filter), ui.sort, sortClock), [snapshot.pods, ui.filter, ui.sort, sortClock]);
-  const screen = screenLayout(rows);
-  // One layout object per terminal width and name room: rows compare it by identity (PodRow's memo).
-  const need = useMemo(() => nameNeed(snapshot.pods), [snapshot.pods]);
-  const layout = useMemo(() => tableLayout(columns, need), [columns, need]);
-  const sel = selectedIndex(ui, visible);
-  const window = tableWindow(visible.length, sel, screen.tableRows, topRef.current);
-  topRef.current = window.top;
+  const table = useTableView(snapshot.pods, ui, { columns, rows }, at);
 
   const runEffect = (effect: Effect) => {
-    if (effect.type === 'quit') {
-      props.onQuit?.();
-      exit();
-      return;
-    }
-    const { request, ref, action } = effect;
-    props.requestKill(request).then(
-      (handle) => {
-        const by = handle.handledBy === 'local' ? 'driven here' : `handed to owner pid ${handle.ownerPid}`;
-        const grace = request.gracePeriodSeconds !== undefined ? ` grace ${request.gracePeriodSeconds}s` : '';
-        const text = `${action} ${ref}${grace}: ${by}`;
-        props.source.note({ source: 'watch', level: 'info', uid: request.uid, pod: ref, kind: `${action}-requested`, detail: `${grace.trim() || 'own grace'}, ${by}` });
-        updateUi((s) => ({ ...s, message: { text, level: 'info' } }));
-      },
-      (err: unknown) => {
-        const message = err instanceof Error ? err.message : String(err);
-        props.source.note({ source: 'watch', level: 'error', uid: request.uid, pod: ref, kind: `${action}-failed`, detail: message });
-        updateUi((s) => ({ ...s, message: { text: `${action} ${ref} failed: ${message}`, level: 'error' } }));
-      },
-    );
+    if (effect.type !== 'quit') return requestFromScreen(props, effect, updateUi);
+    props.onQuit?.();
+    exit();
   };
-
-  useInput(
-    (input, key) => {
-      const ctx = { visible, now: now(), pageSize: Math.max(1, screen.tableRows - 1), rules: props.rules };
-      for (const press of splitKeys({ ...key, input })) {
-        const { state, effect } = reduceKey(uiRef.current, press, ctx);
-        // Pin the selection to a UID so it survives re-sorting and new listings.
-        const pinned = state.selectedUid === undefined && visible.length > 0 ? { ...state, selectedUid: visible[selectedIndex(state, visible)]!.uid } : state;
-        updateUi(() => pinned);
-        if (effect !== undefined) runEffect(effect);
-        if (effect?.type === 'quit') return;
-      }
-    },
-    { isActive: interactive },
-  );
+  useKeys({ interactive, visible: table.visible, now, pageSize: Math.max(1, table.screen.tableRows - 1), rules: props.rules, uiRef, updateUi, runEffect });
 
   if (ui.mode.kind === 'explain') {
     const uid = ui.mode.uid;
@@ -193,6 +133,7 @@ export function WatchApp(props: WatchAppProps) {
     );
   }
 
+  const { screen, visible } = table;
   const emptyText = snapshot.listedAt === 0 ? 'listing pods…' : ui.filter ? `no pod matches "${ui.filter}"` : 'no pods on this node';
   return (
     <Box flexDirection="column" width={columns}>
@@ -201,7 +142,7 @@ export function WatchApp(props: WatchAppProps) {
         {...(props.kubelet !== undefined ? { kubelet: props.kubelet } : {})}
         endpoint={snapshot.endpoint}
         simulated={snapshot.simulated}
-        counts={counts}
+        counts={table.counts}
         width={columns}
         compact={screen.headerLines < 2}
         sort={ui.sort}
@@ -212,9 +153,107 @@ export function WatchApp(props: WatchAppProps) {
         {...(runtime.answering ? {} : { runtimeDown: `runtime not answering for ${formatDuration(at - runtime.since)}: ${runtime.error ?? 'no answer'} · the table shows the last listing` })}
         color={props.color}
       />
-      <PodTable pods={visible} layout={layout} now={at} selected={sel} window={window} color={props.color} emptyText={emptyText} rules={props.rules} facts={facts} />
+      <PodTable pods={visible} layout={table.layout} now={at} selected={table.selected} window={table.window} color={props.color} emptyText={emptyText} rules={props.rules} facts={facts} />
       {screen.eventLines > 0 ? <EventsPane entries={snapshot.entries} lines={screen.eventLines} width={columns} color={props.color} /> : null}
       {screen.showHelpLine || promptText(ui.mode) !== undefined ? <HelpLine prompt={promptText(ui.mode)} message={ui.message} interactive={interactive} width={columns} color={props.color} /> : null}
     </Box>
+  );
+}
+
+/** The feed's snapshot through a frame gate (closed on unmount): at most one new snapshot per `intervalMs`, the latest state each. */
+function useGatedSnapshot(source: WatchSource, intervalMs: number) {
+  const gate = useMemo(() => new FrameGate(source, { intervalMs }), [source, intervalMs]);
+  useEffect(() => () => gate.close(), [gate]);
+  return { gate, snapshot: useSnapshot(gate) };
+}
+
+/** The current value of a source that says when it changes (the node's facts, the runtime's health); re-renders on each change. */
+function useSourceValue<T>(source: { current(): T; subscribe(listener: () => void): () => void }): T {
+  return useSyncExternalStore(
+    (onChange) => source.subscribe(onChange),
+    () => source.current(),
+  );
+}
+
+type UpdateUi = (next: (s: UiState) => UiState) => void;
+
+/** The screen's UI state. Keys can arrive faster than renders: each update reduces the latest state (`uiRef`), not the rendered one. */
+function useUiState(): { ui: UiState; uiRef: { readonly current: UiState }; updateUi: UpdateUi } {
+  const [ui, setUi] = useState<UiState>(initialUiState);
+  const uiRef = useRef(ui);
+  const updateUi: UpdateUi = (next) => {
+    uiRef.current = next(uiRef.current);
+    setUi(uiRef.current);
+  };
+  return { ui, uiRef, updateUi };
+}
+
+/**
+ * The table's view of the pods: the working counts, the pods shown (filtered, sorted), the screen's
+ * layout and the scroll window that keeps the selection in sight (it moves only as far as needed).
+ */
+function useTableView(pods: readonly PodInfo[], ui: UiState, size: { columns: number; rows: number }, at: number) {
+  const topRef = useRef(0);
+  const counts = useMemo(() => countWorkingPods(pods), [pods]);
+  // only the grace sort reads the clock: a tick alone does not sort the pods again for the others
+  const sortClock = ui.sort === 'grace' ? at : 0;
+  const visible = useMemo(() => sortPods(filterPods(pods, ui.filter), ui.sort, sortClock), [pods, ui.filter, ui.sort, sortClock]);
+  const screen = screenLayout(size.rows);
+  // One layout object per terminal width and name room: rows compare it by identity (PodRow's memo).
+  const need = useMemo(() => nameNeed(pods), [pods]);
+  const layout = useMemo(() => tableLayout(size.columns, need), [size.columns, need]);
+  const selected = selectedIndex(ui, visible);
+  const window = tableWindow(visible.length, selected, screen.tableRows, topRef.current);
+  topRef.current = window.top;
+  return { counts, visible, screen, layout, selected, window };
+}
+
+/** Sends a kill or eviction asked from the screen through the session, and says how it went in the events pane and the message line. */
+function requestFromScreen(props: Pick<WatchAppProps, 'requestKill' | 'source'>, effect: Extract<Effect, { type: 'request' }>, updateUi: UpdateUi): void {
+  const { request, ref, action } = effect;
+  props.requestKill(request).then(
+    (handle) => {
+      const by = handle.handledBy === 'local' ? 'driven here' : `handed to owner pid ${handle.ownerPid}`;
+      const grace = request.gracePeriodSeconds !== undefined ? ` grace ${request.gracePeriodSeconds}s` : '';
+      const text = `${action} ${ref}${grace}: ${by}`;
+      props.source.note({ source: 'watch', level: 'info', uid: request.uid, pod: ref, kind: `${action}-requested`, detail: `${grace.trim() || 'own grace'}, ${by}` });
+      updateUi((s) => ({ ...s, message: { text, level: 'info' } }));
+    },
+    (err: unknown) => {
+      const message = err instanceof Error ? err.message : String(err);
+      props.source.note({ source: 'watch', level: 'error', uid: request.uid, pod: ref, kind: `${action}-failed`, detail: message });
+      updateUi((s) => ({ ...s, message: { text: `${action} ${ref} failed: ${message}`, level: 'error' } }));
+    },
+  );
+}
+
+/** What the keys act on: the pods shown, the clock, the page size, the UI state and the effects' runner. */
+interface KeyTargets {
+  interactive: boolean;
+  visible: readonly PodInfo[];
+  now: () => number;
+  pageSize: number;
+  rules: ScreenRules;
+  uiRef: { readonly current: UiState };
+  updateUi: UpdateUi;
+  runEffect: (effect: Effect) => void;
+}
+
+/** Reads keys only when stdin supports raw mode (`interactive`): each press reduces the latest UI state, pins the selection to a UID and runs its effect; a quit ends the batch. */
+function useKeys(keys: KeyTargets): void {
+  const { visible, uiRef, updateUi } = keys;
+  useInput(
+    (input, key) => {
+      const ctx = { visible, now: keys.now(), pageSize: keys.pageSize, rules: keys.rules };
+      for (const press of splitKeys({ ...key, input })) {
+        const { state, effect } = reduceKey(uiRef.current, press, ctx);
+        // Pin the selection to a UID so it survives re-sorting and new listings.
+        const pinned = state.selectedUid === undefined && visible.length > 0 ? { ...state, selectedUid: visible[selectedIndex(state, visible)]!.uid } : state;
+        updateUi(() => pinned);
+        if (effect !== undefined) keys.runEffect(effect);
+        if (effect?.type === 'quit') return;
+      }
+    },
+    { isActive: keys.interactive },
   );
 }
