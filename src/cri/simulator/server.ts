@@ -13,7 +13,7 @@
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { handleServerStreamingCall, handleUnaryCall, sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
+import type { handleServerStreamingCall, handleUnaryCall } from '@grpc/grpc-js';
 import type { RuntimeServiceServer } from '../client/generated/runtime_v1.js';
 import { loadGrpcModules } from '../client/client.js';
 import { checkSocket } from '../client/endpoint.js';
@@ -56,51 +56,41 @@ function toStatus(err: unknown): { code: number; details: string } {
   return { code: GrpcStatus.UNKNOWN, details: err instanceof Error ? err.message : String(err) };
 }
 
-/** Starts a simulator serving on `socketPath`. */
-export async function startSimulator(options: StartSimulatorOptions): Promise<RunningSimulator> {
-  const socketPath = path.resolve(options.socketPath);
-  const { grpc, proto } = await loadGrpcModules();
-  const state = new SimRuntime({
-    ...(options.clock ? { clock: options.clock } : {}),
-    ...(options.timeScale !== undefined ? { timeScale: options.timeScale } : {}),
-  });
-  const faults = new FaultInjector(options.faults ?? [], options.random);
-  const streams = new Set<{ end(): void }>();
+/** Wraps a model operation as a unary handler: journal, faults, cancel, status mapping. */
+type Unary = <Req, Res>(
+  method: CriMethod,
+  idOf: (req: Req) => string | undefined,
+  op: (req: Req, signal: AbortSignal) => Res | Promise<Res>,
+  detailOf?: (req: Req) => string,
+) => handleUnaryCall<Req, Res>;
 
-  /** Wraps a model operation as a unary handler: journal, faults, cancel, status mapping. */
-  function unary<Req, Res>(
-    method: CriMethod,
-    idOf: (req: Req) => string | undefined,
-    op: (req: Req, signal: AbortSignal) => Res | Promise<Res>,
-    detailOf?: (req: Req) => string,
-  ): handleUnaryCall<Req, Res> {
-    return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
-      const ac = new AbortController();
-      call.on('cancelled', () => ac.abort());
-      state.recordRpc(method, idOf(call.request), detailOf?.(call.request));
-      const run = async (): Promise<Res> => {
-        const fault = faults.decide(method);
-        if (fault) {
-          state.record({ at: Date.now(), kind: 'fault', method, ...(fault.code !== undefined ? { code: fault.code } : {}), delayMs: fault.delayMs });
-          if (fault.proceed) {
-            const res = await op(call.request, ac.signal);
-            if (fault.delayMs > 0) await sleep(fault.delayMs, ac.signal, { reason: cancelled });
-            if (fault.code !== undefined) throw new SimError(fault.code, fault.details);
-            return res;
-          }
-          if (fault.delayMs > 0) await sleep(fault.delayMs, ac.signal, { reason: cancelled });
-          if (fault.code !== undefined) throw new SimError(fault.code, fault.details);
-        }
-        return op(call.request, ac.signal);
-      };
-      run().then(
-        (res) => callback(null, res),
-        (err: unknown) => callback(toStatus(err)),
-      );
-    };
-  }
+/** Runs `op` as the fault injector decides: its delay, then its error (`proceed`: the operation first). */
+async function withFault<Res>(state: SimRuntime, faults: FaultInjector, method: CriMethod, run: () => Res | Promise<Res>, signal: AbortSignal): Promise<Res> {
+  const fault = faults.decide(method);
+  if (!fault) return run();
+  state.record({ at: Date.now(), kind: 'fault', method, ...(fault.code !== undefined ? { code: fault.code } : {}), delayMs: fault.delayMs });
+  const res = fault.proceed ? await run() : undefined;
+  if (fault.delayMs > 0) await sleep(fault.delayMs, signal, { reason: cancelled });
+  if (fault.code !== undefined) throw new SimError(fault.code, fault.details);
+  return fault.proceed ? (res as Res) : run();
+}
 
-  const getContainerEvents: handleServerStreamingCall<unknown, unknown> = (call) => {
+/** The unary handlers' wrapper over one model and fault injector. */
+function unaryOver(state: SimRuntime, faults: FaultInjector): Unary {
+  return (method, idOf, op, detailOf) => (call, callback) => {
+    const ac = new AbortController();
+    call.on('cancelled', () => ac.abort());
+    state.recordRpc(method, idOf(call.request), detailOf?.(call.request));
+    withFault(state, faults, method, () => op(call.request, ac.signal), ac.signal).then(
+      (res) => callback(null, res),
+      (err: unknown) => callback(toStatus(err)),
+    );
+  };
+}
+
+/** GetContainerEvents: the model's events, until the client cancels or the simulator closes (`streams`). */
+function eventsHandler(state: SimRuntime, faults: FaultInjector, streams: Set<{ end(): void }>): handleServerStreamingCall<unknown, unknown> {
+  return (call) => {
     state.recordRpc('GetContainerEvents');
     const fault = faults.decide('GetContainerEvents');
     if (fault?.code !== undefined) {
@@ -120,8 +110,11 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
       streams.delete(entry);
     });
   };
+}
 
-  const impl: Partial<RuntimeServiceServer> = {
+/** The runtime's version and pod sandbox calls. */
+function sandboxHandlers(state: SimRuntime, unary: Unary): Partial<RuntimeServiceServer> {
+  return {
     version: unary(
       'Version',
       () => undefined,
@@ -170,6 +163,12 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
       () => undefined,
       (r) => ({ items: state.listPodSandbox(r.filter) }),
     ),
+  };
+}
+
+/** The container calls. */
+function containerHandlers(state: SimRuntime, unary: Unary): Partial<RuntimeServiceServer> {
+  return {
     createContainer: unary(
       'CreateContainer',
       (r) => r.podSandboxId,
@@ -225,8 +224,10 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
       (r) => `timeout=${r.timeout} cmd=${JSON.stringify(r.cmd)}`,
     ),
   };
-  if (options.events !== false) impl.getContainerEvents = getContainerEvents;
+}
 
+/** Frees `socketPath` for the server: a live socket is an error, a stale one is removed, any other file kept (an error). */
+async function claimSocket(socketPath: string): Promise<void> {
   await fs.mkdir(path.dirname(socketPath), { recursive: true });
   const existing = await checkSocket(socketPath, 300);
   if (existing.ok) throw new Error(`simulator socket ${socketPath} is already being served`);
@@ -236,7 +237,41 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
     if (found && !found.isSocket()) throw new Error(`simulator socket ${socketPath} exists and is not a socket`);
     await fs.rm(socketPath, { force: true });
   }
+}
 
+/** Ends the event streams, stops the model, shuts the server down (forced after 500 ms) and unlinks the socket. */
+async function shutDown(server: { tryShutdown(cb: () => void): void; forceShutdown(): void }, state: SimRuntime, streams: Set<{ end(): void }>, socketPath: string): Promise<void> {
+  for (const s of streams) s.end();
+  streams.clear();
+  state.close();
+  await new Promise<void>((resolve) => {
+    const force = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, 500);
+    server.tryShutdown(() => {
+      clearTimeout(force);
+      resolve();
+    });
+  });
+  await fs.rm(socketPath, { force: true });
+}
+
+/** Starts a simulator serving on `socketPath`. */
+export async function startSimulator(options: StartSimulatorOptions): Promise<RunningSimulator> {
+  const socketPath = path.resolve(options.socketPath);
+  const { grpc, proto } = await loadGrpcModules();
+  const state = new SimRuntime({
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.timeScale !== undefined ? { timeScale: options.timeScale } : {}),
+  });
+  const faults = new FaultInjector(options.faults ?? [], options.random);
+  const streams = new Set<{ end(): void }>();
+  const unary = unaryOver(state, faults);
+  const impl: Partial<RuntimeServiceServer> = { ...sandboxHandlers(state, unary), ...containerHandlers(state, unary) };
+  if (options.events !== false) impl.getContainerEvents = eventsHandler(state, faults, streams);
+
+  await claimSocket(socketPath);
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
   server.addService(proto.RuntimeServiceService, impl as RuntimeServiceServer);
   await new Promise<void>((resolve, reject) => {
@@ -256,22 +291,7 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
     faults,
     setFaults: (rules) => faults.set(rules),
     close() {
-      closing ??= (async () => {
-        for (const s of streams) s.end();
-        streams.clear();
-        state.close();
-        await new Promise<void>((resolve) => {
-          const force = setTimeout(() => {
-            server.forceShutdown();
-            resolve();
-          }, 500);
-          server.tryShutdown(() => {
-            clearTimeout(force);
-            resolve();
-          });
-        });
-        await fs.rm(socketPath, { force: true });
-      })();
+      closing ??= shutDown(server, state, streams, socketPath);
       return closing;
     },
   };
