@@ -4,29 +4,18 @@
  * one line), a busy --metrics-addr, SIGTERM = exit 0 within 5 s with its state saved, and metrics
  * files pointed into a directory that does not exist.
  */
-import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+import { requireBuilt, runPodctl, type CliRun as Run, BIN, ROOT } from '../support/cli.js';
 
-const ROOT = process.cwd();
-const BIN = path.join(ROOT, 'bin', 'run.js');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function podctl(args: string[], timeoutMs = 60_000): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '' }, timeout: timeoutMs }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
-    });
-  });
+/** `podctl ...args`, killed after `timeoutMs`. */
+function podctl(args: string[], timeoutMs?: number): Promise<Run> {
+  return runPodctl(args, {}, timeoutMs);
 }
 
 let sim: RunningSimulator;
@@ -35,7 +24,7 @@ let busy: Server;
 let busyPort: number;
 
 beforeAll(async () => {
-  if (!existsSync(path.join(ROOT, 'dist', 'commands', 'agent.js'))) throw new Error('dist/ is missing: run `npm run build` before the CLI tests');
+  requireBuilt('agent');
   dir = mkdtempSync(path.join(tmpdir(), 'podctl-cli-agent-'));
   sim = await startSimulator({ socketPath: path.join(dir, 'cri.sock'), pods: [{ name: 'web', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'ignore' }] }], timeScale: 1 });
   busy = createServer();

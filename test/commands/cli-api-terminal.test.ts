@@ -3,32 +3,24 @@
  * Failed while its container still runs on the node is stopped as the kubelet stops a terminal pod
  * (its grace, a Killing Event) and never deleted by podctl; `status --explain` says why.
  */
-import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
-
-const ROOT = process.cwd();
-const BIN = path.join(ROOT, 'bin', 'run.js');
+import { requireBuilt, runPodctl, type CliRun } from '../support/cli.js';
 
 describe('podctl sync-known with a pod terminal in the API', { timeout: 90_000 }, () => {
   let server: KubeApiServer;
   let sim: RunningSimulator;
   let common: string[];
 
-  const podctl = (args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
-    new Promise((resolve) => {
-      execFile(process.execPath, [BIN, ...args, ...common], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '' }, timeout: 60_000 }, (error, stdout, stderr) =>
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-      );
-    });
+  const podctl = (args: string[]): Promise<CliRun> => runPodctl([...args, ...common]);
 
   beforeAll(async () => {
-    if (!existsSync(path.join(ROOT, 'dist', 'commands', 'sync-known.js'))) throw new Error('dist/ is missing: run `npm run build` first');
+    requireBuilt('sync-known');
     server = await startKubeApiServer();
     server.token = 'x';
     const dir = mkdtempSync(path.join(tmpdir(), 'podctl-cli-terminal-'));

@@ -4,7 +4,7 @@
  * the embedded simulator.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,9 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
-
-const ROOT = process.cwd();
-const BIN = path.join(ROOT, 'bin', 'run.js');
+import { requireBuilt, runPodctl, type CliRun, BIN, ROOT } from '../support/cli.js';
 
 describe('podctl with an API server', { timeout: 90_000 }, () => {
   let server: KubeApiServer;
@@ -23,15 +21,10 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
   let common: string[];
   let dir: string;
 
-  const podctl = (args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
-    new Promise((resolve) => {
-      execFile(process.execPath, [BIN, ...args, ...common], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '' }, timeout: 60_000 }, (error, stdout, stderr) =>
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-      );
-    });
+  const podctl = (args: string[]): Promise<CliRun> => runPodctl([...args, ...common]);
 
   beforeAll(async () => {
-    if (!existsSync(path.join(ROOT, 'dist', 'commands', 'evict.js'))) throw new Error('dist/ is missing: run `npm run build` first');
+    requireBuilt('evict');
     server = await startKubeApiServer();
     server.token = 'x';
     dir = mkdtempSync(path.join(tmpdir(), 'podctl-cli-api-'));

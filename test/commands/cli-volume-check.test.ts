@@ -5,17 +5,14 @@
  * `status --explain` does; with a readable pods directory the same pod is finally deleted. The
  * API server is the local one, spoken to as the agent (the shipped RBAC); the node is the simulator.
  */
-import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { writeAgentKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
-
-const ROOT = process.cwd();
-const BIN = path.join(ROOT, 'bin', 'run.js');
+import { requireBuilt, runPodctl, type CliRun } from '../support/cli.js';
 
 describe('the volume check fails closed when the kubelet root cannot be read', { timeout: 90_000 }, () => {
   let server: KubeApiServer;
@@ -23,18 +20,12 @@ describe('the volume check fails closed when the kubelet root cannot be read', {
   let common: string[];
   let dir: string;
 
-  const podctl = (args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
-    new Promise((resolve) => {
-      const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', KUBECONFIG: '' };
-      delete env.PODCTL_KUBELET_DIR; // each run names its kubelet root
-      execFile(process.execPath, [BIN, ...args, ...common], { cwd: ROOT, env, timeout: 60_000 }, (error, stdout, stderr) =>
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-      );
-    });
+  // each run names its kubelet root
+  const podctl = (args: string[]): Promise<CliRun> => runPodctl([...args, ...common], { PODCTL_KUBELET_DIR: undefined });
   const deletes = () => server.requests.filter((r) => r.method === 'DELETE' && r.path.includes('/pods/'));
 
   beforeAll(async () => {
-    if (!existsSync(path.join(ROOT, 'dist', 'commands', 'sync-known.js'))) throw new Error('dist/ is missing: run `npm run build` first');
+    requireBuilt('sync-known');
     server = await startKubeApiServer();
     dir = mkdtempSync(path.join(tmpdir(), 'podctl-cli-volumes-'));
     sim = await startSimulator({

@@ -3,38 +3,16 @@
  * separation, and real runs against the embedded CRI simulator. Needs `npm run build` first (the
  * test script does it).
  */
-import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
-
-const ROOT = process.cwd();
-const BIN = path.join(ROOT, 'bin', 'run.js');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function podctl(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, ...args],
-      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '', ...env }, timeout: timeoutMs },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+import { requireBuilt, runPodctl as podctl, BIN } from '../support/cli.js';
 
 beforeAll(() => {
-  if (!existsSync(path.join(ROOT, 'dist', 'commands', 'kill.js'))) throw new Error('dist/ is missing: run `npm run build` before the CLI tests');
+  requireBuilt('kill');
 });
 
 describe('--help teaches', { timeout: 60_000 }, () => {

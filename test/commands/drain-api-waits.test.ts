@@ -6,8 +6,8 @@
  * eviction of web/free is throttled (429 without that cause, Retry-After 1 s) twice. Through the built
  * CLI (`node bin/run.js`) on the embedded simulator and the local API server. Needs `npm run build`.
  */
-import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,15 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
-
-const ROOT = process.cwd();
-const BIN = path.join(ROOT, 'bin', 'run.js');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+import { requireBuilt, runPodctl, type CliRun as Run, BIN, ROOT } from '../support/cli.js';
 
 /** Polls `test` every 100 ms until it holds; fails after `ms` (a bound for a loaded machine, not a speed goal). */
 async function until(what: string, test: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
@@ -43,15 +35,10 @@ describe('a drain that waits on a PodDisruptionBudget', { timeout: 240_000 }, ()
   let dir: string;
   let common: string[];
 
-  const podctl = (args: string[], flags = common): Promise<Run> =>
-    new Promise((resolve) => {
-      execFile(process.execPath, [BIN, ...args, ...flags], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '' }, timeout: 90_000 }, (error, stdout, stderr) =>
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-      );
-    });
+  const podctl = (args: string[], flags = common): Promise<Run> => runPodctl([...args, ...flags], {}, 90_000);
 
   beforeAll(async () => {
-    if (!existsSync(path.join(ROOT, 'dist', 'commands', 'drain.js'))) throw new Error('dist/ is missing: run `npm run build` first');
+    requireBuilt('drain');
     server = await startKubeApiServer();
     server.token = 'x';
     dir = mkdtempSync(path.join(tmpdir(), 'podctl-api-waits-'));

@@ -2,36 +2,14 @@
  * Every word true: what podctl says is checked against what happened, through the built CLI
  * (`node bin/run.js`) on the embedded simulator. Needs `npm run build` first (the test script does it).
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { alive, processesNaming } from '../support/process.js';
-
-const ROOT = process.cwd();
-const BIN = path.join(ROOT, 'bin', 'run.js');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function podctl(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, ...args],
-      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '', ...env }, timeout: timeoutMs },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+import { requireBuilt, runPodctl as podctl, BIN } from '../support/cli.js';
 
 /** Polls `test` every 100 ms until it holds; fails after `ms` (a bound for a loaded machine, not a speed goal). */
 async function until(what: string, test: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
@@ -43,7 +21,7 @@ async function until(what: string, test: () => boolean | Promise<boolean>, ms = 
 }
 
 beforeAll(() => {
-  if (!existsSync(path.join(ROOT, 'dist', 'commands', 'kill.js'))) throw new Error('dist/ is missing: run `npm run build` before the CLI tests');
+  requireBuilt('kill');
 });
 
 describe('a pod whose worker was forgotten keeps how it ended', { timeout: 90_000 }, () => {

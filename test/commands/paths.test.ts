@@ -11,21 +11,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
-
-const ROOT = process.cwd();
-const BIN = path.join(ROOT, 'bin', 'run.js');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+import { BIN, ROOT, cliEnv, type CliRun as Run } from '../support/cli.js';
 
 function podctl(args: string[], options: { cwd?: string; stdoutFd?: number } = {}): Promise<Run> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: options.cwd ?? ROOT,
-      env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '', PODCTL_STATE_DIR: '' },
+      env: cliEnv({ PODCTL_STATE_DIR: '' }),
       stdio: ['ignore', options.stdoutFd ?? 'pipe', 'pipe'],
     });
     let stdout = '';

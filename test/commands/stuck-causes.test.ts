@@ -4,8 +4,8 @@
  * (finalizer, kubelet-owns) use the local API server; volume-busy with a held mount mounts a tmpfs
  * under a kubelet directory of its own (root only).
  */
-import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,26 +15,7 @@ import { parseFault, startSimulator, type RunningSimulator, type SimPodSpec } fr
 import { writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { TMUX_SIZES, onOneLine, tmuxTerminal } from '../tui/support/tmux.js';
-
-const ROOT = process.cwd();
-const BIN = path.join(ROOT, 'bin', 'run.js');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function podctl(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, ...args],
-      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '', ...env }, timeout: 60_000 },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-    );
-  });
-}
+import { requireBuilt, runPodctl as podctl, type CliRun as Run, BIN, ROOT } from '../support/cli.js';
 
 interface Node {
   sim: RunningSimulator;
@@ -153,7 +134,7 @@ async function watchNames(n: Node, ref: string, kind: string, env: Record<string
 }
 
 beforeAll(() => {
-  if (!existsSync(path.join(ROOT, 'dist', 'commands', 'status.js'))) throw new Error('dist/ is missing: run `npm run build` first');
+  requireBuilt('status');
 });
 
 describe('every cause of a stuck pod, from the simulator', { timeout: 120_000 }, () => {
