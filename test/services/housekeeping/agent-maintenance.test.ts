@@ -12,15 +12,12 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../../src/cri/simulator/index.js';
 import type { NodeSession } from '../../../src/domain/session-api.js';
-import { connectKube } from '../../../src/kube/index.js';
 import type { KubeletStatus } from '../../../src/kube/kubelet.js';
-import { createMetrics } from '../../../src/metrics/registry.js';
 import { runAgent, type AgentStep, type MetricsAddress } from '../../../src/services/housekeeping/agent.js';
 import { agentSelf } from '../../../src/services/housekeeping/agent-self.js';
 import { ApiNode } from '../../../src/services/api/api-node.js';
-import { openSession } from '../../../src/session/open.js';
-import { writeAgentKubeconfig } from '../../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../../support/kube-api-server.js';
+import { agentOptions, openAgentNode } from '../../support/agent-node.js';
 
 let server: KubeApiServer;
 let sim: RunningSimulator;
@@ -55,9 +52,7 @@ beforeEach(async () => {
       status: { phase: 'Running' },
     });
   }
-  const kube = await connectKube({ kind: 'kubeconfig', path: writeAgentKubeconfig(dir, server) }, { node: 'node-1', timeoutMs: 2_000, retry: { budgetMs: 1_000 } });
-  api = new ApiNode(kube, { node: 'node-1', stateDir: path.join(dir, 'state') });
-  session = await openSession({ stateDir: path.join(dir, 'state'), runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
+  ({ session, api } = await openAgentNode(server, dir, sim, { budgetMs: 1_000 }));
 });
 afterEach(async () => {
   await session.close();
@@ -82,22 +77,16 @@ async function until(what: string, check: () => boolean | Promise<boolean>, boun
 function startAgent(kubelet: KubeletStatus, self: { podUid?: string; containerId?: string }, onStep?: (step: AgentStep) => void) {
   const controller = new AbortController();
   let listen: MetricsAddress | undefined;
-  const done = runAgent({
-    session,
-    source: { kind: 'api' },
-    api,
-    node: 'node-1',
-    intervalMs: 100,
-    stuckAfterMs: 60_000,
-    metrics: createMetrics(),
-    kubeletState: async () => kubelet,
-    ...(self.podUid ? { selfPodUid: self.podUid } : {}),
-    ...(self.containerId ? { selfContainerId: self.containerId } : {}),
-    listen: { host: '127.0.0.1', port: 0 },
-    onListening: (a) => (listen = a),
-    ...(onStep ? { onStep } : {}),
-    signal: controller.signal,
-  });
+  const done = runAgent(
+    agentOptions({ session, api }, controller.signal, {
+      kubeletState: async () => kubelet,
+      ...(self.podUid ? { selfPodUid: self.podUid } : {}),
+      ...(self.containerId ? { selfContainerId: self.containerId } : {}),
+      listen: { host: '127.0.0.1', port: 0 },
+      onListening: (a) => (listen = a),
+      ...(onStep ? { onStep } : {}),
+    }),
+  );
   const healthz = async (): Promise<number> => (await fetch(`http://${listen!.host}:${listen!.port}/healthz`)).status;
   return { controller, done, healthz };
 }

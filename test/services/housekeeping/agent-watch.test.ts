@@ -10,14 +10,11 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../../src/cri/simulator/index.js';
 import { observeRuntimeOperations } from '../../../src/cri/client/client.js';
-import { connectKube } from '../../../src/kube/index.js';
-import { createMetrics } from '../../../src/metrics/registry.js';
 import { runAgent, type AgentOptions, type AgentStep } from '../../../src/services/housekeeping/agent.js';
 import { ApiNode } from '../../../src/services/api/api-node.js';
-import { openSession } from '../../../src/session/open.js';
 import type { NodeSession } from '../../../src/domain/session-api.js';
-import { writeAgentKubeconfig } from '../../kube/support.js';
 import { startKubeApiServer, type KubeApiServer, type RecordedRequest } from '../../support/kube-api-server.js';
+import { addRunningPods, agentOptions, openAgentNode } from '../../support/agent-node.js';
 
 let server: KubeApiServer;
 let sim: RunningSimulator;
@@ -38,16 +35,8 @@ beforeAll(async () => {
   });
   server.addNode('node-1');
   server.installNodeRestriction(); // the agent writes only with its node restriction in force
-  for (const name of POD_NAMES) {
-    server.addPod({
-      metadata: { name, namespace: 'app', uid: `uid-${name}` },
-      spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 30, containers: [{ name: 'c' }] },
-      status: { phase: 'Running' },
-    });
-  }
-  const kube = await connectKube({ kind: 'kubeconfig', path: writeAgentKubeconfig(dir, server) }, { node: 'node-1', timeoutMs: 2_000 });
-  api = new ApiNode(kube, { node: 'node-1', stateDir: path.join(dir, 'state') });
-  session = await openSession({ stateDir: path.join(dir, 'state'), runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
+  addRunningPods(server, POD_NAMES, 30);
+  ({ session, api } = await openAgentNode(server, dir, sim));
 });
 afterAll(async () => {
   await session?.close();
@@ -65,19 +54,7 @@ afterEach(() => {
 async function runUntil(options: Partial<AgentOptions>, until: (steps: AgentStep[]) => boolean, boundMs = 20_000): Promise<AgentStep[]> {
   const controller = new AbortController();
   const steps: AgentStep[] = [];
-  const running = runAgent({
-    session,
-    source: { kind: 'api' },
-    api,
-    node: 'node-1',
-    intervalMs: 100,
-    stuckAfterMs: 60_000,
-    metrics: createMetrics(),
-    kubeletState: async () => ({ state: 'down', via: 'none', detail: 'test' }),
-    signal: controller.signal,
-    onStep: (step) => steps.push(step),
-    ...options,
-  });
+  const running = runAgent(agentOptions({ session, api }, controller.signal, { onStep: (step) => steps.push(step), ...options }));
   const end = Date.now() + boundMs;
   while (!until(steps) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
   controller.abort(new DOMException('test done', 'AbortError'));
