@@ -14,7 +14,13 @@
  *                                                     build, e.g. a copy of bin/, dist/, package.json
  *                                                     and oclif.manifest.json made before a change)
  *
- * Prints a table; the figures go into docs/bench/startup.md.
+ * With a real containerd (PODCTL_E2E_SOCKET=…, from `NODE_DIR=… bash test/e2e/containerd-node.sh up`):
+ * the single executable's `kill` of one pod against a minimal raw CRI client's StopContainer +
+ * StopPodSandbox, each a fresh process (bench/support/startup-kill.ts; the baseline executable's
+ * `kill` too, with BENCH_BASELINE_SEA).
+ *
+ * Prints tables; the figures go to bench/results/startup.json (`npm run bench:summary` puts them in
+ * docs/benchmarks.md), the history into docs/bench/startup.md.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -22,6 +28,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { demoNode, seedPods, startSimulator } from '../src/cri/simulator/index.js';
 import { writeResults, type Figure } from './support/results.js';
+import { benchKillStartup, type KillFigures } from './support/startup-kill.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -245,6 +252,7 @@ console.table(
     ]),
   ),
 );
+const killFigures = await killOnContainerd();
 writeResults('startup', [
   {
     id: 'status-over-node',
@@ -256,6 +264,7 @@ writeResults('startup', [
     command: 'npm run build && npm run bench:startup',
   },
   ...sideFigures(),
+  ...killFigure(killFigures),
 ]);
 await killSim.close();
 await allSim.close();
@@ -287,6 +296,47 @@ function sideFigures(): Figure[] {
       goalMax: 40,
       detail: spread(statusName) + before(statusName),
       command,
+    },
+  ];
+}
+
+/** The single executable's (and the baseline's) `kill` against the raw CRI client, when a containerd node is given. */
+async function killOnContainerd(): Promise<KillFigures | undefined> {
+  const socket = process.env.PODCTL_E2E_SOCKET;
+  if (socket === undefined || !existsSync(SEA) || !existsSync(NODE_26)) {
+    console.log('\n(kill against raw CRI: needs PODCTL_E2E_SOCKET (a containerd test node), dist/podctl-linux-x64 and tools/node-lts)');
+    return undefined;
+  }
+  const runners = [{ name: 'podctl-linux-x64', file: SEA, prefix: [] }, ...(BASELINE_SEA !== undefined ? [{ name: 'baseline podctl-linux-x64', file: BASELINE_SEA, prefix: [] }] : [])];
+  const figures = await benchKillStartup({ socket, nodeDir: path.dirname(socket), rawNode: NODE_26, runners, runs: RUNS });
+  console.log(`\nkill of one pod on containerd ${figures.runtimeVersion}, each a fresh process: median (p90) ms of ${RUNS} interleaved runs`);
+  console.table(
+    [...figures.samples].map(([name, xs]) => ({
+      command: name === 'raw' ? 'raw CRI client (node-lts-26): StopContainer + StopPodSandbox' : `${name} kill ns/name`,
+      'median ms': Math.round(quantile(xs, 0.5)),
+      'p90 ms': Math.round(quantile(xs, 0.9)),
+      'over raw (ms)': Math.round(quantile(xs, 0.5) - quantile(figures.samples.get('raw') ?? [], 0.5)),
+    })),
+  );
+  return figures;
+}
+
+/** The single executable's `kill` over the raw CRI client's, with the baseline's beside it. */
+function killFigure(figures: KillFigures | undefined): Figure[] {
+  if (figures === undefined) return [];
+  const median = (name: string): number => quantile(figures.samples.get(name) ?? [], 0.5);
+  const raw = median('raw');
+  const sea = figures.samples.get('podctl-linux-x64') ?? [];
+  const before = figures.samples.has('baseline podctl-linux-x64') ? `; previous build +${Math.round(median('baseline podctl-linux-x64') - raw)} ms, side by side` : '';
+  return [
+    {
+      id: 'sea-kill-over-raw-cri',
+      figure: 'single executable: `podctl kill` of one pod on containerd over a raw CRI client’s StopContainer + StopPodSandbox (each a fresh process)',
+      value: median('podctl-linux-x64') - raw,
+      unit: 'ms',
+      goalMax: 60,
+      detail: `${Math.round(median('podctl-linux-x64'))} ms (p90 ${Math.round(quantile(sea, 0.9))}) vs ${Math.round(raw)} ms; containerd ${figures.runtimeVersion}; ${RUNS} runs${before}`,
+      command: 'npm run sea && PODCTL_E2E_SOCKET=… npm run bench:startup',
     },
   ];
 }

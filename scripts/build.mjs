@@ -36,6 +36,7 @@ const entryPoints = {
   // Stable paths of lazily loaded modules (also chunks of the commands), for bench/startup.bench.ts.
   'session/open': 'src/session/open.ts',
   'services/diagnose/status': 'src/services/diagnose/status.ts',
+  'services/diagnose/output': 'src/services/diagnose/output.ts',
   'cri/client/grpc-modules': 'src/cri/client/grpc-modules.ts',
   'lib/output': 'src/lib/output.ts',
   'lib/refs': 'src/lib/refs.ts',
