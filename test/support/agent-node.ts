@@ -4,8 +4,10 @@
  * a node session on the simulator, and the options the DaemonSet gives it (the API server as the
  * source, a step every 100 ms, the kubelet down), each test's own options last.
  */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { RunningSimulator } from '../../src/cri/simulator/index.js';
+import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import type { NodeSession } from '../../src/domain/session-api.js';
 import { connectKube } from '../../src/kube/index.js';
 import { createMetrics } from '../../src/metrics/registry.js';
@@ -13,11 +15,22 @@ import type { AgentOptions } from '../../src/services/housekeeping/agent.js';
 import { ApiNode } from '../../src/services/api/api-node.js';
 import { openSession } from '../../src/session/open.js';
 import { writeAgentKubeconfig } from '../kube/support.js';
-import type { KubeApiServer } from './kube-api-server.js';
+import { startKubeApiServer, type KubeApiServer } from './kube-api-server.js';
 
 export interface AgentNode {
   session: NodeSession;
   api: ApiNode;
+}
+
+/**
+ * The local API server with the agent's node restriction in force (the agent writes only then), a
+ * fresh directory `<tmp>/<prefix>…`, and the simulator serving `sim` on a socket in it.
+ */
+export async function startAgentWorld(prefix: string, sim: Omit<Parameters<typeof startSimulator>[0], 'socketPath'>): Promise<{ server: KubeApiServer; dir: string; sim: RunningSimulator }> {
+  const server = await startKubeApiServer();
+  server.installNodeRestriction();
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  return { server, dir, sim: await startSimulator({ socketPath: path.join(dir, 'cri.sock'), ...sim }) };
 }
 
 /** Each pod (namespace app, uid `uid-<name>`, one container c) in the API server, Running on node-1 with `grace`. */

@@ -3,35 +3,25 @@
  * its container runs on the node is terminated with its grace and a Killing Event, as the kubelet
  * stops a terminal pod, and never deleted.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../../src/cri/simulator/index.js';
-import { connectKube } from '../../../src/kube/index.js';
+import { type RunningSimulator } from '../../../src/cri/simulator/index.js';
 import { createMetrics } from '../../../src/metrics/registry.js';
 import { runAgent } from '../../../src/services/housekeeping/agent.js';
-import { ApiNode } from '../../../src/services/api/api-node.js';
-import { openSession } from '../../../src/session/open.js';
-import { writeAgentKubeconfig } from '../../kube/support.js';
-import { startKubeApiServer, type KubeApiServer } from '../../support/kube-api-server.js';
+import { type KubeApiServer } from '../../support/kube-api-server.js';
+import { openAgentNode, startAgentWorld } from '../../support/agent-node.js';
 
 let server: KubeApiServer;
 let sim: RunningSimulator;
 let dir: string;
 
 beforeAll(async () => {
-  server = await startKubeApiServer();
-  server.installNodeRestriction(); // the agent writes only with its node restriction in force
-  dir = mkdtempSync(path.join(tmpdir(), 'podctl-agent-terminal-'));
-  sim = await startSimulator({
-    socketPath: path.join(dir, 'cri.sock'),
+  ({ server, dir, sim } = await startAgentWorld('podctl-agent-terminal-', {
     timeScale: 1,
     pods: [
       { name: 'web', namespace: 'app', uid: 'uid-web', containers: [{ name: 'c', onSigterm: 'exit' }] },
       { name: 'job', namespace: 'app', uid: 'uid-job', containers: [{ name: 'c', onSigterm: 'exit' }] },
     ],
-  });
+  }));
 });
 afterAll(async () => {
   await sim?.close();
@@ -45,9 +35,7 @@ it('the agent stops a pod Failed in the API whose container runs (a Killing Even
     spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 9, containers: [{ name: 'c' }] },
     status: { phase: 'Failed' },
   });
-  const kube = await connectKube({ kind: 'kubeconfig', path: writeAgentKubeconfig(dir, server) }, { node: 'node-1', timeoutMs: 2_000 });
-  const api = new ApiNode(kube, { node: 'node-1', stateDir: path.join(dir, 'state') });
-  const session = await openSession({ stateDir: path.join(dir, 'state'), runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
+  const { api, session } = await openAgentNode(server, dir, sim);
   const controller = new AbortController();
   let steps = 0;
   try {

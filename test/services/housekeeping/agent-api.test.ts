@@ -4,30 +4,20 @@
  * is counted and its static pod kept; a pod stuck past grace + stuck-after gets one
  * PodStuckTerminating Event.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../../src/cri/simulator/index.js';
-import { connectKube } from '../../../src/kube/index.js';
+import { type RunningSimulator } from '../../../src/cri/simulator/index.js';
 import { createMetrics } from '../../../src/metrics/registry.js';
 import { runAgent, type AgentStep } from '../../../src/services/housekeeping/agent.js';
-import { ApiNode } from '../../../src/services/api/api-node.js';
-import { openSession } from '../../../src/session/open.js';
-import { writeAgentKubeconfig } from '../../kube/support.js';
-import { startKubeApiServer, type KubeApiServer } from '../../support/kube-api-server.js';
+import { type KubeApiServer } from '../../support/kube-api-server.js';
 import { TEST_KUBELET_ROOT } from '../../support/kubelet-root.js';
+import { openAgentNode, startAgentWorld } from '../../support/agent-node.js';
 
 let server: KubeApiServer;
 let sim: RunningSimulator;
 let dir: string;
 
 beforeAll(async () => {
-  server = await startKubeApiServer();
-  server.installNodeRestriction(); // the agent writes only with its node restriction in force
-  dir = mkdtempSync(path.join(tmpdir(), 'podctl-agent-api-'));
-  sim = await startSimulator({
-    socketPath: path.join(dir, 'cri.sock'),
+  ({ server, dir, sim } = await startAgentWorld('podctl-agent-api-', {
     timeScale: 1,
     pods: [
       { name: 'web', namespace: 'app', uid: 'uid-web', containers: [{ name: 'c', onSigterm: 'exit' }] },
@@ -36,7 +26,7 @@ beforeAll(async () => {
       { name: 'etcd-node-1', namespace: 'kube-system', uid: 'uid-etcd', static: true, containers: [{ name: 'etcd' }] },
     ],
     faults: [],
-  });
+  }));
 });
 afterAll(async () => {
   await sim?.close();
@@ -61,9 +51,7 @@ describe('podctl agent with the API server', () => {
     });
     server.deletePod('app', 'gone', 2);
 
-    const kube = await connectKube({ kind: 'kubeconfig', path: writeAgentKubeconfig(dir, server) }, { node: 'node-1', timeoutMs: 2_000 });
-    const api = new ApiNode(kube, { node: 'node-1', stateDir: path.join(dir, 'state') });
-    const session = await openSession({ stateDir: path.join(dir, 'state'), runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
+    const { api, session } = await openAgentNode(server, dir, sim);
     const metrics = createMetrics();
     const controller = new AbortController();
     const steps: AgentStep[] = [];
