@@ -3,14 +3,10 @@
  * Failed while its container still runs on the node is stopped as the kubelet stops a terminal pod
  * (its grace, a Killing Event) and never deleted by podctl; `status --explain` says why.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
-import { writeKubeconfig } from '../kube/support.js';
-import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
-import { requireBuilt, runPodctl, type CliRun } from '../support/cli.js';
+import type { RunningSimulator } from '../../src/cri/simulator/index.js';
+import type { KubeApiServer } from '../support/kube-api-server.js';
+import { requireBuilt, runPodctl, type CliRun, startCliApiNode } from '../support/cli.js';
 
 describe('podctl sync-known with a pod terminal in the API', { timeout: 90_000 }, () => {
   let server: KubeApiServer;
@@ -21,19 +17,10 @@ describe('podctl sync-known with a pod terminal in the API', { timeout: 90_000 }
 
   beforeAll(async () => {
     requireBuilt('sync-known');
-    server = await startKubeApiServer();
-    server.token = 'x';
-    const dir = mkdtempSync(path.join(tmpdir(), 'podctl-cli-terminal-'));
-    const kubeconfig = writeKubeconfig(dir, server.port, 't', 'x');
-    sim = await startSimulator({
-      socketPath: path.join(dir, 'cri.sock'),
-      timeScale: 0.05,
-      pods: [
-        { name: 'keep', namespace: 'web', uid: 'uid-keep', containers: [{ name: 'c', onSigterm: 'exit' }] },
-        { name: 'done', namespace: 'batch', uid: 'uid-done', containers: [{ name: 'c', onSigterm: 'exit' }] },
-      ],
-    });
-    common = ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--kubeconfig', kubeconfig, '--node', 'node-7'];
+    ({ server, sim, common } = await startCliApiNode('podctl-cli-terminal-', [
+      { name: 'keep', namespace: 'web', uid: 'uid-keep', containers: [{ name: 'c', onSigterm: 'exit' }] },
+      { name: 'done', namespace: 'batch', uid: 'uid-done', containers: [{ name: 'c', onSigterm: 'exit' }] },
+    ]));
   });
 
   afterAll(async () => {

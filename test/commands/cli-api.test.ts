@@ -10,10 +10,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+import type { RunningSimulator } from '../../src/cri/simulator/index.js';
 import { writeKubeconfig } from '../kube/support.js';
-import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
-import { requireBuilt, runPodctl, type CliRun, BIN, ROOT } from '../support/cli.js';
+import type { KubeApiServer } from '../support/kube-api-server.js';
+import { requireBuilt, runPodctl, type CliRun, BIN, ROOT, startCliApiNode } from '../support/cli.js';
 
 describe('podctl with an API server', { timeout: 90_000 }, () => {
   let server: KubeApiServer;
@@ -25,21 +25,12 @@ describe('podctl with an API server', { timeout: 90_000 }, () => {
 
   beforeAll(async () => {
     requireBuilt('evict');
-    server = await startKubeApiServer();
-    server.token = 'x';
-    dir = mkdtempSync(path.join(tmpdir(), 'podctl-cli-api-'));
-    const kubeconfig = writeKubeconfig(dir, server.port, 't', 'x');
-    sim = await startSimulator({
-      socketPath: path.join(dir, 'cri.sock'),
-      timeScale: 0.05,
-      pods: [
-        { name: 'keep', namespace: 'web', uid: 'uid-keep', containers: [{ name: 'c', onSigterm: 'exit' }] },
-        { name: 'stray', namespace: 'web', uid: 'uid-stray', containers: [{ name: 'c', onSigterm: 'exit' }] },
-        { name: 'evictee', namespace: 'batch', uid: 'uid-evictee', containers: [{ name: 'c', onSigterm: 'exit' }] },
-        { name: 'late', namespace: 'batch', uid: 'uid-late', containers: [{ name: 'c', onSigterm: 'exit' }] },
-      ],
-    });
-    common = ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--kubeconfig', kubeconfig, '--node', 'node-7'];
+    ({ server, sim, dir, common } = await startCliApiNode('podctl-cli-api-', [
+      { name: 'keep', namespace: 'web', uid: 'uid-keep', containers: [{ name: 'c', onSigterm: 'exit' }] },
+      { name: 'stray', namespace: 'web', uid: 'uid-stray', containers: [{ name: 'c', onSigterm: 'exit' }] },
+      { name: 'evictee', namespace: 'batch', uid: 'uid-evictee', containers: [{ name: 'c', onSigterm: 'exit' }] },
+      { name: 'late', namespace: 'batch', uid: 'uid-late', containers: [{ name: 'c', onSigterm: 'exit' }] },
+    ]));
   });
 
   afterAll(async () => {

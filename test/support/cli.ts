@@ -8,8 +8,12 @@
  * loaded machine, not a speed goal) and resolves with its exit code (1 when it had none) and output.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { startSimulator, type RunningSimulator, type SimPodSpec } from '../../src/cri/simulator/index.js';
+import { writeKubeconfig } from '../kube/support.js';
+import { startKubeApiServer, type KubeApiServer } from './kube-api-server.js';
 
 export const ROOT = process.cwd();
 export const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -39,4 +43,22 @@ export function runPodctl(args: string[], env: Record<string, string | undefined
 /** Fails at once, saying what to do, when dist/ lacks the built `command`. */
 export function requireBuilt(command: string): void {
   if (!existsSync(path.join(ROOT, 'dist', 'commands', `${command}.js`))) throw new Error('dist/ is missing: run `npm run build` first');
+}
+
+/** A node for the CLI beside the local API server: the server (token x), a fresh directory, the simulator, and the flags that point podctl at them as node-7. */
+export interface CliApiNode {
+  server: KubeApiServer;
+  sim: RunningSimulator;
+  dir: string;
+  common: string[];
+}
+
+/** Starts a CliApiNode in `<tmp>/<prefix>…` with the simulator's `pods` (at 1/20 of their times). */
+export async function startCliApiNode(prefix: string, pods: SimPodSpec[]): Promise<CliApiNode> {
+  const server = await startKubeApiServer();
+  server.token = 'x';
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  const kubeconfig = writeKubeconfig(dir, server.port, 't', 'x');
+  const sim = await startSimulator({ socketPath: path.join(dir, 'cri.sock'), timeScale: 0.05, pods });
+  return { server, sim, dir, common: ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--kubeconfig', kubeconfig, '--node', 'node-7'] };
 }
