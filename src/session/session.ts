@@ -81,6 +81,8 @@ export class Session implements NodeSession {
   readonly #options: SessionOptions;
   readonly #seams: SessionSeams;
   readonly #pid = process.pid;
+  /** Pods this session posted a kill request for (to another process that held them). */
+  readonly #posted = new Set<string>();
 
   readonly #events: SessionEvents;
   readonly #memory: PodMemory;
@@ -261,6 +263,7 @@ export class Session implements NodeSession {
       }
       const owner = await leases.inspect(uid);
       if (owner?.alive && owner.record) {
+        this.#posted.add(uid);
         await inbox.post({
           uid,
           kind: 'kill',
@@ -279,7 +282,23 @@ export class Session implements NodeSession {
   async waitTerminated(uids: string[], options: WaitOptions): Promise<Map<string, WaitOutcome>> {
     this.#assertOpen();
     this.#assertWritable();
-    return await waitTerminated(this.#waitDeps, uids, options);
+    const outcomes = await waitTerminated(this.#waitDeps, uids, options);
+    await this.#takeBackRequests(outcomes);
+    return outcomes;
+  }
+
+  /**
+   * A request outlives nobody: once a pod this session asked another process to kill is terminated
+   * or gone, the requests it posted for that pod and nobody applied are taken back (the owner may
+   * have released the pod between our look and our post, and then never reads them).
+   */
+  async #takeBackRequests(outcomes: Map<string, WaitOutcome>): Promise<void> {
+    const { inbox } = this.#store;
+    for (const [uid, outcome] of outcomes) {
+      if (outcome === 'timeout' || !this.#posted.delete(uid)) continue;
+      const own = (await inbox.pending(uid).catch(() => [])).filter((r) => r.fromPid === this.#pid);
+      await Promise.all(own.map((r) => inbox.acknowledge(r)));
+    }
   }
 
   /**
