@@ -212,7 +212,8 @@ describeContainerd(import.meta.url, 'podctl with an API server against container
       });
       const killed = collect(kill, 60_000);
       // the stand-in kubelet: once the pod is deleted in the API, finish it as the kubelet would
-      await waitFor('the API delete', async () => api.getPod(real.namespace, real.name)?.metadata?.deletionTimestamp);
+      // bounded by the kill's own start-up on a loaded machine, not by a speed goal
+      await waitFor('the API delete', async () => api.getPod(real.namespace, real.name)?.metadata?.deletionTimestamp, 45_000);
       const finisher = await podctl(['sync-known', '--json']);
       expect(finisher.code, finisher.stderr).toBe(0);
       const result = await killed;
