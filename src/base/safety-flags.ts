@@ -8,6 +8,7 @@
  */
 import { Flags } from '@oclif/core';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pidAlive } from '../store/proc.js';
 
 export const safetyFlags = {
   'dry-run': Flags.boolean({ summary: 'Print exactly what would be done (same shape as the result) and change nothing.', default: false }),
@@ -30,16 +31,8 @@ export const AFTER_PID_WAIT_MS = 60_000;
 
 /** Resolves once process `pid` is gone, or after `boundMs` (true when it is gone). */
 export async function waitForExit(pid: number, boundMs = AFTER_PID_WAIT_MS, signal?: AbortSignal): Promise<boolean> {
-  const alive = (): boolean => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch (error) {
-      return (error as NodeJS.ErrnoException).code === 'EPERM';
-    }
-  };
   const until = Date.now() + boundMs;
-  while (alive()) {
+  while (pidAlive(pid)) {
     if (Date.now() >= until || signal?.aborted) return false;
     await sleep(25);
   }

@@ -162,7 +162,8 @@ function bootTime(): number {
   return bootTimeMs;
 }
 
-function signalZeroAlive(pid: number): boolean {
+/** Whether process `pid` exists, by signal 0 (a process of another user counts: EPERM). */
+export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -190,7 +191,7 @@ export function processIdentity(pid: number = process.pid): ProcessIdentity {
 export function isProcessAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   const stat = readProcStat(pid);
-  if (stat === 'no-proc') return signalZeroAlive(pid);
+  if (stat === 'no-proc') return pidAlive(pid);
   if (stat === undefined) return false;
   return stat.state !== 'Z' && stat.state !== 'X';
 }
@@ -262,6 +263,6 @@ export function isIdentityAlive(identity: { pid: number; startTicks: number; pid
     return stat !== 'no-proc' && aliveAt(stat, identity.startTicks, context);
   }
   const stat = statOf(identity.pid, context?.readings);
-  if (stat === 'no-proc') return identity.startTicks === 0 ? signalZeroAlive(identity.pid) && heartbeatFresh(context) : signalZeroAlive(identity.pid);
+  if (stat === 'no-proc') return identity.startTicks === 0 ? pidAlive(identity.pid) && heartbeatFresh(context) : pidAlive(identity.pid);
   return aliveAt(stat, identity.startTicks, context);
 }

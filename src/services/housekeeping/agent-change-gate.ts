@@ -6,6 +6,7 @@
  */
 import { stat } from 'node:fs/promises';
 import type { NodeSession, PodInfo } from '../../domain/session-api.js';
+import { pidAlive } from '../../store/proc.js';
 import type { ApiInformers } from '../api/api-informers.js';
 import type { DesiredSource } from './sync-known.js';
 
@@ -76,15 +77,6 @@ export class ChangeGate {
 
   close(): void {
     this.#unsubscribe();
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

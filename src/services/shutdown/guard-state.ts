@@ -9,6 +9,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { formatDuration } from '../../lib/duration.js';
 import { DIR_MODE, writeFileAtomic } from '../../store/files.js';
+import { pidAlive } from '../../store/proc.js';
 import type { BudgetCheck } from './budget.js';
 import { shutdownsFolder } from './record.js';
 
@@ -35,16 +36,7 @@ export async function guardHeader(stateDir: string): Promise<string | undefined>
   } catch {
     return undefined;
   }
-  if (typeof state.pid !== 'number' || !alive(state.pid)) return undefined;
+  if (typeof state.pid !== 'number' || !pidAlive(state.pid)) return undefined;
   if (state.short && typeof state.warning === 'string') return `shutdown guard (pid ${state.pid}): ${state.warning}`;
   return `shutdown guard (pid ${state.pid}): logind grants ${formatDuration(state.delayMs)}, the shutdown groups ask for ${state.groupsTotalSeconds}s`;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
