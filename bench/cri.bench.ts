@@ -10,7 +10,8 @@
  * BENCH_ONLY (kill: (a) and (b) only; drain: (c) only), PODCTL_E2E_CLI_ROOT (run the CLI from a
  * copy of the build), BENCH_BASELINE_CLI_ROOT (another build, e.g. of the previous commit: its
  * `podctl kill` and `podctl drain` runs alternate with this one's, so a before/after comparison
- * sees the same load).
+ * sees the same load), BENCH_DRAIN_TRACE (a path: the in-process drain's debug log, ms since its
+ * session opened, goes to <path>.<round>).
  *
  * Scenarios (every pod: one container whose /pause exits on SIGTERM, plus its sandbox):
  * (a) one pod: `podctl kill ns/name` wall time (a fresh process: start-up, session, engine, store,
@@ -23,7 +24,8 @@
  *     (per pod: StopContainer then StopPodSandbox); goal: ≤ 1.2×. Also in-process engine + syncer,
  *     and an open NodeSession with all requestKill calls issued concurrently.
  * (c) BENCH_DRAIN_PODS pods: `podctl drain -l app=… --yes --json` vs the same raw calls issued
- *     concurrently; goal: ≤ 1.05× (bench/support/cri-drain.ts).
+ *     concurrently, the drain in one group whose budget is three times the raw stops' time (the
+ *     same 30 s grace on both sides); goal: ≤ 1.05× (bench/support/cri-drain.ts).
  * At the end the figures go to bench/results/cri.json (bench/support/results.ts); a BENCH_ONLY run
  * writes its own figures and keeps the file's others.
  * Runs alternate between the variants, each on fresh pods, so load drifts hit all of them alike;
