@@ -222,7 +222,8 @@ export class RuntimeSyncer implements PodSyncer {
     const stops: ContainerStop[] = [];
     let after: PodRuntimeView | undefined;
     try {
-      const view = (podStatus !== undefined ? this.#cachedView(uid) : undefined) ?? (await this.#listPod(uid, signal));
+      // a view the cache cannot vouch for comes from a fresh relist, which pods killed together share
+      const view = (podStatus !== undefined ? this.#cachedView(uid) : undefined) ?? (await this.#listPodFresh(uid, signal));
       await this.#killPod(signal, uid, view, deadline, grace, pod, stops);
       after = await this.#verifyStopped(uid, signal);
       if (podStatusFn) await this.#reportFinalStatus(uid, after, podStatusFn, signal);
@@ -408,8 +409,9 @@ export class RuntimeSyncer implements PodSyncer {
   /**
    * The pod's runtime objects as the status cache last relisted them: at least as new as the status
    * the engine handed over, which came from that cache. Undefined without a cache, when the relist
-   * is older than the kubelet's relist period, or when it did not see the pod (then it is listed
-   * by label).
+   * is older than the kubelet's relist period, or when it did not see the pod (then a relist
+   * started after this call is waited for: one serves every pod killed meanwhile, where a listing
+   * by label per pod made 100 pods killed together 200 listing calls queued before their stops).
    */
   #cachedView(uid: string): PodRuntimeView | undefined {
     const observedAt = this.#cache?.observedAt;

@@ -65,7 +65,7 @@ describe('RuntimeSyncer.syncTerminatingPod', () => {
     cache.close();
   });
 
-  it('a cached view older than the relist period is not used: the pod is listed by label first', async () => {
+  it('a cached view older than the relist period is not used: the runtime is listed again first', async () => {
     const { sim, client } = await simulator({ pods: [spec({ uid: 'c2', containers: [{ name: 'a' }] })] });
     const { RuntimePodCache } = await import('../../../src/cri/cache/cache.js');
     let now = Date.now();
@@ -79,6 +79,26 @@ describe('RuntimeSyncer.syncTerminatingPod', () => {
     await syncer.syncTerminatingPod(never, pod, cache.get('c2'), 4, undefined);
     expect(rpcs(sim.state.journal(), 'ListContainers').length - before).toBe(2);
     expect(rpcs(sim.state.journal(), 'StopContainer')).toHaveLength(1);
+    cache.close();
+  });
+
+  it('pods stopped together with a cached view older than the relist period share relists: no listing per pod before the stops', async () => {
+    const uids = Array.from({ length: 8 }, (_, i) => `s${i}`);
+    const { sim, client } = await simulator({ pods: uids.map((uid) => spec({ uid, containers: [{ name: 'a' }] })) });
+    const { RuntimePodCache } = await import('../../../src/cri/cache/cache.js');
+    let now = Date.now();
+    const clock = { now: () => now };
+    const cache = new RuntimePodCache({ client, clock });
+    await cache.refresh();
+    now += 5_000;
+    const syncer = new RuntimeSyncer({ client, cache, clock });
+    const pods = await Promise.all(uids.map((uid) => podOf(client, uid)));
+    const before = rpcs(sim.state.journal(), 'ListContainers').length;
+    await Promise.all(pods.map((pod, i) => syncer.syncTerminatingPod(never, pod, cache.get(uids[i]!), 4, undefined)));
+    // one relist (and at most one queued after it) before the stops, as many for the checks after: not 8 listings by label
+    expect(rpcs(sim.state.journal(), 'ListContainers').length - before).toBeLessThanOrEqual(4);
+    expect(rpcs(sim.state.journal(), 'StopContainer')).toHaveLength(8);
+    expect(sim.state.containerIds().every((id) => sim.state.container(id)?.state === 2)).toBe(true);
     cache.close();
   });
 
