@@ -22,7 +22,7 @@ import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { lazyOclifDependencies } from './esbuild-plugins.mjs';
+import { lazyOclifDependencies, oclifWithoutStartupWork } from './esbuild-plugins.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 // src/commands/<id>.ts, and src/commands/<topic>/<sub>.ts for commands with a topic (`autocomplete script`)
@@ -81,7 +81,7 @@ const result = await build({
   target: 'node20',
   jsx: 'automatic',
   external,
-  plugins: [lazyOclifDependencies],
+  plugins: [lazyOclifDependencies, oclifWithoutStartupWork],
   // oclif's start-up check of the Node version against its own engines (podctl's package.json is
   // engine-strict already) loads semver, ~50 modules: compiled out.
   define: { 'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"' },
@@ -125,7 +125,7 @@ const cjs = await build({
   entryPoints: { podctl: 'src/launch.ts' },
   jsx: 'automatic',
   external,
-  plugins: [lazyOclifDependencies, watchScreenFromEsmBuild],
+  plugins: [lazyOclifDependencies, oclifWithoutStartupWork, watchScreenFromEsmBuild],
   define: {
     'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"',
     // the few `import.meta.url` uses (createRequire) resolve from the script itself

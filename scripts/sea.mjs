@@ -27,7 +27,7 @@ import { createHash } from 'node:crypto';
 import { builtinModules } from 'node:module';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { lazyOclifDependencies } from './esbuild-plugins.mjs';
+import { lazyOclifDependencies, oclifWithoutStartupWork } from './esbuild-plugins.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 const out = (p) => path.join(root, 'dist', p);
@@ -202,7 +202,7 @@ const result = await build({
   // Required only on paths podctl never takes (grpc-js channelz, oclif's TypeScript support): their
   // require() fails there, as it would without them installed.
   external: ['@grpc/proto-loader', 'typescript', 'ts-node', 'tsx', 'pnpapi'],
-  plugins: [seaAssetPackages, lazyOclifDependencies, embeddedJsonInOclif, inkOutputRegistered, noDevtools, builtinsRequired],
+  plugins: [seaAssetPackages, lazyOclifDependencies, oclifWithoutStartupWork, embeddedJsonInOclif, inkOutputRegistered, noDevtools, builtinsRequired],
   define: {
     'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"',
     // React, react-reconciler and Ink are bundled here: their production builds only (the development

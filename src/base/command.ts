@@ -15,7 +15,6 @@
  * - Heavy modules are never imported here: the session module is loaded on first `session()` call.
  */
 import path from 'node:path';
-import { createInterface } from 'node:readline/promises';
 import { Command, Errors } from '@oclif/core';
 import type { HandOff, HandOffOptions } from '../session/hand-off.js';
 import type { NodeSession, SessionOptions } from '../domain/session-api.js';
@@ -296,6 +295,8 @@ export abstract class PodctlCommand extends Command {
     if (process.stdin.isTTY !== true || process.stderr.isTTY !== true) return undefined;
     return async (question) => {
       this.reporter.done();
+      // readline only when a question is asked: no command loads it otherwise
+      const { createInterface } = process.getBuiltinModule('node:readline/promises');
       const rl = createInterface({ input: process.stdin, output: process.stderr });
       const onAbort = (): void => rl.close();
       this.abort.signal.addEventListener('abort', onAbort, { once: true });

@@ -13,7 +13,7 @@
  *
  * The policy for a kill of a pod the kubelet still desires is `desiredPodPolicy`, one function.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 
@@ -74,19 +74,38 @@ function probeHealthz(url: URL, timeoutMs: number): Promise<Probe> {
   });
 }
 
-/** true: a kubelet process exists; false: /proc was read and has none; undefined: /proc unreadable. */
-export async function kubeletProcessExists(procRoot = '/proc'): Promise<boolean | undefined> {
+/** `comm` is at most 16 bytes (TASK_COMM_LEN) with its newline: "kubelet\n" fits with room to spare. */
+const COMM_BYTES = 32;
+
+/** The first bytes of `file` into `buffer`, as latin1 ('' when it cannot be read: the process ended meanwhile). */
+function readShort(file: string, buffer: Buffer): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    return buffer.toString('latin1', 0, readSync(fd, buffer, 0, buffer.length, 0));
+  } catch {
+    return '';
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * true: a kubelet process exists; false: /proc was read and has none; undefined: /proc unreadable.
+ * Each comm is read synchronously into one buffer: three system calls per process, no promise and no
+ * thread-pool round trip (the scan's CPU is on the start-up path of every kill and status).
+ */
+export function kubeletProcessExists(procRoot = '/proc'): boolean | undefined {
   let entries: string[];
   try {
-    entries = await readdir(procRoot);
+    entries = readdirSync(procRoot);
   } catch {
     return undefined;
   }
   const pids = entries.filter((e) => /^\d+$/.test(e));
   if (pids.length === 0) return undefined;
-  // every comm read at once: a node has hundreds of processes, one after another costs tens of ms
-  const comms = await Promise.all(pids.map((pid) => readFile(path.join(procRoot, pid, 'comm'), 'utf8').catch(() => ''))); // '' : the process ended meanwhile
-  return comms.some((comm) => comm.trim() === 'kubelet');
+  const buffer = Buffer.allocUnsafe(COMM_BYTES);
+  return pids.some((pid) => readShort(path.join(procRoot, pid, 'comm'), buffer).trim() === 'kubelet');
 }
 
 export async function detectKubelet(options: DetectKubeletOptions = {}): Promise<KubeletStatus> {
@@ -95,7 +114,7 @@ export async function detectKubelet(options: DetectKubeletOptions = {}): Promise
   // One cheap probe first: a healthz that answers ok settles it; /proc is read only otherwise.
   const probe = await probeHealthz(url, options.timeoutMs ?? 1_000);
   if (probe.answer === 'ok') return { state: 'running', via: 'healthz', detail: probe.detail };
-  const process = await kubeletProcessExists(options.procRoot);
+  const process = kubeletProcessExists(options.procRoot);
   if (process) return { state: 'running', via: 'process', detail: `kubelet process found (${probe.detail})` };
   if (process === false && probe.answer !== 'not-ok') return { state: 'down', via: 'healthz+process', detail: `no kubelet process; ${probe.detail}` };
   // neither could be checked for sure: the node Lease, when an API server is configured

@@ -103,7 +103,8 @@ export class LeaseManager {
    * parsed again.
    */
   readonly #parsed = new Map<string, { identity: FileIdentity; record: LeaseRecord }>();
-  readonly #identity: ProcessIdentity;
+  /** This process's identity, read from /proc when a lease is first written (a reader never needs it). */
+  #identity: ProcessIdentity | undefined;
   readonly #token = randomBytes(8).toString('hex');
   /** uid → generation we hold. */
   readonly #held = new Map<string, number>();
@@ -120,11 +121,11 @@ export class LeaseManager {
     this.#ops = options.ops ?? nodeFileOps;
     this.#now = options.clock ?? Date.now;
     this.#isAlive = options.isAlive ?? ((r, heartbeatAt, readings) => isIdentityAlive(r, { heartbeatAt, now: this.#now(), ...(readings ? { readings } : {}) }));
-    this.#identity = options.identity ?? processIdentity();
+    this.#identity = options.identity;
   }
 
   get identity(): ProcessIdentity {
-    return this.#identity;
+    return (this.#identity ??= processIdentity());
   }
 
   holds(uid: string): boolean {
@@ -315,13 +316,14 @@ export class LeaseManager {
   }
 
   #recordFor(uid: string, generation: number, released: boolean): LeaseRecord {
+    const me = this.identity;
     const record: LeaseRecord = {
       uid,
       generation,
-      pid: this.#identity.pid,
-      startTicks: this.#identity.startTicks,
-      startedAt: this.#identity.startedAt,
-      ...(this.#identity.pidNs !== undefined ? { pidNs: this.#identity.pidNs } : {}),
+      pid: me.pid,
+      startTicks: me.startTicks,
+      startedAt: me.startedAt,
+      ...(me.pidNs !== undefined ? { pidNs: me.pidNs } : {}),
       token: this.#token,
       acquiredAt: this.#now(),
       released,

@@ -5,7 +5,7 @@
  * Needs `npm run build` first.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
@@ -15,10 +15,13 @@ import { demoNode, startSimulator, type RunningSimulator } from '../../src/cri/s
 const ROOT = process.cwd();
 const BIN = path.join(ROOT, 'bin', 'run.js');
 
-function podctl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function podctl(args: string[], nodeFlags: string[] = []): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '' }, timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [...nodeFlags, BIN, ...args],
+      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '' }, timeout: 60_000 },
+      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -71,5 +74,27 @@ describe('the bundled CLI', { timeout: 60_000 }, () => {
         .flatMap((r) => (r.kind === 'rpc' ? [r.method] : [])),
     );
     expect([...methods].sort()).toEqual(['ListContainers', 'ListPodSandbox', 'Version']);
+  });
+
+  it("status of a pod loads none of Node's modules it has no use for, and builds no ICU collator", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'podctl-bundle-probe-'));
+    const [probe, record] = [path.join(dir, 'probe.cjs'), path.join(dir, 'record.json')];
+    // what the process loaded, and how often it compared strings by locale (oclif's command sort did)
+    writeFileSync(
+      probe,
+      `let compares = 0;
+       const localeCompare = String.prototype.localeCompare;
+       String.prototype.localeCompare = function (...args) { compares += 1; return localeCompare.apply(this, args); };
+       process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(record)}, JSON.stringify({ compares, modules: process.moduleLoadList })));`,
+    );
+    const listed = JSON.parse((await podctl(['status', '-o', 'json', ...common])).stdout) as { pods: { namespace: string; name: string }[] };
+    const pod = listed.pods[0]!;
+    const run = await podctl(['status', `${pod.namespace}/${pod.name}`, ...common], ['-r', probe]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain(pod.name);
+    const { compares, modules } = JSON.parse(readFileSync(record, 'utf8')) as { compares: number; modules: string[] };
+    expect(modules).toContain('NativeModule net');
+    expect(modules.filter((m) => /^NativeModule (child_process|dgram|readline)/.test(m))).toEqual([]);
+    expect(compares).toBe(0);
   });
 });

@@ -81,9 +81,9 @@ describe('detectKubelet', () => {
   });
 
   it('reads /proc/<pid>/comm; an unreadable /proc is "cannot tell"', async () => {
-    expect(await kubeletProcessExists(procDir({ '9': 'kubelet' }))).toBe(true);
-    expect(await kubeletProcessExists(procDir({ '9': 'kubelet-helper' }))).toBe(false);
-    expect(await kubeletProcessExists('/nonexistent-proc')).toBeUndefined();
+    expect(kubeletProcessExists(procDir({ '9': 'kubelet' }))).toBe(true);
+    expect(kubeletProcessExists(procDir({ '9': 'kubelet-helper' }))).toBe(false);
+    expect(kubeletProcessExists('/nonexistent-proc')).toBeUndefined();
     expect(healthzUrl(undefined).href).toBe('http://127.0.0.1:10248/healthz');
     expect(healthzUrl('10.0.0.1:10248').href).toBe('http://10.0.0.1:10248/healthz');
   });
