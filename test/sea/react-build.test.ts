@@ -1,7 +1,7 @@
 /**
  * The single executable carries React's and Ink's production builds (scripts/sea.mjs defines
  * NODE_ENV=production): the watch screen's development builds cost several times the CPU and keep a
- * user-timing mark per render. Checked on the bundle the executable embeds, dist/sea/podctl.mjs.
+ * user-timing mark per render. Checked on the bundle the executable embeds, dist/sea/assets/podctl.cjs.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import { REPO_ROOT, seaSkipReason, warnIfSeaSkipped } from './support.js';
 
 warnIfSeaSkipped('test/sea/react-build.test.ts');
 
-const BUNDLE = join(REPO_ROOT, 'dist', 'sea', 'podctl.mjs');
+const BUNDLE = join(REPO_ROOT, 'dist', 'sea', 'assets', 'podctl.cjs');
 /** Warnings only the development build of the reconciler has. */
 const DEVELOPMENT_ONLY = ['while rendering a different component', 'Each child in a list should have a unique'];
 

@@ -1,0 +1,19 @@
+/**
+ * The single executable's main script (scripts/sea.mjs): what Node.js compiles at every start is
+ * only this. podctl itself is the executable's `podctl.cjs` (src/sea.ts bundled), compiled here with
+ * V8's code cache made after a run of the command at build time (`podctl-<command>.v8`: the functions
+ * that command ran are in it, compiled), or for another command with the cache made after `--help`
+ * (`podctl.v8`).
+ *
+ * Invariant: a missing or rejected cache means compiling from source, never a failure (src/sea-assets.ts).
+ */
+import { runAsset } from './sea-assets.js';
+
+/** A command word usable in an asset name (anything else uses the common cache). */
+const COMMAND = /^[a-z][a-z0-9-]{0,39}$/;
+
+const argv = process.argv.slice(2);
+const command = argv[0];
+const caches = command !== undefined && COMMAND.test(command) ? [`podctl-${command}.v8`, 'podctl.v8'] : ['podctl.v8'];
+const podctl = runAsset('podctl', caches) as { start(argv: string[]): Promise<void> };
+void podctl.start(argv);
