@@ -4,8 +4,9 @@
  * runtime-only), the same classification as the podctl_working_pods metric — plus untracked runtime
  * pods. One line on a short terminal, two otherwise.
  */
-import { Box, Text } from 'ink';
+import { Box } from 'ink';
 import type { WorkingPodCounts } from '../metrics/working-pods.js';
+import { StyledLine, styledLine } from './StyledLine.js';
 import { truncate } from './view-model.js';
 
 export interface HeaderProps {
@@ -38,32 +39,24 @@ export function Header(props: HeaderProps) {
   const { counts, width } = props;
   const where = `node ${props.node ?? '(local)'} · ${props.endpoint}${props.simulated ? ' (simulated)' : ''}`;
   const view = `${props.scope ? `${props.scope} · ` : ''}${props.shown}/${counts.total} pods · sort ${props.sort}${props.filter ? ` · filter "${props.filter}"` : ''}`;
-  const banner =
-    props.runtimeDown !== undefined ? (
-      <Text wrap="truncate" color={props.color ? 'red' : undefined} bold={props.color} inverse={props.color}>
-        {truncate(`⚠ ${props.runtimeDown}`, width)}
-      </Text>
-    ) : null;
+  const banner = props.runtimeDown !== undefined ? <StyledLine line={styledLine([{ text: truncate(`⚠ ${props.runtimeDown}`, width), color: 'red', bold: true }], props.color, true)} /> : null;
   if (props.compact) {
     const c = counts.byLifecycle;
     if (banner) return banner;
-    return <Text wrap="truncate">{truncate(`podctl${props.kubelet ? ` · kubelet ${props.kubelet}` : ''} · sync ${c.sync} term ${c.terminating} done ${c.terminated} · ${view}`, width)}</Text>;
+    return (
+      <StyledLine
+        line={styledLine([{ text: truncate(`podctl${props.kubelet ? ` · kubelet ${props.kubelet}` : ''} · sync ${c.sync} term ${c.terminating} done ${c.terminated} · ${view}`, width) }], props.color)}
+      />
+    );
   }
   return (
     <Box flexDirection="column">
-      <Text wrap="truncate">
-        <Text bold>podctl watch</Text>
-        {truncate(` · ${where} · ${view}`, Math.max(0, width - 12))}
-      </Text>
+      <StyledLine line={styledLine([{ text: 'podctl watch', bold: true }, { text: truncate(` · ${where} · ${view}`, Math.max(0, width - 12)) }], props.color)} />
       {banner ??
         (props.listError !== undefined ? (
-          <Text wrap="truncate" color={props.color ? 'red' : undefined}>
-            {truncate(`listing failed: ${props.listError}`, width)}
-          </Text>
+          <StyledLine line={styledLine([{ text: truncate(`listing failed: ${props.listError}`, width), color: 'red' }], props.color)} />
         ) : (
-          <Text wrap="truncate" dimColor={props.color}>
-            {truncate(`${countsLine(counts)}${props.kubelet ? ` │ kubelet ${props.kubelet}` : ''}`, width)}
-          </Text>
+          <StyledLine line={styledLine([{ text: truncate(`${countsLine(counts)}${props.kubelet ? ` │ kubelet ${props.kubelet}` : ''}`, width), dim: true }], props.color)} />
         ))}
     </Box>
   );

@@ -13,12 +13,16 @@
  * columns, against ~0.5 µs), which in a drain was a third of a frame (docs/bench/history.md, "Eighth
  * step"). The bar's cells get the same colour as foreground and background, so the selected row's
  * inversion keeps them apart. Without colour the characters are the bar.
+ *
+ * A row is one StyledLine (StyledLine.tsx): Ink lays out and measures its text as printable ASCII
+ * (the marker and the bar's characters as blanks) and its transform writes the colours and symbols,
+ * so a row is one text node whatever its colours, and no frame measures or sanitises colour codes.
  */
 import { memo } from 'react';
-import { Text } from 'ink';
 import type { PodInfo } from '../domain/session-api.js';
 import type { NodeFacts } from '../services/diagnose/status.js';
 import type { ScreenRules } from '../services/watch/screen-rules.js';
+import { StyledLine, styledLine, type Colour, type Span } from './StyledLine.js';
 import { rowCells, stateColor, type ColumnId, type TableLayout } from './view-model.js';
 
 export interface PodRowProps {
@@ -34,12 +38,12 @@ export interface PodRowProps {
 }
 
 /** `bar`: a run of the countdown bar, the share of the grace left or the share spent. */
-type Segment = { text: string; color?: string; bar?: 'left' | 'spent' };
+type Segment = { text: string; color?: Colour; bar?: 'left' | 'spent' };
 
 const BAR_COLOR = { left: 'yellow', spent: 'gray' } as const;
 
 /** The grace cell's segments: the bar's two runs apart from the seconds after them. */
-function graceSegments(text: string, color: string): Segment[] {
+function graceSegments(text: string, color: Colour): Segment[] {
   const m = /^( ?)(█*)(░*)(.*)$/su.exec(text);
   if (m === null || m[2]!.length + m[3]!.length === 0) return [{ text, color }];
   return [{ text: m[1]! }, { text: m[2]!, bar: 'left' }, { text: m[3]!, bar: 'spent' }, { text: m[4]!, color }];
@@ -48,7 +52,7 @@ function graceSegments(text: string, color: string): Segment[] {
 /** The row as coloured segments, in column order, separated by one space. */
 function rowSegments(pod: PodInfo, layout: TableLayout, now: number, rules: ScreenRules, facts?: NodeFacts): Segment[] {
   const cells = rowCells(pod, layout, now, rules, facts);
-  const colorOf: Partial<Record<ColumnId, string>> = {
+  const colorOf: Partial<Record<ColumnId, Colour>> = {
     state: stateColor(pod.state),
     ...(pod.state === 'terminating' ? { grace: 'yellow' } : {}),
     error: 'red',
@@ -83,24 +87,17 @@ export function sameRow(a: PodRowProps, b: PodRowProps): boolean {
   return cachedRow(a.pod, a.layout, a.now, a.rules, a.facts).text === cachedRow(b.pod, b.layout, b.now, b.rules, b.facts).text;
 }
 
+/** The row as spans: the selection marker, then the segments, the bar's runs as coloured blanks in colour. */
+function rowSpans(segments: readonly Segment[], selected: boolean, color: boolean): Span[] {
+  const spans: Span[] = [{ text: selected ? '▶ ' : '  ' }];
+  for (const s of segments) {
+    if (s.bar !== undefined && color) spans.push({ text: ' '.repeat(s.text.length), color: BAR_COLOR[s.bar], backgroundColor: BAR_COLOR[s.bar] });
+    else spans.push(s.color !== undefined ? { text: s.text, color: s.color } : { text: s.text });
+  }
+  return spans;
+}
+
 export const PodRow = memo(function PodRow({ pod, layout, now, selected, color, rules, facts }: PodRowProps) {
   const { segments } = cachedRow(pod, layout, now, rules, facts);
-  return (
-    <Text wrap="truncate" inverse={selected && color}>
-      {selected ? '▶ ' : '  '}
-      {segments.map((s, i) =>
-        s.bar !== undefined && color ? (
-          <Text key={i} color={BAR_COLOR[s.bar]} backgroundColor={BAR_COLOR[s.bar]}>
-            {' '.repeat(s.text.length)}
-          </Text>
-        ) : s.color !== undefined && color ? (
-          <Text key={i} color={s.color}>
-            {s.text}
-          </Text>
-        ) : (
-          s.text
-        ),
-      )}
-    </Text>
-  );
+  return <StyledLine line={styledLine(rowSpans(segments, selected, color), color, selected)} />;
 }, sameRow);

@@ -2,11 +2,12 @@
  * The pod table: a title row and the window of rows that fits (see `tableWindow`), with a marker line
  * saying how many rows are hidden when not all pods fit.
  */
-import { Box, Text } from 'ink';
+import { Box } from 'ink';
 import type { PodInfo } from '../domain/session-api.js';
 import type { NodeFacts } from '../services/diagnose/status.js';
 import type { ScreenRules } from '../services/watch/screen-rules.js';
 import { PodRow } from './PodRow.js';
+import { StyledLine, styledLine } from './StyledLine.js';
 import { COLUMN_TITLES, fit, type TableLayout } from './view-model.js';
 
 export interface PodTableProps {
@@ -32,18 +33,12 @@ export function PodTable({ pods, layout, now, selected, window, color, emptyText
   const below = pods.length - window.end;
   return (
     <Box flexDirection="column">
-      <Text wrap="truncate" bold={color} underline={color}>
-        {tableTitle(layout)}
-      </Text>
-      {shown.length === 0 ? <Text dimColor={color}>{`  ${emptyText}`}</Text> : null}
+      <StyledLine line={styledLine([{ text: tableTitle(layout), bold: true, underline: true }], color)} />
+      {shown.length === 0 ? <StyledLine line={styledLine([{ text: `  ${emptyText}`, dim: true }], color)} /> : null}
       {shown.map((pod, i) => (
         <PodRow key={pod.uid} pod={pod} layout={layout} now={now} selected={window.top + i === selected} color={color} rules={rules} facts={facts} />
       ))}
-      {window.more ? (
-        <Text wrap="truncate" dimColor={color}>
-          {`  ↑ ${above} above · ↓ ${below} below`}
-        </Text>
-      ) : null}
+      {window.more ? <StyledLine line={styledLine([{ text: `  ↑ ${above} above · ↓ ${below} below`, dim: true }], color)} /> : null}
     </Box>
   );
 }

@@ -54,9 +54,12 @@ describe('pod row text', () => {
   const terminating = pod('default/a', { state: 'terminating', gracePeriod: 30, graceDeadline: now + 15_000, since: now - 15_000, owner: { pid: 42, startedAt: 0, heartbeatAt: 0, alive: true } });
   const drawn = (color: boolean, selected = false) => render(<PodRow pod={terminating} rules={screenRules} layout={layout} now={now} selected={selected} color={color} />).lastFrame() ?? '';
 
-  it('draws the bar in colour with blanks, so the row is printable ASCII (Ink measures it the cheap way)', () => {
+  it('draws the bar in colour with blanks on yellow and grey', () => {
     expect(layout.barWidth).toBe(10);
-    const row = drawn(true);
+    const written = drawn(true);
+    // five cells of the grace left on yellow, five spent on grey
+    expect(written).toContain('\u001b[43m     \u001b[90m\u001b[100m     \u001b[49m');
+    const row = written.replace(/\u001b\[[0-9;]*m/g, '');
     expect(row).toMatch(/^[\x20-\x7e]+$/);
     // the seconds stay where the characters would put them
     expect(row.indexOf(' 15s')).toBe(drawn(false).indexOf(' 15s'));

@@ -1,0 +1,128 @@
+/**
+ * One line of the screen as a single Ink text node whose text, as Ink lays it out and measures it,
+ * is printable ASCII; the line's styles and symbols are put back by its transform when the frame is
+ * composed.
+ *
+ * Ink measures the width of every text node on every frame (string-width) and lays out again every
+ * node whose text changed. A line with any character beyond printable ASCII takes string-width's
+ * grapheme-by-grapheme path (~100 times the ASCII one), a text holding colour codes is tokenised
+ * again by Ink's sanitiser each time, and nested `<Text color>` children are more nodes to reconcile
+ * and squash. Here a one-column symbol (the arrows, dots, rules, bars and marks the screen draws
+ * with) stands as a blank in the laid-out text, and the transform, handed that text back at output
+ * time, returns the styled line with its symbols: a comparison, no measuring.
+ *
+ * Invariants:
+ * - The laid-out text has the line's display width: only characters that are one column wide and a
+ *   grapheme of their own are stood in for. A line with any other character beyond printable ASCII
+ *   is laid out as itself (its styles still come from the transform).
+ * - Styles are written only when `color` is set, as SGR codes (those of the CLI's Styler).
+ * - A line Ink hands back otherwise than laid out (cut by a box narrower than the line was fitted
+ *   to) is written as Ink made it: symbols stay blank, never misplaced.
+ * - A line's model is made once per text and style (`styledLine` keeps the latest models): rows
+ *   compare it by identity.
+ */
+import { memo } from 'react';
+import { Transform } from 'ink';
+import stringWidth from 'string-width';
+
+export type Colour = 'red' | 'green' | 'yellow' | 'blue' | 'magenta' | 'cyan' | 'white' | 'gray';
+
+export interface SpanStyle {
+  color?: Colour | undefined;
+  backgroundColor?: Colour | undefined;
+  bold?: boolean | undefined;
+  dim?: boolean | undefined;
+  underline?: boolean | undefined;
+}
+
+/** A run of the line's text in one style. */
+export interface Span extends SpanStyle {
+  text: string;
+}
+
+/** What Ink lays out (`text`) and what its transform writes in its place (`styled`). */
+export interface LineModel {
+  readonly text: string;
+  readonly styled: string;
+  readonly transform: (line: string) => string;
+}
+
+const FOREGROUND: Record<Colour, number> = { red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36, white: 37, gray: 90 };
+const sgr = (code: number) => `\u001b[${code}m`;
+
+/** A span with its style's SGR codes around it (none without colour). */
+function styledSpan(span: Span, color: boolean): string {
+  if (!color) return span.text;
+  let open = '';
+  let close = '';
+  const add = (on: number, off: number) => {
+    open += sgr(on);
+    close = sgr(off) + close;
+  };
+  if (span.color !== undefined) add(FOREGROUND[span.color], 39);
+  if (span.backgroundColor !== undefined) add(FOREGROUND[span.backgroundColor] + 10, 49);
+  if (span.bold === true) add(1, 22);
+  if (span.dim === true) add(2, 22);
+  if (span.underline === true) add(4, 24);
+  return `${open}${span.text}${close}`;
+}
+
+/** Characters that are each a grapheme of their own, none joining the one before (frame-output.ts's SIMPLE_LINE). */
+const SYMBOL_RANGE = /^[\u00a0-\u02ff\u2010-\u2027\u2030-\u205e\u2190-\u23ff\u2500-\u27bf]$/;
+const oneColumn = new Map<string, boolean>();
+
+function isOneColumnSymbol(ch: string): boolean {
+  let known = oneColumn.get(ch);
+  if (known === undefined) {
+    known = SYMBOL_RANGE.test(ch) && stringWidth(ch) === 1;
+    oneColumn.set(ch, known);
+  }
+  return known;
+}
+
+/** The text with each one-column symbol as a blank; the text itself when it holds any other character beyond printable ASCII. */
+export function standIn(text: string): string {
+  if (/^[\x20-\x7e]*$/.test(text)) return text;
+  let out = '';
+  for (const ch of text) {
+    const code = ch.charCodeAt(0);
+    if (code >= 0x20 && code <= 0x7e) out += ch;
+    else if (isOneColumnSymbol(ch)) out += ' ';
+    else return text;
+  }
+  return out;
+}
+
+/** The latest models by text and style; cleared when it grows past MAX_MODELS (a drain's countdowns make new rows every second). */
+let models = new Map<string, LineModel>();
+let previousModels = new Map<string, LineModel>();
+const MAX_MODELS = 512;
+
+/** The model of a line of `spans`, inverted as a whole when `inverse` (with colour): the same object for the same line. */
+export function styledLine(spans: readonly Span[], color: boolean, inverse = false): LineModel {
+  let key = `${color ? 1 : 0}${inverse ? 1 : 0}`;
+  for (const s of spans) key += `\u0001${s.color ?? ''}\u0002${s.backgroundColor ?? ''}\u0002${s.bold === true ? 1 : 0}${s.dim === true ? 1 : 0}${s.underline === true ? 1 : 0}\u0002${s.text}`;
+  let model = models.get(key) ?? previousModels.get(key);
+  if (model === undefined) {
+    const plain = spans.map((s) => s.text).join('');
+    const text = standIn(plain);
+    const body = spans.map((s) => styledSpan(s, color)).join('');
+    const styled = inverse && color ? `${sgr(7)}${body}${sgr(27)}` : body;
+    model = { text, styled, transform: (line: string) => (line === text ? styled : line) };
+  }
+  if (models.size >= MAX_MODELS) {
+    previousModels = models;
+    models = new Map();
+  }
+  models.set(key, model);
+  return model;
+}
+
+export interface StyledLineProps {
+  line: LineModel;
+}
+
+/** Draws a line's model: Ink lays out its ASCII text, the transform writes its styled text. */
+export const StyledLine = memo(function StyledLine({ line }: StyledLineProps) {
+  return <Transform transform={line.transform}>{line.text}</Transform>;
+});
