@@ -153,6 +153,8 @@ class DrainRun {
   readonly deadline: number;
   cutShort = false;
   readonly #requestedAt = new Map<string, number>();
+  /** When the engine first reported each pod terminated (its state's `since`), for the check after the wait. */
+  readonly #terminatedSince = new Map<string, number>();
   readonly total: number;
   readonly #specs: PodSpecs;
   #finished = 0;
@@ -256,7 +258,10 @@ class DrainRun {
         timeoutMs: boundMs,
         ...(this.options.signal ? { signal: this.options.signal } : {}),
         onProgress: (pod) => {
-          if (pod.state === 'terminated' || pod.state === 'finished') this.#markDone(pod.uid, 'terminated');
+          if (pod.state === 'terminated' || pod.state === 'finished') {
+            if (!this.#terminatedSince.has(pod.uid)) this.#terminatedSince.set(pod.uid, pod.since);
+            this.#markDone(pod.uid, 'terminated');
+          }
           status();
         },
       })
@@ -275,6 +280,12 @@ class DrainRun {
     this.reporter.info(`  ✓ ${pod.namespace}/${pod.name} ${outcome} (${formatDuration(pod.elapsedMs)})`);
   }
 
+  /** The earliest moment the engine reported any of `uids` terminated, when it reported every one of them; else undefined. */
+  terminatedSince(uids: readonly string[]): number | undefined {
+    const sinces = uids.map((uid) => this.#terminatedSince.get(uid));
+    return uids.length > 0 && sinces.every((t): t is number => t !== undefined) ? Math.min(...sinces) : undefined;
+  }
+
   #requestedAtOf(uid: string): number {
     return this.#requestedAt.get(uid) ?? this.start;
   }
@@ -285,7 +296,9 @@ async function finishDrain(run: DrainRun, plan: DrainPlan, timeoutSource: DrainR
   const { options, groups, byUid, now } = run;
   const interrupted = options.signal?.aborted === true;
   const done = [...byUid.values()].filter((p) => p.outcome === 'terminated').map((p) => p.uid);
-  await summarizeAfterWait(byUid, { session: options.session, interrupted, check: done, now, reporter: run.reporter, warnPrefix: '  ✗ ' });
+  // the check may be any relist that started after the pods were seen terminated (as kill's)
+  const since = run.terminatedSince(done);
+  await summarizeAfterWait(byUid, { session: options.session, interrupted, check: done, ...(since !== undefined ? { since } : {}), now, reporter: run.reporter, warnPrefix: '  ✗ ' });
   const cutShort = run.cutShort || groups.some((group) => group.pods.some((p) => p.outcome === 'not-started'));
   const summary = summarize(groups, plan.skipped);
   const allDone = summary.terminated === summary.planned;

@@ -45,6 +45,19 @@ describe('drain service', () => {
     expect(drainSummaryLine(result)).toMatch(/^drain done: 5\/5 terminated/);
   });
 
+  it('the check after the wait takes any listing that started after the pods were seen terminated, as kill does: no fresh relist at the end', async () => {
+    const session = new FakeSession([
+      { namespace: 'web', name: 'a', grace: 30 },
+      { namespace: 'web', name: 'b', grace: 30 },
+    ]);
+    const result = await drainNode({ session, selection: everything, groups: defaultGroups(30, 10), dryRun: false, now: session.now });
+    expect(result.status).toBe('done');
+    const since = Math.min(...['a', 'b'].map((name) => session.pod(session.uidOf('web', name))!.since));
+    // the plan's listing, then the check's (the fake clock stood still since the wait)
+    expect(session.listings).toBe(2);
+    expect(session.listingOptions[1]).toEqual({ scope: 'runtime', runtimeMaxAgeMs: session.now() - since });
+  });
+
   it('--dry-run plans and changes nothing', async () => {
     const session = demo();
     const result = await drainNode({ session, selection: everything, groups: defaultGroups(30, 10), dryRun: true });
