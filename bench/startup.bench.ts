@@ -113,7 +113,7 @@ const phaseScript = `
   await import(${dist('cli.js')}); lap('CLI entry + @oclif/core (bundled)');
   await import(${dist('commands/status.js')}); lap('status command + lib + services');
   const { openSession } = await import(${dist('session/open.js')}); lap('session, store, engine modules');
-  await import(${dist('cri/client/grpc-modules.js')}); lap('@grpc/grpc-js + CRI proto');
+  await import(${dist('cri/client/grpc-modules.js')}); lap('CRI proto (generated; no grpc-js)');
   const session = await openSession({ stateDir: process.env.BENCH_STATE_DIR, runtimeEndpoint: ${JSON.stringify(sim.endpoint)}, readOnly: true }); lap('openSession (read-only: connect, Version, first relist)');
   const { podStatus } = await import(${dist('services/diagnose/status.js')});
   const { statusTable } = await import(${dist('services/diagnose/output.js')});

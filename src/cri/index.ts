@@ -1,7 +1,7 @@
 /**
- * The CRI layer's public surface. Loading it is cheap: grpc-js and the generated protobuf module
- * are imported only when a client connects or the simulator starts (`connectCri`,
- * `startSimulator`, which lives in ./simulator/index.js and is not re-exported here).
+ * The CRI layer's public surface. Loading it is cheap: the generated protobuf module is imported
+ * only when a client connects or the simulator starts (`connectCri`, `startSimulator`, which lives
+ * in ./simulator/index.js and is not re-exported here), and grpc-js only by the simulator.
  */
 export * from './client/errors.js';
 export * from './client/codes.js';

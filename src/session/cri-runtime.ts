@@ -1,8 +1,8 @@
 /**
  * The session's default runtime: the CRI endpoint (or the embedded simulator's socket), the
- * grpc-js client, the relisting status cache and the CRI-backed syncer, behind `SessionRuntime`.
+ * CRI client, the relisting status cache and the CRI-backed syncer, behind `SessionRuntime`.
  *
- * Loaded lazily by session.ts, so that grpc-js is imported only by processes that talk to a runtime.
+ * Loaded lazily by session.ts, so that the CRI client is loaded only by processes that talk to a runtime.
  * Invariants: every RPC has the session's deadline (`rpcTimeoutMs`, else crictl's `timeout`, else
  * 10 s: endpoint.ts); a socket that does not answer as an HTTP/2 (gRPC) server within the connect
  * bound (2 s, or the deadline when shorter) fails the open with one line naming the endpoint and
@@ -12,7 +12,7 @@
  * `simulated` is what the runtime says of itself (its Version answer), not a guess from the
  * socket's path: the simulator reached through any `--runtime-endpoint` is still the simulator.
  */
-import { connectCri, loadGrpcModules, type CriClient } from '../cri/client/client.js';
+import { connectCri, loadCriModules, type CriClient } from '../cri/client/client.js';
 import { RuntimePodCache } from '../cri/cache/cache.js';
 import { connectTimeoutFor, notCriError, resolveEndpoint } from '../cri/client/endpoint.js';
 import { toPodStatus, toRunningPod, toV1Pod, type RuntimePod } from '../cri/cache/pods.js';
@@ -69,8 +69,8 @@ function recordOfRuntimePod(pod: RuntimePod): RuntimePodRecord {
 }
 
 export async function connectRuntime(options: SessionOptions, stateDir: string, hooks: RuntimeHooks = {}): Promise<SessionRuntime> {
-  // grpc-js and the generated module load (CPU) while the endpoint is probed (I/O).
-  loadGrpcModules().catch(() => undefined);
+  // the generated module loads (CPU) while the endpoint is probed (I/O).
+  loadCriModules().catch(() => undefined);
   const resolved = await resolveEndpoint({
     ...(options.runtimeEndpoint ? { flag: options.runtimeEndpoint } : {}),
     ...(options.rpcTimeoutMs ? { requestTimeoutMs: options.rpcTimeoutMs } : {}),

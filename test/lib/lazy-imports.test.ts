@@ -3,10 +3,12 @@
  * the modules every command loads, and at run time by loading the built status command in a fresh
  * Node process and listing what it pulled in.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { startSimulator } from '../../src/cri/simulator/index.js';
 
 const HEAVY = ['@kubernetes/client-node', 'ink', 'react', '@grpc/grpc-js', 'yaml', 'string-width', 'prom-client'];
 const ROOT = process.cwd();
@@ -69,5 +71,40 @@ describe('lazy heavy imports', () => {
     // (oclif included) are a few files of dist/, nothing is resolved from node_modules one by one.
     expect(urls.filter((u) => u.includes('/node_modules/'))).toEqual([]);
     expect(new Set(urls.filter((u) => u.startsWith('file:'))).size).toBeLessThan(20);
+  });
+
+  // grpc-js reads its log settings from the environment when it loads: a process that reads them
+  // loaded it, whether from node_modules or bundled into dist/.
+  it.skipIf(!existsSync(path.join(ROOT, 'dist/commands/status.js')))('`podctl status` against a runtime does not load grpc-js (the CRI client speaks HTTP/2 itself)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'podctl-lazy-grpc-'));
+    const sim = await startSimulator({ socketPath: path.join(dir, 'cri.sock'), pods: 2 });
+    try {
+      const watchEnv = `
+        const asked = [];
+        const env = process.env;
+        process.env = new Proxy(env, { get(target, key) { if (key === 'GRPC_NODE_VERBOSITY' || key === 'GRPC_VERBOSITY') asked.push(key); return Reflect.get(target, key); } });
+        process.on('exit', () => process.stderr.write('grpc settings read: ' + asked.length + '\\n'));`;
+      const args = [
+        '--import',
+        `data:text/javascript,${encodeURIComponent(watchEnv)}`,
+        path.join(ROOT, 'bin/run.js'),
+        'status',
+        '--runtime-endpoint',
+        sim.endpoint,
+        '--state-dir',
+        path.join(dir, 'state'),
+      ];
+      const run = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
+        execFile(process.execPath, args, { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '' }, timeout: 60_000 }, (error, stdout, stderr) =>
+          error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout, stderr }),
+        );
+      });
+      // it did talk to the runtime: the simulator's pods are listed
+      expect(run.stdout).toContain(sim.state.listPodSandbox(undefined)[0]!.metadata!.name);
+      expect(run.stderr).toContain('grpc settings read: 0');
+    } finally {
+      await sim.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

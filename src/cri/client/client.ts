@@ -1,24 +1,25 @@
 /**
- * The CRI v1 RuntimeService client: @grpc/grpc-js over a unix socket, except the container event
- * stream, read over HTTP/2 directly (event-stream.ts says why).
+ * The CRI v1 RuntimeService client over a unix socket: unary calls on one HTTP/2 connection
+ * (channel.ts), the container event stream on its own (event-stream.ts), both in gRPC's wire format;
+ * messages encoded and decoded by the generated module.
  *
- * Owns one gRPC channel per client, and one HTTP/2 connection per event stream. Invariants:
+ * Owns one HTTP/2 connection for its unary calls (a new one after the runtime restarted), and one
+ * per event stream. Invariants:
  * - Every unary call has a deadline (default 10 s, per-client `timeoutMs`, per-call override) and
  *   honours an AbortSignal: an abort cancels the in-flight RPC and rejects with `signal.reason`.
  * - Calls that ask the runtime to wait (StopContainer's timeout, ExecSync's timeout) get that wait
  *   added to their deadline, as the kubelet does, so a long grace period is not cut short by the
  *   RPC deadline.
  * - Every other failure rejects with a CriError(method, code, details); a deadline that passed says
- *   how long was waited ("no answer within 10s"), not grpc-js's internal trace.
+ *   how long was waited ("no answer within 10s").
  * - `waitForReady` is the connect bound: it ends when the runtime has answered the connection as an
  *   HTTP/2 server (its SETTINGS frame), so a socket that accepts and never speaks, or speaks
  *   something else, is told apart from a slow runtime.
  * - An event stream ends quietly when its signal aborts, and with CriError Cancelled when the client
  *   is closed; a closed client opens none.
- * - Loading this module costs nothing beyond itself: grpc-js and the generated protobuf module are
- *   imported on `connectCri()`, not at module load.
+ * - Loading this module costs nothing beyond itself: the generated protobuf module is imported on
+ *   `connectCri()`, not at module load. grpc-js is not loaded at all.
  */
-import type { ClientUnaryCall, Metadata as GrpcMetadata, ServiceError } from '@grpc/grpc-js';
 import type {
   Container,
   ContainerConfig,
@@ -29,12 +30,13 @@ import type {
   PodSandbox,
   PodSandboxConfig,
   PodSandboxFilter,
+  MessageFns,
   PodSandboxStatusResponse,
-  RuntimeServiceClient,
   VersionResponse,
 } from './generated/runtime_v1.js';
 import type { ContainerEventSummary } from './container-event.js';
-import { CriError, GrpcStatus, toCriError } from './errors.js';
+import { Http2Channel } from './channel.js';
+import { CriError, GrpcStatus } from './errors.js';
 import { DEFAULT_RPC_TIMEOUT_MS, parseEndpoint } from './endpoint.js';
 import { openContainerEventStream } from './event-stream.js';
 import { clampTimerMs } from '../../engine/timers.js';
@@ -136,57 +138,57 @@ export interface CriClient {
   close(): void;
 }
 
-type GrpcModule = typeof import('@grpc/grpc-js');
 type ProtoModule = typeof import('./generated/runtime_v1.js');
 
 type EventDecoder = (bytes: Uint8Array) => ContainerEventSummary;
 
-let modules: Promise<{ grpc: GrpcModule; proto: ProtoModule; decodeEvent: EventDecoder }> | undefined;
+let modules: Promise<{ proto: ProtoModule; decodeEvent: EventDecoder }> | undefined;
 
-/** Loads grpc-js and the generated module once (the only heavy imports of the CRI layer). */
-export function loadGrpcModules(): Promise<{ grpc: GrpcModule; proto: ProtoModule; decodeEvent: EventDecoder }> {
-  modules ??= import('./grpc-modules.js').then(({ grpc, proto, decodeContainerEventSummary }) => ({ grpc, proto, decodeEvent: decodeContainerEventSummary }));
+/** Loads the generated module once (the only heavy import of the CRI client). */
+export function loadCriModules(): Promise<{ proto: ProtoModule; decodeEvent: EventDecoder }> {
+  modules ??= import('./grpc-modules.js').then(({ proto, decodeContainerEventSummary }) => ({ proto, decodeEvent: decodeContainerEventSummary }));
   return modules;
 }
 
-/** Channel options: a runtime restart is noticed within ~1 s instead of grpc's 2-minute backoff cap. */
-const CHANNEL_OPTIONS = {
-  'grpc.max_receive_message_length': 16 * 1024 * 1024,
-  'grpc.max_send_message_length': 16 * 1024 * 1024,
-  'grpc.initial_reconnect_backoff_ms': 100,
-  'grpc.max_reconnect_backoff_ms': 1000,
-  'grpc.enable_retries': 0,
-};
+/** Largest message sent or received: 16 MiB, as the kubelet's CRI client allows. */
+const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
-/** Opens a client (lazily loading grpc-js). No RPC is made: a dead socket shows on the first call. */
+/** Opens a client (lazily loading the generated module). No RPC is made, nothing is connected: a dead socket shows on the first call. */
 export async function connectCri(options: CriClientOptions): Promise<CriClient> {
   const { endpoint, path } = parseEndpoint(options.endpoint);
-  const { grpc, proto, decodeEvent } = await loadGrpcModules();
-  const raw = new proto.RuntimeServiceClient(endpoint, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
-  return new GrpcCriClient({ endpoint, socketPath: path, timeoutMs: options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS }, raw, grpc, proto, decodeEvent);
+  const { proto, decodeEvent } = await loadCriModules();
+  return new Http2CriClient({ endpoint, socketPath: path, timeoutMs: options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS }, proto, decodeEvent);
 }
 
-type UnaryInvoker<Req, Res> = (request: Req, metadata: GrpcMetadata, options: { deadline: Date }, callback: (error: ServiceError | null, response: Res) => void) => ClientUnaryCall;
+/** A unary method of the generated service definition: its name and message types. */
+interface UnaryMethod<Req, Res> {
+  readonly name: string;
+  readonly requestType: MessageFns<Req>;
+  readonly responseType: MessageFns<Res>;
+}
 
-class GrpcCriClient implements CriClient {
+class Http2CriClient implements CriClient {
   readonly endpoint: string;
   readonly timeoutMs: number;
-  #raw: RuntimeServiceClient;
-  #grpc: GrpcModule;
+  #channel: Http2Channel;
   #proto: ProtoModule;
+  #methods: ProtoModule['RuntimeServiceDefinition']['methods'];
+  /** `/runtime.v1.RuntimeService/`: each method's path follows it. */
+  #servicePath: string;
   #decodeEvent: EventDecoder;
   #closed = false;
   readonly #socketPath: string;
   /** Ends each event stream in flight (`close()`). */
   readonly #streams = new Set<() => void>();
 
-  constructor(at: { endpoint: string; socketPath: string; timeoutMs: number }, raw: RuntimeServiceClient, grpc: GrpcModule, proto: ProtoModule, decodeEvent: EventDecoder) {
+  constructor(at: { endpoint: string; socketPath: string; timeoutMs: number }, proto: ProtoModule, decodeEvent: EventDecoder) {
     this.endpoint = at.endpoint;
     this.#socketPath = at.socketPath;
     this.timeoutMs = at.timeoutMs;
-    this.#raw = raw;
-    this.#grpc = grpc;
+    this.#channel = new Http2Channel({ socketPath: at.socketPath, maxMessageBytes: MAX_MESSAGE_BYTES });
     this.#proto = proto;
+    this.#methods = proto.RuntimeServiceDefinition.methods;
+    this.#servicePath = `/${proto.RuntimeServiceDefinition.fullName}/`;
     this.#decodeEvent = decodeEvent;
   }
 
@@ -198,119 +200,107 @@ class GrpcCriClient implements CriClient {
    * one in 100,000 calls still ends UNAVAILABLE; with two retries it was one in 1,000, and a 24-pod
    * drain makes ~210 calls). Other errors are the engine's to retry.
    */
-  async #unary<Req, Res>(method: string, invoker: UnaryInvoker<Req, Res>, request: Req, options: CallOptions | undefined, extraMs = 0): Promise<Res> {
+  async #unary<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, options: CallOptions | undefined, extraMs = 0): Promise<Res> {
     const signal = options?.signal;
     if (signal?.aborted) throw signal.reason;
-    if (this.#closed) throw new CriError(method, GrpcStatus.CANCELLED, 'client closed');
-    // a wait as long as a grace period may pass what gRPC accepts as a deadline: clamped (timers.ts)
+    if (this.#closed) throw new CriError(method.name, GrpcStatus.CANCELLED, 'client closed');
+    // a wait as long as a grace period may pass what a timer accepts: clamped (timers.ts)
     const boundMs = clampTimerMs((options?.timeoutMs ?? this.timeoutMs) + extraMs);
-    const deadline = new Date(Date.now() + boundMs);
+    const deadline = Date.now() + boundMs;
+    const message = method.requestType.encode(request).finish();
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return await this.#attempt(method, invoker, request, signal, deadline);
+        return await this.#attempt(method, message, signal, deadline);
       } catch (error) {
-        // grpc-js's own deadline text is a trace of its internals ("Waiting for LB pick", …)
-        if (error instanceof CriError && error.code === GrpcStatus.DEADLINE_EXCEEDED && /^Deadline exceeded/.test(error.details)) {
-          throw new CriError(method, error.code, `no answer within ${formatMs(boundMs)}`, { cause: error });
+        // the deadline passed here or at the runtime: say how long was waited
+        if (error instanceof CriError && error.code === GrpcStatus.DEADLINE_EXCEEDED && /^Deadline exceeded/i.test(error.details)) {
+          throw new CriError(method.name, error.code, `no answer within ${formatMs(boundMs)}`, { cause: error });
         }
         const pauseMs = UNAVAILABLE_RETRY_MS[attempt];
-        const retry = pauseMs !== undefined && error instanceof CriError && error.code === GrpcStatus.UNAVAILABLE && !this.#closed && Date.now() + pauseMs < deadline.getTime();
+        const retry = pauseMs !== undefined && error instanceof CriError && error.code === GrpcStatus.UNAVAILABLE && !this.#closed && Date.now() + pauseMs < deadline;
         if (!retry) throw error;
         await sleep(pauseMs, signal);
       }
     }
   }
 
-  #attempt<Req, Res>(method: string, invoker: UnaryInvoker<Req, Res>, request: Req, signal: AbortSignal | undefined, deadline: Date): Promise<Res> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
+  async #attempt<Req, Res>(method: UnaryMethod<Req, Res>, message: Uint8Array, signal: AbortSignal | undefined, deadline: number): Promise<Res> {
     const started = Date.now();
-    return new Promise<Res>((resolve, reject) => {
-      let settled = false;
-      let call: ClientUnaryCall | undefined;
-      const onAbort = (): void => {
-        if (settled) return;
-        settled = true;
-        call?.cancel();
-        reject(signal?.reason);
-      };
-      try {
-        call = invoker.call(this.#raw, request, new this.#grpc.Metadata(), { deadline }, (err, res) => {
-          if (settled) return;
-          settled = true;
-          signal?.removeEventListener('abort', onAbort);
-          reportOperation(method, started, err !== null);
-          if (err) reject(toCriError(method, err));
-          else resolve(res);
-        });
-      } catch (err) {
-        settled = true;
-        reject(toCriError(method, err));
-        return;
-      }
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    let bytes: Buffer;
+    try {
+      bytes = await this.#channel.unary(method.name, `${this.#servicePath}${method.name}`, message, deadline, signal);
+    } catch (error) {
+      if (error instanceof CriError) reportOperation(method.name, started, true);
+      throw error;
+    }
+    reportOperation(method.name, started, false);
+    try {
+      return method.responseType.decode(bytes);
+    } catch (error) {
+      throw new CriError(method.name, GrpcStatus.INTERNAL, `a response that cannot be read: ${(error as Error).message}`, { cause: error });
+    }
   }
 
   version(options?: CallOptions): Promise<VersionResponse> {
-    return this.#unary('Version', this.#raw.version, this.#proto.VersionRequest.fromPartial({ version: 'v1' }), options);
+    return this.#unary(this.#methods.version, this.#proto.VersionRequest.fromPartial({ version: 'v1' }), options);
   }
 
   async runPodSandbox(config: DeepPartial<PodSandboxConfig>, options?: CallOptions & { runtimeHandler?: string }): Promise<string> {
     const req = this.#proto.RunPodSandboxRequest.fromPartial({ config, runtimeHandler: options?.runtimeHandler ?? '' });
-    const res = await this.#unary('RunPodSandbox', this.#raw.runPodSandbox, req, options);
+    const res = await this.#unary(this.#methods.runPodSandbox, req, options);
     return res.podSandboxId;
   }
 
   async stopPodSandbox(podSandboxId: string, options?: CallOptions): Promise<void> {
-    await this.#unary('StopPodSandbox', this.#raw.stopPodSandbox, { podSandboxId }, options);
+    await this.#unary(this.#methods.stopPodSandbox, { podSandboxId }, options);
   }
 
   async removePodSandbox(podSandboxId: string, options?: CallOptions): Promise<void> {
-    await this.#unary('RemovePodSandbox', this.#raw.removePodSandbox, { podSandboxId }, options);
+    await this.#unary(this.#methods.removePodSandbox, { podSandboxId }, options);
   }
 
   podSandboxStatus(podSandboxId: string, options?: CallOptions & { verbose?: boolean }): Promise<PodSandboxStatusResponse> {
-    return this.#unary('PodSandboxStatus', this.#raw.podSandboxStatus, { podSandboxId, verbose: options?.verbose ?? false }, options);
+    return this.#unary(this.#methods.podSandboxStatus, { podSandboxId, verbose: options?.verbose ?? false }, options);
   }
 
   async listPodSandbox(filter?: DeepPartial<PodSandboxFilter>, options?: CallOptions): Promise<PodSandbox[]> {
     const req = this.#proto.ListPodSandboxRequest.fromPartial({ filter });
-    const res = await this.#unary('ListPodSandbox', this.#raw.listPodSandbox, req, options);
+    const res = await this.#unary(this.#methods.listPodSandbox, req, options);
     return res.items;
   }
 
   async createContainer(podSandboxId: string, config: DeepPartial<ContainerConfig>, sandboxConfig: DeepPartial<PodSandboxConfig>, options?: CallOptions): Promise<string> {
     const req = this.#proto.CreateContainerRequest.fromPartial({ podSandboxId, config, sandboxConfig });
-    const res = await this.#unary('CreateContainer', this.#raw.createContainer, req, options);
+    const res = await this.#unary(this.#methods.createContainer, req, options);
     return res.containerId;
   }
 
   async startContainer(containerId: string, options?: CallOptions): Promise<void> {
-    await this.#unary('StartContainer', this.#raw.startContainer, { containerId }, options);
+    await this.#unary(this.#methods.startContainer, { containerId }, options);
   }
 
   async stopContainer(containerId: string, timeoutSeconds: number, options?: CallOptions): Promise<void> {
     const timeout = Math.max(0, Math.ceil(timeoutSeconds));
-    await this.#unary('StopContainer', this.#raw.stopContainer, { containerId, timeout: BigInt(timeout) }, options, timeout * 1000);
+    await this.#unary(this.#methods.stopContainer, { containerId, timeout: BigInt(timeout) }, options, timeout * 1000);
   }
 
   async removeContainer(containerId: string, options?: CallOptions): Promise<void> {
-    await this.#unary('RemoveContainer', this.#raw.removeContainer, { containerId }, options);
+    await this.#unary(this.#methods.removeContainer, { containerId }, options);
   }
 
   async listContainers(filter?: DeepPartial<ContainerFilter>, options?: CallOptions): Promise<Container[]> {
     const req = this.#proto.ListContainersRequest.fromPartial({ filter });
-    const res = await this.#unary('ListContainers', this.#raw.listContainers, req, options);
+    const res = await this.#unary(this.#methods.listContainers, req, options);
     return res.containers;
   }
 
   containerStatus(containerId: string, options?: CallOptions & { verbose?: boolean }): Promise<ContainerStatusResponse> {
-    return this.#unary('ContainerStatus', this.#raw.containerStatus, { containerId, verbose: options?.verbose ?? false }, options);
+    return this.#unary(this.#methods.containerStatus, { containerId, verbose: options?.verbose ?? false }, options);
   }
 
   async execSync(containerId: string, cmd: string[], timeoutSeconds: number, options?: CallOptions): Promise<ExecResult> {
     const timeout = Math.max(0, Math.ceil(timeoutSeconds));
-    const res: ExecSyncResponse = await this.#unary('ExecSync', this.#raw.execSync, { containerId, cmd, timeout: BigInt(timeout) }, options, timeout * 1000);
+    const res: ExecSyncResponse = await this.#unary(this.#methods.execSync, { containerId, cmd, timeout: BigInt(timeout) }, options, timeout * 1000);
     return { stdout: Buffer.from(res.stdout).toString('utf8'), stderr: Buffer.from(res.stderr).toString('utf8'), exitCode: res.exitCode };
   }
 
@@ -374,27 +364,12 @@ class GrpcCriClient implements CriClient {
   waitForReady(timeoutMs: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#closed) return Promise.reject(new CriError('Connect', GrpcStatus.CANCELLED, 'client closed'));
-    return new Promise<void>((resolve, reject) => {
-      let settled = false;
-      const onAbort = (): void => {
-        if (settled) return;
-        settled = true;
-        reject(signal?.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.#raw.waitForReady(new Date(Date.now() + clampTimerMs(timeoutMs)), (error) => {
-        if (settled) return;
-        settled = true;
-        signal?.removeEventListener('abort', onAbort);
-        if (error) reject(new CriError('Connect', GrpcStatus.DEADLINE_EXCEEDED, `no HTTP/2 answer within ${formatMs(timeoutMs)}`, { cause: error }));
-        else resolve();
-      });
-    });
+    return this.#channel.waitForReady(clampTimerMs(timeoutMs), formatMs(timeoutMs), signal);
   }
 
   close(): void {
     this.#closed = true;
-    this.#raw.close();
+    this.#channel.close();
     for (const cancel of [...this.#streams]) cancel();
   }
 }

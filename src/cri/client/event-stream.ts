@@ -9,7 +9,7 @@
  * resumes when the reader asks for the next. A drain of 500 pods makes over a thousand events, all
  * read by every follower of the node (`watch`, the agent); that hand-over was a fifth of a
  * `watch -o json`'s CPU during one. Here each chunk the connection delivers is cut into messages
- * and decoded at once. Unary calls stay with grpc-js (client.ts).
+ * and decoded at once. The unary calls speak the same protocol (channel.ts).
  *
  * Invariants:
  * - Events reach `onEvents` in the order the runtime sent them, each exactly once; a message split
@@ -26,6 +26,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import type { ContainerEventSummary } from './container-event.js';
 import { CriError, GrpcStatus } from './errors.js';
+import { codeOfHttpStatus, statusOf } from './wire.js';
 
 const METHOD = 'GetContainerEvents';
 const PATH = '/runtime.v1.RuntimeService/GetContainerEvents';
@@ -41,44 +42,8 @@ export interface EventStreamOptions {
   /** Called once when the stream ends: `error` undefined for an OK status or an abort. */
   onEnd: (error?: CriError) => void;
   signal: AbortSignal;
-  /** Largest message accepted (bytes); default 16 MiB, as the unary calls' channel. */
+  /** Largest message accepted (bytes); default 16 MiB, as the unary calls'. */
   maxMessageBytes?: number;
-}
-
-/** gRPC's code for an HTTP status that is not 200 (the protocol's mapping). */
-function codeOfHttpStatus(status: number): number {
-  switch (status) {
-    case 400:
-      return GrpcStatus.INTERNAL;
-    case 401:
-      return GrpcStatus.UNAUTHENTICATED;
-    case 403:
-      return GrpcStatus.PERMISSION_DENIED;
-    case 404:
-      return GrpcStatus.UNIMPLEMENTED;
-    case 429:
-    case 502:
-    case 503:
-    case 504:
-      return GrpcStatus.UNAVAILABLE;
-    default:
-      return GrpcStatus.UNKNOWN;
-  }
-}
-
-/** The status a header block carries (`grpc-status`, `grpc-message` percent-decoded), if any. */
-function statusOf(headers: http2.IncomingHttpHeaders): { code: number; message: string } | undefined {
-  const raw = headers['grpc-status'];
-  if (raw === undefined) return undefined;
-  const code = Number(raw);
-  const encoded = headers['grpc-message'];
-  let message = typeof encoded === 'string' ? encoded : '';
-  try {
-    message = decodeURIComponent(message);
-  } catch {
-    // left as sent
-  }
-  return { code: Number.isInteger(code) ? code : GrpcStatus.UNKNOWN, message };
 }
 
 /** How a stream ends: code OK ends it cleanly, any other with that code and message. */

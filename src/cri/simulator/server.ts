@@ -14,8 +14,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { handleServerStreamingCall, handleUnaryCall } from '@grpc/grpc-js';
-import type { RuntimeServiceServer } from '../client/generated/runtime_v1.js';
-import { loadGrpcModules } from '../client/client.js';
+import type { RuntimeServiceServer } from './grpc-service.js';
 import { checkSocket } from '../client/endpoint.js';
 import { GrpcStatus } from '../client/errors.js';
 import { FaultInjector } from './faults.js';
@@ -260,7 +259,7 @@ async function shutDown(server: { tryShutdown(cb: () => void): void; forceShutdo
 /** Starts a simulator serving on `socketPath`. */
 export async function startSimulator(options: StartSimulatorOptions): Promise<RunningSimulator> {
   const socketPath = path.resolve(options.socketPath);
-  const { grpc, proto } = await loadGrpcModules();
+  const { grpc, runtimeService } = await import('./grpc-service.js');
   const state = new SimRuntime({
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.timeScale !== undefined ? { timeScale: options.timeScale } : {}),
@@ -273,7 +272,7 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
 
   await claimSocket(socketPath);
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
-  server.addService(proto.RuntimeServiceService, impl as RuntimeServiceServer);
+  server.addService(runtimeService, impl);
   await new Promise<void>((resolve, reject) => {
     server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
   });

@@ -6,20 +6,6 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import {
-  type CallOptions,
-  type ChannelCredentials,
-  Client,
-  type ClientOptions,
-  type ClientReadableStream,
-  type ClientUnaryCall,
-  type handleServerStreamingCall,
-  type handleUnaryCall,
-  makeGenericClientConstructor,
-  type Metadata,
-  type ServiceError,
-  type UntypedServiceImplementation,
-} from "@grpc/grpc-js";
 
 export const protobufPackage = "runtime.v1";
 
@@ -6432,389 +6418,125 @@ export const ContainerEventResponse: MessageFns<ContainerEventResponse> = {
   },
 };
 
-export type RuntimeServiceService = typeof RuntimeServiceService;
-export const RuntimeServiceService = {
-  version: {
-    path: "/runtime.v1.RuntimeService/Version" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: VersionRequest): Buffer => Buffer.from(VersionRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): VersionRequest => VersionRequest.decode(value),
-    responseSerialize: (value: VersionResponse): Buffer => Buffer.from(VersionResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): VersionResponse => VersionResponse.decode(value),
-  },
-  runPodSandbox: {
-    path: "/runtime.v1.RuntimeService/RunPodSandbox" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: RunPodSandboxRequest): Buffer => Buffer.from(RunPodSandboxRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): RunPodSandboxRequest => RunPodSandboxRequest.decode(value),
-    responseSerialize: (value: RunPodSandboxResponse): Buffer =>
-      Buffer.from(RunPodSandboxResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): RunPodSandboxResponse => RunPodSandboxResponse.decode(value),
-  },
-  stopPodSandbox: {
-    path: "/runtime.v1.RuntimeService/StopPodSandbox" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: StopPodSandboxRequest): Buffer =>
-      Buffer.from(StopPodSandboxRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): StopPodSandboxRequest => StopPodSandboxRequest.decode(value),
-    responseSerialize: (value: StopPodSandboxResponse): Buffer =>
-      Buffer.from(StopPodSandboxResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): StopPodSandboxResponse => StopPodSandboxResponse.decode(value),
-  },
-  removePodSandbox: {
-    path: "/runtime.v1.RuntimeService/RemovePodSandbox" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: RemovePodSandboxRequest): Buffer =>
-      Buffer.from(RemovePodSandboxRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): RemovePodSandboxRequest => RemovePodSandboxRequest.decode(value),
-    responseSerialize: (value: RemovePodSandboxResponse): Buffer =>
-      Buffer.from(RemovePodSandboxResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): RemovePodSandboxResponse => RemovePodSandboxResponse.decode(value),
-  },
-  podSandboxStatus: {
-    path: "/runtime.v1.RuntimeService/PodSandboxStatus" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: PodSandboxStatusRequest): Buffer =>
-      Buffer.from(PodSandboxStatusRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): PodSandboxStatusRequest => PodSandboxStatusRequest.decode(value),
-    responseSerialize: (value: PodSandboxStatusResponse): Buffer =>
-      Buffer.from(PodSandboxStatusResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): PodSandboxStatusResponse => PodSandboxStatusResponse.decode(value),
-  },
-  listPodSandbox: {
-    path: "/runtime.v1.RuntimeService/ListPodSandbox" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ListPodSandboxRequest): Buffer =>
-      Buffer.from(ListPodSandboxRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ListPodSandboxRequest => ListPodSandboxRequest.decode(value),
-    responseSerialize: (value: ListPodSandboxResponse): Buffer =>
-      Buffer.from(ListPodSandboxResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ListPodSandboxResponse => ListPodSandboxResponse.decode(value),
-  },
-  createContainer: {
-    path: "/runtime.v1.RuntimeService/CreateContainer" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: CreateContainerRequest): Buffer =>
-      Buffer.from(CreateContainerRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): CreateContainerRequest => CreateContainerRequest.decode(value),
-    responseSerialize: (value: CreateContainerResponse): Buffer =>
-      Buffer.from(CreateContainerResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): CreateContainerResponse => CreateContainerResponse.decode(value),
-  },
-  startContainer: {
-    path: "/runtime.v1.RuntimeService/StartContainer" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: StartContainerRequest): Buffer =>
-      Buffer.from(StartContainerRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): StartContainerRequest => StartContainerRequest.decode(value),
-    responseSerialize: (value: StartContainerResponse): Buffer =>
-      Buffer.from(StartContainerResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): StartContainerResponse => StartContainerResponse.decode(value),
-  },
-  stopContainer: {
-    path: "/runtime.v1.RuntimeService/StopContainer" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: StopContainerRequest): Buffer => Buffer.from(StopContainerRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): StopContainerRequest => StopContainerRequest.decode(value),
-    responseSerialize: (value: StopContainerResponse): Buffer =>
-      Buffer.from(StopContainerResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): StopContainerResponse => StopContainerResponse.decode(value),
-  },
-  removeContainer: {
-    path: "/runtime.v1.RuntimeService/RemoveContainer" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: RemoveContainerRequest): Buffer =>
-      Buffer.from(RemoveContainerRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): RemoveContainerRequest => RemoveContainerRequest.decode(value),
-    responseSerialize: (value: RemoveContainerResponse): Buffer =>
-      Buffer.from(RemoveContainerResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): RemoveContainerResponse => RemoveContainerResponse.decode(value),
-  },
-  listContainers: {
-    path: "/runtime.v1.RuntimeService/ListContainers" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ListContainersRequest): Buffer =>
-      Buffer.from(ListContainersRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ListContainersRequest => ListContainersRequest.decode(value),
-    responseSerialize: (value: ListContainersResponse): Buffer =>
-      Buffer.from(ListContainersResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ListContainersResponse => ListContainersResponse.decode(value),
-  },
-  containerStatus: {
-    path: "/runtime.v1.RuntimeService/ContainerStatus" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ContainerStatusRequest): Buffer =>
-      Buffer.from(ContainerStatusRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ContainerStatusRequest => ContainerStatusRequest.decode(value),
-    responseSerialize: (value: ContainerStatusResponse): Buffer =>
-      Buffer.from(ContainerStatusResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ContainerStatusResponse => ContainerStatusResponse.decode(value),
-  },
-  execSync: {
-    path: "/runtime.v1.RuntimeService/ExecSync" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ExecSyncRequest): Buffer => Buffer.from(ExecSyncRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ExecSyncRequest => ExecSyncRequest.decode(value),
-    responseSerialize: (value: ExecSyncResponse): Buffer => Buffer.from(ExecSyncResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ExecSyncResponse => ExecSyncResponse.decode(value),
-  },
-  getContainerEvents: {
-    path: "/runtime.v1.RuntimeService/GetContainerEvents" as const,
-    requestStream: false as const,
-    responseStream: true as const,
-    requestSerialize: (value: GetEventsRequest): Buffer => Buffer.from(GetEventsRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): GetEventsRequest => GetEventsRequest.decode(value),
-    responseSerialize: (value: ContainerEventResponse): Buffer =>
-      Buffer.from(ContainerEventResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ContainerEventResponse => ContainerEventResponse.decode(value),
+export type RuntimeServiceDefinition = typeof RuntimeServiceDefinition;
+export const RuntimeServiceDefinition = {
+  name: "RuntimeService",
+  fullName: "runtime.v1.RuntimeService",
+  methods: {
+    version: {
+      name: "Version",
+      requestType: VersionRequest as typeof VersionRequest,
+      requestStream: false,
+      responseType: VersionResponse as typeof VersionResponse,
+      responseStream: false,
+      options: {},
+    },
+    runPodSandbox: {
+      name: "RunPodSandbox",
+      requestType: RunPodSandboxRequest as typeof RunPodSandboxRequest,
+      requestStream: false,
+      responseType: RunPodSandboxResponse as typeof RunPodSandboxResponse,
+      responseStream: false,
+      options: {},
+    },
+    stopPodSandbox: {
+      name: "StopPodSandbox",
+      requestType: StopPodSandboxRequest as typeof StopPodSandboxRequest,
+      requestStream: false,
+      responseType: StopPodSandboxResponse as typeof StopPodSandboxResponse,
+      responseStream: false,
+      options: {},
+    },
+    removePodSandbox: {
+      name: "RemovePodSandbox",
+      requestType: RemovePodSandboxRequest as typeof RemovePodSandboxRequest,
+      requestStream: false,
+      responseType: RemovePodSandboxResponse as typeof RemovePodSandboxResponse,
+      responseStream: false,
+      options: {},
+    },
+    podSandboxStatus: {
+      name: "PodSandboxStatus",
+      requestType: PodSandboxStatusRequest as typeof PodSandboxStatusRequest,
+      requestStream: false,
+      responseType: PodSandboxStatusResponse as typeof PodSandboxStatusResponse,
+      responseStream: false,
+      options: {},
+    },
+    listPodSandbox: {
+      name: "ListPodSandbox",
+      requestType: ListPodSandboxRequest as typeof ListPodSandboxRequest,
+      requestStream: false,
+      responseType: ListPodSandboxResponse as typeof ListPodSandboxResponse,
+      responseStream: false,
+      options: {},
+    },
+    createContainer: {
+      name: "CreateContainer",
+      requestType: CreateContainerRequest as typeof CreateContainerRequest,
+      requestStream: false,
+      responseType: CreateContainerResponse as typeof CreateContainerResponse,
+      responseStream: false,
+      options: {},
+    },
+    startContainer: {
+      name: "StartContainer",
+      requestType: StartContainerRequest as typeof StartContainerRequest,
+      requestStream: false,
+      responseType: StartContainerResponse as typeof StartContainerResponse,
+      responseStream: false,
+      options: {},
+    },
+    stopContainer: {
+      name: "StopContainer",
+      requestType: StopContainerRequest as typeof StopContainerRequest,
+      requestStream: false,
+      responseType: StopContainerResponse as typeof StopContainerResponse,
+      responseStream: false,
+      options: {},
+    },
+    removeContainer: {
+      name: "RemoveContainer",
+      requestType: RemoveContainerRequest as typeof RemoveContainerRequest,
+      requestStream: false,
+      responseType: RemoveContainerResponse as typeof RemoveContainerResponse,
+      responseStream: false,
+      options: {},
+    },
+    listContainers: {
+      name: "ListContainers",
+      requestType: ListContainersRequest as typeof ListContainersRequest,
+      requestStream: false,
+      responseType: ListContainersResponse as typeof ListContainersResponse,
+      responseStream: false,
+      options: {},
+    },
+    containerStatus: {
+      name: "ContainerStatus",
+      requestType: ContainerStatusRequest as typeof ContainerStatusRequest,
+      requestStream: false,
+      responseType: ContainerStatusResponse as typeof ContainerStatusResponse,
+      responseStream: false,
+      options: {},
+    },
+    execSync: {
+      name: "ExecSync",
+      requestType: ExecSyncRequest as typeof ExecSyncRequest,
+      requestStream: false,
+      responseType: ExecSyncResponse as typeof ExecSyncResponse,
+      responseStream: false,
+      options: {},
+    },
+    getContainerEvents: {
+      name: "GetContainerEvents",
+      requestType: GetEventsRequest as typeof GetEventsRequest,
+      requestStream: false,
+      responseType: ContainerEventResponse as typeof ContainerEventResponse,
+      responseStream: true,
+      options: {},
+    },
   },
 } as const;
-
-export interface RuntimeServiceServer extends UntypedServiceImplementation {
-  version: handleUnaryCall<VersionRequest, VersionResponse>;
-  runPodSandbox: handleUnaryCall<RunPodSandboxRequest, RunPodSandboxResponse>;
-  stopPodSandbox: handleUnaryCall<StopPodSandboxRequest, StopPodSandboxResponse>;
-  removePodSandbox: handleUnaryCall<RemovePodSandboxRequest, RemovePodSandboxResponse>;
-  podSandboxStatus: handleUnaryCall<PodSandboxStatusRequest, PodSandboxStatusResponse>;
-  listPodSandbox: handleUnaryCall<ListPodSandboxRequest, ListPodSandboxResponse>;
-  createContainer: handleUnaryCall<CreateContainerRequest, CreateContainerResponse>;
-  startContainer: handleUnaryCall<StartContainerRequest, StartContainerResponse>;
-  stopContainer: handleUnaryCall<StopContainerRequest, StopContainerResponse>;
-  removeContainer: handleUnaryCall<RemoveContainerRequest, RemoveContainerResponse>;
-  listContainers: handleUnaryCall<ListContainersRequest, ListContainersResponse>;
-  containerStatus: handleUnaryCall<ContainerStatusRequest, ContainerStatusResponse>;
-  execSync: handleUnaryCall<ExecSyncRequest, ExecSyncResponse>;
-  getContainerEvents: handleServerStreamingCall<GetEventsRequest, ContainerEventResponse>;
-}
-
-export interface RuntimeServiceClient extends Client {
-  version(
-    request: VersionRequest,
-    callback: (error: ServiceError | null, response: VersionResponse) => void,
-  ): ClientUnaryCall;
-  version(
-    request: VersionRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: VersionResponse) => void,
-  ): ClientUnaryCall;
-  version(
-    request: VersionRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: VersionResponse) => void,
-  ): ClientUnaryCall;
-  runPodSandbox(
-    request: RunPodSandboxRequest,
-    callback: (error: ServiceError | null, response: RunPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  runPodSandbox(
-    request: RunPodSandboxRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: RunPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  runPodSandbox(
-    request: RunPodSandboxRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: RunPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  stopPodSandbox(
-    request: StopPodSandboxRequest,
-    callback: (error: ServiceError | null, response: StopPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  stopPodSandbox(
-    request: StopPodSandboxRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: StopPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  stopPodSandbox(
-    request: StopPodSandboxRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: StopPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  removePodSandbox(
-    request: RemovePodSandboxRequest,
-    callback: (error: ServiceError | null, response: RemovePodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  removePodSandbox(
-    request: RemovePodSandboxRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: RemovePodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  removePodSandbox(
-    request: RemovePodSandboxRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: RemovePodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  podSandboxStatus(
-    request: PodSandboxStatusRequest,
-    callback: (error: ServiceError | null, response: PodSandboxStatusResponse) => void,
-  ): ClientUnaryCall;
-  podSandboxStatus(
-    request: PodSandboxStatusRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: PodSandboxStatusResponse) => void,
-  ): ClientUnaryCall;
-  podSandboxStatus(
-    request: PodSandboxStatusRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: PodSandboxStatusResponse) => void,
-  ): ClientUnaryCall;
-  listPodSandbox(
-    request: ListPodSandboxRequest,
-    callback: (error: ServiceError | null, response: ListPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  listPodSandbox(
-    request: ListPodSandboxRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ListPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  listPodSandbox(
-    request: ListPodSandboxRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ListPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  createContainer(
-    request: CreateContainerRequest,
-    callback: (error: ServiceError | null, response: CreateContainerResponse) => void,
-  ): ClientUnaryCall;
-  createContainer(
-    request: CreateContainerRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: CreateContainerResponse) => void,
-  ): ClientUnaryCall;
-  createContainer(
-    request: CreateContainerRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: CreateContainerResponse) => void,
-  ): ClientUnaryCall;
-  startContainer(
-    request: StartContainerRequest,
-    callback: (error: ServiceError | null, response: StartContainerResponse) => void,
-  ): ClientUnaryCall;
-  startContainer(
-    request: StartContainerRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: StartContainerResponse) => void,
-  ): ClientUnaryCall;
-  startContainer(
-    request: StartContainerRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: StartContainerResponse) => void,
-  ): ClientUnaryCall;
-  stopContainer(
-    request: StopContainerRequest,
-    callback: (error: ServiceError | null, response: StopContainerResponse) => void,
-  ): ClientUnaryCall;
-  stopContainer(
-    request: StopContainerRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: StopContainerResponse) => void,
-  ): ClientUnaryCall;
-  stopContainer(
-    request: StopContainerRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: StopContainerResponse) => void,
-  ): ClientUnaryCall;
-  removeContainer(
-    request: RemoveContainerRequest,
-    callback: (error: ServiceError | null, response: RemoveContainerResponse) => void,
-  ): ClientUnaryCall;
-  removeContainer(
-    request: RemoveContainerRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: RemoveContainerResponse) => void,
-  ): ClientUnaryCall;
-  removeContainer(
-    request: RemoveContainerRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: RemoveContainerResponse) => void,
-  ): ClientUnaryCall;
-  listContainers(
-    request: ListContainersRequest,
-    callback: (error: ServiceError | null, response: ListContainersResponse) => void,
-  ): ClientUnaryCall;
-  listContainers(
-    request: ListContainersRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ListContainersResponse) => void,
-  ): ClientUnaryCall;
-  listContainers(
-    request: ListContainersRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ListContainersResponse) => void,
-  ): ClientUnaryCall;
-  containerStatus(
-    request: ContainerStatusRequest,
-    callback: (error: ServiceError | null, response: ContainerStatusResponse) => void,
-  ): ClientUnaryCall;
-  containerStatus(
-    request: ContainerStatusRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ContainerStatusResponse) => void,
-  ): ClientUnaryCall;
-  containerStatus(
-    request: ContainerStatusRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ContainerStatusResponse) => void,
-  ): ClientUnaryCall;
-  execSync(
-    request: ExecSyncRequest,
-    callback: (error: ServiceError | null, response: ExecSyncResponse) => void,
-  ): ClientUnaryCall;
-  execSync(
-    request: ExecSyncRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ExecSyncResponse) => void,
-  ): ClientUnaryCall;
-  execSync(
-    request: ExecSyncRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ExecSyncResponse) => void,
-  ): ClientUnaryCall;
-  getContainerEvents(
-    request: GetEventsRequest,
-    options?: Partial<CallOptions>,
-  ): ClientReadableStream<ContainerEventResponse>;
-  getContainerEvents(
-    request: GetEventsRequest,
-    metadata?: Metadata,
-    options?: Partial<CallOptions>,
-  ): ClientReadableStream<ContainerEventResponse>;
-}
-
-export const RuntimeServiceClient = makeGenericClientConstructor(
-  RuntimeServiceService,
-  "runtime.v1.RuntimeService",
-) as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): RuntimeServiceClient;
-  service: typeof RuntimeServiceService;
-  serviceName: string;
-};
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;
 
