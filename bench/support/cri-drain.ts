@@ -97,7 +97,7 @@ const REQUEST_TIMEOUT_MS = 300_000;
  * never below the pods' grace (so the drain kills with STOP_TIMEOUT_SECONDS, as the raw stops do).
  * A drain that finishes returns at once, so the budget bounds it without adding to its time.
  */
-export function drainBudgetSeconds(rawMs: number): number {
+function drainBudgetSeconds(rawMs: number): number {
   return Math.max(STOP_TIMEOUT_SECONDS, Math.ceil((3 * rawMs) / 1000));
 }
 
