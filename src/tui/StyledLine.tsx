@@ -21,7 +21,7 @@
  * - A line's model is made once per text and style (`styledLine` keeps the latest models): rows
  *   compare it by identity.
  */
-import { memo } from 'react';
+import { createElement, memo } from 'react';
 import { Transform } from 'ink';
 import stringWidth from 'string-width';
 
@@ -45,6 +45,8 @@ export interface LineModel {
   readonly text: string;
   readonly styled: string;
   readonly transform: (line: string) => string;
+  /** The laid-out text is printable ASCII: its width is its length, and the line is drawn at that size. */
+  readonly fixed: boolean;
 }
 
 const FOREGROUND: Record<Colour, number> = { red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36, white: 37, gray: 90 };
@@ -68,6 +70,7 @@ function styledSpan(span: Span, color: boolean): string {
 }
 
 /** Characters that are each a grapheme of their own, none joining the one before (frame-output.ts's SIMPLE_LINE). */
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 const SYMBOL_RANGE = /^[\u00a0-\u02ff\u2010-\u2027\u2030-\u205e\u2190-\u23ff\u2500-\u27bf]$/;
 const oneColumn = new Map<string, boolean>();
 
@@ -82,7 +85,7 @@ function isOneColumnSymbol(ch: string): boolean {
 
 /** The text with each one-column symbol as a blank; the text itself when it holds any other character beyond printable ASCII. */
 export function standIn(text: string): string {
-  if (/^[\x20-\x7e]*$/.test(text)) return text;
+  if (PRINTABLE_ASCII.test(text)) return text;
   let out = '';
   for (const ch of text) {
     const code = ch.charCodeAt(0);
@@ -108,7 +111,7 @@ export function styledLine(spans: readonly Span[], color: boolean, inverse = fal
     const text = standIn(plain);
     const body = spans.map((s) => styledSpan(s, color)).join('');
     const styled = inverse && color ? `${sgr(7)}${body}${sgr(27)}` : body;
-    model = { text, styled, transform: (line: string) => (line === text ? styled : line) };
+    model = { text, styled, transform: (line: string) => (line === text ? styled : line), fixed: text !== '' && PRINTABLE_ASCII.test(text) };
   }
   if (models.size >= MAX_MODELS) {
     previousModels = models;
@@ -118,11 +121,16 @@ export function styledLine(spans: readonly Span[], color: boolean, inverse = fal
   return model;
 }
 
+/** A one-row text of a set width: what Ink's `<Text wrap="truncate">` is, but for the size. */
+const FIXED_LINE = { flexGrow: 0, flexShrink: 0, flexDirection: 'row', textWrap: 'truncate', height: 1 } as const;
+
 export interface StyledLineProps {
   line: LineModel;
 }
 
 /** Draws a line's model: Ink lays out its ASCII text, the transform writes its styled text. */
 export const StyledLine = memo(function StyledLine({ line }: StyledLineProps) {
-  return <Transform transform={line.transform}>{line.text}</Transform>;
+  if (!line.fixed) return <Transform transform={line.transform}>{line.text}</Transform>;
+  // Ink's own text element with the line's size set: Yoga then never asks Ink to measure it
+  return createElement('ink-text', { style: { ...FIXED_LINE, width: line.text.length }, internal_transform: line.transform }, line.text);
 });
