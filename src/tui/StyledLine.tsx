@@ -27,7 +27,7 @@ import stringWidth from 'string-width';
 
 export type Colour = 'red' | 'green' | 'yellow' | 'blue' | 'magenta' | 'cyan' | 'white' | 'gray';
 
-export interface SpanStyle {
+interface SpanStyle {
   color?: Colour | undefined;
   backgroundColor?: Colour | undefined;
   bold?: boolean | undefined;
