@@ -74,9 +74,12 @@ export class CpuBudget {
     this.#credit = Math.max(floor, this.#refill() - this.#lastCostMs);
   }
 
-  /** The steady interval at the last round's cost (`budgetedInterval`), for a clock that draws rounds too. */
-  steadyInterval(baseMs: number): number {
-    return budgetedInterval(baseMs, this.#lastCostMs, this.#share, Math.max(baseMs, this.#maxWaitMs));
+  /**
+   * The steady interval at the last round's cost (`budgetedInterval`), for a clock that draws rounds
+   * too; `share` (default the budget's own) lets such a clock keep to a smaller share than changes.
+   */
+  steadyInterval(baseMs: number, share = this.#share): number {
+    return budgetedInterval(baseMs, this.#lastCostMs, share, Math.max(baseMs, this.#maxWaitMs));
   }
 
   #refill(): number {

@@ -92,10 +92,10 @@ export function WatchApp(props: WatchAppProps) {
   const { ui, uiRef, updateUi } = useUiState();
 
   // A duration that counts seconds (a countdown, a time in state under a minute, the runtime's
-  // silence) needs a redraw every second, or as often as the drawing budget allows frames (in a big
-  // drain a frame can cost tens of ms); otherwise only the minutes of "time in state" move.
+  // silence) needs a redraw every second, or as often as the clock's share of the drawing budget
+  // allows frames (frame-gate.ts: 500 rows can cost tens of ms); otherwise only the minutes move.
   const counting = !runtime.answering || countsSeconds(snapshot.pods, now());
-  const countdownMs = Math.max(props.tickMs ?? 1000, gate.interval());
+  const countdownMs = Math.max(props.tickMs ?? 1000, gate.clockInterval());
   const at = useTicker(true, counting ? countdownMs : (props.idleTickMs ?? 60_000), now);
   const table = useTableView(snapshot.pods, ui, { columns, rows }, at);
 

@@ -16,8 +16,12 @@
  *   MAX_FRAME_INTERVAL_MS). So the first change after a quiet period is drawn at once, however much
  *   the last frame cost, while a drain's steady stream of changes keeps to the budget (an 18 ms frame
  *   of 500 pods at 160×45 → about one frame per 600 ms). A cheap frame keeps the 10 frames a second.
- *   The screen's clock (countdowns) ticks no faster than `interval()`, the steady interval at the
- *   last frame's cost (WatchApp), so frames drawn for the clock alone keep within the same share.
+ * - Frames drawn for the clock alone (ages and countdowns that count seconds while nothing changes)
+ *   keep to a smaller share, CLOCK_BUDGET: the screen's clock ticks no faster than `clockInterval()`,
+ *   the steady interval at the last frame's cost over that share (WatchApp), and never slower than
+ *   MAX_FRAME_INTERVAL_MS. So a screen at rest costs under a hundredth of a core however costly its
+ *   frames (500 pods seconds old: a tick every ~2 s instead of every second), while a change is
+ *   still drawn at once.
  */
 import { CpuBudget, processCpuMs } from '../lib/budget.js';
 import type { SnapshotSource } from './use-snapshot.js';
@@ -27,6 +31,8 @@ export const DEFAULT_FRAME_INTERVAL_MS = 100;
 /** The longest the budget stretches the interval to (a frame every two seconds, as k9s refreshes). */
 const MAX_FRAME_INTERVAL_MS = 2_000;
 const DEFAULT_BUDGET = 0.03;
+/** Share of one core the clock's own frames may spend (six thousandths). */
+const CLOCK_BUDGET = 0.006;
 
 export interface FrameGateOptions {
   intervalMs?: number;
@@ -115,5 +121,10 @@ export class FrameGate implements SnapshotSource {
   /** The least time between two frames in a steady stream (ms): the interval, stretched to the last frame's cost over the budget. */
   interval(): number {
     return this.#budget.steadyInterval(this.#intervalMs);
+  }
+
+  /** The least time between two frames drawn for the clock alone (ms): the last frame's cost over CLOCK_BUDGET, at least `interval()`. */
+  clockInterval(): number {
+    return this.#measure ? Math.max(this.interval(), this.#budget.steadyInterval(this.#intervalMs, CLOCK_BUDGET)) : this.#intervalMs;
   }
 }

@@ -82,6 +82,31 @@ describe('frame gate', () => {
     gate.close();
   });
 
+  it('lets frames drawn for the clock alone spend a smaller share than changes: a screen at rest stays under a hundredth of a core', async () => {
+    const source = new Source();
+    const gate = new FrameGate(source, { intervalMs: 100, budget: 0.03, costClock: () => performance.now() });
+    let drawMs = 3;
+    gate.subscribe(() => vi.advanceTimersByTime(drawMs));
+    // no frame drawn yet: the clock may tick at the frame interval
+    expect(gate.clockInterval()).toBe(100);
+    source.bump();
+    await vi.advanceTimersByTimeAsync(1);
+    // a 3 ms frame: changes may come every 100 ms (3 % of a core), the clock alone every 500 ms (0.6 %)
+    expect(gate.interval()).toBe(100);
+    expect(gate.clockInterval()).toBe(500);
+    // a 14 ms frame (500 rows): the clock ticks every two seconds at most, never slower
+    drawMs = 14;
+    await vi.advanceTimersByTimeAsync(3_000);
+    source.bump();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(gate.interval()).toBeCloseTo(14 / 0.03, 0);
+    expect(gate.clockInterval()).toBe(2_000);
+    expect(14 / gate.clockInterval()).toBeLessThan(0.01);
+    // without a budget the clock keeps the frame interval
+    expect(new FrameGate(source, { intervalMs: 100, budget: 0 }).clockInterval()).toBe(100);
+    gate.close();
+  });
+
   it('keeps a steady stream of costly frames within its budget, never more than two seconds apart, and ten a second when frames are cheap', async () => {
     const source = new Source();
     // the fake clock stands for the CPU a frame costs
