@@ -346,6 +346,6 @@ if (values.only !== 'latency') {
   const figures = await drainFigures(builds, podCounts, Number(values.runs), Number(values['idle-window']) * 1000, values.modes.split(',') as ('alone' | 'tui' | 'json')[], root);
   console.log(`\ndrain --grace-period 3 --critical-grace-period 2 of podctl simulator --pods N (median of ${values.runs} run(s), range in brackets)`);
   console.log(drainTable(figures));
-  const command = `npm run build && npm run bench:watch -- --only drain --drain-pods ${podCounts.join(',')} --runs ${values.runs}`;
+  const command = `npm run build && npm run bench:watch -- --only drain --drain-pods ${podCounts.join(',')} --runs ${values.runs}${values['idle-window'] === '5' ? '' : ` --idle-window ${values['idle-window']}`}`;
   writeResults('watch', drainResults(figures, 'this tree', command));
 }
