@@ -114,11 +114,11 @@ const phaseScript = `
   await import(${dist('commands/status.js')}); lap('status command + lib + services');
   const { openSession } = await import(${dist('session/open.js')}); lap('session, store, engine modules');
   await import(${dist('cri/client/grpc-modules.js')}); lap('CRI proto (generated; no grpc-js)');
-  const session = await openSession({ stateDir: process.env.BENCH_STATE_DIR, runtimeEndpoint: ${JSON.stringify(sim.endpoint)}, readOnly: true }); lap('openSession (read-only: connect, Version, first relist)');
+  const session = await openSession({ stateDir: process.env.BENCH_STATE_DIR, runtimeEndpoint: ${JSON.stringify(sim.endpoint)}, readOnly: true }); lap('openSession (read-only: connect, Version; first relist sent)');
   const { podStatus } = await import(${dist('services/diagnose/status.js')});
   const { statusTable } = await import(${dist('services/diagnose/output.js')});
   const { parseSelection } = await import(${dist('lib/refs.js')});
-  const result = await podStatus({ session, selection: parseSelection({ args: [], allowEmpty: true, defaultAllNamespaces: true }), explain: false }); lap('listPods (50 pods: relist, checkpoints, leases)');
+  const result = await podStatus({ session, selection: parseSelection({ args: [], allowEmpty: true, defaultAllNamespaces: true }), explain: false }); lap('listPods (50 pods: first relist answered, checkpoints, leases)');
   const { renderTable, createStyler } = await import(${dist('lib/output.js')});
   await renderTable(statusTable(result, false, createStyler(false)), createStyler(false)); lap('table rendering');
   await session.close(); lap('session.close');

@@ -30,9 +30,9 @@ const VERSION_TIMEOUT_MS = 2_000;
  * Whether the runtime behind `client` is the embedded simulator, by its own Version answer; when it
  * gives none (down, too slow, no Version), the endpoint resolution's guess stands.
  */
-export async function runtimeIsSimulator(client: Pick<CriClient, 'version'>, guess: boolean, timeoutMs = VERSION_TIMEOUT_MS): Promise<boolean> {
+export async function runtimeIsSimulator(client: Pick<CriClient, 'version'>, guess: boolean, timeoutMs = VERSION_TIMEOUT_MS, signal?: AbortSignal): Promise<boolean> {
   try {
-    const answer = await client.version({ timeoutMs });
+    const answer = await client.version({ timeoutMs, ...(signal ? { signal } : {}) });
     return answer.runtimeName === SIMULATOR_RUNTIME_NAME;
   } catch {
     return guess;
@@ -100,10 +100,12 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
       return uid !== undefined && (hooks.isEvicted?.(uid) ?? false);
     },
   });
-  // The first relist starts at once, alongside the Version call (they share the connection's
-  // set-up): a command's first listing, which accepts one from the last second, then finds it done
-  // or joins it. A failure here is reported by the listing that needs it (a failed relist is not
-  // reused).
+  // Version, then the first relist, go out at once (held until the connection is up): the small
+  // answer is not queued behind the listing's, so the session opens while the listing is on its way
+  // (a command's first listing joins it). A failed open aborts Version (which then keeps the guess);
+  // a failed relist is reported by the listing that needs it (it is not reused).
+  const opening = new AbortController();
+  const simulated = runtimeIsSimulator(client, resolved.simulated, Math.min(VERSION_TIMEOUT_MS, rpcTimeoutMs), opening.signal);
   cache.refresh().catch(() => undefined);
   // The connect bound: a socket that accepts and never speaks HTTP/2, or speaks something else,
   // ends here with one line instead of every call waiting out its deadline.
@@ -111,6 +113,7 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
   try {
     await client.waitForReady(connectMs);
   } catch (error) {
+    opening.abort();
     cache.close();
     client.close();
     throw notCriError(resolved, connectMs, error);
@@ -124,10 +127,9 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     return record;
   };
   if (!hooks.readOnly) cache.start();
-  const simulated = await runtimeIsSimulator(client, resolved.simulated, Math.min(VERSION_TIMEOUT_MS, rpcTimeoutMs));
   return {
     endpoint: resolved.endpoint,
-    simulated,
+    simulated: await simulated,
     syncer,
     cache,
     async listPods(signal, maxAgeMs) {

@@ -55,6 +55,14 @@ describe('read-only session', () => {
     ).toEqual(['ListContainers', 'ListPodSandbox']);
   });
 
+  it('asks Version before the first listing, so its small answer is not queued behind the listing', async () => {
+    const session = await open(true);
+    expect(session.simulated).toBe(true);
+    await session.listPods();
+    // before, Version waited for the connection to be up and went out after the listing's calls
+    expect(rpcMethods().slice(0, 3)).toEqual(['Version', 'ListPodSandbox', 'ListContainers']);
+  });
+
   it('shows what a driving session left in the store, and refuses to act on pods', async () => {
     const driver = await open(false);
     await driver.requestKill({ uid: 'u-web', gracePeriodSeconds: 1 });
