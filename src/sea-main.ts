@@ -11,9 +11,12 @@ import { runAsset } from './sea-assets.js';
 
 /** A command word usable in an asset name (anything else uses the common cache). */
 const COMMAND = /^[a-z][a-z0-9-]{0,39}$/;
+/** Commands that run from another command's trained cache (scripts/sea.mjs, `TRAINING`): the same path. */
+const CACHE_OF: Readonly<Record<string, string>> = { evict: 'kill' };
 
 const argv = process.argv.slice(2);
 const command = argv[0];
-const caches = command !== undefined && COMMAND.test(command) ? [`podctl-${command}.v8`, 'podctl.v8'] : ['podctl.v8'];
+const cacheOf = command !== undefined && Object.hasOwn(CACHE_OF, command) ? CACHE_OF[command] : command;
+const caches = cacheOf !== undefined && COMMAND.test(cacheOf) ? [`podctl-${cacheOf}.v8`, 'podctl.v8'] : ['podctl.v8'];
 const podctl = runAsset('podctl', caches) as { start(argv: string[]): Promise<void> };
 void podctl.start(argv);

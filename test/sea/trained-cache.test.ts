@@ -72,6 +72,14 @@ describe.skipIf(skip)(`the single executable's trained code caches${skip ? ` (SK
     expect(result.pods).toEqual([expect.objectContaining({ uid: 'uid-web-2', outcome: 'terminated' })]);
   });
 
+  it("evict starts from kill's trained cache (the same path) and evicts the pod", async () => {
+    const run = await runSea(host, ['evict', 'web/web-3', '--grace', '1', '--json', ...common], { env: DEBUG });
+    expect(run.code, run.stderr).toBe(0);
+    expect(podctlCache(run.stderr)).toBe('podctl-kill.v8 accepted');
+    const result = JSON.parse(run.stdout) as { pods: { uid: string; outcome: string }[] };
+    expect(result.pods).toEqual([expect.objectContaining({ uid: 'uid-web-3' })]);
+  });
+
   it('a command that was not trained (version) and --help start from the common cache', async () => {
     const version = await runSea(host, ['version', '--json', ...common], { env: DEBUG });
     expect(version.code, version.stderr).toBe(0);
