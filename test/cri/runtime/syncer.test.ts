@@ -65,15 +65,20 @@ describe('RuntimeSyncer.syncTerminatingPod', () => {
     cache.close();
   });
 
-  it('a cached view older than the relist period is not used: the runtime is listed again first', async () => {
-    const { sim, client } = await simulator({ pods: [spec({ uid: 'c2', containers: [{ name: 'a' }] })] });
+  /** A syncer over a status cache whose last relist is 5 s old (older than the relist period). */
+  async function staleCacheSyncer(client: ConstructorParameters<typeof RuntimeSyncer>[0]['client']) {
     const { RuntimePodCache } = await import('../../../src/cri/cache/cache.js');
     let now = Date.now();
     const clock = { now: () => now };
     const cache = new RuntimePodCache({ client, clock });
     await cache.refresh();
     now += 5_000;
-    const syncer = new RuntimeSyncer({ client, cache, clock });
+    return { cache, syncer: new RuntimeSyncer({ client, cache, clock }) };
+  }
+
+  it('a cached view older than the relist period is not used: the runtime is listed again first', async () => {
+    const { sim, client } = await simulator({ pods: [spec({ uid: 'c2', containers: [{ name: 'a' }] })] });
+    const { cache, syncer } = await staleCacheSyncer(client);
     const pod = await podOf(client, 'c2');
     const before = rpcs(sim.state.journal(), 'ListContainers').length;
     await syncer.syncTerminatingPod(never, pod, cache.get('c2'), 4, undefined);
@@ -85,13 +90,7 @@ describe('RuntimeSyncer.syncTerminatingPod', () => {
   it('pods stopped together with a cached view older than the relist period share relists: no listing per pod before the stops', async () => {
     const uids = Array.from({ length: 8 }, (_, i) => `s${i}`);
     const { sim, client } = await simulator({ pods: uids.map((uid) => spec({ uid, containers: [{ name: 'a' }] })) });
-    const { RuntimePodCache } = await import('../../../src/cri/cache/cache.js');
-    let now = Date.now();
-    const clock = { now: () => now };
-    const cache = new RuntimePodCache({ client, clock });
-    await cache.refresh();
-    now += 5_000;
-    const syncer = new RuntimeSyncer({ client, cache, clock });
+    const { cache, syncer } = await staleCacheSyncer(client);
     const pods = await Promise.all(uids.map((uid) => podOf(client, uid)));
     const before = rpcs(sim.state.journal(), 'ListContainers').length;
     await Promise.all(pods.map((pod, i) => syncer.syncTerminatingPod(never, pod, cache.get(uids[i]!), 4, undefined)));
