@@ -155,7 +155,14 @@ const missing = EXTERNAL_IMPORTS.filter((s) => !seenImports.has(s));
 if (unexpected.length > 0 || missing.length > 0) {
   throw new Error(`dist/podctl.cjs: unexpected dynamic imports (unexpected: ${unexpected.join(', ') || '-'}; missing: ${missing.join(', ') || '-'})`);
 }
-writeFileSync(bundlePath, rewritten);
+// Every character outside ASCII as a \u escape (esbuild leaves a few in regular expression literals):
+// V8 keeps an ASCII script one byte a character and reads it from UTF-8 on the fast path; one other
+// character made the whole 1.7 MB script two bytes a character, decoded at every start (as the
+// single executable's scripts are made, scripts/sea.mjs).
+writeFileSync(
+  bundlePath,
+  rewritten.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+);
 const bundleHash = createHash('sha256')
   .update(readFileSync(path.join(root, 'dist/podctl.cjs')))
   .digest('hex')

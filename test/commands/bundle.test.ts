@@ -97,4 +97,10 @@ describe('the bundled CLI', { timeout: 60_000 }, () => {
     expect(modules.filter((m) => /^NativeModule (child_process|dgram|readline)/.test(m))).toEqual([]);
     expect(compares).toBe(0);
   });
+
+  it('the script bin/run.js compiles is ASCII only (V8 keeps it one byte a character, read from UTF-8 on the fast path)', () => {
+    const script = readFileSync(path.join(ROOT, 'dist', 'podctl.cjs'));
+    expect(script.length).toBeGreaterThan(100_000);
+    expect(script.findIndex((byte) => byte > 0x7f)).toBe(-1);
+  });
 });

@@ -142,11 +142,18 @@ type ProtoModule = typeof import('./generated/runtime_v1.js');
 
 type EventDecoder = (bytes: Uint8Array) => ContainerEventSummary;
 
-let modules: Promise<{ proto: ProtoModule; decodeEvent: EventDecoder }> | undefined;
+/** What the lazily loaded module gives the client: messages, the event decoder, the responses' reader. */
+interface CriModules {
+  proto: ProtoModule;
+  decodeEvent: EventDecoder;
+  Reader: typeof import('./reader.js').BufferReader;
+}
+
+let modules: Promise<CriModules> | undefined;
 
 /** Loads the generated module once (the only heavy import of the CRI client). */
-export function loadCriModules(): Promise<{ proto: ProtoModule; decodeEvent: EventDecoder }> {
-  modules ??= import('./grpc-modules.js').then(({ proto, decodeContainerEventSummary }) => ({ proto, decodeEvent: decodeContainerEventSummary }));
+export function loadCriModules(): Promise<CriModules> {
+  modules ??= import('./grpc-modules.js').then(({ proto, decodeContainerEventSummary, BufferReader }) => ({ proto, decodeEvent: decodeContainerEventSummary, Reader: BufferReader }));
   return modules;
 }
 
@@ -156,8 +163,7 @@ const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 /** Opens a client (lazily loading the generated module). No RPC is made, nothing is connected: a dead socket shows on the first call. */
 export async function connectCri(options: CriClientOptions): Promise<CriClient> {
   const { endpoint, path } = parseEndpoint(options.endpoint);
-  const { proto, decodeEvent } = await loadCriModules();
-  return new Http2CriClient({ endpoint, socketPath: path, timeoutMs: options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS }, proto, decodeEvent);
+  return new Http2CriClient({ endpoint, socketPath: path, timeoutMs: options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS }, await loadCriModules());
 }
 
 /** A unary method of the generated service definition: its name and message types. */
@@ -176,12 +182,13 @@ class Http2CriClient implements CriClient {
   /** `/runtime.v1.RuntimeService/`: each method's path follows it. */
   #servicePath: string;
   #decodeEvent: EventDecoder;
+  #Reader: CriModules['Reader'];
   #closed = false;
   readonly #socketPath: string;
   /** Ends each event stream in flight (`close()`). */
   readonly #streams = new Set<() => void>();
 
-  constructor(at: { endpoint: string; socketPath: string; timeoutMs: number }, proto: ProtoModule, decodeEvent: EventDecoder) {
+  constructor(at: { endpoint: string; socketPath: string; timeoutMs: number }, { proto, decodeEvent, Reader }: CriModules) {
     this.endpoint = at.endpoint;
     this.#socketPath = at.socketPath;
     this.timeoutMs = at.timeoutMs;
@@ -190,6 +197,7 @@ class Http2CriClient implements CriClient {
     this.#methods = proto.RuntimeServiceDefinition.methods;
     this.#servicePath = `/${proto.RuntimeServiceDefinition.fullName}/`;
     this.#decodeEvent = decodeEvent;
+    this.#Reader = Reader;
   }
 
   /**
@@ -235,7 +243,8 @@ class Http2CriClient implements CriClient {
     }
     reportOperation(method.name, started, false);
     try {
-      return method.responseType.decode(bytes);
+      // the generated decoder reads from the reader it is given, nested messages included
+      return method.responseType.decode(new this.#Reader(bytes));
     } catch (error) {
       throw new CriError(method.name, GrpcStatus.INTERNAL, `a response that cannot be read: ${(error as Error).message}`, { cause: error });
     }
