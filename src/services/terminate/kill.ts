@@ -75,10 +75,11 @@ export async function guardedTerminate<O extends TerminateOptions>(
   if (!kubelet) return run(rest);
   const { guardKill } = await import('./kubelet-guard.js');
   // the safety gate (confirmation, --yes) comes before anything is asked of the API server
-  const { passSafetyGate, isFinal } = await import('./terminate.js');
-  const { resolveSelection } = await import('../../lib/refs.js');
-  const listed = await rest.session.listPods({ runtimeMaxAgeMs: 1_000 });
-  const { targets, missing } = resolveSelection(listed, rest.selection);
+  const { passSafetyGate, isFinal, resolveTargets } = await import('./terminate.js');
+  // resolved as the CRI path resolves it: on the pods the runtime shows, the store read only for
+  // those (a kill's cost does not grow with the finished pods the store remembers)
+  const resolved = await resolveTargets(rest.session, rest.selection);
+  const { targets, missing } = resolved;
   await passSafetyGate(
     rest,
     targets.filter((p) => !isFinal(p)),
@@ -112,7 +113,9 @@ export async function guardedTerminate<O extends TerminateOptions>(
   }
   const selection = guard.remaining !== undefined ? { refs: guard.remaining.map((uid) => ({ kind: 'uid' as const, uid })), all: false, namespace: undefined } : rest.selection;
   // what goes over CRI is stopped with the pod as the API server holds it (when one answered)
-  const result = await run({ ...rest, selection, specs: guard.specs });
+  // without an API server nothing was waited on since the listing: the CRI path acts on the same targets
+  const reuse = guard.remaining === undefined && !kubelet.api;
+  const result = await run({ ...rest, selection, specs: guard.specs, ...(reuse ? { resolved } : {}) });
   const pods = [...guard.viaApi, ...result.pods];
   // refs that matched nothing were resolved here: the uid selection above cannot report them
   const allMissing = guard.remaining !== undefined ? [...new Set([...missing, ...result.missing])] : result.missing;

@@ -121,6 +121,8 @@ export interface TerminateOptions {
   unbounded?: boolean;
   /** This node's pods as the API server holds them: each kill hands its pod's to the syncer. */
   specs?: PodSpecs;
+  /** The selection as the caller resolved it (`resolveTargets`, a listing of the last second): not listed again. */
+  resolved?: { targets: PodInfo[]; missing: string[] };
 }
 
 function isDoneState(state: PodInfo['state']): boolean {
@@ -178,7 +180,7 @@ async function elsewhereHint(session: NodeSession, selection: PodSelection): Pro
  * the store remembers too (finished ones, or ones whose runtime objects are gone). Nothing matched:
  * PodNotFoundError, with where the names do match.
  */
-async function resolveTargets(session: NodeSession, selection: PodSelection): Promise<{ targets: PodInfo[]; missing: string[] }> {
+export async function resolveTargets(session: NodeSession, selection: PodSelection): Promise<{ targets: PodInfo[]; missing: string[] }> {
   const listing = { runtimeMaxAgeMs: SELECTION_LISTING_MAX_AGE_MS };
   let { targets, missing } = resolveSelection(await session.listPods({ ...listing, scope: 'runtime' }), selection);
   if (missing.length > 0) ({ targets, missing } = resolveSelection(await session.listPods(listing), selection));
@@ -211,7 +213,7 @@ export async function terminatePods(options: TerminateOptions): Promise<Terminat
   const action = options.evict ? 'evict' : 'kill';
   const { session } = options;
 
-  const { targets, missing } = await resolveTargets(session, options.selection);
+  const { targets, missing } = options.resolved ?? (await resolveTargets(session, options.selection));
   for (const ref of missing) reporter.warn(`pod not found: ${ref}`);
   await passSafetyGate(
     options,
