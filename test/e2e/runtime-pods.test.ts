@@ -12,6 +12,9 @@ import { describeContainerd } from './support/env.js';
 import { useContainerd } from './support/context.js';
 import { readContainerLog } from './support/pods.js';
 import { GrpcStatus } from '../../src/cri/client/errors.js';
+import { Http2Channel } from '../../src/cri/client/channel.js';
+import * as proto from '../../src/cri/client/generated/runtime_v1.js';
+import { BufferReader } from '../../src/cri/client/reader.js';
 
 describeContainerd(import.meta.url, 'kubelet-style pods on containerd', () => {
   const node = useContainerd();
@@ -123,6 +126,25 @@ describeContainerd(import.meta.url, 'kubelet-style pods on containerd', () => {
     } finally {
       ac.abort();
       expect(await reading).toBeUndefined();
+    }
+  });
+
+  it("decodes containerd's answers with the client's reader exactly as the generated decoders do (listings, verbose statuses)", async () => {
+    const real = await node.pods.create({ name: 'reader', annotations: { 'example.com/note': 'équipe 名前 😀' } });
+    const channel = new Http2Channel({ socketPath: node.socket, maxMessageBytes: 16 << 20 });
+    try {
+      const call = (method: string, message: Uint8Array) => channel.unary(method, `/runtime.v1.RuntimeService/${method}`, message, Date.now() + 10_000);
+      const answers: [Buffer, { decode(input: BufferReader | Uint8Array): unknown }][] = [
+        [await call('ListPodSandbox', proto.ListPodSandboxRequest.encode({ filter: undefined }).finish()), proto.ListPodSandboxResponse],
+        [await call('ListContainers', proto.ListContainersRequest.encode({ filter: undefined }).finish()), proto.ListContainersResponse],
+        [await call('PodSandboxStatus', proto.PodSandboxStatusRequest.encode({ podSandboxId: real.sandboxId, verbose: true }).finish()), proto.PodSandboxStatusResponse],
+        [await call('ContainerStatus', proto.ContainerStatusRequest.encode({ containerId: real.containers[0]!.id, verbose: true }).finish()), proto.ContainerStatusResponse],
+      ];
+      for (const [bytes, type] of answers) expect(type.decode(new BufferReader(bytes))).toStrictEqual(type.decode(bytes));
+      const listed = proto.ListPodSandboxResponse.decode(new BufferReader(answers[0]![0])).items.find((s) => s.id === real.sandboxId);
+      expect(listed?.annotations['example.com/note']).toBe('équipe 名前 😀');
+    } finally {
+      channel.close();
     }
   });
 });
