@@ -22,7 +22,7 @@
  * dependency, plus what it lacks here: O_NOFOLLOW, O_EXCL temporaries, the directory fsync, and
  * the injectable steps.)
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
@@ -316,6 +316,16 @@ export async function listNames(dir: string): Promise<string[]> {
   }
 }
 
+/** The names in `dir` ([] when it does not exist), read synchronously. */
+function namesNow(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch (error) {
+    if (errnoOf(error) === 'ENOENT') return [];
+    throw error;
+  }
+}
+
 /**
  * Removes temporary files of the store folder `dir` left by writers that died mid-write (their PID
  * is gone): in its temporary folder, and beside its files (where earlier versions prepared writes).
@@ -324,7 +334,9 @@ export async function listNames(dir: string): Promise<string[]> {
 export async function sweepTemporaries(dir: string): Promise<number> {
   let removed = 0;
   for (const folder of [temporaryFolderOf(dir), dir]) {
-    for (const name of await listNames(folder)) {
+    // listed in one direct system call: every writing command sweeps its store's folders as it
+    // opens, and a thread-pool round trip each put the sweep behind the runtime's first answer
+    for (const name of namesNow(folder)) {
       if (!isTemporaryName(name)) continue;
       const pid = temporaryWriterPid(name);
       if (pid !== undefined && (pid === process.pid || isProcessAlive(pid))) continue;

@@ -25,6 +25,7 @@
  *   (and missing folders) is created 0700.
  * - A pod UID maps to a file name reversibly; no UID can escape its folder.
  */
+import { lstatSync, realpathSync, type Stats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { DIR_MODE, temporaryFolderOf } from './files.js';
@@ -65,21 +66,50 @@ function octal(mode: number): string {
   return `0${(mode & 0o777).toString(8)}`;
 }
 
-/** Throws a one-line StoreError unless `path` is a folder we own that no one else can write. */
-async function checkFolder(path: string, isRoot: boolean): Promise<void> {
-  const stat = await fsp.lstat(path);
+/** The one-line StoreError when `stat` is not of a folder we own that no one else can write. */
+function folderProblem(path: string, stat: Stats, isRoot: boolean): StoreError | undefined {
   if (stat.isSymbolicLink()) {
-    throw new StoreError('ESYMLINK', path, `refusing to use ${path}: it is a symlink inside the state dir; remove it`);
+    return new StoreError('ESYMLINK', path, `refusing to use ${path}: it is a symlink inside the state dir; remove it`);
   }
   if (!stat.isDirectory()) {
-    throw new StoreError('EPERMS', path, `${isRoot ? 'state dir' : 'state folder'} ${path} is not a directory; ${isRoot ? 'choose another with --state-dir or PODCTL_STATE_DIR' : 'move it aside'}`);
+    return new StoreError('EPERMS', path, `${isRoot ? 'state dir' : 'state folder'} ${path} is not a directory; ${isRoot ? 'choose another with --state-dir or PODCTL_STATE_DIR' : 'move it aside'}`);
   }
   const uid = process.getuid?.();
   if (uid !== undefined && stat.uid !== uid) {
-    throw new StoreError('EPERMS', path, `${isRoot ? 'state dir' : 'state folder'} ${path} is owned by uid ${stat.uid}, not by the current user (uid ${uid}); run: chown ${uid} ${path}`);
+    return new StoreError('EPERMS', path, `${isRoot ? 'state dir' : 'state folder'} ${path} is owned by uid ${stat.uid}, not by the current user (uid ${uid}); run: chown ${uid} ${path}`);
   }
   if ((stat.mode & 0o022) !== 0) {
-    throw new StoreError('EPERMS', path, `${isRoot ? 'state dir' : 'state folder'} ${path} is writable by group or others (mode ${octal(stat.mode)}); run: chmod 0700 ${path}`);
+    return new StoreError('EPERMS', path, `${isRoot ? 'state dir' : 'state folder'} ${path} is writable by group or others (mode ${octal(stat.mode)}); run: chmod 0700 ${path}`);
+  }
+  return undefined;
+}
+
+/** Throws a one-line StoreError unless `path` is a folder we own that no one else can write. */
+async function checkFolder(path: string, isRoot: boolean): Promise<void> {
+  const problem = folderProblem(path, await fsp.lstat(path), isRoot);
+  if (problem) throw problem;
+}
+
+/** The folders of a layout that openStateDir creates and checks, the root first. */
+function foldersOf(layout: StateLayout): string[] {
+  const written = [layout.pods, layout.leases, layout.inbox, layout.ended];
+  return [layout.root, ...written, layout.quarantine, ...written.map(temporaryFolderOf)];
+}
+
+/**
+ * The state dir as every command but the first finds it — each folder there, ours and closed to
+ * others — checked with one direct system call per folder; undefined when anything is missing or
+ * wrong (openStateDir's path then creates what is missing and reports what is wrong, as before).
+ * Direct calls because the checks are on every command's start-up path, beside the runtime's first
+ * answer: a thread-pool round trip per step made the state dir the last part of the open to finish.
+ */
+function soundLayout(requested: string): StateLayout | undefined {
+  try {
+    // the root may be an operator's symlink: its target is what is checked, as below
+    const layout = layoutOf(realpathSync(requested));
+    return foldersOf(layout).every((folder, i) => folderProblem(folder, lstatSync(folder), i === 0) === undefined) ? layout : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -150,6 +180,8 @@ async function ensureFolder(path: string, isRoot: boolean): Promise<void> {
  */
 export async function openStateDir(stateDir: string): Promise<StateLayout> {
   const requested = resolve(stateDir);
+  const sound = soundLayout(requested);
+  if (sound) return sound;
   await ensureFolder(requested, true).catch(async (error: unknown) => {
     // The root itself may be an operator's symlink: accept it if its target passes the checks.
     if (error instanceof StoreError && error.code === 'ESYMLINK') {

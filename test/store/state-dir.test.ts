@@ -4,7 +4,7 @@
  * it never retries for ever.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdir, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStore, StoreError } from '../../src/store/index.js';
@@ -168,6 +168,40 @@ describe('a state dir in a place this process cannot write', () => {
     const store = await openStore({ stateDir: path });
     expect(store.layout.root).toBe(path);
     for (const p of [join(dir.path, 'a'), join(dir.path, 'a', 'b'), path]) expect((await stat(p)).mode & 0o777).toBe(0o700);
+  });
+});
+
+describe('a state dir opened before', () => {
+  it('opens again without waiting on the event loop (no thread-pool round trip on the start-up path)', async () => {
+    const root = join(dir.path, 'state');
+    await openStore({ stateDir: root });
+    let turned = false;
+    setImmediate(() => (turned = true));
+    const store = await openStore({ stateDir: root });
+    expect(turned).toBe(false);
+    expect(store.layout.root).toBe(root);
+  });
+
+  it('a folder opened to others since, or gone, is refused or made again as on the first open', async () => {
+    const root = join(dir.path, 'state');
+    await openStore({ stateDir: root });
+    await rm(join(root, 'inbox'), { recursive: true });
+    await openStore({ stateDir: root });
+    expect((await stat(join(root, 'inbox', '.tmp'))).isDirectory()).toBe(true);
+    await chmod(join(root, 'pods'), 0o777);
+    const error = await openFailure(root);
+    expect(error.code).toBe('EPERMS');
+    expect(error.message).toBe(`state folder ${join(root, 'pods')} is writable by group or others (mode 0777); run: chmod 0700 ${join(root, 'pods')}`);
+  });
+
+  it('through an operator’s symlink at the state dir: the target is the root', async () => {
+    const target = join(dir.path, 'disk', 'state');
+    await openStore({ stateDir: target });
+    const link = join(dir.path, 'link');
+    await symlink(target, link);
+    expect((await openStore({ stateDir: link })).layout.root).toBe(target);
+    await chmod(target, 0o770);
+    expect((await openFailure(link)).message).toContain(`state dir ${target} is writable by group or others`);
   });
 });
 
