@@ -88,6 +88,8 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     ...(hooks.exitDetailsFor ? { exitDetailsFor: hooks.exitDetailsFor } : {}),
     ...(options.eventRelistIntervalMs !== undefined ? { eventRelistIntervalMs: options.eventRelistIntervalMs } : {}),
     ...(options.runtimeEventPatches === true ? { patchFromEvents: true } : {}),
+    // while pods' stops are in flight, relists asked for share one a relist period (see the syncer)
+    deferRelists: (): boolean => syncer.stopsInFlight,
   });
   const syncer = new RuntimeSyncer({
     client,

@@ -9,10 +9,14 @@
  * one if none is running or queued (no fixed 1 s tick as in the kubelet's PLEG). `refresh()` is
  * called by the syncer right after podctl's own actions, and on every runtime event when the
  * runtime streams them (GetContainerEvents); runtimes without events (containerd 1.6) fall back to
- * relisting every `pollIntervalMs` while started.
+ * relisting every `pollIntervalMs` while started (counted from the last relist, whoever asked).
+ * While `deferRelists` says so (pods' stops in flight), the relists waits and events ask for are
+ * deferred: they share one that starts within `deferredRelistMs` (the kubelet's relist period).
  *
  * Invariants:
  * - At most one relist runs at a time; requests during a relist share one queued follow-up relist.
+ * - A deferred relist starts at the latest `deferredRelistMs` after it was first asked for, and only
+ *   a relist that started after an ask serves it.
  * - Every wait is bounded (relists are RPCs with deadlines) and abortable by the waiter's signal;
  *   one waiter's abort never cancels a relist others wait on.
  * - A failed relist rejects its waiters with the CriError and leaves the last good state in place.
@@ -91,6 +95,14 @@ export interface RuntimePodCacheOptions {
   patchFromEvents?: boolean;
   /** With patching: how long an evented listing is accepted, and when the check relist comes (ms; default EVENTED_MAX_AGE_MS). */
   eventedMaxAgeMs?: number;
+  /**
+   * While this says yes (the syncer's stops are in flight), a relist a wait or an event asks for is
+   * deferred (`relistSoon`): it starts at the latest `deferredRelistMs` after the first ask, earlier
+   * when `relistDeferredNow()` is called or a relist that serves every ask completes. Default: never.
+   */
+  deferRelists?: () => boolean;
+  /** The longest a deferred relist waits, ms (default 1000: the kubelet's relist period). */
+  deferredRelistMs?: number;
 }
 
 /**
@@ -142,6 +154,60 @@ function ownersOf(pods: ReadonlyMap<string, RuntimePod>): Map<string, string> {
   return owners;
 }
 
+/**
+ * One deferred relist and the asks it serves: started by its timer (`afterMs` after the first ask)
+ * or by `start()`, through `run` (a relist that starts after every ask); settled without one by
+ * `servedBy` when a relist that started after every ask completes (relists numbered as they start).
+ */
+class DeferredRelist {
+  /** The number of relists started at the latest ask: a relist numbered above it started after every ask. */
+  #latest = 0;
+  readonly #timer: NodeJS.Timeout;
+  readonly #done: Promise<void>;
+  #resolve!: () => void;
+  #reject!: (error: unknown) => void;
+  #started = false;
+
+  constructor(
+    afterMs: number,
+    readonly run: () => Promise<void>,
+  ) {
+    this.#done = new Promise<void>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    this.#timer = setTimeout(() => this.start(), afterMs);
+  }
+
+  ask(relistsStarted: number): Promise<void> {
+    this.#latest = Math.max(this.#latest, relistsStarted);
+    return this.#done;
+  }
+
+  start(): void {
+    if (this.#started) return;
+    this.#started = true;
+    clearTimeout(this.#timer);
+    this.run().then(this.#resolve, this.#reject);
+  }
+
+  /** Settles the asks when the completed relist numbered `sequence` started after them all (true), before this one started. */
+  servedBy(sequence: number): boolean {
+    if (this.#started || sequence <= this.#latest) return false;
+    this.#started = true;
+    clearTimeout(this.#timer);
+    this.#resolve();
+    return true;
+  }
+
+  cancel(error: Error): void {
+    if (this.#started) return;
+    this.#started = true;
+    clearTimeout(this.#timer);
+    this.#reject(error);
+  }
+}
+
 export class RuntimePodCache implements PodStatusCache {
   #client: CriClient;
   #clock: Clock;
@@ -172,6 +238,12 @@ export class RuntimePodCache implements PodStatusCache {
   #patchedSinceRelist = false;
   /** The check relist after patches (patching only). */
   #checkTimer: NodeJS.Timeout | undefined;
+  readonly #deferRelists: (() => boolean) | undefined;
+  readonly #deferredRelistMs: number;
+  /** The deferred relist every `relistSoon` ask shares until it starts (see relistSoon). */
+  #deferred: DeferredRelist | undefined;
+  /** How many relists have started (their sequence numbers: a relist started after an ask has a higher one). */
+  #relistsStarted = 0;
 
   #pods = new Map<string, RuntimePod>();
   #statuses = new Map<string, PodStatus>();
@@ -209,6 +281,8 @@ export class RuntimePodCache implements PodStatusCache {
     this.#eventRelistIntervalMs = options.eventRelistIntervalMs ?? 0;
     this.#patchFromEvents = options.patchFromEvents ?? false;
     this.#eventedMaxAgeMs = options.eventedMaxAgeMs ?? EVENTED_MAX_AGE_MS;
+    this.#deferRelists = options.deferRelists;
+    this.#deferredRelistMs = options.deferredRelistMs ?? 1000;
   }
 
   // ------------------------------------------------------------------------- PodStatusCache
@@ -229,7 +303,7 @@ export class RuntimePodCache implements PodStatusCache {
       // a relist stamps the time it starts: it can only satisfy minTime once the clock reaches it
       const wait = minTime - this.#clock.now();
       if (wait > 0) await sleep(Math.min(wait, 1000, Math.max(0, giveUpAt - Date.now())), signal);
-      await raceAbort(this.#requestRelist(minTime), signal);
+      await raceAbort(this.#deferRelists?.() ? this.#relistDeferred() : this.#requestRelist(minTime), signal);
     }
     return this.get(uid) ?? emptyPodStatus(uid);
   }
@@ -260,6 +334,23 @@ export class RuntimePodCache implements PodStatusCache {
   refresh(signal?: AbortSignal): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('runtime pod cache is closed'));
     return raceAbort(this.#requestRelist(this.#clock.now()), signal);
+  }
+
+  /**
+   * A relist started after this call that need not start at once: every ask shares one deferred
+   * relist, which starts `deferredRelistMs` after the first ask, or at once on `relistDeferredNow()`;
+   * a relist that started after every ask and completes meanwhile (the poll's) serves it instead.
+   * While many pods' stops end one after another, their checks share about one relist a period
+   * instead of starting one each (on a runtime busy stopping them, every relist slows its stops).
+   */
+  relistSoon(signal?: AbortSignal): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('runtime pod cache is closed'));
+    return raceAbort(this.#relistDeferred(), signal);
+  }
+
+  /** Starts the deferred relist now, if one is waiting (the last stop in flight ended). */
+  relistDeferredNow(): void {
+    this.#deferred?.start();
   }
 
   /** Pods as last relisted (no RPC). */
@@ -312,6 +403,8 @@ export class RuntimePodCache implements PodStatusCache {
     this.#eventRelistTimer = undefined;
     if (this.#checkTimer !== undefined) clearTimeout(this.#checkTimer);
     this.#checkTimer = undefined;
+    this.#deferred?.cancel(new Error('runtime pod cache closed'));
+    this.#deferred = undefined;
   }
 
   // ------------------------------------------------------------------------------ relisting
@@ -321,9 +414,22 @@ export class RuntimePodCache implements PodStatusCache {
     return this.#relists.request(minStart);
   }
 
+  /** The shared deferred relist, asked for now (see relistSoon). */
+  #relistDeferred(): Promise<void> {
+    const deferred = (this.#deferred ??= new DeferredRelist(this.#deferredRelistMs, () => {
+      if (this.#deferred === deferred) this.#deferred = undefined;
+      return this.#requestRelist(this.#clock.now());
+    }));
+    return deferred.ask(this.#relistsStarted);
+  }
+
   /** A relist for a container event: at once, or when the event relist interval has passed. */
   #relistForEvent(): void {
     if (this.#eventRelistTimer !== undefined) return; // one is due already: it sees this event's change too
+    if (this.#deferRelists?.()) {
+      this.#relistDeferred().catch(() => undefined);
+      return;
+    }
     const interval = typeof this.#eventRelistIntervalMs === 'number' ? this.#eventRelistIntervalMs : this.#eventRelistIntervalMs(this.#pods.size);
     const waitMs = this.#lastRelistStartedAt + interval - this.#clock.now();
     if (waitMs <= 0) {
@@ -339,9 +445,11 @@ export class RuntimePodCache implements PodStatusCache {
 
   async #relist(startedAt: number): Promise<void> {
     this.#lastRelistStartedAt = startedAt;
+    this.#relistsStarted += 1;
+    const sequence = this.#relistsStarted;
     if (this.#patchFromEvents) this.#relistRunningSince = startedAt;
     try {
-      await this.#listAndCommit(startedAt);
+      await this.#listAndCommit(startedAt, sequence);
     } finally {
       if (this.#relistRunningSince === startedAt) {
         this.#relistRunningSince = undefined;
@@ -350,7 +458,7 @@ export class RuntimePodCache implements PodStatusCache {
     }
   }
 
-  async #listAndCommit(startedAt: number): Promise<void> {
+  async #listAndCommit(startedAt: number, sequence: number): Promise<void> {
     const call = {
       signal: this.#lifecycle.signal,
       ...(this.#rpcTimeoutMs !== undefined ? { timeoutMs: this.#rpcTimeoutMs } : {}),
@@ -395,6 +503,7 @@ export class RuntimePodCache implements PodStatusCache {
     this.#patchedSinceRelist = false;
     this.#observedAt = startedAt;
     this.#relistCount += 1;
+    if (this.#deferred?.servedBy(sequence)) this.#deferred = undefined;
     this.#emit({ kind: 'relisted', at: startedAt, uids: changed });
   }
 
@@ -528,14 +637,22 @@ export class RuntimePodCache implements PodStatusCache {
     return uid;
   }
 
+  /** A relist every `pollIntervalMs`, counted from the last relist's start (one asked for meanwhile counts). */
   async #poll(signal: AbortSignal): Promise<void> {
     if (this.#pollIntervalMs <= 0) return;
+    let waitMs = this.#pollIntervalMs;
     while (!signal.aborted) {
       try {
-        await sleep(this.#pollIntervalMs, signal, { unref: true });
+        await sleep(waitMs, signal, { unref: true });
       } catch {
         return;
       }
+      const sinceLast = this.#clock.now() - this.#lastRelistStartedAt;
+      if (sinceLast < this.#pollIntervalMs) {
+        waitMs = this.#pollIntervalMs - sinceLast;
+        continue;
+      }
+      waitMs = this.#pollIntervalMs;
       await this.#requestRelist(this.#clock.now()).catch(() => undefined);
     }
   }

@@ -9,7 +9,8 @@
  *      every main container has exited, in reverse spec order, within what is left of the grace;
  *   2. only when every container has stopped: StopPodSandbox (containerd SIGKILLs whatever still
  *      runs in a sandbox it stops, so it must come last);
- *   3. a check that nothing of the pod still runs, and a relist of the status cache.
+ *   3. a check that nothing of the pod still runs, and a relist of the status cache (while other
+ *      pods' stops are in flight, both share the cache's deferred relist: see #listPodAfterStops).
  * What it stops is what the status it was handed shows (as the kubelet kills the running pod it
  * derives from the cached status): the cache's view of that relist when it is at most a relist
  * period (1 s) old, else a fresh listing by the pod's UID label. Step 3 always lists fresh, so a container the view missed
@@ -162,6 +163,8 @@ export class RuntimeSyncer implements PodSyncer {
   #evicted = new Set<string>();
   /** Final API statuses reported through podStatusFn, by UID. */
   #finalStatuses = new Map<string, V1PodStatus>();
+  /** Pods whose stop calls are in flight (see #stopping and #listPodAfterStops). */
+  #podsStopping = 0;
 
   constructor(options: RuntimeSyncerOptions) {
     this.#client = options.client;
@@ -224,8 +227,8 @@ export class RuntimeSyncer implements PodSyncer {
     try {
       // a view the cache cannot vouch for comes from a fresh relist, which pods killed together share
       const view = (podStatus !== undefined ? this.#cachedView(uid) : undefined) ?? (await this.#listPodFresh(uid, signal));
-      await this.#killPod(signal, uid, view, deadline, grace, pod, stops);
-      after = await this.#verifyStopped(uid, signal);
+      await this.#stopping(() => this.#killPod(signal, uid, view, deadline, grace, pod, stops));
+      after = await this.#verifyStopped(uid, signal, true);
       if (podStatusFn) await this.#reportFinalStatus(uid, after, podStatusFn, signal);
     } finally {
       await this.#stopsEnded(uid, stops, after, signal);
@@ -253,8 +256,8 @@ export class RuntimeSyncer implements PodSyncer {
         if (knownSb.has(s.id) || s.state !== 'ready') continue;
         view.sandboxes.push(sandboxStub(s.id));
       }
-      await this.#killPod(signal, uid, view, deadline, grace, undefined, stops);
-      after = await this.#verifyStopped(uid, signal);
+      await this.#stopping(() => this.#killPod(signal, uid, view, deadline, grace, undefined, stops));
+      after = await this.#verifyStopped(uid, signal, true);
     } finally {
       await this.#stopsEnded(uid, stops, after, signal);
       this.#refreshCacheAfterReturn();
@@ -432,9 +435,40 @@ export class RuntimeSyncer implements PodSyncer {
     return pod ? viewOfRuntimePod(pod) : { containers: [], sandboxes: [] };
   }
 
-  /** Lists the pod again and throws when any of its containers still runs. */
-  async #verifyStopped(uid: string, signal: AbortSignal): Promise<PodRuntimeView> {
-    const view = await this.#listPodFresh(uid, signal);
+  /**
+   * Runs one pod's stop calls, counted among the pods stopping; when the last of them ends, the
+   * relist their checks were deferred to starts at once (so the last pod's check never waits).
+   */
+  async #stopping(stop: () => Promise<void>): Promise<void> {
+    this.#podsStopping += 1;
+    try {
+      await stop();
+    } finally {
+      this.#podsStopping -= 1;
+      if (this.#podsStopping === 0) this.#cache?.relistDeferredNow();
+    }
+  }
+
+  /** Whether other pods' stop calls are in flight here (the status cache defers its relists meanwhile). */
+  get stopsInFlight(): boolean {
+    return this.#podsStopping > 0;
+  }
+
+  /**
+   * The check after a pod's stops: a relist started after them. While other pods' stops are in
+   * flight it is the cache's deferred relist, shared by every check that ends meanwhile (at most a
+   * relist period later, as the kubelet's PLEG sees a stopped pod); the last pod's starts at once.
+   */
+  async #listPodAfterStops(uid: string, signal: AbortSignal): Promise<PodRuntimeView> {
+    if (!this.#cache || this.#podsStopping === 0) return this.#listPodFresh(uid, signal);
+    await this.#cache.relistSoon(signal);
+    const pod = this.#cache.pod(uid);
+    return pod ? viewOfRuntimePod(pod) : { containers: [], sandboxes: [] };
+  }
+
+  /** Lists the pod again (after its stops: `afterStops`) and throws when any of its containers still runs. */
+  async #verifyStopped(uid: string, signal: AbortSignal, afterStops = false): Promise<PodRuntimeView> {
+    const view = afterStops ? await this.#listPodAfterStops(uid, signal) : await this.#listPodFresh(uid, signal);
     const running = view.containers.filter((c) => c.state === ContainerStateCode.RUNNING);
     if (running.length > 0) {
       const names = running.map((c) => c.labels?.[LABEL_CONTAINER_NAME] ?? c.metadata?.name ?? c.id.slice(0, 12));
@@ -499,6 +533,7 @@ export class RuntimeSyncer implements PodSyncer {
    * relist (already running while the worker writes its checkpoint) instead of starting another.
    */
   #refreshCacheAfterReturn(): void {
-    if (this.#cache) setImmediate(() => this.#refreshCache());
+    // while other pods' stops are in flight, the next phase's wait shares the deferred relist
+    if (this.#cache && this.#podsStopping === 0) setImmediate(() => this.#refreshCache());
   }
 }

@@ -243,6 +243,58 @@ describe('RuntimePodCache', () => {
     cache.close();
     await expect(cache.getNewerThan('x', Date.now())).rejects.toThrow(/closed/);
   });
+
+  it('deferred relists: many asks share one relist, started at once by relistDeferredNow, else after deferredRelistMs; never one that started before them', async () => {
+    const { sim, client } = await simulator({ pods: [{ name: 'a', uid: 'ua', containers: [{ name: 'c', onSigterm: 'ignore' }] }], events: false });
+    let deferring = true;
+    const cache = new RuntimePodCache({ client, deferRelists: () => deferring, deferredRelistMs: 60_000 });
+    await cache.refresh();
+    const [cid] = sim.state.containerIds();
+    sim.state.markExited(cid!, 0);
+    const after = Date.now() + 1;
+    const soon = [cache.relistSoon(), cache.relistSoon()];
+    const newer = cache.getNewerThan('ua', after);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(cache.relistCount).toBe(1);
+    cache.relistDeferredNow();
+    await Promise.all(soon);
+    const status = await newer;
+    expect(cache.relistCount).toBe(2);
+    expect(status.containerStatuses[0]?.state).toBe('exited');
+
+    // with a short bound, a deferred relist comes by itself; without deferral, getNewerThan relists at once
+    const short = new RuntimePodCache({ client, deferRelists: () => deferring, deferredRelistMs: 50 });
+    await short.relistSoon();
+    expect(short.relistCount).toBe(1);
+    deferring = false;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await short.getNewerThan('ua', Date.now());
+    expect(short.relistCount).toBe(2);
+    const pending = short.relistSoon();
+    short.close();
+    await expect(pending).rejects.toThrow(/closed/);
+    cache.close();
+  });
+
+  it('the poll counts from the last relist: one asked for meanwhile puts the next poll off', async () => {
+    const { client } = await simulator({ pods: [{ name: 'a', uid: 'ua' }], events: false });
+    const cache = new RuntimePodCache({ client, pollIntervalMs: 400 });
+    cache.start();
+    await until(() => cache.eventsSupported === false);
+    const relists: number[] = [];
+    cache.subscribe((e) => {
+      if (e.kind === 'relisted') relists.push(e.at);
+    });
+    // a relist asked for every 150 ms for 1.5 s: the poll (every 400 ms) finds one within its period each time
+    const t0 = Date.now();
+    while (Date.now() - t0 < 1_500) {
+      await cache.refresh();
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    cache.close();
+    const gaps = relists.slice(1).map((t, i) => t - relists[i]!);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(100);
+  });
 });
 
 describe('RuntimePodCache patching from events (a follower: watch)', () => {
