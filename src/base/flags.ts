@@ -23,7 +23,7 @@ function requestTimeoutFlag(aliases: string[]) {
   return Flags.custom<number>({
     summary: `Deadline of each request to the container runtime: 30s, 2m, 500ms or a number of seconds${aliases.includes('timeout') ? ' (also --timeout, as in crictl)' : ''}.`,
     description:
-      "Default: $PODCTL_REQUEST_TIMEOUT, else timeout in /etc/crictl.yaml (crictl's file, whole seconds; $CRI_CONFIG_FILE names another), else 10s; 0 means that default. Connecting is bounded by 2s (or this, when shorter): a socket that does not answer as a CRI runtime by then is an error naming it.",
+      "Default: $PODCTL_REQUEST_TIMEOUT, else timeout in /etc/crictl.yaml (crictl's file, whole seconds; $CRI_CONFIG_FILE names another), else 10s; 0 means that default. When none of these sets it, StopPodSandbox and RemovePodSandbox get 2m (the kubelet's --runtime-request-timeout): a loaded runtime's sandbox teardown can take over a minute. Connecting is bounded by 2s (or this, when shorter): a socket that does not answer as a CRI runtime by then is an error naming it.",
     env: REQUEST_TIMEOUT_ENV,
     helpGroup: 'GLOBAL',
     helpValue: 'DURATION',

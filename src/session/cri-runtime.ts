@@ -4,7 +4,7 @@
  *
  * Loaded lazily by session.ts, so that the CRI client is loaded only by processes that talk to a runtime.
  * Invariants: every RPC has the session's deadline (`rpcTimeoutMs`, else crictl's `timeout`, else
- * 10 s: endpoint.ts); a socket that does not answer as an HTTP/2 (gRPC) server within the connect
+ * 10 s, and 2 min for the sandbox teardown calls: endpoint.ts); a socket that does not answer as an HTTP/2 (gRPC) server within the connect
  * bound (2 s, or the deadline when shorter) fails the open with one line naming the endpoint and
  * `--runtime-endpoint` — nothing is started on it; `close()` ends the event
  * stream and the channel; the listing reflects a relist started after the call (or, when the caller
@@ -77,7 +77,7 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     stateDir,
   });
   const rpcTimeoutMs = resolved.timeoutMs;
-  const client = await connectCri({ endpoint: resolved.endpoint, timeoutMs: rpcTimeoutMs });
+  const client = await connectCri({ endpoint: resolved.endpoint, timeoutMs: rpcTimeoutMs, teardownTimeoutMs: resolved.teardownTimeoutMs });
   const clock = options.clock;
   const cache = new RuntimePodCache({
     client,

@@ -5,7 +5,8 @@
  *
  * Owns one HTTP/2 connection for its unary calls (a new one after the runtime restarted), and one
  * per event stream. Invariants:
- * - Every unary call has a deadline (default 10 s, per-client `timeoutMs`, per-call override) and
+ * - Every unary call has a deadline (default 10 s, per-client `timeoutMs`, per-call override;
+ *   StopPodSandbox and RemovePodSandbox the per-client `teardownTimeoutMs`, default `timeoutMs`) and
  *   honours an AbortSignal: an abort cancels the in-flight RPC and rejects with `signal.reason`.
  * - Calls that ask the runtime to wait (StopContainer's timeout, ExecSync's timeout) get that wait
  *   added to their deadline, as the kubelet does, so a long grace period is not cut short by the
@@ -96,6 +97,8 @@ export interface CriClientOptions {
   endpoint: string;
   /** Default deadline for each call, ms (default 10_000). */
   timeoutMs?: number;
+  /** Default deadline of StopPodSandbox and RemovePodSandbox, ms (default: `timeoutMs`). */
+  teardownTimeoutMs?: number;
 }
 
 interface ExecResult {
@@ -163,7 +166,8 @@ const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 /** Opens a client (lazily loading the generated module). No RPC is made, nothing is connected: a dead socket shows on the first call. */
 export async function connectCri(options: CriClientOptions): Promise<CriClient> {
   const { endpoint, path } = parseEndpoint(options.endpoint);
-  return new Http2CriClient({ endpoint, socketPath: path, timeoutMs: options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS }, await loadCriModules());
+  const timeoutMs = options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS;
+  return new Http2CriClient({ endpoint, socketPath: path, timeoutMs, teardownTimeoutMs: options.teardownTimeoutMs ?? timeoutMs }, await loadCriModules());
 }
 
 /** A unary method of the generated service definition: its name and message types. */
@@ -185,13 +189,15 @@ class Http2CriClient implements CriClient {
   #Reader: CriModules['Reader'];
   #closed = false;
   readonly #socketPath: string;
+  readonly #teardownTimeoutMs: number;
   /** Ends each event stream in flight (`close()`). */
   readonly #streams = new Set<() => void>();
 
-  constructor(at: { endpoint: string; socketPath: string; timeoutMs: number }, { proto, decodeEvent, Reader }: CriModules) {
+  constructor(at: { endpoint: string; socketPath: string; timeoutMs: number; teardownTimeoutMs: number }, { proto, decodeEvent, Reader }: CriModules) {
     this.endpoint = at.endpoint;
     this.#socketPath = at.socketPath;
     this.timeoutMs = at.timeoutMs;
+    this.#teardownTimeoutMs = at.teardownTimeoutMs;
     this.#channel = new Http2Channel({ socketPath: at.socketPath, maxMessageBytes: MAX_MESSAGE_BYTES });
     this.#proto = proto;
     this.#methods = proto.RuntimeServiceDefinition.methods;
@@ -261,11 +267,11 @@ class Http2CriClient implements CriClient {
   }
 
   async stopPodSandbox(podSandboxId: string, options?: CallOptions): Promise<void> {
-    await this.#unary(this.#methods.stopPodSandbox, { podSandboxId }, options);
+    await this.#unary(this.#methods.stopPodSandbox, { podSandboxId }, { ...options, timeoutMs: options?.timeoutMs ?? this.#teardownTimeoutMs });
   }
 
   async removePodSandbox(podSandboxId: string, options?: CallOptions): Promise<void> {
-    await this.#unary(this.#methods.removePodSandbox, { podSandboxId }, options);
+    await this.#unary(this.#methods.removePodSandbox, { podSandboxId }, { ...options, timeoutMs: options?.timeoutMs ?? this.#teardownTimeoutMs });
   }
 
   podSandboxStatus(podSandboxId: string, options?: CallOptions & { verbose?: boolean }): Promise<PodSandboxStatusResponse> {

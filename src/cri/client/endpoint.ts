@@ -13,7 +13,9 @@
  * It also settles the deadline of each CRI request: the caller's (`--request-timeout`, `--timeout`
  * where a command has none of its own, or $PODCTL_REQUEST_TIMEOUT), else crictl's `timeout:` (whole
  * seconds) from the same file, else DEFAULT_RPC_TIMEOUT_MS; 0 or less means the default, as for
- * crictl. Connecting (the runtime's HTTP/2 answer) is bounded by the smaller of that and
+ * crictl. When none of these sets it, the sandbox teardown calls (StopPodSandbox, RemovePodSandbox)
+ * get SANDBOX_TEARDOWN_TIMEOUT_MS instead (`teardownTimeoutMs`): a deadline that was set applies to
+ * every call. Connecting (the runtime's HTTP/2 answer) is bounded by the smaller of that and
  * CONNECT_TIMEOUT_MS.
  *
  * Invariants:
@@ -40,6 +42,12 @@ export const CRICTL_CONFIG_ENV = 'PODCTL_CRICTL_CONFIG';
 export const CRI_CONFIG_FILE_ENV = 'CRI_CONFIG_FILE';
 /** Deadline of each CRI request when nothing sets one, ms. */
 export const DEFAULT_RPC_TIMEOUT_MS = 10_000;
+/**
+ * Deadline of StopPodSandbox and RemovePodSandbox when nothing sets one, ms: the kubelet's
+ * --runtime-request-timeout default (2m). A loaded runtime's network teardown can take over a
+ * minute, and a call cut short is retried from the start.
+ */
+export const SANDBOX_TEARDOWN_TIMEOUT_MS = 120_000;
 /** Bound for the runtime to answer a new connection as an HTTP/2 (gRPC) server, ms. */
 export const CONNECT_TIMEOUT_MS = 2_000;
 /** Where a request deadline came from (debug output, error hints). */
@@ -101,6 +109,8 @@ export interface ResolvedEndpoint {
   /** Deadline of each CRI request, ms, and where it came from. */
   timeoutMs: number;
   timeoutSource: TimeoutSource;
+  /** Deadline of StopPodSandbox and RemovePodSandbox, ms: `timeoutMs` when one was set, else SANDBOX_TEARDOWN_TIMEOUT_MS. */
+  teardownTimeoutMs: number;
   /** The crictl file read (named in messages), whether or not it exists. */
   crictlFile: string;
 }
@@ -211,12 +221,12 @@ export async function resolveEndpoint(options: ResolveEndpointOptions = {}): Pro
   // crictl's file is read when it can decide something: the socket or the request deadline
   const crictl = endpointGiven && asked !== undefined ? {} : await readCrictlConfig(crictlFile);
   const fromCrictl = endpointGiven ? undefined : crictl.runtimeEndpoint;
-  const timeout: Pick<ResolvedEndpoint, 'timeoutMs' | 'timeoutSource' | 'crictlFile'> =
+  const timeout: Pick<ResolvedEndpoint, 'timeoutMs' | 'timeoutSource' | 'teardownTimeoutMs' | 'crictlFile'> =
     asked !== undefined
-      ? { timeoutMs: asked, timeoutSource: 'flag', crictlFile }
+      ? { timeoutMs: asked, timeoutSource: 'flag', teardownTimeoutMs: asked, crictlFile }
       : crictl.timeoutSeconds !== undefined
-        ? { timeoutMs: crictl.timeoutSeconds * 1000, timeoutSource: 'crictl', crictlFile }
-        : { timeoutMs: DEFAULT_RPC_TIMEOUT_MS, timeoutSource: 'default', crictlFile };
+        ? { timeoutMs: crictl.timeoutSeconds * 1000, timeoutSource: 'crictl', teardownTimeoutMs: crictl.timeoutSeconds * 1000, crictlFile }
+        : { timeoutMs: DEFAULT_RPC_TIMEOUT_MS, timeoutSource: 'default', teardownTimeoutMs: SANDBOX_TEARDOWN_TIMEOUT_MS, crictlFile };
   const explicit =
     options.flag !== undefined && options.flag !== ''
       ? { value: options.flag, source: ENDPOINT_FLAG }

@@ -223,7 +223,10 @@ function runtimeCallCause(f: StuckFacts, err: RuntimeError | undefined): Blocked
   };
 }
 
-/** grace: nothing else holds it; it stops within its grace, or past it the runtime kills what still runs. */
+/**
+ * grace: nothing else holds it; it stops within its grace, or past it the runtime kills what still
+ * runs, or (every container stopped, the termination not yet done) its sandbox stop remains.
+ */
 function graceCause(f: StuckFacts): BlockedBy {
   const ref = `${f.namespace}/${f.name}`;
   const left = f.graceLeftMs;
@@ -237,9 +240,11 @@ function graceCause(f: StuckFacts): BlockedBy {
   return {
     kind: 'grace',
     detail:
-      f.state === 'terminating'
-        ? `the grace${f.gracePeriodSeconds !== null ? ` of ${f.gracePeriodSeconds}s` : ''} is over; the runtime is killing what still runs`
-        : 'every container stopped; the last clean-up step runs',
+      f.state !== 'terminating'
+        ? 'every container stopped; the last clean-up step runs'
+        : f.containersRunning === 0
+          ? 'every container stopped; what remains is the sandbox stop (StopPodSandbox: its network and mounts) and the final check'
+          : `the grace${f.gracePeriodSeconds !== null ? ` of ${f.gracePeriodSeconds}s` : ''} is over; the runtime is killing what still runs`,
     next: `wait a few seconds and look again (podctl status ${ref} --explain)`,
   };
 }

@@ -4,7 +4,17 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CONNECT_TIMEOUT_MS, DEFAULT_RPC_TIMEOUT_MS, EndpointError, connectTimeoutFor, notCriError, parseEndpoint, readCrictlConfig, resolveEndpoint } from '../../../src/cri/client/endpoint.js';
+import {
+  CONNECT_TIMEOUT_MS,
+  DEFAULT_RPC_TIMEOUT_MS,
+  EndpointError,
+  SANDBOX_TEARDOWN_TIMEOUT_MS,
+  connectTimeoutFor,
+  notCriError,
+  parseEndpoint,
+  readCrictlConfig,
+  resolveEndpoint,
+} from '../../../src/cri/client/endpoint.js';
 import { useTempDir } from '../support.js';
 
 const servers: net.Server[] = [];
@@ -93,10 +103,10 @@ describe('resolveEndpoint', () => {
     writeFileSync(config, `runtime-endpoint: unix://${sock}\ntimeout: 7 # seconds\n`);
     const env = { PODCTL_CRICTL_CONFIG: config };
     // crictl's file, also when the socket is named on the command line (crictl reads both keys)
-    expect(await resolveEndpoint({ env, wellKnown: [] })).toMatchObject({ path: sock, timeoutMs: 7000, timeoutSource: 'crictl', crictlFile: config });
+    expect(await resolveEndpoint({ env, wellKnown: [] })).toMatchObject({ path: sock, timeoutMs: 7000, timeoutSource: 'crictl', teardownTimeoutMs: 7000, crictlFile: config });
     expect(await resolveEndpoint({ flag: sock, env, wellKnown: [] })).toMatchObject({ timeoutMs: 7000, timeoutSource: 'crictl' });
     // what the command line (or $PODCTL_REQUEST_TIMEOUT, through the flag) asks for wins
-    expect(await resolveEndpoint({ env, requestTimeoutMs: 1500, wellKnown: [] })).toMatchObject({ path: sock, timeoutMs: 1500, timeoutSource: 'flag' });
+    expect(await resolveEndpoint({ env, requestTimeoutMs: 1500, wellKnown: [] })).toMatchObject({ path: sock, timeoutMs: 1500, timeoutSource: 'flag', teardownTimeoutMs: 1500 });
     // 0 means "not set", as crictl's 0: the file's, then the default
     expect(await resolveEndpoint({ env, requestTimeoutMs: 0, wellKnown: [] })).toMatchObject({ timeoutMs: 7000, timeoutSource: 'crictl' });
     writeFileSync(config, `runtime-endpoint: unix://${sock}\ntimeout: 0\n`);
@@ -149,6 +159,7 @@ describe('resolveEndpoint', () => {
       source: '--runtime-endpoint',
       timeoutMs: DEFAULT_RPC_TIMEOUT_MS,
       timeoutSource: 'default',
+      teardownTimeoutMs: SANDBOX_TEARDOWN_TIMEOUT_MS,
       crictlFile: noCrictl,
     });
     expect((await resolveEndpoint({ env, wellKnown: [] })).path).toBe(envSock);

@@ -96,6 +96,10 @@ describe('blockedBy: one named cause and one next step', () => {
     expect(blockedBy(facts({ driven: false }))!.next).toContain('podctl sync-known');
     expect(blockedBy(facts({ lastError: 'StopContainer: Unknown: permission denied' }))!.kind).toBe('runtime-error');
     expect(blockedBy(facts({ graceLeftMs: 0 }))!.detail).toContain('grace of 30s is over');
+    // nothing left to kill: the sandbox stop is what runs, not a kill
+    expect(blockedBy(facts({ graceLeftMs: 0, containersRunning: 0 }))!.detail).toBe(
+      'every container stopped; what remains is the sandbox stop (StopPodSandbox: its network and mounts) and the final check',
+    );
   });
 
   it('every kind has a distinct next step', () => {
