@@ -110,9 +110,13 @@ export class KillInbox {
     });
   }
 
-  /** Every held pod with a request waiting: drained (the safety re-scan beside the folder watch). */
+  /**
+   * Every held pod with a request waiting: drained (the safety re-scan beside the folder watch).
+   * A session that holds no lease has nothing to drain and does not read the folder (a follower
+   * such as `watch` re-scans every second for as long as it runs).
+   */
   async rescan(): Promise<void> {
-    if (this.#deps.closed()) return;
+    if (this.#deps.closed() || this.#deps.store.leases.heldUids().length === 0) return;
     try {
       const pending = await this.#deps.store.inbox.pendingUids();
       for (const uid of pending) if (this.#deps.store.leases.holds(uid)) this.drain(uid);

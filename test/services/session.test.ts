@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openSession, type SessionSeams } from '../../src/session/open.js';
@@ -242,6 +242,25 @@ describe('session: following other processes', () => {
     const count = leaseEvents();
     await new Promise((r) => setTimeout(r, 150)); // several heartbeats (mtime updates) of the actor
     expect(leaseEvents()).toBe(count);
+  });
+});
+
+describe('session: the inbox re-scan', () => {
+  it('a session that holds no lease does not read the inbox every re-scan; one that drives a pod does', async () => {
+    const { Inbox } = await import('../../src/store/inbox.js');
+    const reads = vi.spyOn(Inbox.prototype, 'pendingUids');
+    try {
+      runtime.add({ uid: 'r1', stopDelayMs: 60_000 });
+      const s = await open({ rescanMs: 20 });
+      // a follower (watch, status -w): a dozen re-scan ticks, not one read of the folder
+      await new Promise((r) => setTimeout(r, 300));
+      expect(reads).not.toHaveBeenCalled();
+      // driving a pod, the session re-scans its inbox for requests the folder watch missed
+      await s.requestKill({ uid: 'r1' });
+      await until(async () => reads.mock.calls.length >= 2);
+    } finally {
+      reads.mockRestore();
+    }
   });
 });
 

@@ -1,19 +1,23 @@
 /**
- * Whether the container runtime answers, for `watch`: one CRI Version call every 0.8 s with a
+ * Whether the container runtime answers, for `watch`: one CRI Version call every 1.5 s with a
  * short deadline, on a connection of its own (a relist stuck behind a hung runtime cannot hide it).
  * The screen shows a banner while the runtime does not answer, and the events pane (and the JSON
  * stream) says when it stopped and when it came back.
  *
  * Invariants:
- * - A runtime that stops answering is reported within intervalMs + deadlineMs (≤ 3 s by default);
- *   one that answers again within intervalMs of its first answer.
+ * - A runtime that stops answering is reported within intervalMs + deadlineMs (≤ 3 s by default:
+ *   2.7 s); one that answers again within intervalMs of its first answer.
  * - Never two probes at once; the timer is unref'd and stops on close(); a probe never throws.
  * - `current()` is the same object until the runtime's answering state changes.
  */
 import type { CriClient } from '../../cri/client/client.js';
 
-/** A probe every 800 ms, each with a deadline of 1.2 s, unless the options say otherwise. */
-const PROBE_DEFAULTS = { intervalMs: 800, deadlineMs: 1_200 };
+/**
+ * A probe every 1.5 s, each with a deadline of 1.2 s, unless the options say otherwise. A probe is
+ * most of an idle watch's own work (a call on its connection, a few wake-ups of the process), so it
+ * comes as seldom as the 3 s bound allows with room for a loaded machine.
+ */
+const PROBE_DEFAULTS = { intervalMs: 1_500, deadlineMs: 1_200 };
 
 export interface RuntimeHealth {
   answering: boolean;

@@ -2,7 +2,7 @@
  * The watch's runtime probe (services/runtime/runtime-probe.ts): a runtime that stops answering is reported
  * once, with when it stopped and why, and once again when it answers; probes never overlap.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { RuntimeProbe, probeErrorText, type RuntimeHealth } from '../../../src/services/runtime/runtime-probe.js';
 
 describe('RuntimeProbe', () => {
@@ -48,6 +48,32 @@ describe('RuntimeProbe', () => {
     expect(seen[1]![1]).toBe(down);
     expect(connects).toBe(1);
     probe.close();
+  });
+
+  it('probes an answering runtime every 1.5 s, so a hung one is reported within 3 s (interval + deadline)', async () => {
+    vi.useFakeTimers();
+    try {
+      let calls = 0;
+      const probe = new RuntimeProbe({
+        endpoint: 'unix:///run/x.sock',
+        connect: async () => ({
+          version: async () => {
+            calls += 1;
+            return { version: '0.1.0', runtimeName: 'x', runtimeVersion: '1', runtimeApiVersion: 'v1' };
+          },
+          close: () => undefined,
+        }),
+      });
+      probe.start();
+      await vi.advanceTimersByTimeAsync(6_100);
+      // 6 s of an idle watch: four probes (at 0.8 s, eight)
+      expect(calls).toBe(4);
+      probe.close();
+      await vi.advanceTimersByTimeAsync(3_000);
+      expect(calls).toBe(4);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('says what a refused connection means', () => {
