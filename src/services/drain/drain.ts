@@ -104,9 +104,15 @@ export function drainExitCode(result: Pick<DrainResult, 'status'>): ExitCodeValu
   }
 }
 
+/**
+ * How old the runtime listing the plan is made on may be, ms: as kill's selection and requestKill
+ * (the session starts one as it opens), so the first stop does not wait for a relist of its own.
+ */
+const PLAN_LISTING_MAX_AGE_MS = 1_000;
+
 /** The plan, and the pods it was made of (what the drain's consent gate looks at). */
 async function buildDrainPlan(options: Pick<DrainOptions, 'session' | 'selection' | 'groups' | 'isExcluded' | 'isSelf' | 'only'>): Promise<DrainPlan & { pods: PodInfo[] }> {
-  const { targets } = resolveSelection(await options.session.listPods(), options.selection);
+  const { targets } = resolveSelection(await options.session.listPods({ runtimeMaxAgeMs: PLAN_LISTING_MAX_AGE_MS }), options.selection);
   const only = options.only;
   const pods = only ? targets.filter((p) => only.has(p.uid)) : targets;
   const plan = planDrain({

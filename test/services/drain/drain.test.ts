@@ -53,8 +53,9 @@ describe('drain service', () => {
     const result = await drainNode({ session, selection: everything, groups: defaultGroups(30, 10), dryRun: false, now: session.now });
     expect(result.status).toBe('done');
     const since = Math.min(...['a', 'b'].map((name) => session.pod(session.uidOf('web', name))!.since));
-    // the plan's listing, then the check's (the fake clock stood still since the wait)
+    // the plan's listing (one from the last second will do, as kill's: the session's opening relist), then the check's (the fake clock stood still since the wait)
     expect(session.listings).toBe(2);
+    expect(session.listingOptions[0]).toEqual({ runtimeMaxAgeMs: 1_000 });
     expect(session.listingOptions[1]).toEqual({ scope: 'runtime', runtimeMaxAgeMs: session.now() - since });
   });
 
