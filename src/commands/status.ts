@@ -6,7 +6,7 @@ import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js'
 import { PodctlCommand } from '../base/command.js';
 import { UsageError } from '../lib/errors.js';
 import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
-import { selectionFlags } from '../base/flags.js';
+import { selectionFlags, type GlobalFlags } from '../base/flags.js';
 import { renderTable } from '../lib/output.js';
 import { parseDuration } from '../lib/duration.js';
 import { selectionFromFlags, type PodSelection } from '../lib/refs.js';
@@ -91,20 +91,9 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
       this.interruptIsNormal = true;
       this.interruptMessage = 'stopping the watch';
     }
-    // the kubelet check runs beside the session's opening (healthz and /proc, no API server needed)
-    // with an API server: its objects of the node's pods (finalizers, deletions) and the node Lease
-    const api = await apiNodeFor(flags, this.reporter).catch((error: Error) => {
-      this.reporter.warn(`${error.message}; going on without the API server`);
-      return undefined;
-    });
-    const kubelet = kubeletStatusFor(flags['kubelet-healthz'], api);
-    // bounded (5 s); lib/abortable.js loaded only then, off the start-up path
-    const apiPods = api?.kube.listNodePods(await import('../lib/abortable.js').then(({ boundSignal }) => boundSignal(5_000))).catch((error: Error) => {
-      this.reporter.warn(`cannot list the node's pods from the API server: ${error.message}`);
-      return undefined;
-    });
+    const { session, api, apiPods, kubelet } = await this.#open(flags);
     const result = await podStatus({
-      session: await this.session(),
+      session,
       selection,
       explain: flags.explain,
       kubeletRoot: flags['kubelet-root'],
@@ -144,6 +133,31 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
   }
 
   /** --last-shutdown: the last guarded shutdown's record, read from the state dir (no session, no runtime). */
+  /**
+   * The session, the API server (when configured: its pods of the node) and the kubelet check. The
+   * session opens first: once open it has sent the first relist with Version, so the kubelet check
+   * (healthz, then a synchronous /proc scan when refused) runs while the runtime answers the listing
+   * instead of before the runtime is asked. A failed open is reported after the API client's warnings.
+   */
+  async #open(flags: GlobalFlags & { 'kubelet-healthz'?: string | undefined }) {
+    const opening = this.session();
+    opening.catch(() => undefined);
+    const api = await apiNodeFor(flags, this.reporter).catch((error: Error) => {
+      this.reporter.warn(`${error.message}; going on without the API server`);
+      return undefined;
+    });
+    // bounded (5 s); lib/abortable.js loaded only then, off the start-up path
+    const apiPods = api?.kube.listNodePods(await import('../lib/abortable.js').then(({ boundSignal }) => boundSignal(5_000))).catch((error: Error) => {
+      this.reporter.warn(`cannot list the node's pods from the API server: ${error.message}`);
+      return undefined;
+    });
+    const session = await opening.catch((error: unknown) => {
+      api?.close();
+      throw error;
+    });
+    return { session, api, apiPods, kubelet: kubeletStatusFor(flags['kubelet-healthz'], api) };
+  }
+
   async #lastShutdown(stateDir: string, output: string): Promise<LastShutdownJson> {
     const { lastShutdown, lastShutdownText } = await import('../services/shutdown/index.js');
     const last = await lastShutdown(stateDir);

@@ -1,0 +1,58 @@
+/**
+ * What `podctl status` asks first: the runtime's listing goes out before the kubelet check, so the
+ * check (healthz, then a /proc scan when refused) runs while the runtime answers. Needs `npm run build`.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoNode, startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+
+const ROOT = process.cwd();
+
+function podctl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [path.join(ROOT, 'bin', 'run.js'), ...args],
+      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '' }, timeout: 60_000 },
+      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+let sim: RunningSimulator;
+let healthz: http.Server;
+let dir: string;
+/** The runtime calls the simulator had received when each healthz request came in. */
+const seenAtHealthz: string[][] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'podctl-status-open-'));
+  sim = await startSimulator({ socketPath: path.join(dir, 'cri.sock'), pods: demoNode(6) });
+  healthz = http.createServer((_req, res) => {
+    seenAtHealthz.push(sim.state.journal().flatMap((r) => (r.kind === 'rpc' ? [r.method] : [])));
+    res.end('ok');
+  });
+  await new Promise<void>((resolve) => healthz.listen(0, '127.0.0.1', resolve));
+});
+afterAll(async () => {
+  healthz?.close();
+  await sim?.close();
+});
+
+describe('podctl status', { timeout: 60_000 }, () => {
+  it('asks the runtime for its listing before it asks the kubelet, and still reports the kubelet', async () => {
+    const url = `http://127.0.0.1:${(healthz.address() as AddressInfo).port}/healthz`;
+    const run = await podctl(['status', '-o', 'json', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--kubelet-healthz', url]);
+    expect(run.code, run.stderr).toBe(0);
+    const json = JSON.parse(run.stdout) as { kubelet: { state: string }; pods: unknown[] };
+    expect(json.kubelet.state).toBe('running');
+    expect(json.pods).toHaveLength(6);
+    expect(seenAtHealthz).toHaveLength(1);
+    expect(seenAtHealthz[0]).toEqual(expect.arrayContaining(['Version', 'ListPodSandbox']));
+  });
+});
