@@ -49,6 +49,7 @@ import type { NodeSession, PodInfo } from '../../domain/session-api.js';
 import type { V1Pod } from '../../engine/types.js';
 import type { ApiNode } from '../api/api-node.js';
 import { syncKnown, type DesiredSource, type SyncKnownResult } from './sync-known.js';
+import type { ApiSyncReport } from './api-sync.js';
 import { isRuntimeAway } from '../terminate/drive.js';
 import { UsageError, isAbort } from '../../lib/errors.js';
 import { formatDuration } from '../../lib/duration.js';
@@ -164,6 +165,7 @@ class AgentRun {
   readonly #state: AgentHealth;
   readonly #totals = { steps: 0, failedSteps: 0, resumed: 0, orphanedRuntimePods: 0 };
   readonly #stuckLogged = new Map<string, number>(); // uid → since of the termination logged
+  readonly #withheldLogged = new Map<string, string>(); // uid → why its final delete was withheld, as logged
   readonly #wake = new Wake();
   readonly #following = new Map<string, Promise<void>>(); // uid → the kill of its deletion in flight
   readonly #isSelf: ((pod: PodInfo) => boolean) | undefined;
@@ -416,6 +418,7 @@ class AgentRun {
     observeStep(metrics, outcome, pods);
     this.#gate.afterFullStep(pods, mark);
     step.stuck = noteStuck(pods, this.#now(), this.#options.stuckAfterMs, this.#stuckLogged, this.#reporter, api);
+    if (outcome.api) noteWithheld(outcome.api, pods, this.#withheldLogged, this.#reporter);
     // what holds each stuck pod, with the node's facts (/proc, mounts) for those few pods only
     const stuckPods = pods.filter((p) => step.stuck.includes(p.uid));
     const facts = stuckPods.length > 0 ? await gatherNodeFacts(session, stuckPods, kubelet, new Map(), signal).catch(() => undefined) : undefined;
@@ -579,6 +582,23 @@ function noteStuck(pods: PodInfo[], now: number, stuckAfterMs: number, logged: M
     if (api && pod.pod) void api.event(pod.pod, 'Warning', 'PodStuckTerminating', message).catch(() => undefined);
   }
   return stuck;
+}
+
+/**
+ * Logs each final delete withheld (a volume still mounted or unknown, API writes withheld) once per
+ * pod and reason, not at every step; a pod whose final delete went out, or that left the node, is
+ * forgotten (withheld again later, it is said again).
+ */
+function noteWithheld(report: ApiSyncReport, pods: readonly PodInfo[], logged: Map<string, string>, reporter: Reporter): void {
+  const keep = new Set(pods.map((p) => p.uid));
+  for (const p of [...report.finallyDeleted, ...report.alreadyGone]) keep.delete(p.uid);
+  for (const w of report.withheld) {
+    keep.add(w.uid);
+    if (logged.get(w.uid) === w.reason) continue;
+    logged.set(w.uid, w.reason);
+    reporter.warn(`agent: final delete of ${w.namespace}/${w.name} ${w.reason}`);
+  }
+  for (const uid of logged.keys()) if (!keep.has(uid)) logged.delete(uid);
 }
 
 /** Step details go to debug: the agent's own lines say what matters. */
