@@ -63,14 +63,16 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       return undefined;
     });
     if (flags['via-api'] && !api) throw new UsageError('--via-api needs an API server', 'pass --kubeconfig FILE or set KUBECONFIG');
-    // the kubelet check runs beside the session's opening
-    const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
     const safety = this.safetyOptions(flags);
     // the background driver waits out a runtime that is away (services/terminate/drive.ts); a kill does not
     const persist: Persist = flags.drive
       ? (await import('../services/terminate/drive.js')).driverPatience({ stateDir: flags['state-dir'], uids: flags.uid ?? [], reporter: this.reporter, signal: this.abort.signal })
       : (_what, attempt) => attempt();
     const session = await persist('opening the session', () => this.session());
+    // the kubelet check (healthz, then a synchronous /proc scan when refused) runs while the runtime
+    // answers the session's first relist, instead of delaying its connection; awaited before any stop
+    const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
+    kubeletCheck.catch(() => undefined);
     if (api && !flags['dry-run']) await (await import('../services/api/api-node.js')).replayPendingApiWrites(api, session);
     const kubelet = await kubeletCheck;
     // a fresh listing the kill's own lookups (≤ 1 s old) reuse: the runtime answered just before

@@ -1,0 +1,54 @@
+/**
+ * What `podctl kill` asks first: the runtime (Version, the first relist) before the kubelet check,
+ * so the check (healthz, then a /proc scan when refused) runs while the runtime answers; and still
+ * nothing is stopped before the check has answered. Needs `npm run build`.
+ */
+import { mkdtempSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+import { requireBuilt, runPodctl as podctl } from '../support/cli.js';
+
+let sim: RunningSimulator;
+let healthz: http.Server;
+let dir: string;
+/** The runtime calls the simulator had received when each healthz request came in. */
+const seenAtHealthz: string[][] = [];
+
+beforeAll(async () => {
+  requireBuilt('kill');
+  dir = mkdtempSync(path.join(tmpdir(), 'podctl-kill-open-'));
+  sim = await startSimulator({
+    socketPath: path.join(dir, 'cri.sock'),
+    timeScale: 0.05,
+    pods: [{ name: 'web-1', namespace: 'web', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] }],
+  });
+  healthz = http.createServer((_req, res) => {
+    seenAtHealthz.push(sim.state.journal().flatMap((r) => (r.kind === 'rpc' ? [r.method] : [])));
+    res.end('ok');
+  });
+  await new Promise<void>((resolve) => healthz.listen(0, '127.0.0.1', resolve));
+});
+afterAll(async () => {
+  healthz?.close();
+  await sim?.close();
+});
+
+describe('podctl kill', { timeout: 60_000 }, () => {
+  it('asks the runtime for Version and its listing before it asks the kubelet, and stops nothing before the kubelet answered', async () => {
+    const url = `http://127.0.0.1:${(healthz.address() as AddressInfo).port}/healthz`;
+    // the kubelet answers ok: --force stops the pod over CRI anyway (the kubelet may desire it)
+    const run = await podctl(['kill', 'web/web-1', '--force', '--grace', '1', '--json', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--kubelet-healthz', url]);
+    expect(run.code, run.stderr).toBe(0);
+    const json = JSON.parse(run.stdout) as { kubelet: { state: string }; pods: { name: string; outcome: string }[] };
+    expect(json.kubelet.state).toBe('running');
+    expect(json.pods).toEqual([expect.objectContaining({ name: 'web-1', outcome: 'terminated' })]);
+    expect(seenAtHealthz).toHaveLength(1);
+    expect(seenAtHealthz[0]).toEqual(expect.arrayContaining(['Version', 'ListPodSandbox']));
+    expect(seenAtHealthz[0]).not.toContain('StopContainer');
+    expect(seenAtHealthz[0]).not.toContain('StopPodSandbox');
+  });
+});
