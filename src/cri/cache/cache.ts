@@ -41,13 +41,15 @@ import pLimit from 'p-limit';
 import type { Clock, PodStatus, PodStatusCache } from '../../engine/types.js';
 import type { CriClient } from '../client/client.js';
 import { ContainerEventCode, ContainerStateCode } from '../client/codes.js';
-import { isNotFound, isTransient, isUnavailable, isUnimplemented } from '../client/errors.js';
+import { isNotFound, isUnimplemented } from '../client/errors.js';
 import { LABEL_POD_UID } from '../client/kubelet-labels.js';
 import { SingleFlight } from '../../lib/single-flight.js';
 import { abortReason, raceAbort, sleep } from '../../lib/abortable.js';
 import type { Container } from '../client/generated/runtime_v1.js';
 import type { ContainerEventSummary } from '../client/container-event.js';
+import { DeferredRelist } from './deferred-relist.js';
 import { exitDetailsOf, patchPod } from './event-patch.js';
+import { listingWithRetries } from './listing-retry.js';
 import { emptyPodStatus, groupRuntimePods, toPodStatus, type ContainerDetails, type RuntimePod } from './pods.js';
 
 export type RuntimeCacheEvent =
@@ -119,27 +121,6 @@ const EVENTED_MAX_AGE_MS = 30_000;
  */
 const STREAM_SETTLE_MS = 1_000;
 
-/** Pauses before a relist's listing call is tried again after a transient failure. */
-const LISTING_RETRY_MS: readonly number[] = [100, 300];
-
-/**
- * One listing call of a relist, tried again (twice) after a transient failure: a read is safe to
- * repeat, and one flaky answer must not fail a whole listing of the node. UNAVAILABLE is not tried
- * again here: the client already retried it within the call's deadline (client.ts), and a runtime
- * that is down must fail the relist in that time, not three times over.
- */
-async function listingWithRetries<T>(list: () => Promise<T>, signal: AbortSignal): Promise<T> {
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      return await list();
-    } catch (error) {
-      const pauseMs = LISTING_RETRY_MS[attempt];
-      if (pauseMs === undefined || !isTransient(error) || isUnavailable(error) || signal.aborted) throw error;
-      await sleep(pauseMs, signal);
-    }
-  }
-}
-
 function fingerprint(status: PodStatus): string {
   return JSON.stringify(status);
 }
@@ -152,60 +133,6 @@ function ownersOf(pods: ReadonlyMap<string, RuntimePod>): Map<string, string> {
     for (const sb of pod.sandboxes) owners.set(sb.id, uid);
   }
   return owners;
-}
-
-/**
- * One deferred relist and the asks it serves: started by its timer (`afterMs` after the first ask)
- * or by `start()`, through `run` (a relist that starts after every ask); settled without one by
- * `servedBy` when a relist that started after every ask completes (relists numbered as they start).
- */
-class DeferredRelist {
-  /** The number of relists started at the latest ask: a relist numbered above it started after every ask. */
-  #latest = 0;
-  readonly #timer: NodeJS.Timeout;
-  readonly #done: Promise<void>;
-  #resolve!: () => void;
-  #reject!: (error: unknown) => void;
-  #started = false;
-
-  constructor(
-    afterMs: number,
-    readonly run: () => Promise<void>,
-  ) {
-    this.#done = new Promise<void>((resolve, reject) => {
-      this.#resolve = resolve;
-      this.#reject = reject;
-    });
-    this.#timer = setTimeout(() => this.start(), afterMs);
-  }
-
-  ask(relistsStarted: number): Promise<void> {
-    this.#latest = Math.max(this.#latest, relistsStarted);
-    return this.#done;
-  }
-
-  start(): void {
-    if (this.#started) return;
-    this.#started = true;
-    clearTimeout(this.#timer);
-    this.run().then(this.#resolve, this.#reject);
-  }
-
-  /** Settles the asks when the completed relist numbered `sequence` started after them all (true), before this one started. */
-  servedBy(sequence: number): boolean {
-    if (this.#started || sequence <= this.#latest) return false;
-    this.#started = true;
-    clearTimeout(this.#timer);
-    this.#resolve();
-    return true;
-  }
-
-  cancel(error: Error): void {
-    if (this.#started) return;
-    this.#started = true;
-    clearTimeout(this.#timer);
-    this.#reject(error);
-  }
 }
 
 export class RuntimePodCache implements PodStatusCache {
