@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseFault, startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
-import { processesNaming } from '../support/process.js';
+import { killAll, processesNaming } from '../support/process.js';
 
 const ROOT = process.cwd();
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -40,13 +40,7 @@ const sims: RunningSimulator[] = [];
 /** Background drivers a drain handed its unfinished pods to: they would drive them for ever once the simulator is gone. */
 const drivers: number[] = [];
 afterAll(async () => {
-  for (const pid of drivers) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
+  killAll(drivers);
   for (const s of sims) await s.close();
   // and any driver nobody recorded here (it names its state dir on its command line): one still
   // writing its records while they are removed made the removal fail (ENOTEMPTY)

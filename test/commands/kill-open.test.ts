@@ -4,16 +4,15 @@
  * nothing is stopped before the check has answered. Needs `npm run build`.
  */
 import { mkdtempSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { requireBuilt, runPodctl as podctl } from '../support/cli.js';
+import { startHealthz } from '../support/healthz.js';
 
 let sim: RunningSimulator;
-let healthz: http.Server;
+let healthz: { url: string; close(): void };
 let dir: string;
 /** The runtime calls the simulator had received when each healthz request came in. */
 const seenAtHealthz: string[][] = [];
@@ -26,11 +25,7 @@ beforeAll(async () => {
     timeScale: 0.05,
     pods: [{ name: 'web-1', namespace: 'web', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] }],
   });
-  healthz = http.createServer((_req, res) => {
-    seenAtHealthz.push(sim.state.journal().flatMap((r) => (r.kind === 'rpc' ? [r.method] : [])));
-    res.end('ok');
-  });
-  await new Promise<void>((resolve) => healthz.listen(0, '127.0.0.1', resolve));
+  healthz = await startHealthz(() => seenAtHealthz.push(sim.state.journal().flatMap((r) => (r.kind === 'rpc' ? [r.method] : []))));
 });
 afterAll(async () => {
   healthz?.close();
@@ -39,7 +34,7 @@ afterAll(async () => {
 
 describe('podctl kill', { timeout: 60_000 }, () => {
   it('asks the runtime for Version and its listing before it asks the kubelet, and stops nothing before the kubelet answered', async () => {
-    const url = `http://127.0.0.1:${(healthz.address() as AddressInfo).port}/healthz`;
+    const url = healthz.url;
     // the kubelet answers ok: --force stops the pod over CRI anyway (the kubelet may desire it)
     const run = await podctl(['kill', 'web/web-1', '--force', '--grace', '1', '--json', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--kubelet-healthz', url]);
     expect(run.code, run.stderr).toBe(0);

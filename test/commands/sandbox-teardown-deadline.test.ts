@@ -10,18 +10,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseFault, startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { requireBuilt, runPodctl as podctl, type CliRun } from '../support/cli.js';
+import { killAll } from '../support/process.js';
 
 const sims: RunningSimulator[] = [];
 /** Background drivers a timed-out kill handed its pod to. */
 const drivers: number[] = [];
 afterAll(async () => {
-  for (const pid of drivers) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
+  killAll(drivers);
   for (const s of sims) await s.close();
 });
 

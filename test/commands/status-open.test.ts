@@ -4,12 +4,11 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoNode, startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+import { startHealthz } from '../support/healthz.js';
 
 const ROOT = process.cwd();
 
@@ -25,7 +24,7 @@ function podctl(args: string[]): Promise<{ code: number; stdout: string; stderr:
 }
 
 let sim: RunningSimulator;
-let healthz: http.Server;
+let healthz: { url: string; close(): void };
 let dir: string;
 /** The runtime calls the simulator had received when each healthz request came in. */
 const seenAtHealthz: string[][] = [];
@@ -33,11 +32,7 @@ const seenAtHealthz: string[][] = [];
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'podctl-status-open-'));
   sim = await startSimulator({ socketPath: path.join(dir, 'cri.sock'), pods: demoNode(6) });
-  healthz = http.createServer((_req, res) => {
-    seenAtHealthz.push(sim.state.journal().flatMap((r) => (r.kind === 'rpc' ? [r.method] : [])));
-    res.end('ok');
-  });
-  await new Promise<void>((resolve) => healthz.listen(0, '127.0.0.1', resolve));
+  healthz = await startHealthz(() => seenAtHealthz.push(sim.state.journal().flatMap((r) => (r.kind === 'rpc' ? [r.method] : []))));
 });
 afterAll(async () => {
   healthz?.close();
@@ -46,7 +41,7 @@ afterAll(async () => {
 
 describe('podctl status', { timeout: 60_000 }, () => {
   it('asks the runtime for its listing before it asks the kubelet, and still reports the kubelet', async () => {
-    const url = `http://127.0.0.1:${(healthz.address() as AddressInfo).port}/healthz`;
+    const url = healthz.url;
     const run = await podctl(['status', '-o', 'json', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--kubelet-healthz', url]);
     expect(run.code, run.stderr).toBe(0);
     const json = JSON.parse(run.stdout) as { kubelet: { state: string }; pods: unknown[] };

@@ -16,6 +16,7 @@ import { writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { TMUX_SIZES, onOneLine, tmuxTerminal } from '../tui/support/tmux.js';
 import { requireBuilt, runPodctl as podctl, type CliRun as Run, BIN, ROOT } from '../support/cli.js';
+import { killAll } from '../support/process.js';
 
 interface Node {
   sim: RunningSimulator;
@@ -26,13 +27,7 @@ const sims: RunningSimulator[] = [];
 /** Background drivers the timed-out kills handed their pods to: they would drive a stuck pod forever. */
 const drivers: number[] = [];
 afterAll(async () => {
-  for (const pid of drivers) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
+  killAll(drivers);
   for (const s of sims) await s.close();
 });
 

@@ -40,3 +40,14 @@ export function processesNaming(text: string): number[] {
   }
   return out;
 }
+
+/** SIGKILLs each of `pids` still alive (a background driver a test's kill handed its pod to); one already gone is skipped. */
+export function killAll(pids: Iterable<number>): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
