@@ -132,7 +132,6 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     return statusJson(result);
   }
 
-  /** --last-shutdown: the last guarded shutdown's record, read from the state dir (no session, no runtime). */
   /**
    * The session, the API server (when configured: its pods of the node) and the kubelet check. The
    * session opens first: once open it has sent the first relist with Version, so the kubelet check
@@ -158,6 +157,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     return { session, api, apiPods, kubelet: kubeletStatusFor(flags['kubelet-healthz'], api) };
   }
 
+  /** --last-shutdown: the last guarded shutdown's record, read from the state dir (no session, no runtime). */
   async #lastShutdown(stateDir: string, output: string): Promise<LastShutdownJson> {
     const { lastShutdown, lastShutdownText } = await import('../services/shutdown/index.js');
     const last = await lastShutdown(stateDir);
