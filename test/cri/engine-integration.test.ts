@@ -75,6 +75,48 @@ describe('engine + runtime syncer + runtime cache', () => {
     cache.close();
   });
 
+  it('syncs a terminated pod only after a relist started once its terminating sync ended, and relists once for it', async () => {
+    const { sim, client } = await simulator({ pods: [{ name: 'web', uid: 'w4', containers: [{ name: 'c', onSigterm: 'exit' }] }] });
+    // every reading of the clock is a later instant: two asks in the same millisecond never share a relist by chance
+    let ticks = 0;
+    const clock = { now: () => Date.now() + ticks++ };
+    const cache = new RuntimePodCache({ client, clock });
+    const syncer = new RuntimeSyncer({ client, cache, clock });
+    const log: Array<{ what: string; at: number }> = [];
+    cache.subscribe((e) => {
+      if (e.kind === 'relisted') log.push({ what: 'relisted', at: e.at });
+    });
+    const syncTerminatedPod = syncer.syncTerminatedPod.bind(syncer);
+    syncer.syncTerminatedPod = (...args) => {
+      log.push({ what: 'terminated sync', at: clock.now() });
+      return syncTerminatedPod(...args);
+    };
+    const workers = createPodWorkers({
+      syncer,
+      cache,
+      clock,
+      backOffPeriodMs: 100,
+      onEvent: (e) => {
+        if (e.type === 'state-changed' && e.to === 'terminated') log.push({ what: 'terminated', at: e.at });
+        if (e.type === 'finished') log.push({ what: 'finished', at: e.at });
+      },
+    });
+    const pod = await specOf(client, 'w4');
+    workers.updatePod({ updateType: 'kill', pod, killPodOptions: { gracePeriodSecondsOverride: 5 } });
+    await finished(workers, 'w4');
+    // a relist the syncer would queue behind the terminated phase's would have started by now
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const terminatedAt = log.find((e) => e.what === 'terminated')!.at;
+    const newer = log.filter((e) => e.what === 'relisted' && e.at >= terminatedAt);
+    expect(newer).toHaveLength(1);
+    // the kubelet's rule: the terminated phase runs on a status newer than the terminating sync's end
+    const phase = log.findIndex((e) => e.what === 'terminated sync');
+    expect(log.indexOf(newer[0]!)).toBeLessThan(phase);
+    expect(sim.state.container(sim.state.containerIds()[0]!)).toMatchObject({ state: 2, exitCode: 0 });
+    await workers.close();
+    cache.close();
+  });
+
   it('a runtime error fails the sync as CriError; the engine backs off and retries to completion', async () => {
     const { sim, client, cache, workers, events } = await setup({
       pods: [{ name: 'web', uid: 'w3' }],

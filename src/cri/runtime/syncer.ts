@@ -232,7 +232,7 @@ export class RuntimeSyncer implements PodSyncer {
       if (podStatusFn) await this.#reportFinalStatus(uid, after, podStatusFn, signal);
     } finally {
       await this.#stopsEnded(uid, stops, after, signal);
-      this.#refreshCacheAfterReturn();
+      this.#refreshCacheAfterReturn(uid);
     }
   }
 
@@ -260,7 +260,7 @@ export class RuntimeSyncer implements PodSyncer {
       after = await this.#verifyStopped(uid, signal, true);
     } finally {
       await this.#stopsEnded(uid, stops, after, signal);
-      this.#refreshCacheAfterReturn();
+      this.#refreshCacheAfterReturn(uid);
     }
   }
 
@@ -527,13 +527,19 @@ export class RuntimeSyncer implements PodSyncer {
   }
 
   /**
-   * Relists once the caller has taken in this call's return: the engine stamps the end of a sync
-   * right after it, and its next phase waits for a status newer than that stamp. A relist started
-   * on the next turn of the event loop carries a stamp at or after it, so the next phase joins this
-   * relist (already running while the worker writes its checkpoint) instead of starting another.
+   * Makes sure a relist stamped at or after this call's return comes, without starting a second one:
+   * the engine stamps the end of a sync right after it returns, and its next phase (the terminated
+   * sync) asks at once for a status newer than that stamp, which starts a relist before this
+   * callback runs; that relist serves here too. Only when nothing asked for one by the next turn of
+   * the event loop (a runtime-only pod has no next phase) does this start it, so the cache's readers
+   * see the pod's end. One relist, not one each: on containerd tearing the sandbox down, every
+   * listing answers slowly and delays the exit.
    */
-  #refreshCacheAfterReturn(): void {
+  #refreshCacheAfterReturn(uid: string): void {
+    const cache = this.#cache;
     // while other pods' stops are in flight, the next phase's wait shares the deferred relist
-    if (this.#cache && this.#podsStopping === 0) setImmediate(() => this.#refreshCache());
+    if (!cache || this.#podsStopping > 0) return;
+    const returnedAt = this.#clock.now();
+    setImmediate(() => void cache.getNewerThan(uid, returnedAt).catch(() => undefined));
   }
 }
