@@ -4,11 +4,12 @@
  * Node process and listing what it pulled in.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/cri/simulator/index.js';
+import { startHealthz } from '../support/healthz.js';
 
 const HEAVY = ['@kubernetes/client-node', 'ink', 'react', '@grpc/grpc-js', 'yaml', 'string-width', 'prom-client'];
 const ROOT = process.cwd();
@@ -107,4 +108,72 @@ describe('lazy heavy imports', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+// The CRI client speaks HTTP/2 itself over node:net (src/cri/client/h2/): node:http2 would bring tls,
+// crypto and http with it at start-up. Node lists the built-ins a process compiled in moduleLoadList.
+describe('the built status and kill paths load no node:http2', () => {
+  const built = existsSync(path.join(ROOT, 'dist/commands/status.js')) && existsSync(path.join(ROOT, 'dist/commands/kill.js'));
+
+  /** The built-ins (`NativeModule …`) a `podctl` run loaded, recorded at its exit. */
+  async function builtinsOf(args: (endpoint: string, dir: string) => string[]): Promise<{ stdout: string; modules: string[] }> {
+    const dir = mkdtempSync(path.join(tmpdir(), 'podctl-lazy-h2-'));
+    const sim = await startSimulator({
+      socketPath: path.join(dir, 'cri.sock'),
+      timeScale: 0.05,
+      pods: [{ name: 'web-1', namespace: 'web', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] }],
+    });
+    const [probe, record] = [path.join(dir, 'probe.cjs'), path.join(dir, 'record.json')];
+    writeFileSync(probe, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(record)}, JSON.stringify(process.moduleLoadList)));`);
+    try {
+      const run = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
+        execFile(
+          process.execPath,
+          ['-r', probe, path.join(ROOT, 'bin/run.js'), ...args(sim.endpoint, dir)],
+          { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '' }, timeout: 60_000 },
+          (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout, stderr })),
+        );
+      });
+      const modules = (JSON.parse(readFileSync(record, 'utf8')) as string[]).filter((m) => m.startsWith('NativeModule '));
+      return { stdout: run.stdout, modules };
+    } finally {
+      await sim.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  it.skipIf(!built)('`podctl status` lists the runtime without loading http2 or tls', async () => {
+    const { stdout, modules } = await builtinsOf((endpoint, dir) => ['status', '--runtime-endpoint', endpoint, '--state-dir', path.join(dir, 'state')]);
+    expect(stdout).toContain('web-1');
+    expect(modules).toContain('NativeModule net');
+    expect(modules.filter((m) => /^NativeModule (http2|tls|internal\/http2\/.*)$/.test(m))).toEqual([]);
+  });
+
+  it.skipIf(!built)(
+    '`podctl kill` stops a pod without loading http2 or tls',
+    async () => {
+      const healthz = await startHealthz(() => undefined);
+      try {
+        const { stdout, modules } = await builtinsOf((endpoint, dir) => [
+          'kill',
+          'web/web-1',
+          '--force',
+          '--grace',
+          '1',
+          '--json',
+          '--runtime-endpoint',
+          endpoint,
+          '--state-dir',
+          path.join(dir, 'state'),
+          '--kubelet-healthz',
+          healthz.url,
+        ]);
+        expect(JSON.parse(stdout)).toMatchObject({ pods: [expect.objectContaining({ name: 'web-1', outcome: 'terminated' })] });
+        expect(modules.filter((m) => /^NativeModule (http2|tls|internal\/http2\/.*)$/.test(m))).toEqual([]);
+      } finally {
+        healthz.close();
+      }
+    },
+    60_000,
+  );
 });

@@ -23,11 +23,10 @@
  * - A connection holds the process open only while a call is in flight on it.
  * - `close()` ends the calls in flight with Cancelled and opens no new connection.
  */
-import http2 from 'node:http2';
-import net from 'node:net';
 import { CriError, GrpcStatus } from './errors.js';
 import { codeOfHttpStatus, statusOf } from './wire.js';
 import { clampTimerMs } from '../../engine/timers.js';
+import { ErrorCode, Flag, connect, type H2Session, type H2Stream, type IncomingHeaders } from './h2/session.js';
 
 const PREFIX_BYTES = 5;
 /** Per-stream and connection receive windows: a 16 MiB listing arrives without a window round trip per 64 KiB. */
@@ -38,7 +37,7 @@ const RECONNECT_MS: readonly number[] = [100, 200, 400, 800, 1000];
 
 /** One connection and what is known of it. */
 interface Connection {
-  session: http2.ClientHttp2Session;
+  session: H2Session;
   /** Set once the runtime's SETTINGS frame arrived: it answers as an HTTP/2 server. */
   ready: boolean;
   /** Set when the connection takes no new call (closed, failed, GOAWAY). */
@@ -70,11 +69,10 @@ type Outcome = { message: Buffer } | { code: number; details: string; cause?: un
 
 /** The gRPC code of a stream reset without a status (as grpc-js maps them). */
 function codeOfReset(rstCode: number): number {
-  const c = http2.constants;
-  if (rstCode === c.NGHTTP2_REFUSED_STREAM) return GrpcStatus.UNAVAILABLE;
-  if (rstCode === c.NGHTTP2_CANCEL) return GrpcStatus.CANCELLED;
-  if (rstCode === c.NGHTTP2_ENHANCE_YOUR_CALM) return GrpcStatus.RESOURCE_EXHAUSTED;
-  if (rstCode === c.NGHTTP2_INADEQUATE_SECURITY) return GrpcStatus.PERMISSION_DENIED;
+  if (rstCode === ErrorCode.REFUSED_STREAM) return GrpcStatus.UNAVAILABLE;
+  if (rstCode === ErrorCode.CANCEL) return GrpcStatus.CANCELLED;
+  if (rstCode === ErrorCode.ENHANCE_YOUR_CALM) return GrpcStatus.RESOURCE_EXHAUSTED;
+  if (rstCode === ErrorCode.INADEQUATE_SECURITY) return GrpcStatus.PERMISSION_DENIED;
   return GrpcStatus.INTERNAL;
 }
 
@@ -83,22 +81,22 @@ function codeOfReset(rstCode: number): number {
  * soon as its prefix shows it), then ends with the status. `connection` is asked why, when the
  * stream closes without a status.
  */
-function readResponse(stream: http2.ClientHttp2Stream, maxBytes: number, connection: Connection, end: (outcome: Outcome) => void): void {
+function readResponse(stream: H2Stream, maxBytes: number, connection: Connection, end: (outcome: Outcome) => void): void {
   const chunks: Buffer[] = [];
   let received = 0;
-  let trailers: http2.IncomingHttpHeaders | undefined;
+  let trailers: IncomingHeaders | undefined;
   let streamError: Error | undefined;
-  const finish = (headers: http2.IncomingHttpHeaders): void => {
+  const finish = (headers: IncomingHeaders): void => {
     const status = statusOf(headers);
     if (status === undefined) return end({ code: GrpcStatus.INTERNAL, details: 'the runtime ended the call without a status' });
     if (status.code !== GrpcStatus.OK) return end({ code: status.code, details: status.message });
     end(messageOf(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)));
   };
-  stream.on('response', (headers, flags) => {
+  stream.on('response', (headers: IncomingHeaders, flags: number) => {
     const httpStatus = Number(headers[':status']);
     if (httpStatus !== 200) return end({ code: codeOfHttpStatus(httpStatus), details: `HTTP status ${httpStatus} from the runtime` });
     // Trailers-Only: the status in the headers, which end the stream
-    if ((flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0 || headers['grpc-status'] !== undefined) finish(headers);
+    if ((flags & Flag.END_STREAM) !== 0 || headers['grpc-status'] !== undefined) finish(headers);
   });
   stream.on('data', (chunk: Buffer) => {
     chunks.push(chunk);
@@ -109,7 +107,7 @@ function readResponse(stream: http2.ClientHttp2Stream, maxBytes: number, connect
     if (length > maxBytes) end({ code: GrpcStatus.RESOURCE_EXHAUSTED, details: `a response of ${length} bytes, over the ${maxBytes}-byte limit` });
   });
   // the status is read once every byte before it has been: at the end of the data
-  stream.on('trailers', (headers: http2.IncomingHttpHeaders) => {
+  stream.on('trailers', (headers: IncomingHeaders) => {
     trailers = headers;
   });
   stream.on('end', () => {
@@ -123,8 +121,8 @@ function readResponse(stream: http2.ClientHttp2Stream, maxBytes: number, connect
     const session = connection.session;
     const cause = connection.error ?? (streamError?.cause instanceof Error ? streamError.cause : streamError);
     if (connection.retired || session.destroyed || session.closed) end({ code: GrpcStatus.UNAVAILABLE, details: cause?.message ?? 'the runtime closed the connection', cause });
-    else if (stream.rstCode === http2.constants.NGHTTP2_NO_ERROR) end({ code: GrpcStatus.INTERNAL, details: 'the runtime ended the call without a status' });
-    else end({ code: codeOfReset(stream.rstCode), details: cause?.message ?? `the runtime reset the call (HTTP/2 code ${stream.rstCode})`, cause });
+    else if (stream.rstCode === ErrorCode.NO_ERROR) end({ code: GrpcStatus.INTERNAL, details: 'the runtime ended the call without a status' });
+    else end({ code: codeOfReset(stream.rstCode ?? ErrorCode.INTERNAL_ERROR), details: cause?.message ?? `the runtime reset the call (HTTP/2 code ${stream.rstCode})`, cause });
   });
 }
 
@@ -160,10 +158,7 @@ export class Http2Channel {
   #connection(): Connection {
     const current = this.#current;
     if (current !== undefined && !current.retired) return current;
-    const session = http2.connect('http://localhost', {
-      createConnection: () => net.connect(this.#socketPath),
-      settings: { enablePush: false, initialWindowSize: STREAM_WINDOW_BYTES },
-    });
+    const session = connect(this.#socketPath, { initialWindowSize: STREAM_WINDOW_BYTES });
     const connection: Connection = { session, ready: false, retired: false, calls: 0, watchers: new Set() };
     const changed = (): void => {
       for (const watcher of [...connection.watchers]) watcher();
@@ -206,7 +201,7 @@ export class Http2Channel {
     if (remainingMs <= 0) return Promise.reject(new CriError(method, GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded'));
     return new Promise<Buffer>((resolve, reject) => {
       const connection = this.#connection();
-      let stream: http2.ClientHttp2Stream;
+      let stream: H2Stream;
       try {
         stream = connection.session.request(
           {
@@ -231,7 +226,7 @@ export class Http2Channel {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         if ((connection.calls -= 1) === 0 && !connection.session.destroyed) connection.session.unref();
-        if (!stream.closed && !('message' in outcome)) stream.close(http2.constants.NGHTTP2_CANCEL);
+        if (!stream.closed && !('message' in outcome)) stream.close(ErrorCode.CANCEL);
         if ('aborted' in outcome) reject(signal?.reason);
         else if ('message' in outcome) resolve(outcome.message);
         else if (this.#closed) reject(new CriError(method, GrpcStatus.CANCELLED, 'client closed'));

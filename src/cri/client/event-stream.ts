@@ -22,11 +22,10 @@
  *   offered), RESOURCE_EXHAUSTED for one over `maxMessageBytes`.
  * - The connection is the stream's own: it is closed when the stream ends.
  */
-import http2 from 'node:http2';
-import net from 'node:net';
 import type { ContainerEventSummary } from './container-event.js';
 import { CriError, GrpcStatus } from './errors.js';
 import { codeOfHttpStatus, statusOf } from './wire.js';
+import { ErrorCode, connect, type H2Session, type H2Stream, type IncomingHeaders } from './h2/session.js';
 
 const METHOD = 'GetContainerEvents';
 const PATH = '/runtime.v1.RuntimeService/GetContainerEvents';
@@ -86,7 +85,7 @@ function cutMessages(bytes: Buffer, maxBytes: number, decode: EventStreamOptions
 }
 
 /** What a response's headers say: undefined while messages follow, else how the stream ends. */
-function endingOfResponse(headers: http2.IncomingHttpHeaders): Ending | undefined {
+function endingOfResponse(headers: IncomingHeaders): Ending | undefined {
   const status = Number(headers[':status']);
   if (status !== 200) return { code: codeOfHttpStatus(status), message: `HTTP status ${status} from the runtime` };
   // a response with no messages carries its status in its headers (Unimplemented, a fault)
@@ -94,7 +93,7 @@ function endingOfResponse(headers: http2.IncomingHttpHeaders): Ending | undefine
 }
 
 /** How the trailers end the stream, given the bytes of a message still unfinished (`pending`). */
-function endingOfTrailers(headers: http2.IncomingHttpHeaders, pending: Buffer | undefined): Ending {
+function endingOfTrailers(headers: IncomingHeaders, pending: Buffer | undefined): Ending {
   const status = statusOf(headers);
   if (status === undefined) return { code: GrpcStatus.INTERNAL, message: 'the runtime ended the stream without a status' };
   if (status.code !== GrpcStatus.OK || pending === undefined) return status;
@@ -102,8 +101,8 @@ function endingOfTrailers(headers: http2.IncomingHttpHeaders, pending: Buffer | 
 }
 
 /** Opens the stream's own connection and its request (not yet sent: the caller listens first). */
-function openRequest(socketPath: string): { session: http2.ClientHttp2Session; request: http2.ClientHttp2Stream } {
-  const session = http2.connect('http://localhost', { createConnection: () => net.connect(socketPath) });
+function openRequest(socketPath: string): { session: H2Session; request: H2Stream } {
+  const session = connect(socketPath);
   const request = session.request({
     ':method': 'POST',
     ':path': PATH,
@@ -121,14 +120,14 @@ export function openContainerEventStream(options: EventStreamOptions): void {
   const { signal } = options;
   let ended = false;
   let pending: Buffer | undefined;
-  let session: http2.ClientHttp2Session | undefined;
-  let request: http2.ClientHttp2Stream | undefined;
+  let session: H2Session | undefined;
+  let request: H2Stream | undefined;
 
   const end = (error?: CriError): void => {
     if (ended) return;
     ended = true;
     signal.removeEventListener('abort', onAbort);
-    if (request !== undefined && !request.closed) request.close(http2.constants.NGHTTP2_CANCEL);
+    if (request !== undefined && !request.closed) request.close(ErrorCode.CANCEL);
     session?.destroy();
     options.onEnd(signal.aborted ? undefined : error);
   };
@@ -154,12 +153,12 @@ export function openContainerEventStream(options: EventStreamOptions): void {
   ({ session, request } = openRequest(options.socketPath));
   session.on('error', (error: Error) => fail(GrpcStatus.UNAVAILABLE, error.message, error));
   session.on('close', () => fail(GrpcStatus.UNAVAILABLE, 'the runtime closed the connection'));
-  request.on('response', (headers) => {
+  request.on('response', (headers: IncomingHeaders) => {
     const ending = endingOfResponse(headers);
     if (ending !== undefined) finish(ending);
   });
   request.on('data', onData);
-  request.on('trailers', (headers: http2.IncomingHttpHeaders) => finish(endingOfTrailers(headers, pending)));
+  request.on('trailers', (headers: IncomingHeaders) => finish(endingOfTrailers(headers, pending)));
   request.on('error', (error: Error) => fail(GrpcStatus.UNAVAILABLE, error.message, error));
   request.on('close', () => fail(GrpcStatus.UNAVAILABLE, 'the runtime ended the stream without a status'));
   request.end(EMPTY_REQUEST);

@@ -2,7 +2,7 @@
  * What the gRPC-over-HTTP/2 protocol says about a response's headers, shared by the unary calls
  * (channel.ts) and the event stream (event-stream.ts).
  */
-import type http2 from 'node:http2';
+import type { IncomingHeaders } from './h2/session.js';
 import { GrpcStatus } from './errors.js';
 
 /** gRPC's code for an HTTP status that is not 200 (the protocol's mapping). */
@@ -27,7 +27,7 @@ export function codeOfHttpStatus(status: number): number {
 }
 
 /** The status a header block carries (`grpc-status`, `grpc-message` percent-decoded), if any. */
-export function statusOf(headers: http2.IncomingHttpHeaders): { code: number; message: string } | undefined {
+export function statusOf(headers: IncomingHeaders): { code: number; message: string } | undefined {
   const raw = headers['grpc-status'];
   if (raw === undefined) return undefined;
   const code = Number(raw);
