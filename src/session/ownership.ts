@@ -25,7 +25,7 @@ export interface OwnershipDeps {
   store: Pick<Store, 'checkpoints' | 'leases'>;
   engine: Pick<PodWorkers, 'snapshot' | 'restore' | 'statusOf'>;
   memory: PodMemory;
-  persistence: Pick<Persistence, 'takenOver' | 'markIntent' | 'markDirty' | 'flush'>;
+  persistence: Pick<Persistence, 'takenOver' | 'markIntent' | 'markDirty' | 'flushAlone'>;
   now: () => number;
   pid: number;
   log: Logger;
@@ -108,7 +108,7 @@ export class Ownership {
     persistence.markDirty(uid);
     // A restored pod's checkpoint records the take-over now; a pod new to the engine has nothing to
     // write yet (its lease-taken record goes out with the first checkpoint, before its worker acts).
-    if (engine.snapshot().has(uid)) await persistence.flush().catch(() => {});
+    if (engine.snapshot().has(uid)) await persistence.flushAlone().catch(() => {});
     this.#deps.onAdopted(uid);
     return true;
   }

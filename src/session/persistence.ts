@@ -18,6 +18,10 @@
  *   before the kill) keeps every other process from driving it meanwhile.
  * - At most one batch is written at a time; every flush asked for meanwhile joins one shared
  *   follow-up batch (many workers waking at once cost two batch writes, not one write each).
+ * - Group commit: a batch starts once the kill requests being applied (`applying`) have marked
+ *   their intent, or GROUP_COMMIT_MAX_WAIT_MS after it was asked for, whichever comes first, so
+ *   kills requested together share one durable write. The write-ahead is unchanged: an intent is
+ *   still acted on only once a batch that holds it is on disk.
  * - A batch with intent is durable (fsync of each file, then of the folder); a batch of progress
  *   only is atomic (rename) without fsyncs.
  * - A failed write keeps the previous checkpoint intact and the pod dirty; it is reported once,
@@ -40,6 +44,8 @@ const INTENT_EVENTS: ReadonlySet<PodWorkerEvent['type']> = new Set(['update-queu
 /** Engine events that do not by themselves start a flush (the pod is still marked dirty). */
 const HISTORY_ONLY_EVENTS: ReadonlySet<PodWorkerEvent['type']> = new Set(['sync-started', 'sync-succeeded', 'requeued']);
 const FLUSH_RETRY_MS = 1_000;
+/** The longest a batch waits for kill requests still being applied (a group commit's bound), ms. */
+const GROUP_COMMIT_MAX_WAIT_MS = 200;
 
 export interface PersistenceDeps {
   store: Pick<Store, 'checkpoints' | 'leases' | 'ended'>;
@@ -82,6 +88,12 @@ export class Persistence {
   /** One batch write at a time; every flush asked for meanwhile shares the one after it. */
   readonly #batches = new SingleFlight(() => this.#writeDirty());
   #flushFailing = false;
+  /** Kill requests between their start and their intent marked (see `applying`). */
+  #applying = 0;
+  /** Batches waiting for those requests (each also bounded by GROUP_COMMIT_MAX_WAIT_MS). */
+  #applyingWaiters: (() => void)[] = [];
+  /** The next batch starts without waiting for kill requests being applied (`flushAlone`). */
+  #alone = false;
 
   constructor(deps: PersistenceDeps) {
     this.#deps = deps;
@@ -163,6 +175,34 @@ export class Persistence {
     await this.#deps.store.leases.release(uid).catch((error: unknown) => this.#deps.log('debug', `lease of pod ${uid} not released: ${(error as Error).message}`));
   }
 
+  /**
+   * Counts a kill request as being applied until the returned function is called (once its intent
+   * is marked, or it ended without one): the next batch waits for it (bounded), so kill requests
+   * made together are written in one durable batch instead of one lonely batch and the rest after.
+   */
+  applying(): () => void {
+    this.#applying += 1;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.#applying -= 1;
+      if (this.#applying === 0) for (const wake of this.#applyingWaiters.splice(0)) wake();
+    };
+  }
+
+  /** Resolves once no kill request is being applied, or after GROUP_COMMIT_MAX_WAIT_MS. */
+  #othersApplied(): Promise<void> {
+    if (this.#applying === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const bound = setTimeout(resolve, GROUP_COMMIT_MAX_WAIT_MS);
+      this.#applyingWaiters.push(() => {
+        clearTimeout(bound);
+        resolve();
+      });
+    });
+  }
+
   scheduleFlush(delayMs = this.#deps.flushDelayMs): void {
     if (this.#flushTimer || this.#deps.closed()) return;
     this.#flushTimer = setTimeout(() => {
@@ -182,7 +222,19 @@ export class Persistence {
     return this.#batches.request();
   }
 
+  /**
+   * As `flush`, for a caller counted in `applying` itself (a take-over within a kill request): its
+   * batch does not wait for the requests being applied, its own among them.
+   */
+  flushAlone(): Promise<void> {
+    this.#alone = true;
+    return this.flush();
+  }
+
   async #writeDirty(): Promise<void> {
+    const alone = this.#alone;
+    this.#alone = false;
+    if (!alone) await this.#othersApplied();
     if (this.#dirty.size === 0) return;
     const uids = [...this.#dirty];
     this.#dirty.clear();

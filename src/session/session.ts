@@ -240,6 +240,16 @@ export class Session implements NodeSession {
   async requestKill(request: KillRequest): Promise<KillHandle> {
     this.#assertOpen();
     this.#assertWritable();
+    // counted until its intent is marked: kills requested together share one durable batch
+    const applied = this.#persistence.applying();
+    try {
+      return await this.#requestKill(request, applied);
+    } finally {
+      applied();
+    }
+  }
+
+  async #requestKill(request: KillRequest, applied: () => void): Promise<KillHandle> {
     const { uid } = request;
     const { leases, checkpoints, inbox } = this.#store;
     // The pod's spec and existence do not need a fresh relist; a recent one (≤ 1 s) will do.
@@ -249,6 +259,7 @@ export class Session implements NodeSession {
     for (let attempt = 0; attempt < 3; attempt += 1) {
       if (await this.#ownership.adopt(uid, 'kill')) {
         await this.#inbox.applyKill(uid, request, { pid: this.#pid, inbox: false }, runtimePod);
+        applied();
         await this.#persistence.flush().catch(() => undefined);
         // write-ahead: a kill whose intent is not on disk was not done (the engine held it); one the
         // API records went ahead beside its write, which is retried until it lands

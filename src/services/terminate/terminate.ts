@@ -36,10 +36,11 @@ export type KubeClient = Pick<FullKubeClient, 'node' | 'postEvent' | 'markEvicte
 
 /**
  * Kill requests in flight at once (each takes a lease and writes a checkpoint). High enough for a
- * node's worth of pods to go out together: their checkpoints then share the session's batch writes,
- * and every pod's StopContainer follows its own write-ahead instead of waiting for a free lane.
+ * node's worth of pods to go out together (the kubelet's default maxPods is 110; 250 is a common
+ * setting): their write-aheads then share one durable batch (the session's group commit), and no
+ * pod's StopContainer waits for a free lane behind other pods' writes.
  */
-export const KILL_REQUEST_CONCURRENCY = 64;
+export const KILL_REQUEST_CONCURRENCY = 256;
 
 /** How old the runtime listing the selection is resolved on may be, ms. */
 const SELECTION_LISTING_MAX_AGE_MS = 1_000;
