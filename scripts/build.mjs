@@ -22,7 +22,7 @@ import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { lazyOclifDependencies, oclifWithoutStartupWork } from './esbuild-plugins.mjs';
+import { builtinExportNames, lazyBuiltins, lazyOclifDependencies, oclifWithoutStartupWork } from './esbuild-plugins.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 // src/commands/<id>.ts, and src/commands/<topic>/<sub>.ts for commands with a topic (`autocomplete script`)
@@ -69,6 +69,8 @@ const external = [
   'pnpapi',
 ];
 
+// Node's less common built-in modules are required on first use (scripts/esbuild-plugins.mjs)
+const builtinNames = builtinExportNames();
 const result = await build({
   absWorkingDir: root,
   entryPoints,
@@ -81,7 +83,7 @@ const result = await build({
   target: 'node20',
   jsx: 'automatic',
   external,
-  plugins: [lazyOclifDependencies, oclifWithoutStartupWork],
+  plugins: [lazyOclifDependencies, oclifWithoutStartupWork, lazyBuiltins(builtinNames, { requiresOnly: true })],
   // oclif's start-up check of the Node version against its own engines (podctl's package.json is
   // engine-strict already) loads semver, ~50 modules: compiled out.
   define: { 'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"' },
@@ -125,7 +127,7 @@ const cjs = await build({
   entryPoints: { podctl: 'src/launch.ts' },
   jsx: 'automatic',
   external,
-  plugins: [lazyOclifDependencies, oclifWithoutStartupWork, watchScreenFromEsmBuild],
+  plugins: [lazyOclifDependencies, oclifWithoutStartupWork, watchScreenFromEsmBuild, lazyBuiltins(builtinNames)],
   define: {
     'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"',
     // the few `import.meta.url` uses (createRequire) resolve from the script itself

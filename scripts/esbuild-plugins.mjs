@@ -1,6 +1,7 @@
 /**
  * esbuild plugins shared by scripts/build.mjs (dist/) and scripts/sea.mjs (the single executable).
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -11,11 +12,13 @@ const root = path.resolve(import.meta.dirname, '..');
  * @oclif/core requires some packages when it loads but uses them only on paths `podctl status` and
  * the other commands do not take (rendering help templates, globbing for commands when there is no
  * manifest, plugin matching, spinners; Node's child_process for the shell of a Windows user, and
- * readline for a `-` argument read from stdin). Each is replaced, inside oclif only, by a stand-in
+ * readline for a `-` argument read from stdin; lilconfig for a plugin whose package.json has no
+ * oclif section, which reads `fs.promises` when it loads; clean-stack for an error's stack, which
+ * reads the home directory when it loads). Each is replaced, inside oclif only, by a stand-in
  * that loads the real (bundled) package, or Node's module, on first use; CommonJS interop
  * (`__importDefault`) sees the same exports as before.
  */
-const LAZY_IN_OCLIF = ['ejs', 'tinyglobby', 'minimatch', 'cli-spinners', 'node:child_process', 'node:readline'];
+const LAZY_IN_OCLIF = ['clean-stack', 'ejs', 'lilconfig', 'tinyglobby', 'minimatch', 'cli-spinners', 'node:child_process', 'node:readline'];
 export const lazyOclifDependencies = {
   name: 'lazy-oclif-dependencies',
   setup(b) {
@@ -44,6 +47,8 @@ module.exports = new Proxy({}, {
  * - the commands of a plugin are sorted with `localeCompare`, whose first call builds an ICU
  *   collator; a code-unit comparison orders podctl's command ids (lower-case ASCII, `-` and `:`)
  *   the same (test/commands/contract.test.ts: help and manifest);
+ * - its JSON reader (the user's theme, the manifest) reads with Node's callback `readFile`, which
+ *   does not load fs/promises;
  * - the platform check imports wsl-utils for `isWsl`, and wsl-utils requires Node's child_process
  *   when it loads: oclif gets `isWsl` from is-wsl (what wsl-utils exports) and wsl-utils on first
  *   use of anything else.
@@ -51,6 +56,57 @@ module.exports = new Proxy({}, {
  * keeping the cost.
  */
 const OCLIF_REWRITES = [
+  {
+    // a command whose argument is optional reads it from stdin when stdin is not a terminal (10 ms at
+    // most): the same lines, split as readline splits them, without loading readline
+    file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]parser[\\/]parse\.js$/,
+    from: `        const rl = (0, node_readline_1.createInterface)({
+            input: stdin,
+            output: stdout,
+            terminal: false,
+        });
+        rl.on('line', (line) => {
+            lines.push(line);
+        });
+        rl.once('close', () => {
+            const result = lines.join(node_os_1.EOL);`,
+    to: `        const chunks = [];
+        const onData = (chunk) => chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+        const stop = () => { stdin.off('data', onData); stdin.off('end', onEnd); stdin.pause(); };
+        const rl = { close: stop };
+        const onEnd = () => {
+            stop();
+            lines.push(...Buffer.concat(chunks).toString('utf8').split(/\\r\\n|\\n|\\r/));
+            if (lines.at(-1) === '') lines.pop();
+            const result = lines.join(node_os_1.EOL);`,
+  },
+  {
+    // ... and when stdin is a character device that is not a terminal (/dev/null: a service, cron, a
+    // spawned process without input), answers at once as reading it would ('' or nothing), without
+    // making process.stdin (a file stream, which loads fs/promises and readline's history)
+    file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]parser[\\/]parse\.js$/,
+    from: `    const { stdin, stdout } = process;`,
+    to: `    if (!require('node:tty').isatty(0) && require('node:fs').fstatSync(0, { throwIfNoEntry: false })?.isCharacterDevice()) return '';
+    const { stdin, stdout } = process;`,
+  },
+  {
+    file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]parser[\\/]parse\.js$/,
+    from: `            resolve(result);
+        });
+        signal.addEventListener('abort', () => {`,
+    to: `            resolve(result);
+        };
+        stdin.on('data', onData);
+        stdin.once('end', onEnd);
+        signal.addEventListener('abort', () => {`,
+  },
+  {
+    // every command reads the user's theme.json (and, from dist/, the manifest) through this: Node's
+    // callback readFile does not load fs/promises (its FileHandle, streams and readline, ~8 ms)
+    file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]util[\\/]fs\.js$/,
+    from: "const contents = await (0, promises_1.readFile)(path, 'utf8');",
+    to: "const contents = await new Promise((resolve, reject) => (0, node_fs_1.readFile)(path, 'utf8', (error, text) => (error ? reject(error) : resolve(text))));",
+  },
   {
     file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]config[\\/]plugin\.js$/,
     from: '.sort((a, b) => a.id.localeCompare(b.id))',
@@ -64,16 +120,118 @@ const OCLIF_REWRITES = [
     resolveFrom: 'wsl-utils',
   },
 ];
-export const oclifWithoutStartupWork = {
-  name: 'oclif-without-startup-work',
-  setup(b) {
-    for (const { file, from, to, resolveFrom } of OCLIF_REWRITES) {
-      b.onLoad({ filter: file }, (args) => {
-        const source = readFileSync(args.path, 'utf8');
-        if (!source.includes(from)) throw new Error(`${args.path}: expected text not found (${from}); see scripts/esbuild-plugins.mjs`);
-        const resolveDir = resolveFrom ? path.dirname(createRequire(args.path).resolve(resolveFrom)) : path.dirname(args.path);
-        return { contents: source.replace(from, to), loader: 'js', resolveDir };
-      });
-    }
+/** The plugin applying OCLIF_REWRITES and `extra` ones (each file's rewrites in one load: esbuild runs one onLoad per file). */
+export function oclifRewritten(extra = []) {
+  const rewrites = [...OCLIF_REWRITES, ...extra];
+  return {
+    name: 'oclif-without-startup-work',
+    setup(b) {
+      for (const source of new Set(rewrites.map((r) => r.file.source))) {
+        b.onLoad({ filter: new RegExp(source) }, (args) => {
+          let text = readFileSync(args.path, 'utf8');
+          let resolveDir = path.dirname(args.path);
+          for (const { from, to, resolveFrom } of rewrites.filter((r) => r.file.source === source)) {
+            if (!text.includes(from)) throw new Error(`${args.path}: expected text not found (${from}); see scripts/esbuild-plugins.mjs`);
+            text = text.replace(from, to);
+            if (resolveFrom) resolveDir = path.dirname(createRequire(args.path).resolve(resolveFrom));
+          }
+          return { contents: text, loader: 'js', resolveDir };
+        });
+      }
+    },
+  };
+}
+export const oclifWithoutStartupWork = oclifRewritten();
+
+/**
+ * Node's built-in modules that podctl's commands do not all use at every start, each bundled as a
+ * stand-in that requires the real module on first use of one of its exports. A `require()` of
+ * `node:fs/promises` or `node:worker_threads` compiles Node's own JavaScript (~2-8 ms each, the
+ * largest item of a start-up's CPU profile), and esbuild's CommonJS interop reading `node:util`'s
+ * exports materialises its lazy ones (parse_args, diff, worker_threads…): a module whose top level
+ * imports one of these now costs nothing until it calls it.
+ *
+ * The stand-in has the real module's export names (read from the Node.js that runs the build,
+ * `builtinExportNames`), each a getter (and setter) forwarding to the real module; a name it does not
+ * know (another Node.js version's) is forwarded by a Proxy. Modules whose export is a function
+ * (events, stream, assert, module) are not in the list: they are used as classes at load time.
+ */
+export const LAZY_BUILTINS = [
+  'util',
+  'os',
+  'fs/promises',
+  'perf_hooks',
+  'worker_threads',
+  'timers/promises',
+  'stream/promises',
+  'readline',
+  'readline/promises',
+  'tty',
+  'crypto',
+  'http',
+  'https',
+  'http2',
+  'net',
+  'tls',
+  'v8',
+  'vm',
+  'child_process',
+  'zlib',
+  'dns',
+  'dns/promises',
+  'string_decoder',
+  'sea',
+];
+
+/** The export names of each of LAZY_BUILTINS in the Node.js `nodeBin` (default: the one running). */
+export function builtinExportNames(nodeBin = process.execPath) {
+  const script = `process.stdout.write(JSON.stringify(Object.fromEntries(${JSON.stringify(LAZY_BUILTINS)}.map((n) => { try { return [n, Object.getOwnPropertyNames(require('node:' + n))]; } catch { return [n, []]; } }))))`;
+  return JSON.parse(execFileSync(nodeBin, ['-e', script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+}
+
+/**
+ * The plugin; `requiresOnly`: only `require()` calls (bundled CommonJS packages) get the stand-in, an
+ * ES-module `import` of a built-in stays one (the ES-module build of dist/, whose chunks would
+ * otherwise multiply).
+ */
+export function lazyBuiltins(exportNames, { requiresOnly = false } = {}) {
+  return {
+    name: 'lazy-builtins',
+    setup(b) {
+      const names = new Map(
+        LAZY_BUILTINS.flatMap((n) => [
+          [n, n],
+          [`node:${n}`, n],
+        ]),
+      );
+      // (the stand-in's own require of the real module stays Node's)
+      b.onResolve({ filter: /^[a-z0-9:_/]+$/ }, (args) =>
+        names.has(args.path) && args.namespace !== 'podctl-lazy-builtin' && (!requiresOnly || args.kind === 'require-call')
+          ? { path: names.get(args.path), namespace: 'podctl-lazy-builtin' }
+          : undefined,
+      );
+      b.onLoad({ filter: /.*/, namespace: 'podctl-lazy-builtin' }, (args) => ({
+        contents: `let real;
+const load = () => (real ??= require(${JSON.stringify(`node:${args.path}`)}));
+const lazy = {};
+for (const key of ${JSON.stringify(exportNames[args.path] ?? [])}) {
+  Object.defineProperty(lazy, key, { enumerable: true, configurable: true, get: () => load()[key], set: (value) => { load()[key] = value; } });
+}
+module.exports = new Proxy(lazy, {
+  get(target, key) {
+    if (key in target) return target[key];
+    if (key === '__esModule' || key === 'then') return undefined;
+    return Reflect.get(load(), key);
   },
-};
+  set(_, key, value) {
+    load()[key] = value;
+    return true;
+  },
+  has: (target, key) => key in target || key in load(),
+});`,
+        loader: 'js',
+        resolveDir: root,
+      }));
+    },
+  };
+}

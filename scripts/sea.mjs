@@ -31,7 +31,7 @@ import { builtinModules } from 'node:module';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { lazyOclifDependencies, oclifWithoutStartupWork } from './esbuild-plugins.mjs';
+import { builtinExportNames, lazyBuiltins, lazyOclifDependencies, oclifRewritten } from './esbuild-plugins.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 const out = (p) => path.join(root, 'dist', p);
@@ -60,17 +60,11 @@ if (JSON.parse(manifest).version !== pkg.version) fail('oclif.manifest.json is s
  * @oclif/core reads the root plugin's oclif.manifest.json with its `readJson`: in the executable it
  * first looks in a map that src/sea.ts fills (nothing is read from beside the executable).
  */
+const READ_JSON = 'async function readJson(path, useCache = true) {';
 const embeddedJsonInOclif = {
-  name: 'embedded-json-in-oclif',
-  setup(b) {
-    b.onLoad({ filter: /[\\/]@oclif[\\/]core[\\/]lib[\\/]util[\\/]fs\.js$/ }, (args) => {
-      const source = readFileSync(args.path, 'utf8');
-      const anchor = 'async function readJson(path, useCache = true) {';
-      if (!source.includes(anchor)) throw new Error(`${args.path}: readJson not found (oclif changed): update scripts/sea.mjs`);
-      const lookup = "const embedded = globalThis[Symbol.for('podctl.embedded-json')]?.get(path); if (embedded !== undefined) return JSON.parse(embedded);";
-      return { contents: source.replace(anchor, `${anchor} ${lookup}`), loader: 'js' };
-    });
-  },
+  file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]util[\\/]fs\.js$/,
+  from: READ_JSON,
+  to: `${READ_JSON} const embedded = globalThis[Symbol.for('podctl.embedded-json')]?.get(path); if (embedded !== undefined) return JSON.parse(embedded);`,
 };
 
 /**
@@ -254,7 +248,16 @@ const result = await build({
   // Required only on paths podctl never takes (grpc-js channelz, oclif's TypeScript support): their
   // require() fails there, as it would without them installed.
   external: ['@grpc/proto-loader', 'typescript', 'ts-node', 'tsx', 'pnpapi'],
-  plugins: [seaAssetPackages, lazyOclifDependencies, oclifWithoutStartupWork, embeddedJsonInOclif, inkOutputRegistered, noDevtools, noTopLevelAwait, builtinsRequired],
+  plugins: [
+    seaAssetPackages,
+    lazyOclifDependencies,
+    oclifRewritten([embeddedJsonInOclif]),
+    inkOutputRegistered,
+    noDevtools,
+    noTopLevelAwait,
+    lazyBuiltins(builtinExportNames(nodeBin)),
+    builtinsRequired,
+  ],
   define: {
     'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"',
     // React, react-reconciler and Ink are bundled here: their production builds only (the development

@@ -14,8 +14,8 @@
  * The policy for a kill of a pod the kubelet still desires is `desiredPodPolicy`, one function.
  */
 import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
+import { plainGet } from './plain-get.js';
 
 const DEFAULT_KUBELET_HEALTHZ = 'http://127.0.0.1:10248/healthz';
 /** The kubelet renews its Lease every 10 s; the node controller calls it gone after 40 s. */
@@ -50,28 +50,17 @@ export function healthzUrl(value: string | undefined): URL {
 
 type Probe = { answer: 'ok' | 'not-ok' | 'refused' | 'unreachable'; detail: string };
 
-function probeHealthz(url: URL, timeoutMs: number): Promise<Probe> {
-  return new Promise((resolve) => {
-    const req = http.get(url, { timeout: timeoutMs }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () =>
-        resolve(
-          res.statusCode === 200 && body.trim() === 'ok'
-            ? { answer: 'ok', detail: `healthz ${url.host} answered ok` }
-            : { answer: 'not-ok', detail: `healthz ${url.host} answered HTTP ${res.statusCode}` },
-        ),
-      );
-    });
-    req.on('timeout', () => {
-      req.destroy();
-      resolve({ answer: 'unreachable', detail: `healthz ${url.host}: no answer within ${timeoutMs} ms` });
-    });
-    req.on('error', (error: NodeJS.ErrnoException) =>
-      resolve(error.code === 'ECONNREFUSED' ? { answer: 'refused', detail: `healthz ${url.host} refused` } : { answer: 'unreachable', detail: `healthz ${url.host}: ${error.code ?? error.message}` }),
-    );
-  });
+/** One GET of the healthz (src/kube/plain-get.ts: node:net, not node:http, on every start's path). */
+async function probeHealthz(url: URL, timeoutMs: number): Promise<Probe> {
+  try {
+    const { status, body } = await plainGet(url, timeoutMs);
+    return status === 200 && body.trim() === 'ok' ? { answer: 'ok', detail: `healthz ${url.host} answered ok` } : { answer: 'not-ok', detail: `healthz ${url.host} answered HTTP ${status}` };
+  } catch (caught) {
+    const error = caught as NodeJS.ErrnoException;
+    if (error.code === 'ERR_INVALID_PROTOCOL') throw error;
+    if (error.code === 'ETIMEDOUT') return { answer: 'unreachable', detail: `healthz ${url.host}: no answer within ${timeoutMs} ms` };
+    return error.code === 'ECONNREFUSED' ? { answer: 'refused', detail: `healthz ${url.host} refused` } : { answer: 'unreachable', detail: `healthz ${url.host}: ${error.code ?? error.message}` };
+  }
 }
 
 /** `comm` is at most 16 bytes (TASK_COMM_LEN) with its newline: "kubelet\n" fits with room to spare. */

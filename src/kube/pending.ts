@@ -12,7 +12,7 @@
  * - An action is removed only after it succeeded or was answered final (404/409: the pod is gone
  *   or replaced, nothing left to do).
  */
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from '../lib/fs-async.js';
 import path from 'node:path';
 
 export type PendingAction =

@@ -15,7 +15,7 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, constants, mkdirSync, openSync } from 'node:fs';
-import { lstat, readdir, unlink } from 'node:fs/promises';
+import { lstat, readdir, unlink } from '../lib/fs-async.js';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 

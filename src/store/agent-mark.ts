@@ -10,7 +10,7 @@
  *   agent replaces it. Only the process that holds a mark removes it.
  * - Reading a mark never changes it; a damaged mark reads as no agent.
  */
-import * as fsp from 'node:fs/promises';
+import * as fsp from '../lib/fs-async.js';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { isIdentityAlive, processIdentity } from './proc.js';

@@ -14,7 +14,7 @@
  * - A decoded checkpoint is kept (deep-frozen) with its file's identity; a read of an unchanged
  *   file is one lstat. A caller gets its own copy unless it asks for the shared frozen one.
  */
-import * as fsp from 'node:fs/promises';
+import * as fsp from '../lib/fs-async.js';
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
 import { decodeCheckpoint, encodeCheckpoint, type PodCheckpoint } from './format.js';

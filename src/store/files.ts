@@ -23,8 +23,8 @@
  * the injectable steps.)
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync } from 'node:fs';
-import * as fsp from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
+import * as fsp from '../lib/fs-async.js';
+import type { FileHandle } from '../lib/fs-async.js';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { errnoOf, writeError } from './errors.js';

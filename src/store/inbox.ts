@@ -11,7 +11,7 @@
  * Invariants: a request names exactly one pod; an unreadable or invalid request file is moved to
  * quarantine and reported in one line, never applied and never blocking the others.
  */
-import * as fsp from 'node:fs/promises';
+import * as fsp from '../lib/fs-async.js';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { listNames, MAX_RECORD_BYTES, nodeFileOps, readFileNoFollow, writeFileAtomic, type FileOps } from './files.js';

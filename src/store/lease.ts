@@ -37,7 +37,7 @@
  * here must follow the owner's life exactly, under 8 racing processes, which the immutable
  * generations above give without any timing assumption.
  */
-import * as fsp from 'node:fs/promises';
+import * as fsp from '../lib/fs-async.js';
 import { randomBytes } from 'node:crypto';
 import type { LeaseInfo } from '../domain/session-api.js';
 import { createExclusive, identityOf, listNames, MAX_LEASE_BYTES, nodeFileOps, readFileNoFollow, sameWrittenOnce, type FileIdentity, type FileOps } from './files.js';

@@ -11,7 +11,7 @@
  *   `REPORTS_KEPT` are kept, older ones removed after each write.
  * - A read refuses a file over `MAX_REPORT_BYTES` or that is not a JSON object, with one line.
  */
-import * as fsp from 'node:fs/promises';
+import * as fsp from '../lib/fs-async.js';
 import { basename, join } from 'node:path';
 import { StoreError } from './errors.js';
 import { listNames, readFileNoFollow, temporaryFolderOf, writeFileAtomic } from './files.js';

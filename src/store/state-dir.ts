@@ -26,7 +26,7 @@
  * - A pod UID maps to a file name reversibly; no UID can escape its folder.
  */
 import { lstatSync, realpathSync, type Stats } from 'node:fs';
-import * as fsp from 'node:fs/promises';
+import * as fsp from '../lib/fs-async.js';
 import { dirname, join, resolve } from 'node:path';
 import { DIR_MODE, temporaryFolderOf } from './files.js';
 import { StoreError, errnoOf } from './errors.js';

@@ -1,7 +1,7 @@
 /** Kubelet detection (one module): healthz, /proc, the node Lease fallback; and the one kill policy. */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -86,6 +86,67 @@ describe('detectKubelet', () => {
     expect(kubeletProcessExists('/nonexistent-proc')).toBeUndefined();
     expect(healthzUrl(undefined).href).toBe('http://127.0.0.1:10248/healthz');
     expect(healthzUrl('10.0.0.1:10248').href).toBe('http://10.0.0.1:10248/healthz');
+  });
+});
+
+/** A healthz that writes `reply` (raw bytes) to whatever it is sent, then closes; records the request. */
+async function rawHealthz(reply: string, seen: string[] = []): Promise<{ url: string; close(): void }> {
+  const server = net.createServer((socket) => {
+    let request = '';
+    socket.on('data', (chunk) => {
+      request += chunk.toString('latin1');
+      if (!request.includes('\r\n\r\n')) return;
+      seen.push(request);
+      socket.end(reply, 'latin1');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/healthz?verbose=0`, close: () => server.close() };
+}
+
+describe('the healthz probe (an HTTP/1.1 GET of its own over TCP)', () => {
+  const noKubelet = (): string => procDir({ '1': 'systemd' });
+
+  it('sends one GET with the path, Host and Connection: close, and reads a chunked "ok"', async () => {
+    const seen: string[] = [];
+    const server = await rawHealthz('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\no\r\n1\r\nk\r\n0\r\n\r\n', seen);
+    try {
+      expect(await detectKubelet({ healthz: server.url, procRoot: noKubelet() })).toMatchObject({ state: 'running', via: 'healthz' });
+      const port = new URL(server.url).port;
+      expect(seen).toEqual([`GET /healthz?verbose=0 HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`]);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('a body read to the end of the connection, and one cut by Content-Length', async () => {
+    for (const reply of ['HTTP/1.0 200 OK\r\n\r\nok\n', 'HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokay']) {
+      const server = await rawHealthz(reply);
+      try {
+        expect(await detectKubelet({ healthz: server.url, procRoot: noKubelet() })).toMatchObject({ state: 'running', via: 'healthz' });
+      } finally {
+        server.close();
+      }
+    }
+  });
+
+  it('another status is "answered HTTP <code>" (unknown); an answer that is not HTTP, or one cut short, is a healthz that cannot answer', async () => {
+    const cases: [string, string, RegExp][] = [
+      ['HTTP/1.1 500 Internal Server Error\r\nContent-Length: 2\r\n\r\nok', 'unknown', /^healthz 127\.0\.0\.1:\d+ answered HTTP 500$/],
+      ['SSH-2.0-OpenSSH_9.6\r\n\r\n', 'down', /^no kubelet process; healthz 127\.0\.0\.1:\d+: HPE_INVALID_CONSTANT$/],
+      ['HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nok', 'down', /^no kubelet process; healthz 127\.0\.0\.1:\d+: ECONNRESET$/],
+      ['HTTP/1.1 200 OK\r\nContent-', 'down', /^no kubelet process; healthz 127\.0\.0\.1:\d+: ECONNRESET$/],
+    ];
+    for (const [reply, state, detail] of cases) {
+      const server = await rawHealthz(reply);
+      try {
+        const status = await detectKubelet({ healthz: server.url, procRoot: noKubelet() });
+        expect(status.state).toBe(state);
+        expect(status.detail).toMatch(detail);
+      } finally {
+        server.close();
+      }
+    }
   });
 });
 

@@ -7,7 +7,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/cri/simulator/index.js';
 import { startHealthz } from '../support/healthz.js';
 
@@ -71,7 +71,8 @@ describe('lazy heavy imports', () => {
     // The build bundles the commands (scripts/build.mjs): the command and the code it loads up front
     // (oclif included) are a few files of dist/, nothing is resolved from node_modules one by one.
     expect(urls.filter((u) => u.includes('/node_modules/'))).toEqual([]);
-    expect(new Set(urls.filter((u) => u.startsWith('file:'))).size).toBeLessThan(20);
+    // (a few small shared chunks too: Node's built-ins required on first use, the store's file calls)
+    expect(new Set(urls.filter((u) => u.startsWith('file:'))).size).toBeLessThan(25);
   });
 
   // grpc-js reads its log settings from the environment when it loads: a process that reads them
@@ -176,4 +177,108 @@ describe('the built status and kill paths load no node:http2', () => {
     },
     60_000,
   );
+});
+
+/**
+ * Node's own modules a start-up may load beyond a bare `node -e 0` (each is compiled at first
+ * require: ~2-8 ms apiece). Anything else on the paths below is a module loaded for code the
+ * command does not run (perf_hooks, worker_threads, readline, timers/promises, fs/promises, http…).
+ */
+const MAY_LOAD: readonly (string | RegExp)[] = [
+  // the runtime's socket, stdout and stderr: sockets and streams (net's own perf entries among them)
+  'net',
+  'tty',
+  'stream',
+  'stream/promises',
+  'string_decoder',
+  'internal/tty',
+  'internal/stream_base_commons',
+  'internal/abort_controller',
+  /^internal\/streams\//,
+  /^internal\/perf\/(observe|performance_entry)$/,
+  'internal/fs/sync_write_stream',
+  // the store's checksums and lease tokens
+  'crypto',
+  /^internal\/crypto\//,
+  // the loader (src/boot.ts compiles the bundle with vm; Node's module loaders for dist/cli.js)
+  'vm',
+  /^internal\/vm(\/|$)/,
+  /^internal\/modules\//,
+  'diagnostics_channel',
+  // files read with the callback API; the platform line of --version
+  'internal/fs/read/context',
+  'internal/fs/dir',
+  'process',
+  'os',
+  'internal/process/report',
+  // the CRI endpoint's resolution (src/cri/client/endpoint.ts) reads and stats through fs.promises:
+  // its internals (not the public fs/promises module) and what they load
+  'internal/fs/promises',
+  'internal/fs/streams',
+  /^internal\/fs\/(watchers|recursive_watch)$/,
+  /^internal\/readline\/(interface|utils|callbacks)$/,
+  'internal/repl/history',
+  'internal/util/colors',
+];
+
+/** Node's modules (NativeModule names) loaded by `args` run with node, listed at exit by the `--require`d `dump`. */
+function nativeModulesOf(dump: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['--require', dump, ...args],
+      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '', ...env }, timeout: 60_000 },
+      (error, _stdout, stderr) => {
+        const line = /^NATIVE (.*)$/m.exec(stderr);
+        if (!line) reject(new Error(`no module list (${error?.message ?? 'exit 0'}): ${stderr}`));
+        else resolve(JSON.parse(line[1]!) as string[]);
+      },
+    );
+  });
+}
+
+describe.skipIf(!existsSync(path.join(ROOT, 'dist/podctl.cjs')))("the built commands load only Node's modules their path uses", () => {
+  let dir: string;
+  let dump: string;
+  let sim: Awaited<ReturnType<typeof startSimulator>>;
+  let healthz: { url: string; close(): void };
+  let bare: Set<string>;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'podctl-lazy-native-'));
+    dump = path.join(dir, 'dump.cjs');
+    writeFileSync(
+      dump,
+      "process.on('exit', () => process.stderr.write('\\nNATIVE ' + JSON.stringify(process.moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice(13))) + '\\n'));",
+    );
+    sim = await startSimulator({ socketPath: path.join(dir, 'cri.sock'), pods: 3 });
+    healthz = await startHealthz(() => {});
+    bare = new Set(await nativeModulesOf(dump, ['-e', '0']));
+  }, 60_000);
+  afterAll(async () => {
+    healthz?.close();
+    await sim?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const unexpected = (loaded: string[]): string[] => loaded.filter((m) => !bare.has(m) && !MAY_LOAD.some((allowed) => (typeof allowed === 'string' ? allowed === m : allowed.test(m))));
+  const common = (): string[] => ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state')];
+  const env = (): NodeJS.ProcessEnv => ({ PODCTL_KUBELET_HEALTHZ: healthz.url, PODCTL_KUBELET_DIR: path.join(dir, 'kubelet') });
+
+  it('`podctl --version`', async () => {
+    expect(unexpected(await nativeModulesOf(dump, [path.join(ROOT, 'bin/run.js'), '--version']))).toEqual([]);
+  });
+
+  it('`podctl status` (the kubelet asked over a socket, not node:http)', async () => {
+    const loaded = await nativeModulesOf(dump, [path.join(ROOT, 'bin/run.js'), 'status', ...common()], env());
+    expect(loaded).toContain('net');
+    expect(unexpected(loaded)).toEqual([]);
+  });
+
+  it('`podctl kill` of one pod', async () => {
+    const pod = sim.state.listPodSandbox(undefined)[0]!.metadata!;
+    const loaded = await nativeModulesOf(dump, [path.join(ROOT, 'bin/run.js'), 'kill', `${pod.namespace}/${pod.name}`, '--grace', '0', ...common()], env());
+    expect(loaded).toContain('crypto');
+    expect(unexpected(loaded)).toEqual([]);
+  });
 });

@@ -13,7 +13,7 @@
  * an entry is dropped once the pod is no candidate any more. Static pods are never candidates.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile, rename, writeFile } from '../../lib/fs-async.js';
 import path from 'node:path';
 import { DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, podOwnGracePeriod } from '../../engine/grace.js';
 import type { V1Pod } from '../../engine/types.js';

@@ -9,7 +9,7 @@
  * beyond the bound. The simulator reports its simulated process state in the verbose info
  * (`simProcessState`); that is trusted only from a simulated runtime.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile } from '../../lib/fs-async.js';
 import path from 'node:path';
 import type { ProcessFact } from './blocked-by.js';
 

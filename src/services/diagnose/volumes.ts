@@ -11,7 +11,7 @@
  *   the pod), so "nothing mounted" would be a pass without having looked;
  * - paths in mountinfo are octal-escaped (\040 for a space) and are unescaped before comparing.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile } from '../../lib/fs-async.js';
 import path from 'node:path';
 
 const DEFAULT_KUBELET_ROOT = '/var/lib/kubelet';

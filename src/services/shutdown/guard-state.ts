@@ -5,7 +5,7 @@
  * Invariant: apart from report.ts (and prom-client), so that `podctl status` reads the header without
  * loading the metrics library; a guard state whose process is gone is not shown.
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile } from '../../lib/fs-async.js';
 import path from 'node:path';
 import { formatDuration } from '../../lib/duration.js';
 import { DIR_MODE, writeFileAtomic } from '../../store/files.js';

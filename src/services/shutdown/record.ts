@@ -11,7 +11,7 @@
  * - One schema (valibot) decides what a record may hold; a file that fails it is skipped with a
  *   one-line reason, never half-read. At most `KEEP_RECORDS` are kept, the oldest removed first.
  */
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm } from '../../lib/fs-async.js';
 import path from 'node:path';
 import * as v from 'valibot';
 import { DIR_MODE, MAX_RECORD_BYTES, readFileNoFollow, writeFileAtomic } from '../../store/files.js';
