@@ -10,10 +10,13 @@
  *   reused) wherever it agrees with Ink's own composer on a sample.
  * - Ctrl+C quits like `q` when the keyboard is in raw mode; without raw mode the process's SIGINT
  *   handling aborts the signal, which unmounts the app.
+ * - On a terminal a frame sends only the lines that differ from the last frame's (frame-writer.ts): a
+ *   clock tick that moves one row's age sends that row, not the whole screen.
  */
 import { render } from 'ink';
 import type { KillHandle, KillRequest } from '../domain/session-api.js';
 import type { ScreenRules } from '../services/watch/screen-rules.js';
+import { LineDiffTerminal } from './frame-writer.js';
 import { installComposer, loadInkOutput } from './ink-output.js';
 import { WatchApp, type FactsSource, type RuntimeSource, type WatchSource } from './WatchApp.js';
 
@@ -48,6 +51,8 @@ export async function renderWatch(options: RenderWatchOptions): Promise<'quit' |
   installComposer(await loadInkOutput());
   const altScreen = stdout.isTTY === true;
   if (altScreen) stdout.write(ENTER_ALT_SCREEN);
+  // on the alternate screen the frame is all there is: each frame sends the lines that changed
+  const terminal = altScreen ? new LineDiffTerminal(stdout) : undefined;
   let endedBy: 'quit' | 'signal' = 'quit';
   const instance = render(
     <WatchApp
@@ -62,7 +67,7 @@ export async function renderWatch(options: RenderWatchOptions): Promise<'quit' |
       {...(options.scope !== undefined ? { scope: options.scope } : {})}
     />,
     {
-      stdout,
+      stdout: (terminal as unknown as NodeJS.WriteStream | undefined) ?? stdout,
       ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
       ...(options.stderr !== undefined ? { stderr: options.stderr } : {}),
       exitOnCtrlC: true,
@@ -83,6 +88,7 @@ export async function renderWatch(options: RenderWatchOptions): Promise<'quit' |
   } finally {
     signal.removeEventListener('abort', onAbort);
     instance.cleanup();
+    terminal?.close();
     if (altScreen) stdout.write(LEAVE_ALT_SCREEN);
   }
   return endedBy;

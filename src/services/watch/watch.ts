@@ -327,7 +327,8 @@ export const WATCH_READ_BUDGET = 0.025;
  * terminating, or 10 s without one) the watch gives the heap it grew back to the system with a
  * compacting full and a memory-reducing garbage collection (lib/heap-settle.ts), so its RSS after a
  * drain is close to where it was before. It never settles in a drain's pause (a collection's CPU
- * for nothing).
+ * for nothing). Its start (the first listing, the modules loaded) is such a burst too: settled once
+ * start-up is over, so V8's memory reducer does not collect it some 20-30 s later, in the idle.
  */
 const WATCH_SETTLE_MIN_TRANSITIONS = 100;
 const WATCH_SETTLE_QUIET_MS = 1_000;
@@ -396,6 +397,8 @@ export async function runWatch(session: NodeSession, options: WatchOptions): Pro
     // facts timeout); the screen does not wait for them
     probe?.start();
     const firstFacts = facts.start();
+    // start-up is a burst like a drain's: settled once it is over (see WATCH_SETTLE_QUIET_MS)
+    settler.note(WATCH_SETTLE_MIN_TRANSITIONS);
     if (options.format === 'json') await firstFacts;
     if (options.format === 'json') endedBy = await streamJson(view, facts, options, stop, counts);
     else endedBy = await showScreen(session, { feed, view, facts, probe }, options, stop, counts);
