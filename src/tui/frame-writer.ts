@@ -36,7 +36,7 @@ const HARMLESS = new Set(['', `${ESC}?2026h`, `${ESC}?2026l`, `${ESC}?25l`, `${E
 type Frame = readonly string[];
 
 /** The number of lines an `eraseLines(n)` at the start of `text` erases, and where it ends; n 0 for none. */
-export function erasePrefix(text: string): { lines: number; end: number } {
+function erasePrefix(text: string): { lines: number; end: number } {
   let at = 0;
   let lines = 0;
   while (text.startsWith(ERASE_AND_UP, at)) {
@@ -52,7 +52,7 @@ export function erasePrefix(text: string): { lines: number; end: number } {
  * the cursor resting below `previous`'s last line: up to its first line, then each line unchanged
  * stepped over, each changed line erased and written, and the lines below a shorter frame erased.
  */
-export function frameDiff(previous: Frame, next: Frame): string {
+function frameDiff(previous: Frame, next: Frame): string {
   let out = previous.length > 0 ? `${ESC}${previous.length}A` : '';
   for (let i = 0; i < next.length; i += 1) {
     out += next[i] === previous[i] ? '\n' : `${ERASE_LINE}${next[i]}\n`;
