@@ -26,6 +26,9 @@
  *   only is atomic (rename) without fsyncs.
  * - A failed write keeps the previous checkpoint intact and the pod dirty; it is reported once,
  *   retried after FLUSH_RETRY_MS, and never an unhandled rejection.
+ * - Once the session's close has begun (`holdScheduledFlushes`), nothing is written on a timer: the
+ *   close's own flush, after the cleanup it waits for (bounded), writes each dirty pod once. Intent
+ *   is not held: a write-ahead flushes at once, as before.
  * - Only pods whose lease this process holds are written; a withdrawn pod never is.
  * - A forgotten pod's checkpoint is replaced by its ending (`ended/`, the same record with the
  *   worker finished): its history stays readable while the runtime lists the pod, and no session
@@ -85,6 +88,8 @@ export class Persistence {
   /** The view of a pod as it finished (when the engine still had it), for its ending when it is forgotten. */
   readonly #finished = new Map<string, { view: PodSyncStatusView | undefined; at: number }>();
   #flushTimer: NodeJS.Timeout | undefined;
+  /** The session's close has begun: flushes are no longer scheduled (see the invariants). */
+  #flushesHeld = false;
   /** One batch write at a time; every flush asked for meanwhile shares the one after it. */
   readonly #batches = new SingleFlight(() => this.#writeDirty());
   #flushFailing = false;
@@ -203,8 +208,15 @@ export class Persistence {
     });
   }
 
+  /** From the start of the session's close: no more flushes on a timer, and the pending one is dropped. */
+  holdScheduledFlushes(): void {
+    this.#flushesHeld = true;
+    clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+  }
+
   scheduleFlush(delayMs = this.#deps.flushDelayMs): void {
-    if (this.#flushTimer || this.#deps.closed()) return;
+    if (this.#flushTimer || this.#flushesHeld || this.#deps.closed()) return;
     this.#flushTimer = setTimeout(() => {
       this.#flushTimer = undefined;
       // a failure is reported (and retried) by the batch itself: never an unhandled rejection

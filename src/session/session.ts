@@ -15,8 +15,9 @@
  * Invariants kept here: a closed session answers nothing; a read-only session acts on nothing
  * (no watchers, no heartbeat, no kills); `requestKill` resolves only once the pod's intent (or the
  * inbox request) is durable; `close()` applies pending requests, lets just-terminated pods finish
- * their cleanup (bounded), flushes everything, then releases the leases — except those whose
- * checkpoint could not be written, which the next process resumes from the last good one.
+ * their cleanup (bounded), flushes everything (the progress made meanwhile written once, by that
+ * flush), then releases the leases — except those whose checkpoint could not be written, which the
+ * next process resumes from the last good one.
  * Background timers are unref'd, so a session never keeps a process alive.
  */
 import { lstatSync } from 'node:fs';
@@ -357,13 +358,19 @@ export class Session implements NodeSession {
   }
 
   async #shutdown(): Promise<void> {
+    // the flush below writes every pod's progress once, after the cleanup waited for: none on a timer meanwhile
+    this.#persistence.holdScheduledFlushes();
     for (const watch of this.#watches) watch.close();
     for (const timer of this.#timers) clearInterval(timer);
     this.#unsubscribeRuntime?.();
-    // Requests that arrived for our pods are applied (recorded) before we stop.
-    await this.#inbox.applyPendingOfHeld();
+    // Requests that arrived for our pods are applied (recorded) before we stop. Reading the inbox
+    // overlaps the wait for the cleanup of pods that just terminated; a pod that turned to its
+    // cleanup meanwhile (a request applied, an adoption settled) is waited for after them, within
+    // the same bound.
+    const cleanupBound = Date.now() + CLEANUP_ON_CLOSE_MS;
+    await Promise.all([this.#inbox.applyPendingOfHeld(), settleTerminated(this.#engine, CLEANUP_ON_CLOSE_MS)]);
     await this.#ownership.settled();
-    await settleTerminated(this.#engine, CLEANUP_ON_CLOSE_MS);
+    await settleTerminated(this.#engine, Math.max(0, cleanupBound - Date.now()));
     this.#closed = true;
     await this.#engine.close();
     // Every engine event of an owned pod marked it dirty (the subscription is still on), and a

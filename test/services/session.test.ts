@@ -349,6 +349,43 @@ describe('session: durability of what it writes', () => {
   });
 });
 
+describe('session: what its close writes', () => {
+  it('writes a pod whose cleanup the close waits for once, after that cleanup, not also while it runs', async () => {
+    runtime.add({ uid: 'w1' });
+    const { nodeFileOps } = await import('../../src/store/files.js');
+    const inner = runtime.session();
+    let closing = false;
+    const renamesWhileClosing: string[] = [];
+    const syncer = {
+      ...inner.syncer,
+      // the terminated phase's cleanup (its final check) takes a while: longer than the flush delay
+      syncTerminatedPod: async (...args: Parameters<typeof inner.syncer.syncTerminatedPod>) => {
+        await new Promise((r) => setTimeout(r, 150));
+        return inner.syncer.syncTerminatedPod(...args);
+      },
+    };
+    const s = await open({
+      runtime: { ...inner, syncer },
+      storeOps: {
+        ...nodeFileOps,
+        rename: async (from, to) => {
+          if (closing && to.endsWith('.ckpt')) renamesWhileClosing.push(to);
+          return nodeFileOps.rename(from, to);
+        },
+      },
+    });
+    await s.requestKill({ uid: 'w1', gracePeriodSeconds: 5 });
+    expect(await s.waitTerminated(['w1'], WAIT)).toEqual(new Map([['w1', 'terminated']]));
+    closing = true;
+    await s.close();
+    expect(renamesWhileClosing).toEqual([store.checkpoints.pathOf('w1')]);
+    const final = await store.checkpoints.read('w1');
+    expect(final?.status).toMatchObject({ finished: true });
+    expect(final?.history.some((h) => h.detail === 'terminating → terminated')).toBe(true);
+    expect((await store.leases.inspect('w1'))?.released).toBe(true);
+  });
+});
+
 describe('session: persistence failures', () => {
   it('a corrupt checkpoint is quarantined with one warning; the other pods are listed and resumed', async () => {
     runtime.add({ uid: 'c1', stopDelayMs: 60_000 });
