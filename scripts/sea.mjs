@@ -3,11 +3,12 @@
  * after `npm run build`, which generates oclif.manifest.json).
  *
  * 1. esbuild bundles src/sea.ts into one CommonJS script, dist/sea/assets/podctl.cjs, with what
- *    podctl loads at run time: oclif and every command, grpc-js and the CRI messages (generated code,
- *    no .proto file is read), valibot, prom-client, Ink and React, and yoga-layout's WebAssembly
- *    (base64 inside its module). Lazily imported modules stay lazy (initialised on first use).
- *    @kubernetes/client-node and yaml are bundled apart (`SEA_ASSET_PACKAGES`), each a CommonJS
- *    script with V8's code cache of it (src/sea-assets.ts); every script is ASCII (`asciiOnly`).
+ *    podctl loads at run time: oclif and every command, the CRI messages (generated code, no .proto
+ *    file is read), valibot, prom-client, Ink and React, and yoga-layout's WebAssembly (base64
+ *    inside its module). Lazily imported modules stay lazy (initialised on first use).
+ *    @kubernetes/client-node, yaml, grpc-js (the simulator's server) and @oclif/plugin-not-found
+ *    are bundled apart (`SEA_ASSET_PACKAGES`), each a CommonJS script with V8's code cache of it
+ *    (src/sea-assets.ts); every script is ASCII (`asciiOnly`).
  *    package.json's fields and oclif.manifest.json are carried in the script; oclif's JSON reader is
  *    taught to serve them from memory (`embeddedJsonInOclif`).
  * 2. podctl.cjs's code caches are trained: each made after a run of a command at build time
@@ -174,7 +175,20 @@ const builtinsRequired = {
  * script, carried as an asset with V8's code cache of it, and compiled on its first import only.
  * Node.js compiles the main script at every start, ~⅔ of that time for these alone.
  */
-const SEA_ASSET_PACKAGES = { '@kubernetes/client-node': 'client-node', yaml: 'yaml' };
+const SEA_ASSET_PACKAGES = {
+  '@kubernetes/client-node': 'client-node',
+  yaml: 'yaml',
+  // the simulator's gRPC server (`podctl simulator`, and tests); the CRI client speaks HTTP/2 itself
+  '@grpc/grpc-js': 'grpc-js',
+  // "did you mean" at a terminal, with its prompt library (a third of the script, iconv-lite among it)
+  '@oclif/plugin-not-found': 'not-found',
+};
+/**
+ * What an asset package's script exports, when not the package's module itself: src/base/not-found.ts
+ * imports the plugin's default export, which the CommonJS interop of an ES-module import (`default`
+ * is `module.exports`) finds only as the script's whole export.
+ */
+const ASSET_EXPORT = { '@oclif/plugin-not-found': '.default' };
 const seaAssetPackages = {
   name: 'sea-asset-packages',
   setup(b) {
@@ -211,7 +225,7 @@ async function buildAssetPackages() {
     const file = out(`sea/assets/${name}.cjs`);
     await build({
       absWorkingDir: root,
-      stdin: { contents: `module.exports = require(${JSON.stringify(pkg)});`, resolveDir: root, loader: 'js' },
+      stdin: { contents: `module.exports = require(${JSON.stringify(pkg)})${ASSET_EXPORT[pkg] ?? ''};`, resolveDir: root, loader: 'js' },
       outfile: file,
       bundle: true,
       format: 'cjs',

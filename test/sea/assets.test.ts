@@ -1,11 +1,13 @@
 /**
  * The packages the single executable carries apart from its main script (src/sea-assets.ts:
- * @kubernetes/client-node and yaml, compiled on first use from the executable's own assets):
- * through the commands a user types, `status` without an API server, `status -o yaml`, and `status`
- * with a kubeconfig (client-node lists the node's pods from a local API server). Nothing is read
+ * @kubernetes/client-node, yaml and grpc-js, compiled on first use from the executable's own assets):
+ * through the commands a user types, `status` without an API server, `status -o yaml`, `status`
+ * with a kubeconfig (client-node lists the node's pods from a local API server), and `simulator`
+ * (grpc-js serves its CRI). Nothing is read
  * from beside the executable (the host has no node_modules and no node).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +15,7 @@ import { parse } from 'yaml';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { writeKubeconfig } from '../kube/support.js';
-import { createSeaHost, removeSeaHost, runSea, seaSkipReason, warnIfSeaSkipped, type SeaHost } from './support.js';
+import { createSeaHost, removeSeaHost, runSea, seaEnv, seaSkipReason, warnIfSeaSkipped, type SeaHost } from './support.js';
 
 warnIfSeaSkipped('test/sea/assets.test.ts');
 const skip = seaSkipReason !== undefined;
@@ -69,5 +71,28 @@ describe.skipIf(skip)(`the single executable's packages loaded on first use${ski
     expect(asked.length).toBeGreaterThan(0);
     const pods = (JSON.parse(run.stdout) as { pods: { name: string; finalizers?: string[] }[] }).pods;
     expect(pods.find((p) => p.name === 'web-1')).toBeDefined();
+  });
+
+  it('the simulator serves its CRI through the grpc-js it carries apart (compiled with its own code cache), and status lists that node', async () => {
+    const socket = path.join(dir, 'sea-sim.sock');
+    const simulator = spawn(host.exe, ['simulator', '--socket', socket, '--pods', '3', '--state-dir', path.join(dir, 'sea-sim')], {
+      cwd: host.cwd,
+      env: seaEnv(host, { NODE_DEBUG: 'podctl-sea' }),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    simulator.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    try {
+      for (let waited = 0; !existsSync(socket); waited += 100) {
+        if (waited > 60_000 || simulator.exitCode !== null) throw new Error(`the simulator did not start: ${stderr}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(stderr).toMatch(/grpc-js\.cjs: code cache grpc-js\.v8 accepted/);
+      const run = await runSea(host, ['status', '-o', 'name', '--runtime-endpoint', `unix://${socket}`, '--state-dir', path.join(dir, 'sea-sim-state')]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout.trim().split('\n')).toHaveLength(3);
+    } finally {
+      simulator.kill('SIGTERM');
+    }
   });
 });
