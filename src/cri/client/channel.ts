@@ -6,7 +6,9 @@
  *
  * Why not grpc-js: loading it costs a one-shot command tens of milliseconds, and its channel adds
  * name resolution, load balancing and a connectivity state machine that a unix socket to one runtime
- * never needs. The container event stream speaks the same protocol (event-stream.ts).
+ * never needs. The connection is our own HTTP/2 client over node:net (h2/session.ts), not node:http2,
+ * whose load brought tls, crypto and http. The container event stream speaks the same protocol
+ * (event-stream.ts).
  *
  * Invariants:
  * - At most one connection (session) is in use at a time. One that closed, failed or was told to go
