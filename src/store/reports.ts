@@ -7,6 +7,9 @@
  * Invariants:
  * - A report is written atomically (files.ts): a reader sees a whole report or none; the folder
  *   and its temporary folder are created 0700 and checked like the store's others on first use.
+ *   It is not fsynced: it describes a drain that has ended, and keeping it is the last thing the
+ *   drain does before it exits; a power cut may lose it (as it loses the pods' progress records,
+ *   which the next run re-derives), never leave half of it.
  * - Names sort in the order the drains ended (the time is fixed-width, UTC); the newest
  *   `REPORTS_KEPT` are kept, older ones removed after each write.
  * - A read refuses a file over `MAX_REPORT_BYTES` or that is not a JSON object, with one line.
@@ -14,7 +17,7 @@
 import * as fsp from '../lib/fs-async.js';
 import { basename, join } from 'node:path';
 import { StoreError } from './errors.js';
-import { listNames, readFileNoFollow, temporaryFolderOf, writeFileAtomic } from './files.js';
+import { listNames, nodeFileOps, readFileNoFollow, temporaryFolderOf, writeFileAtomic, type FileOps } from './files.js';
 import { ensureStateFolder } from './state-dir.js';
 
 /** Reports kept per state dir (older ones are removed when a new one is written). */
@@ -34,12 +37,12 @@ function reportName(endedAt: number, pid: number): string {
 }
 
 /** Writes one drain's report data; returns its path. Removes the oldest past REPORTS_KEPT. */
-export async function saveDrainReport(stateDir: string, data: object, endedAt: number): Promise<string> {
+export async function saveDrainReport(stateDir: string, data: object, endedAt: number, ops: FileOps = nodeFileOps): Promise<string> {
   const folder = reportsFolder(stateDir);
   await ensureStateFolder(folder);
   await ensureStateFolder(temporaryFolderOf(folder));
   const file = join(folder, reportName(endedAt, process.pid));
-  await writeFileAtomic(file, Buffer.from(JSON.stringify(data)), 'drain report');
+  await writeFileAtomic(file, Buffer.from(JSON.stringify(data)), 'drain report', ops, { durable: false });
   const names = await listDrainReports(stateDir);
   for (const old of names.slice(0, Math.max(0, names.length - REPORTS_KEPT))) {
     await fsp.rm(old, { force: true }).catch(() => undefined);
