@@ -40,7 +40,7 @@ function unchunk(raw: string): string | undefined {
 }
 
 /** The answer in `raw` (latin1) once complete, undefined while more is expected (`ended`: nothing more comes). */
-export function parseAnswer(raw: string, ended: boolean): PlainAnswer | undefined {
+function parseAnswer(raw: string, ended: boolean): PlainAnswer | undefined {
   const head = raw.indexOf('\r\n\r\n');
   if (head < 0) {
     if (ended) throw fail('ECONNRESET', 'the connection closed before a complete answer');

@@ -21,7 +21,6 @@ export const readdir = promisify(fs.readdir);
 export const realpath = promisify(fs.realpath);
 export const rename = promisify(fs.rename);
 export const rm = promisify(fs.rm);
-export const stat = promisify(fs.stat);
 export const unlink = promisify(fs.unlink);
 export const utimes = promisify(fs.utimes);
 export const writeFile = promisify(fs.writeFile);
