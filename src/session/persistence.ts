@@ -23,7 +23,9 @@
  *   kills requested together share one durable write. The write-ahead is unchanged: an intent is
  *   still acted on only once a batch that holds it is on disk.
  * - A batch with intent is durable (fsync of each file, then of the folder); a batch of progress
- *   only is atomic (rename) without fsyncs.
+ *   only is atomic (rename) without fsyncs. A durable batch is followed within a flush delay by one
+ *   of progress: the workers it held pick their updates up after it, and no other process may read
+ *   an update as pending once a worker has taken it.
  * - A failed write keeps the previous checkpoint intact and the pod dirty; it is reported once,
  *   retried after FLUSH_RETRY_MS, and never an unhandled rejection.
  * - Once the session's close has begun (`holdScheduledFlushes`), nothing is written on a timer: the
@@ -296,6 +298,9 @@ export class Persistence {
         this.#aheadOfStop.delete(uid);
       }
     }
+    // The workers this batch held wake now and pick their updates up (history-only events): that is
+    // written within a flush delay, so other processes never read a pending update already taken.
+    if (durable && written.size > 0) this.scheduleFlush();
     if (failed.length > 0) {
       if (!this.#flushFailing) this.#deps.warn((failed[0] as Error).message);
       this.#flushFailing = true;
