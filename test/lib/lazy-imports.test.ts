@@ -197,6 +197,9 @@ const MAY_LOAD: readonly (string | RegExp)[] = [
   /^internal\/streams\//,
   /^internal\/perf\/(observe|performance_entry)$/,
   'internal/fs/sync_write_stream',
+  // process.finalization (Node's exit-time registry), which Node's own streams load at times: seen in
+  // a CI run of --version only, not on an idle machine
+  'internal/process/finalization',
   // the store's checksums and lease tokens
   'crypto',
   /^internal\/crypto\//,
