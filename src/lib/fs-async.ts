@@ -13,6 +13,7 @@
 import fs from 'node:fs';
 import { promisify } from 'node:util';
 
+export const access = promisify(fs.access);
 export const link = promisify(fs.link);
 export const lstat = promisify(fs.lstat);
 export const mkdir = promisify(fs.mkdir);
@@ -21,6 +22,7 @@ export const readdir = promisify(fs.readdir);
 export const realpath = promisify(fs.realpath);
 export const rename = promisify(fs.rename);
 export const rm = promisify(fs.rm);
+export const stat = promisify(fs.stat);
 export const unlink = promisify(fs.unlink);
 export const utimes = promisify(fs.utimes);
 export const writeFile = promisify(fs.writeFile);

@@ -4,8 +4,8 @@
  * Algorithm (generation files; no advisory locks, no clocks in the decision):
  * - A pod's lease is a sequence of immutable files `leases/<uid>@<generation>`; the *current* lease
  *   is the one with the highest generation. Each file holds the holder's identity: PID, kernel
- *   start time (so a reused PID is not mistaken for the holder) and a random per-manager token (so
- *   two sessions inside one process are told apart). The heartbeat is the file's mtime.
+ *   start time (so a reused PID is not mistaken for the holder) and a per-manager token (so two
+ *   sessions inside one process are told apart). The heartbeat is the file's mtime.
  * - To acquire: read the current generation N. If its holder is alive (same PID *and* start time
  *   in the same PID namespace, not a zombie: proc.ts's take-over rule) and it is not a release tombstone, the pod is owned by someone else: stop. Else
  *   create generation N+1 with `link(tmp, name)`, which is atomic and fails if the name exists
@@ -38,7 +38,6 @@
  * generations above give without any timing assumption.
  */
 import * as fsp from '../lib/fs-async.js';
-import { randomBytes } from 'node:crypto';
 import type { LeaseInfo } from '../domain/session-api.js';
 import { createExclusive, identityOf, listNames, MAX_LEASE_BYTES, nodeFileOps, readFileNoFollow, sameWrittenOnce, type FileIdentity, type FileOps } from './files.js';
 import { decodeUid, encodeUid, fileIn, type StateLayout } from './state-dir.js';
@@ -83,6 +82,21 @@ const SEPARATOR = '@';
  */
 const NOT_DURABLE = { durable: false } as const;
 const MAX_ACQUIRE_ATTEMPTS = 16;
+/** Managers given a token by this process so far (see newToken). */
+let tokensIssued = 0;
+
+/**
+ * A token no other lease manager has had, in this process or any other: this process's PID, the
+ * wall clock (ms) and the monotonic clock (ns) when it was made, and a per-process count. Another
+ * process would need the same PID (only in another PID namespace) read at the same nanosecond, an
+ * earlier boot also the same millisecond; the count tells apart the managers of one process. Unique
+ * rather than secret (lease files are readable by every podctl process): made without node:crypto,
+ * whose load a reader of leases never pays and a writer need not.
+ */
+function newToken(): string {
+  tokensIssued += 1;
+  return `${process.pid.toString(36)}-${Date.now().toString(36)}-${process.hrtime.bigint().toString(36)}-${tokensIssued.toString(36)}`;
+}
 /** Lease records kept parsed (see #parsed): a node's worth of pods, twice over. */
 const MAX_PARSED_LEASES = 4096;
 
@@ -105,7 +119,8 @@ export class LeaseManager {
   readonly #parsed = new Map<string, { identity: FileIdentity; record: LeaseRecord }>();
   /** This process's identity, read from /proc when a lease is first written (a reader never needs it). */
   #identity: ProcessIdentity | undefined;
-  readonly #token = randomBytes(8).toString('hex');
+  /** This manager's token, made when it first writes a lease (a reader never needs one). */
+  #tokenValue: string | undefined;
   /** uid → generation we hold. */
   readonly #held = new Map<string, number>();
   /** uid → our own lease as anyone would read it (kept in memory: no file read to know it). */
@@ -301,8 +316,9 @@ export class LeaseManager {
     return out;
   }
 
+  /** A lease is ours only if this manager wrote it: one that has written nothing has no token yet. */
   #isOurs(view: LeaseView): boolean {
-    return view.record !== undefined && !view.released && view.record.token === this.#token;
+    return this.#tokenValue !== undefined && view.record !== undefined && !view.released && view.record.token === this.#tokenValue;
   }
 
   #hold(uid: string, view: LeaseView): void {
@@ -324,7 +340,7 @@ export class LeaseManager {
       startTicks: me.startTicks,
       startedAt: me.startedAt,
       ...(me.pidNs !== undefined ? { pidNs: me.pidNs } : {}),
-      token: this.#token,
+      token: (this.#tokenValue ??= newToken()),
       acquiredAt: this.#now(),
       released,
     };

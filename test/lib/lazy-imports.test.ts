@@ -278,9 +278,18 @@ describe.skipIf(!existsSync(path.join(ROOT, 'dist/podctl.cjs')))("the built comm
     expect(unexpected(loaded)).toEqual([]);
   });
 
+  // a reader writes no lease (no token to make) and resolves the endpoint with callback fs
+  it('`podctl status` of a state dir with no checkpoints loads neither node:crypto nor fs.promises', async () => {
+    const loaded = await nativeModulesOf(dump, [path.join(ROOT, 'bin/run.js'), 'status', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state-reader')], env());
+    expect(loaded).toContain('net');
+    expect(loaded.filter((m) => /^(crypto|internal\/crypto\/.*|internal\/fs\/promises|internal\/readline\/.*)$/.test(m))).toEqual([]);
+  });
+
   it('`podctl kill` of one pod', async () => {
+    // the pods here are static or system-critical (--yes), and the kubelet's healthz answers, so
+    // without --force kill refuses them, having written nothing
     const pod = sim.state.listPodSandbox(undefined)[0]!.metadata!;
-    const loaded = await nativeModulesOf(dump, [path.join(ROOT, 'bin/run.js'), 'kill', `${pod.namespace}/${pod.name}`, '--grace', '0', ...common()], env());
+    const loaded = await nativeModulesOf(dump, [path.join(ROOT, 'bin/run.js'), 'kill', `${pod.namespace}/${pod.name}`, '--grace', '0', '--force', '--yes', ...common()], env());
     expect(loaded).toContain('crypto');
     expect(unexpected(loaded)).toEqual([]);
   });

@@ -23,11 +23,14 @@
  *   is missing or not accessible, resolution fails with one clear line naming the path and the flag.
  * - A well-known socket that exists but cannot be opened (permission) is reported, not skipped: a
  *   node that has containerd but a user without access must not end up on the simulator.
- * - Probing a socket is a bounded connect (no gRPC import): this module stays cheap to load.
+ * - Probing a socket is a bounded connect (no gRPC import), files are read and stat'ed with callback
+ *   fs (lib/fs-async.ts, not fs.promises, whose internals load a dozen of Node's modules): this module
+ *   stays cheap to load and to run.
  */
-import { constants as fsConstants, promises as fs } from 'node:fs';
+import { constants as fsConstants } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import * as fs from '../../lib/fs-async.js';
 
 export const CONTAINERD_SOCKET = '/run/containerd/containerd.sock';
 export const CRIO_SOCKET = '/var/run/crio/crio.sock';
