@@ -15,6 +15,7 @@ import { ContainerStateCode } from '../../src/cri/client/codes.js';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { writeAgentKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
+import { until } from '../support/wait.js';
 
 const ROOT = process.cwd();
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -100,27 +101,19 @@ function running(uid: string): boolean {
   return sandboxes.some((s) => sim.state.listContainers({ podSandboxId: s.id } as never).some((c) => c.state === ContainerStateCode.RUNNING));
 }
 
-async function until(what: string, check: () => boolean, boundMs: number, output: () => string): Promise<void> {
-  const end = Date.now() + boundMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`not within ${boundMs} ms: ${what}\n${output()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('podctl agent: a drain that survives its agent', () => {
   it('an agent SIGKILLed mid-drain and restarted finishes the drain (done); its own pod keeps running', { timeout: 90_000 }, async () => {
     const first = startAgent();
     server.updateNode('node-1', (n) => (n.metadata.annotations = { 'podctl.io/drain': 'requested' }));
-    await until('the first agent draining', () => drainAnnotation() === 'draining' && nodeEvents('DrainStarted').length === 1, 30_000, first.output);
-    await until('the stubborn pod signalled', () => !running('uid-web'), 20_000, first.output);
+    await until('the first agent draining', () => drainAnnotation() === 'draining' && nodeEvents('DrainStarted').length === 1, { timeoutMs: 30_000, detail: first.output });
+    await until('the stubborn pod signalled', () => !running('uid-web'), { timeoutMs: 20_000, detail: first.output });
     expect(running('uid-stubborn')).toBe(true);
     first.child.kill('SIGKILL');
     await first.exited;
     expect(drainAnnotation()).toBe('draining');
 
     const second = startAgent();
-    await until('the resumed drain ends', () => drainAnnotation() === 'done' || drainAnnotation() === 'failed', 60_000, second.output);
+    await until('the resumed drain ends', () => drainAnnotation() === 'done' || drainAnnotation() === 'failed', { timeoutMs: 60_000, detail: second.output });
     expect(drainAnnotation(), second.output()).toBe('done');
     expect(nodeEvents('DrainResumed'), second.output()).toEqual([expect.stringMatching(/resumes the drain of node node-1, left podctl.io\/drain=draining/)]);
     expect(nodeEvents('DrainFailed')).toEqual([]);
@@ -133,7 +126,7 @@ describe('podctl agent: a drain that survives its agent', () => {
   it('an agent stopped by SIGTERM mid-drain exits 0, hands the drain on in an Event and leaves the node draining, never failed', { timeout: 60_000 }, async () => {
     const agent = startAgent();
     server.updateNode('node-1', (n) => (n.metadata.annotations = { 'podctl.io/drain': 'requested' }));
-    await until('the agent draining', () => drainAnnotation() === 'draining' && nodeEvents('DrainStarted').length === 1, 30_000, agent.output);
+    await until('the agent draining', () => drainAnnotation() === 'draining' && nodeEvents('DrainStarted').length === 1, { timeoutMs: 30_000, detail: agent.output });
     agent.child.kill('SIGTERM');
     expect(await agent.exited, agent.output()).toBe(0);
     expect(drainAnnotation()).toBe('draining');

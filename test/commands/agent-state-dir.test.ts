@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+import { waitFor } from '../support/wait.js';
 
 const ROOT = process.cwd();
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -58,16 +59,11 @@ async function get(url: string): Promise<{ status: number; text: string }> {
   return { status: res.status, text: await res.text() };
 }
 
-/** Polls `probe` every 200 ms until it returns a value, or fails naming `what` after `boundMs`. */
-async function until<T>(what: string, boundMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const end = Date.now() + boundMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`not within ${boundMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+/** A probe of the agent's endpoints: a refused or failed request is an answer not yet given. */
+const answered =
+  <T>(probe: () => Promise<T | undefined>) =>
+  () =>
+    probe().catch(() => undefined);
 
 const failedSteps = (metrics: string): number => Number(/^podctl_housekeeping_steps_total\{result="failed"\} (\d+)/m.exec(metrics)?.[1] ?? 'NaN');
 
@@ -94,19 +90,29 @@ describe.skipIf(unmountable !== undefined)('podctl agent with a read-only state 
     children.push(child);
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const base = await until('the agent serves /healthz', 30_000, async () => /serving \/metrics and \/healthz on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1]);
-    await until('the agent is ready after a step', 30_000, async () =>
-      (await get(`${base}/readyz`)).status === 200 && /^podctl_housekeeping_steps_total\{result="ok"\} [1-9]/m.test((await get(`${base}/metrics`)).text) ? true : undefined,
+    const base = await waitFor(
+      'the agent serves /healthz',
+      answered(async () => /serving \/metrics and \/healthz on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1]),
+      { timeoutMs: 30_000, everyMs: 200 },
+    );
+    await waitFor(
+      'the agent is ready after a step',
+      answered(async () => ((await get(`${base}/readyz`)).status === 200 && /^podctl_housekeeping_steps_total\{result="ok"\} [1-9]/m.test((await get(`${base}/metrics`)).text) ? true : undefined)),
+      { timeoutMs: 30_000, everyMs: 200 },
     );
     expect(failedSteps((await get(`${base}/metrics`)).text)).toBe(0);
 
     const readOnlyFrom = Date.now();
     mountReadOnly(stateDir);
     // the state dir is checked with a write at most every 10 s; then 3 failed steps in a row
-    const ready = await until('/readyz says 503', 40_000, async () => {
-      const r = await get(`${base}/readyz`);
-      return r.status === 503 ? r : undefined;
-    });
+    const ready = await waitFor(
+      '/readyz says 503',
+      answered(async () => {
+        const r = await get(`${base}/readyz`);
+        return r.status === 503 ? r : undefined;
+      }),
+      { timeoutMs: 40_000, everyMs: 200 },
+    );
     const cause = `${stateDir}: read-only file system (EROFS)`;
     // not ready from the third failed step; a fourth (every 200 ms) may have failed by the time /readyz answers
     const failedInARow = /^(\d+) housekeeping steps failed in a row: state-dir: (.*)$/.exec(ready.text.split('\n')[0] ?? '');
@@ -127,7 +133,11 @@ describe.skipIf(unmountable !== undefined)('podctl agent with a read-only state 
     expect(stderr.split(`the state dir cannot be written`).length - 1).toBe(1);
 
     unmount(stateDir);
-    await until('/readyz says 200 again', 40_000, async () => ((await get(`${base}/readyz`)).status === 200 ? true : undefined));
+    await waitFor(
+      '/readyz says 200 again',
+      answered(async () => ((await get(`${base}/readyz`)).status === 200 ? true : undefined)),
+      { timeoutMs: 40_000, everyMs: 200 },
+    );
     expect((await get(`${base}/healthz`)).text).toMatch(/^state-dir: ok since /m);
     expect(stderr).toContain(`agent: the state dir can be written again (${stateDir})`);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

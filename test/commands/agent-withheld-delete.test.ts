@@ -15,6 +15,7 @@ import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/i
 import { writeAgentKubeconfig } from '../kube/support.js';
 import { requireBuilt, BIN, ROOT } from '../support/cli.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
+import { until } from '../support/wait.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -69,14 +70,6 @@ function startAgent(w: World, extra: string[] = []): { child: ChildProcess; outp
 
 const count = (text: string, re: RegExp): number => text.match(new RegExp(re.source, 'g'))?.length ?? 0;
 
-async function until(what: string, check: () => boolean, output: () => string, boundMs = 30_000): Promise<void> {
-  const end = Date.now() + boundMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`not within ${boundMs} ms: ${what}\n${output()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** Is a container of the pod running in the simulator? */
 function running(sim: RunningSimulator, uid: string): boolean {
   const sandboxes = sim.state.listPodSandbox(undefined).filter((s) => s.metadata?.uid === uid);
@@ -89,13 +82,13 @@ function running(sim: RunningSimulator, uid: string): boolean {
  */
 async function withheldLog(w: World, extra: string[] = []): Promise<string> {
   const agent = startAgent(w, extra);
-  await until('the withheld final delete said', () => /agent: final delete of app\/gone withheld: /.test(agent.output()), agent.output);
+  await until('the withheld final delete said', () => /agent: final delete of app\/gone withheld: /.test(agent.output()), { timeoutMs: 30_000, detail: agent.output });
   expect(running(w.sim, 'uid-gone')).toBe(false);
   for (let i = 0; i < 3; i += 1) {
     const steps = count(agent.output(), /step sync done/);
     // an unrelated pod of the node appears in the API: the agent takes a full step for it
     w.server.addPod({ metadata: { name: `other-${i}`, namespace: 'app', uid: `uid-other-${i}` }, spec: { nodeName: 'node-1', containers: [{ name: 'c' }] }, status: { phase: 'Pending' } });
-    await until(`full step after other-${i}`, () => count(agent.output(), /step sync done/) > steps, agent.output);
+    await until(`full step after other-${i}`, () => count(agent.output(), /step sync done/) > steps, { timeoutMs: 30_000, detail: agent.output });
   }
   agent.child.kill('SIGTERM');
   await new Promise((resolve) => agent.child.once('exit', resolve));

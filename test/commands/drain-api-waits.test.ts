@@ -17,15 +17,7 @@ import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/i
 import { writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { requireBuilt, runPodctl, type CliRun as Run, BIN, ROOT } from '../support/cli.js';
-
-/** Polls `test` every 100 ms until it holds; fails after `ms` (a bound for a loaded machine, not a speed goal). */
-async function until(what: string, test: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await test())) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+import { until } from '../support/wait.js';
 
 describe('a drain that waits on a PodDisruptionBudget', { timeout: 240_000 }, () => {
   let server: KubeApiServer;
@@ -97,16 +89,20 @@ describe('a drain that waits on a PodDisruptionBudget', { timeout: 240_000 }, ()
     const ended = new Promise<number>((resolve) => drain.on('close', (code) => resolve(code ?? 1)));
     try {
       const refusals = (): number => server.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/pods/guarded/eviction') && r.status === 429).length;
-      await until('the budget refused the eviction of web/guarded', () => refusals() >= 1);
+      await until('the budget refused the eviction of web/guarded', () => refusals() >= 1, { timeoutMs: 60_000, everyMs: 100 });
       const firstRefusal = server.requests.find((r) => r.path.endsWith('/pods/guarded/eviction'))!.at;
 
       // while it holds: status names the budget and since when, in the table, in JSON and in --explain
       let held: Record<string, any> | undefined;
-      await until('status shows the hold', async () => {
-        const status = await podctl(['status', 'web/guarded', '-o', 'json']);
-        held = (JSON.parse(status.stdout).pods as Record<string, any>[]).find((p) => p.name === 'guarded')?.evictionHeld ?? undefined;
-        return held !== undefined && held !== null;
-      });
+      await until(
+        'status shows the hold',
+        async () => {
+          const status = await podctl(['status', 'web/guarded', '-o', 'json']);
+          held = (JSON.parse(status.stdout).pods as Record<string, any>[]).find((p) => p.name === 'guarded')?.evictionHeld ?? undefined;
+          return held !== undefined && held !== null;
+        },
+        { timeoutMs: 60_000, everyMs: 100 },
+      );
       expect(held).toMatchObject({ budget: 'PodDisruptionBudget web/pdb', pid: drain.pid });
       expect(Math.abs(Date.parse(held!.since) - firstRefusal)).toBeLessThan(5_000);
       expect(held!.detail).toMatch(/disruption budget pdb/);

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import type { SimPodSpec } from '../../src/cri/simulator/types.js';
 import { alive } from '../support/process.js';
+import { until, waitFor } from '../support/wait.js';
 
 const ROOT = process.cwd();
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -27,16 +28,6 @@ function podctl(args: string[]): Promise<{ code: number; stdout: string; stderr:
       resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
     });
   });
-}
-
-async function until<T>(what: string, boundMs: number, probe: () => T | undefined | Promise<T | undefined>): Promise<T> {
-  const end = Date.now() + boundMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`${what}: not within ${boundMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }
 
 beforeAll(() => {
@@ -68,7 +59,7 @@ describe('a background driver while the runtime is away', { timeout: 90_000 }, (
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.stdout.resume();
     const exited = new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1))));
-    await until('the kill waits', 15_000, () => (stderr.includes('waiting up to 2s') ? true : undefined));
+    await until('the kill waits', () => stderr.includes('waiting up to 2s'), { timeoutMs: 15_000, everyMs: 200 });
     await sim.close();
     sim = undefined;
     const kill = { code: await exited, stderr };
@@ -79,10 +70,10 @@ describe('a background driver while the runtime is away', { timeout: 90_000 }, (
     expect(driver, kill.stderr).toBeGreaterThan(0);
 
     // the driver waits (it did not exit on the missing socket) and says so in its log
-    const waiting = await until(`driver ${driver} says it waits (log ${log})`, 15_000, () =>
-      readFileSync(log, 'utf8').includes('waiting for the runtime') ? readFileSync(log, 'utf8') : undefined,
-    ).catch((error: Error) => {
-      throw new Error(`${error.message}; alive: ${alive(driver)}; the log:\n${readFileSync(log, 'utf8')}`);
+    const waiting = await waitFor(`driver ${driver} says it waits (log ${log})`, () => (readFileSync(log, 'utf8').includes('waiting for the runtime') ? readFileSync(log, 'utf8') : undefined), {
+      timeoutMs: 15_000,
+      everyMs: 200,
+      detail: () => `alive: ${alive(driver)}; the log:\n${readFileSync(log, 'utf8')}`,
     });
     expect(waiting).toMatch(/no such socket|refused/);
     await new Promise((resolve) => setTimeout(resolve, 2_000));
@@ -90,7 +81,7 @@ describe('a background driver while the runtime is away', { timeout: 90_000 }, (
 
     // a runtime on the same socket again (the pod still runs there): the driver finishes it and exits 0
     sim = await startSimulator({ socketPath: socket, timeScale: 1, pods: [POD] });
-    await until(`driver ${driver} exits`, 40_000, () => (alive(driver) ? undefined : true));
+    await until(`driver ${driver} exits`, () => !alive(driver), { timeoutMs: 40_000, everyMs: 200 });
     const written = readFileSync(log, 'utf8');
     expect(written).toContain('the runtime answered again');
     const result = JSON.parse(written.slice(written.indexOf('{')));
@@ -111,7 +102,7 @@ describe('a background driver while the runtime is away', { timeout: 90_000 }, (
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.stdout.resume();
     const exited = new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1))));
-    await until('the driver waits', 15_000, () => (stderr.includes('waiting for the runtime') ? true : undefined));
+    await until('the driver waits', () => stderr.includes('waiting for the runtime'), { timeoutMs: 15_000, everyMs: 200 });
     return { exited, stderr: () => stderr, kill: (signal) => child.kill(signal) };
   }
 

@@ -10,15 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { alive, processesNaming } from '../support/process.js';
 import { requireBuilt, runPodctl as podctl, BIN } from '../support/cli.js';
+import { until } from '../support/wait.js';
 
-/** Polls `test` every 100 ms until it holds; fails after `ms` (a bound for a loaded machine, not a speed goal). */
-async function until(what: string, test: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await test())) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** The bound of a wait here (for a loaded machine, not a speed goal) and its pace. */
+const WAIT = { timeoutMs: 30_000, everyMs: 100 };
 
 beforeAll(() => {
   requireBuilt('kill');
@@ -136,14 +131,14 @@ describe('a background driver stops on SIGTERM', { timeout: 120_000 }, () => {
     const kill = await podctl(['kill', `default/${name}`, '--no-wait', '--json', ...common]);
     expect(kill.code, kill.stderr).toBe(0);
     const driver = (JSON.parse(kill.stdout) as { handedOffTo: { pid: number; log: string } }).handedOffTo;
-    await until(`driver ${driver.pid} drives ${name}`, async () => (await statusOf(name)).ownerPid === driver.pid);
+    await until(`driver ${driver.pid} drives ${name}`, async () => (await statusOf(name)).ownerPid === driver.pid, WAIT);
     return driver;
   }
 
   it('without an agent: it says which pods it leaves undriven and exits; no other driver starts', async () => {
     const driver = await handToDriver('stubborn-1');
     process.kill(driver.pid, 'SIGTERM');
-    await until(`driver ${driver.pid} exits`, () => !alive(driver.pid));
+    await until(`driver ${driver.pid} exits`, () => !alive(driver.pid), WAIT);
     const log = readFileSync(driver.log, 'utf8');
     expect(log).toContain(`no agent serves ${stateDir}, so 1 pod(s) are left undriven: default/stubborn-1`);
     // no driver of its own replaced it
@@ -157,13 +152,13 @@ describe('a background driver stops on SIGTERM', { timeout: 120_000 }, () => {
     let agentErr = '';
     agent.stderr.on('data', (chunk: Buffer) => (agentErr += chunk.toString()));
     try {
-      await until('the agent marks the state dir', () => existsSync(path.join(stateDir, 'agent.pid')));
+      await until('the agent marks the state dir', () => existsSync(path.join(stateDir, 'agent.pid')), WAIT);
       const second = await podctl(['agent', '--metrics-addr', 'none', ...common]);
       expect(second.code).toBe(1);
       expect(second.stderr.trim()).toBe(`error: another podctl agent (pid ${agent.pid}) serves state dir ${stateDir}; stop it first, or give this one another --state-dir`);
 
       process.kill(driver.pid, 'SIGTERM');
-      await until(`driver ${driver.pid} exits`, () => !alive(driver.pid));
+      await until(`driver ${driver.pid} exits`, () => !alive(driver.pid), WAIT);
       expect(readFileSync(driver.log, 'utf8')).toContain(`1 pod(s) handed to the agent (pid ${agent.pid}), which drives them on: default/stubborn-2`);
       expect(await statusOf('stubborn-2')).toMatchObject({ state: 'terminating', ownerPid: agent.pid, driven: true });
     } finally {
@@ -175,12 +170,16 @@ describe('a background driver stops on SIGTERM', { timeout: 120_000 }, () => {
   it('an undriven pod past its deadline: --explain says when the deadline passed, never a negative grace', async () => {
     const driver = await handToDriver('short');
     process.kill(driver.pid, 'SIGKILL');
-    await until(`driver ${driver.pid} is gone`, () => !alive(driver.pid));
-    await until('the grace deadline passed', async () => {
-      const run = await podctl(['status', 'default/short', '--explain', '--json', ...common]);
-      const e = (JSON.parse(run.stdout) as { explain: { graceDeadline: string | null }[] }).explain[0]!;
-      return e.graceDeadline !== null && Date.parse(e.graceDeadline) < Date.now() - 1_000;
-    });
+    await until(`driver ${driver.pid} is gone`, () => !alive(driver.pid), WAIT);
+    await until(
+      'the grace deadline passed',
+      async () => {
+        const run = await podctl(['status', 'default/short', '--explain', '--json', ...common]);
+        const e = (JSON.parse(run.stdout) as { explain: { graceDeadline: string | null }[] }).explain[0]!;
+        return e.graceDeadline !== null && Date.parse(e.graceDeadline) < Date.now() - 1_000;
+      },
+      WAIT,
+    );
     const text = await podctl(['status', 'default/short', '--explain', ...common]);
     const grace = text.stdout.split('\n').find((l) => l.trimStart().startsWith('grace:'))!;
     expect(grace).toMatch(/^ {2}grace: {8}\d+s; its deadline passed \d+s ago, and nobody drives the pod$/);

@@ -13,20 +13,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+import { until, waitFor } from '../support/wait.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const built = existsSync(join(root, 'dist/commands/watch.js')) && existsSync(join(root, 'oclif.manifest.json'));
 if (!built) console.warn('[watch-start-settle] SKIPPED: podctl is not built (run `npm run build`)');
-
-async function until<T>(read: () => T | undefined | false, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = read();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe.skipIf(!built)(`podctl watch after its start${built ? '' : ' (skipped: not built)'}`, () => {
   let dir = '';
@@ -62,10 +53,10 @@ describe.skipIf(!built)(`podctl watch after its start${built ? '' : ' (skipped: 
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     try {
       const records = () => out.split('\n').filter((l) => l.startsWith('{"type":"pod"')).length;
-      await until(() => records() >= 2, 'the pod records');
+      await until('the pod records', () => records() >= 2, { timeoutMs: 20_000, everyMs: 25 });
       const asked = () => out.split('\n').filter((l) => /Mark-Compact.*testing/.test(l));
       // the settle follows 1 s without a change; bounded well above that for a loaded machine
-      const collections = await until(() => asked().length > 0 && asked(), 'a collection podctl asks for');
+      const collections = await waitFor('a collection podctl asks for', () => asked().length > 0 && asked(), { timeoutMs: 20_000, everyMs: 25 });
       expect(collections.length).toBeGreaterThan(0);
       // nothing changed on the node: no transition came with it
       expect(out).not.toContain('"type":"transition"');

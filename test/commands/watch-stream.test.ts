@@ -11,6 +11,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
+import { until, waitFor } from '../support/wait.js';
+
+/** The bound of a wait here (for a loaded machine, not a speed goal) and its pace. */
+const WAIT = { timeoutMs: 15_000, everyMs: 25 };
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const built = existsSync(join(root, 'dist/commands/watch.js')) && existsSync(join(root, 'oclif.manifest.json'));
@@ -41,16 +45,6 @@ function watch(endpoint: string, stateDir: string, extra: string[] = [], command
       .filter((l) => l.trim() !== '')
       .map((l) => JSON.parse(l) as Record<string, unknown>);
   return { child, lines, stderr: () => err, exited };
-}
-
-async function until<T>(read: () => T | undefined | false, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = read();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 /** Runs the CLI without blocking this process (which serves the simulator). */
@@ -87,7 +81,7 @@ describe.skipIf(!built)(`podctl watch as a JSON stream${built ? '' : ' (skipped:
   it('streams pods, then transitions another process makes, and exits 0 on SIGTERM without loading Ink', async () => {
     const w = watch(sim!.endpoint, stateDir);
     try {
-      const pods = await until(() => w.lines().length >= 3 && w.lines(), 'the pod records');
+      const pods = await waitFor('the pod records', () => w.lines().length >= 3 && w.lines(), WAIT);
       expect(pods.map((r) => [r.type, `${String(r.namespace)}/${String(r.name)}`]).sort()).toEqual([
         ['pod', 'batch/report'],
         ['pod', 'web/api-1'],
@@ -95,10 +89,14 @@ describe.skipIf(!built)(`podctl watch as a JSON stream${built ? '' : ' (skipped:
       ]);
       const kill = await podctl(['kill', 'web/api-2', '--grace', '1', '--runtime-endpoint', sim!.endpoint, '--state-dir', stateDir]);
       expect(kill.status, kill.stderr).toBe(0);
-      const transitions = await until(() => {
-        const t = w.lines().filter((r) => r.type === 'transition' && r.name === 'api-2');
-        return t.some((r) => r.to === 'terminated' || r.to === 'finished') && t;
-      }, 'api-2 to be terminated');
+      const transitions = await waitFor(
+        'api-2 to be terminated',
+        () => {
+          const t = w.lines().filter((r) => r.type === 'transition' && r.name === 'api-2');
+          return t.some((r) => r.to === 'terminated' || r.to === 'finished') && t;
+        },
+        WAIT,
+      );
       expect(transitions[0]).toMatchObject({ type: 'transition', namespace: 'web', name: 'api-2', source: 'store' });
       expect(transitions.map((r) => r.to)).toContain('terminating');
       w.child.kill('SIGTERM');
@@ -112,7 +110,7 @@ describe.skipIf(!built)(`podctl watch as a JSON stream${built ? '' : ' (skipped:
   it('exits 0 when its reader goes away (EPIPE on the next record)', async () => {
     const w = watch(sim!.endpoint, stateDir);
     try {
-      await until(() => w.lines().length >= 3, 'the pod records');
+      await until('the pod records', () => w.lines().length >= 3, WAIT);
       w.child.stdout.destroy();
       const kill = await podctl(['kill', 'web/api-1', '--grace', '1', '--runtime-endpoint', sim!.endpoint, '--state-dir', stateDir]);
       expect(kill.status, kill.stderr).toBe(0);
@@ -125,7 +123,7 @@ describe.skipIf(!built)(`podctl watch as a JSON stream${built ? '' : ' (skipped:
   it('-n and -l stream only those pods; -A with -n, an empty -n and a bad -l are usage errors (exit 2)', async () => {
     const ns = watch(sim!.endpoint, stateDir, ['-n', 'batch']);
     try {
-      const pods = await until(() => ns.lines().length >= 1 && ns.lines(), 'the pod records');
+      const pods = await waitFor('the pod records', () => ns.lines().length >= 1 && ns.lines(), WAIT);
       await new Promise((r) => setTimeout(r, 500));
       expect(
         ns
@@ -197,13 +195,13 @@ describe.skipIf(!built)(`podctl watch when its runtime goes away${built ? '' : '
       const endpoint = sim.endpoint;
       const { child, lines, exited } = watch(endpoint, stateDir, ['-o', 'json'], follower === 'watch -o json' ? ['watch'] : ['status', '--watch']);
       try {
-        await until(() => lines().length >= 2, 'the first records');
+        await until('the first records', () => lines().length >= 2, WAIT);
         // the runtime goes away: its connections close, and the follower must not end with them
         await sim.close();
         sim = undefined;
         const still = await Promise.race([exited, new Promise((r) => setTimeout(() => r('running'), 2_500))]);
         expect(still).toBe('running');
-        if (follower === 'watch -o json') await until(() => lines().some((r) => r.kind === 'runtime-not-answering'), 'the runtime-not-answering record');
+        if (follower === 'watch -o json') await until('the runtime-not-answering record', () => lines().some((r) => r.kind === 'runtime-not-answering'), WAIT);
         sim = await startSimulator({ socketPath, pods });
         const kill = await podctl(['kill', 'batch/report', '--grace', '1', '--runtime-endpoint', endpoint, '--state-dir', stateDir]);
         expect(kill.status, kill.stderr).toBe(0);
@@ -211,7 +209,7 @@ describe.skipIf(!built)(`podctl watch when its runtime goes away${built ? '' : '
           follower === 'watch -o json'
             ? r.type === 'transition' && r.name === 'report' && r.to === 'finished'
             : (r.pod as { name?: string; state?: string } | undefined)?.name === 'report' && (r.pod as { state?: string }).state === 'finished';
-        await until(() => lines().some(seen), 'batch/report finished, after the restart');
+        await until('batch/report finished, after the restart', () => lines().some(seen), WAIT);
         child.kill('SIGTERM');
         expect(await exited).toBe(0);
       } finally {

@@ -10,7 +10,11 @@ import { groupRuntimePods, toRunningPod, toV1Pod } from '../../src/cri/cache/pod
 import { RuntimeSyncer } from '../../src/cri/runtime/syncer.js';
 import type { CriClient } from '../../src/cri/client/client.js';
 import type { SimRecord, StartSimulatorOptions } from '../../src/cri/simulator/index.js';
-import { until, useSimulator } from './support.js';
+import { useSimulator } from './support.js';
+import { until } from '../support/wait.js';
+
+/** The bound of a wait here (for a loaded machine, not a speed goal) and its pace. */
+const WAIT = { timeoutMs: 5_000, everyMs: 10 };
 
 function stopTimeouts(journal: readonly SimRecord[]): string[] {
   return journal.filter((r) => r.kind === 'rpc' && r.method === 'StopContainer').map((r) => (r as { detail?: string }).detail ?? '');
@@ -33,7 +37,7 @@ describe('engine + runtime syncer + runtime cache', () => {
   }
 
   async function finished(workers: PodWorkers, uid: string, timeoutMs = 10_000) {
-    await until(() => workers.snapshot().get(uid)?.finished === true, timeoutMs);
+    await until("the pod's worker finished", () => workers.snapshot().get(uid)?.finished === true, { ...WAIT, timeoutMs });
   }
 
   it('kills a pod with its grace honoured and finishes the worker', async () => {
@@ -52,7 +56,7 @@ describe('engine + runtime syncer + runtime cache', () => {
     const { sim, client, cache, workers, events } = await setup({ pods: [{ name: 'web', uid: 'w2', containers: [{ name: 'c', onSigterm: 'ignore' }] }] });
     const pod = await specOf(client, 'w2');
     workers.updatePod({ updateType: 'kill', pod, killPodOptions: { gracePeriodSecondsOverride: 30 } });
-    await until(() => sim.state.pendingStops() === 1);
+    await until('one stop pending', () => sim.state.pendingStops() === 1, WAIT);
     const shortenedAt = Date.now();
     workers.updatePod({ updateType: 'kill', pod, killPodOptions: { gracePeriodSecondsOverride: 1 } });
     await finished(workers, 'w2');
@@ -68,7 +72,7 @@ describe('engine + runtime syncer + runtime cache', () => {
     const { sim, client, cache, workers } = await setup({ pods: [{ name: 'orphan', uid: 'o1', terminationGracePeriodSeconds: 90, containers: [{ name: 'c', onSigterm: 'ignore' }] }] });
     const runningPod = toRunningPod(groupRuntimePods(await client.listPodSandbox(), await client.listContainers()).get('o1')!);
     workers.updatePod({ updateType: 'kill', runningPod });
-    await until(() => sim.state.containerIds().every((id) => sim.state.container(id)?.state === 2));
+    await until('every container exited', () => sim.state.containerIds().every((id) => sim.state.container(id)?.state === 2), WAIT);
     expect(stopTimeouts(sim.state.journal())).toEqual(['timeout=1']);
     await workers.whenIdle();
     await workers.close();

@@ -5,7 +5,11 @@ import { connectCri } from '../../src/cri/client/client.js';
 import { GrpcStatus } from '../../src/cri/client/errors.js';
 import { groupRuntimePods } from '../../src/cri/cache/pods.js';
 import { behaviourOf, demoNode, FaultInjector, runSimulator, seedPods, SimRuntime, startSimulator } from '../../src/cri/simulator/index.js';
-import { until, useTempDir } from './support.js';
+import { useTempDir } from './support.js';
+import { until } from '../support/wait.js';
+
+/** The bound of a wait here (for a loaded machine, not a speed goal) and its pace. */
+const WAIT = { timeoutMs: 5_000, everyMs: 10 };
 
 function model(): SimRuntime {
   return new SimRuntime();
@@ -195,7 +199,7 @@ describe('runSimulator (foreground)', () => {
     const ac = new AbortController();
     let endpoint = '';
     const running = runSimulator({ stateDir, pods: 4, signal: ac.signal, handleProcessSignals: false, onReady: (s) => (endpoint = s.endpoint) });
-    await until(() => endpoint !== '');
+    await until('the simulator serving', () => endpoint !== '', WAIT);
     expect(endpoint).toBe(`unix://${stateDir}/simulator.sock`);
     const client = await connectCri({ endpoint });
     expect(await client.listPodSandbox()).toHaveLength(4);

@@ -35,12 +35,3 @@ export function useSimulator(): (options?: Omit<StartSimulatorOptions, 'socketPa
     return pair;
   };
 }
-
-/** Resolves when `predicate` holds, polling every 10 ms; rejects after `timeoutMs`. */
-export async function until(predicate: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { PodWorkerEvent } from '../../src/engine/types.js';
 import { PodWorkerEngine } from '../../src/engine/workers.js';
 import { FakeCache, RecordingSyncer, newNamedPod } from './harness.js';
+import { until } from '../support/wait.js';
 
 describe('write-ahead hold', () => {
   it('acts on nothing until the intent is durable, then runs the held update', async () => {
@@ -45,9 +46,7 @@ describe('write-ahead hold', () => {
       expect(asked.length).toBeGreaterThan(retriesBefore);
       expect(syncer.processed.has('p')).toBe(false);
       durable = true;
-      const deadline = Date.now() + 2_000;
-      while (!workers.isPodKnownTerminated('p') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      expect(workers.isPodKnownTerminated('p')).toBe(true);
+      await until('p known terminated', () => workers.isPodKnownTerminated('p'), { timeoutMs: 2_000, everyMs: 20 });
       expect(syncer.processed.get('p')!.length).toBeGreaterThan(0);
     } finally {
       await workers.close();

@@ -7,6 +7,10 @@ import { writeAgentKubeconfig } from './support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { connectKube } from '../../src/kube/index.js';
 import { NodePodSource, type PodSourceEvent } from '../../src/kube/pod-source.js';
+import { until } from '../support/wait.js';
+
+/** The bound of a wait here (for a loaded machine, not a speed goal) and its pace. */
+const WAIT = { timeoutMs: 5_000, everyMs: 20 };
 
 let server: KubeApiServer;
 let kubeconfig: string;
@@ -19,14 +23,6 @@ afterAll(() => server.stop());
 afterEach(() => expect(server.denied().map((r) => `${r.method} ${r.path}`)).toEqual([]));
 
 const pod = (name: string, node = 'node-1') => ({ metadata: { name, namespace: 'web' }, spec: { nodeName: node, containers: [] }, status: { phase: 'Running' } });
-
-async function until(what: string, check: () => boolean, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('NodePodSource', () => {
   it('lists, follows the watch, advances on bookmarks, resumes a closed watch, relists after 410 Gone', async () => {
@@ -48,16 +44,16 @@ describe('NodePodSource', () => {
 
       server.addPod(pod('b'));
       server.deletePod('web', 'a', 5); // graceful: MODIFIED with deletionTimestamp
-      await until("b and a's deletion", () => names().join() === 'a,b' && source.pods().some((p) => p.metadata?.deletionGracePeriodSeconds === 5));
+      await until("b and a's deletion", () => names().join() === 'a,b' && source.pods().some((p) => p.metadata?.deletionGracePeriodSeconds === 5), WAIT);
 
       server.bookmark();
-      await until('a bookmark', () => events.some((e) => e.kind === 'bookmark'));
+      await until('a bookmark', () => events.some((e) => e.kind === 'bookmark'), WAIT);
       expect(source.resourceVersion).toBe(server.resourceVersion);
 
       // the server ends the watch: the source resumes from the last resourceVersion, replaying nothing
       const watchesBefore = server.requests.filter((r) => r.query.get('watch') === '1').length;
       server.closeWatches();
-      await until('a new watch', () => server.requests.filter((r) => r.query.get('watch') === '1').length > watchesBefore);
+      await until('a new watch', () => server.requests.filter((r) => r.query.get('watch') === '1').length > watchesBefore, WAIT);
       const resumed = server.requests.filter((r) => r.query.get('watch') === '1').at(-1);
       expect(resumed?.query.get('resourceVersion')).toBe(source.resourceVersion);
       expect(resumed?.query.get('allowWatchBookmarks')).toBe('true');
@@ -71,10 +67,10 @@ describe('NodePodSource', () => {
       server.compact();
       await new Promise((r) => setTimeout(r, 100));
       await server.start();
-      await until('a relist', () => source.lists === 2, 10_000);
+      await until('a relist', () => source.lists === 2, { ...WAIT, timeoutMs: 10_000 });
       expect(events.some((e) => e.kind === 'error')).toBe(true);
       expect(events.some((e) => e.kind === 'relist')).toBe(true);
-      await until('c listed', () => names().join() === 'a,c');
+      await until('c listed', () => names().join() === 'a,c', WAIT);
     } finally {
       controller.abort();
       await running;

@@ -13,6 +13,10 @@ import { writeKubeconfig } from './support.js';
 import { startKubeApiServer, type KubeApiServer, type RecordedRequest } from '../support/kube-api-server.js';
 import { connectKube, KubeError } from '../../src/kube/index.js';
 import { NodePodSource, type PodSourceEvent } from '../../src/kube/pod-source.js';
+import { until } from '../support/wait.js';
+
+/** The bound of a wait here (for a loaded machine, not a speed goal) and its pace. */
+const WAIT = { timeoutMs: 10_000, everyMs: 20 };
 
 let server: KubeApiServer;
 let kubeconfig: string;
@@ -25,14 +29,6 @@ afterAll(() => server.stop());
 const pod = (name: string) => ({ metadata: { name, namespace: 'web' }, spec: { nodeName: 'node-1', containers: [] }, status: { phase: 'Running' } });
 const isPodWatch = (r: RecordedRequest): boolean => r.path === '/api/v1/pods' && r.query.get('watch') === '1';
 
-async function until(what: string, check: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe('watch faults', () => {
   it('a watch gone silent is cut after the idle bound and resumed from its resourceVersion; nothing is missed', async () => {
     server.addPod(pod('a'));
@@ -43,15 +39,15 @@ describe('watch faults', () => {
     const running = source.run(controller.signal);
     try {
       await source.synced();
-      await until('the watch', () => server.openWatches === 1);
+      await until('the watch', () => server.openWatches === 1, WAIT);
       const watchesBefore = server.requests.filter(isPodWatch).length;
       const rvBefore = source.resourceVersion;
       server.silence(); // the connection stays open, nothing more comes through it
       server.addPod(pod('b')); // lost on the silent stream
-      await until('a resumed watch', () => server.requests.filter(isPodWatch).length > watchesBefore);
+      await until('a resumed watch', () => server.requests.filter(isPodWatch).length > watchesBefore, WAIT);
       const resumed = server.requests.filter(isPodWatch).at(-1);
       expect(resumed?.query.get('resourceVersion')).toBe(rvBefore);
-      await until('b, replayed by the resumed watch', () => source.pods().some((p) => p.metadata?.name === 'b'));
+      await until('b, replayed by the resumed watch', () => source.pods().some((p) => p.metadata?.name === 'b'), WAIT);
       expect(source.lists).toBe(1);
       const cut = events.find((e) => e.kind === 'error');
       expect(cut?.kind === 'error' && cut.message).toMatch(/nothing from the API server http:\/\/127\.0\.0\.1:\d+ for 600ms/);
@@ -70,11 +66,11 @@ describe('watch faults', () => {
       const running = source.run(controller.signal);
       try {
         await source.synced();
-        await until('the watch', () => server.openWatches >= 1);
+        await until('the watch', () => server.openWatches >= 1, WAIT);
         server.inject({ method: 'GET', path: /^\/api\/v1\/pods$/, watch: true, status: code, retryAfter: 1 });
         const before = server.requests.length;
         server.closeWatches();
-        await until('the watch after the 429', () => server.requests.slice(before).filter(isPodWatch).length >= 2);
+        await until('the watch after the 429', () => server.requests.slice(before).filter(isPodWatch).length >= 2, WAIT);
         const [limited, next] = server.requests.slice(before).filter(isPodWatch);
         expect(limited?.status).toBe(code);
         expect(next!.at - limited!.at).toBeGreaterThanOrEqual(1_000); // the backoff alone is ≤ 50 ms

@@ -2,6 +2,7 @@ import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { HeapSettler } from '../../src/lib/heap-settle.js';
+import { until } from '../support/wait.js';
 
 describe('HeapSettler', () => {
   beforeEach(() => vi.useFakeTimers());
@@ -84,8 +85,7 @@ describe('HeapSettler', () => {
     expect(grown).toBeGreaterThanOrEqual(16);
     const settler = new HeapSettler({ quietMs: 10, minChanges: 1 });
     settler.note(keep.length + 1);
-    const until = Date.now() + 2_000;
-    while (settler.settled === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await until('the heap settled', () => settler.settled !== 0, { timeoutMs: 2_000, everyMs: 20 });
     expect(settler.settled).toBe(1);
     expect(newSpaceMb()).toBeLessThan(grown / 2);
   });
@@ -101,8 +101,7 @@ describe('HeapSettler', () => {
     const settleOnce = async (): Promise<void> => {
       const settler = new HeapSettler({ quietMs: 10, minChanges: 1 });
       settler.note(1);
-      const until = Date.now() + 2_000;
-      while (settler.settled === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      await until('the heap settled', () => settler.settled !== 0, { timeoutMs: 2_000, everyMs: 20 });
       expect(settler.settled).toBe(1);
     };
     await settleOnce(); // promotes them
@@ -123,11 +122,9 @@ describe('HeapSettler', () => {
     try {
       const settler = new HeapSettler({ quietMs: 10, minChanges: 1 });
       settler.note(1);
-      const until = Date.now() + 2_000;
       const forcedMajor = () => collections.some((c) => c.kind === constants.NODE_PERFORMANCE_GC_MAJOR && (c.flags & constants.NODE_PERFORMANCE_GC_FLAGS_FORCED) !== 0);
-      while (!forcedMajor() && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      await until('a forced full collection', forcedMajor, { timeoutMs: 2_000, everyMs: 20 });
       expect(settler.settled).toBe(1);
-      expect(forcedMajor()).toBe(true);
     } finally {
       observer.disconnect();
     }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handOff, handOffArgs } from '../../src/session/hand-off.js';
 import { podsToHandOff, type TerminateResult } from '../../src/services/terminate/terminate.js';
+import { waitForText } from '../support/wait.js';
 
 describe('hand-off to a background driver', () => {
   it('builds an unbounded `kill --uid … --drive` that waits for the handing process, with the same node, runtime and state dir (no --grace: grace only shrinks)', () => {
@@ -61,12 +62,12 @@ describe('hand-off to a background driver', () => {
     writeFileSync(bin, 'console.log(JSON.stringify(process.argv.slice(2)));\n');
     const started = handOff({ uids: ['u1'], bin, stateDir: path.join(dir, 'state') });
     expect(started?.pid).toBeGreaterThan(0);
-    const deadline = Date.now() + 10_000;
-    let text = '';
-    while (Date.now() < deadline && !text.includes('u1')) {
-      await new Promise((r) => setTimeout(r, 50));
-      text = readFileSync(started?.log ?? '', 'utf8');
-    }
+    const text = await waitForText(
+      "the detached process's output in its log",
+      () => readFileSync(started?.log ?? '', 'utf8'),
+      (t) => t.includes('u1'),
+      10_000,
+    );
     expect(JSON.parse(text)).toEqual(handOffArgs({ uids: ['u1'], bin, stateDir: path.join(dir, 'state') }));
     expect(handOff({ uids: [], bin, stateDir: dir })).toBeUndefined();
   });

@@ -17,6 +17,7 @@ import { syncKnown } from '../../src/services/housekeeping/sync-known.js';
 import { openStore } from '../../src/store/index.js';
 import { auditCheckpoints } from '../store/support/harness.js';
 import { tempDir } from '../store/support/fixtures.js';
+import { until } from '../support/wait.js';
 
 /** Far longer than an interrupted call may take, far shorter than what it would wait for otherwise. */
 const PROMPT_MS = 5_000;
@@ -72,14 +73,6 @@ async function settleWithin<T>(promise: Promise<T>, what: string): Promise<{ err
   }
 }
 
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 200; i += 1) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`never saw ${what}`);
-}
-
 describe('sync-known interrupted', () => {
   it('stops waiting for a resumed pod that ignores SIGTERM; close() leaves a valid terminating checkpoint and no lease', async () => {
     await node([STUBBORN]);
@@ -95,7 +88,7 @@ describe('sync-known interrupted', () => {
     await writeFile(desired, '{"kind":"PodList","items":[]}');
     const controller = new AbortController();
     const running = syncKnown({ session, source: { kind: 'file', path: desired }, yes: true, signal: controller.signal });
-    await until('the pod resumed by this session', async () => (await session.getPod(uid))?.owner?.pid === process.pid);
+    await until('the pod resumed by this session', async () => (await session.getPod(uid))?.owner?.pid === process.pid, 10_000);
     controller.abort(new DOMException('interrupted by SIGINT', 'AbortError'));
     const { error } = await settleWithin(running, 'syncKnown');
     expect(error).toBeInstanceOf(Error);

@@ -6,6 +6,7 @@ import type { NodeSession } from '../../src/domain/session-api.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { tempDir, temporariesIn } from '../store/support/fixtures.js';
 import { FakeRuntime } from './support/fake-runtime.js';
+import { until } from '../support/wait.js';
 
 let dir: { path: string; cleanup: () => Promise<void> };
 let stateDir: string;
@@ -32,15 +33,8 @@ async function open(seams: SessionSeams = {}): Promise<NodeSession> {
 }
 
 const WAIT = { timeoutMs: 10_000 };
-
-/** Re-checks `condition` on each turn of the event loop (bounded: 10 s). */
-async function until(condition: () => Promise<boolean>): Promise<void> {
-  const bound = Date.now() + 10_000;
-  while (!(await condition())) {
-    if (Date.now() > bound) throw new Error('condition not met within 10 s');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** A poll of the store here: bounded like WAIT, re-checked every 5 ms. */
+const POLL = { ...WAIT, everyMs: 5 };
 
 describe('session: one process', () => {
   it('kills a pod it drives: durable before it returns, terminated after the wait, timeline recorded', async () => {
@@ -130,7 +124,7 @@ describe('session: hand-over between processes', () => {
     await owner.requestKill({ uid: 'p3', gracePeriodSeconds: 4 });
     const other = await open();
     await other.requestKill({ uid: 'p3', gracePeriodSeconds: 20 });
-    await until(async () => (await other.getPod('p3'))?.history.some((h) => h.type === 'request-applied') ?? false);
+    await until('the other request applied to p3', async () => (await other.getPod('p3'))?.history.some((h) => h.type === 'request-applied') ?? false, POLL);
     const info = await other.getPod('p3');
     expect(info?.gracePeriod).toBe(4);
     expect(runtime.attempts.filter((a) => a.uid === 'p3').every((a) => (a.grace ?? 99) <= 4)).toBe(true);
@@ -257,7 +251,7 @@ describe('session: the inbox re-scan', () => {
       expect(reads).not.toHaveBeenCalled();
       // driving a pod, the session re-scans its inbox for requests the folder watch missed
       await s.requestKill({ uid: 'r1' });
-      await until(async () => reads.mock.calls.length >= 2);
+      await until('the inbox re-scanned', async () => reads.mock.calls.length >= 2, POLL);
     } finally {
       reads.mockRestore();
     }
@@ -458,6 +452,6 @@ describe('session: persistence failures', () => {
     // Space comes back: the kill asked again is written and done.
     const handle = await s.requestKill({ uid: 'd2' });
     expect(handle.handledBy).toBe('local');
-    await until(async () => (await store.checkpoints.read('d2'))?.status.terminatingAt !== undefined);
+    await until('d2 terminating on disk', async () => (await store.checkpoints.read('d2'))?.status.terminatingAt !== undefined, POLL);
   });
 });

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { UNVERIFIABLE_STALE_MS, isIdentityAlive, parseProcStat, pidNamespaceOf, procReadings, processIdentity, type ProcReadings } from '../../src/store/proc.js';
+import { waitFor } from '../support/wait.js';
 
 const ROOT = process.cwd();
 const BIN = join(ROOT, 'bin', 'run.js');
@@ -32,16 +33,6 @@ function podctl(args: string[]): Promise<Run> {
       resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
     );
   });
-}
-
-async function until<T>(what: string, read: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    const v = await read();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${what} not seen within ${timeoutMs} ms`);
 }
 
 describe('the take-over rule, in this process', () => {
@@ -109,11 +100,15 @@ describe.skipIf(!canUnshare || !built)(`an owner in another PID namespace${!canU
   }
 
   async function ownerOf(ref: string, common: string[]): Promise<{ ownerPid: number; ownerAlive: boolean; state: string }> {
-    return until(`${ref} terminating with an owner`, async () => {
-      const run = await podctl(['status', ref, '--json', ...common]);
-      const row = (JSON.parse(run.stdout || '{"pods":[]}') as { pods: { ownerPid: number | null; ownerAlive: boolean | null; state: string }[] }).pods[0];
-      return row?.state === 'terminating' && row.ownerPid !== null ? { ownerPid: row.ownerPid, ownerAlive: row.ownerAlive === true, state: row.state } : undefined;
-    });
+    return waitFor(
+      `${ref} terminating with an owner`,
+      async () => {
+        const run = await podctl(['status', ref, '--json', ...common]);
+        const row = (JSON.parse(run.stdout || '{"pods":[]}') as { pods: { ownerPid: number | null; ownerAlive: boolean | null; state: string }[] }).pods[0];
+        return row?.state === 'terminating' && row.ownerPid !== null ? { ownerPid: row.ownerPid, ownerAlive: row.ownerAlive === true, state: row.state } : undefined;
+      },
+      { timeoutMs: 20_000, everyMs: 200 },
+    );
   }
 
   it('the host sees the owner alive and hands its kill to it; the owner applies it', async () => {
@@ -135,10 +130,14 @@ describe.skipIf(!canUnshare || !built)(`an owner in another PID namespace${!canU
     const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', 'sleep', '60'], { stdio: 'ignore' });
     owners.push(child);
     // the namespace's first process (PID 1 inside), as a lease records its owner
-    const inner = await until('the process inside', async () => {
-      const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim();
-      return children === '' ? undefined : Number(children.split(' ')[0]);
-    });
+    const inner = await waitFor(
+      'the process inside',
+      async () => {
+        const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim();
+        return children === '' ? undefined : Number(children.split(' ')[0]);
+      },
+      { timeoutMs: 20_000, everyMs: 200 },
+    );
     const owner = { pid: 1, startTicks: parseProcStat(readFileSync(`/proc/${inner}/stat`, 'utf8'))!.startTicks, pidNs: pidNamespaceOf(inner)! };
     expect(owner.pidNs).not.toBe(pidNamespaceOf('self'));
     expect(isIdentityAlive(owner, { heartbeatAt: Date.now(), now: Date.now() })).toBe(true);
@@ -155,11 +154,15 @@ describe.skipIf(!canUnshare || !built)(`an owner in another PID namespace${!canU
     const seen = await ownerOf('default/ns-orphaned', common);
     expect(seen.ownerAlive).toBe(true);
     owner.kill('SIGKILL');
-    await until('the owner seen dead', async () => {
-      const run = await podctl(['status', 'default/ns-orphaned', '--json', ...common]);
-      const row = (JSON.parse(run.stdout || '{"pods":[]}') as { pods: { ownerAlive: boolean | null }[] }).pods[0];
-      return row?.ownerAlive === false ? true : undefined;
-    });
+    await waitFor(
+      'the owner seen dead',
+      async () => {
+        const run = await podctl(['status', 'default/ns-orphaned', '--json', ...common]);
+        const row = (JSON.parse(run.stdout || '{"pods":[]}') as { pods: { ownerAlive: boolean | null }[] }).pods[0];
+        return row?.ownerAlive === false ? true : undefined;
+      },
+      { timeoutMs: 20_000, everyMs: 200 },
+    );
     const kill = await podctl(['kill', 'default/ns-orphaned', '--grace', '1', '--json', ...common]);
     expect(kill.code, kill.stderr).toBe(0);
     const entry = (JSON.parse(kill.stdout) as { pods: { handledBy: string; outcome: string }[] }).pods[0]!;

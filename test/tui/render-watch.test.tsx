@@ -9,6 +9,7 @@ import { WatchFeed } from '../../src/services/watch/watch-feed.js';
 import { screenRules } from '../../src/services/watch/screen-rules.js';
 import { renderWatch } from '../../src/tui/index.js';
 import { FakeSession, pod } from './support/fake-session.js';
+import { until } from '../support/wait.js';
 
 /**
  * A terminal: a TTY of a fixed size that keeps every write and plays the sequences the screen
@@ -64,14 +65,6 @@ afterEach(() => {
   for (const f of feeds.splice(0)) f.close();
 });
 
-async function until(test: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!test()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe('renderWatch on a terminal', () => {
   it('a frame drawn for the clock sends the row whose age moved, not the rows that did not change, and the terminal shows the frame', async () => {
     const started = Date.now();
@@ -96,13 +89,13 @@ describe('renderWatch on a terminal', () => {
     });
     const sent = (from: number) => terminal.writes.slice(from).join('');
     const youngRow = () => terminal.screen.find((l) => l.includes('default/young')) ?? '';
-    await until(() => terminal.screen.some((l) => l.includes('aged-5')) && youngRow() !== '', 'the first frame');
+    await until('the first frame', () => terminal.screen.some((l) => l.includes('aged-5')) && youngRow() !== '', { timeoutMs: 10_000, everyMs: 20 });
     const first = terminal.writes.length;
     const firstScreen = [...terminal.screen];
     const age = () => Number(/ (\d+)s /.exec(youngRow())?.[1]);
     const firstAge = age();
     // two frames for the clock: the young pod's age moves twice
-    await until(() => age() >= firstAge + 2, 'two frames drawn for the clock');
+    await until('two frames drawn for the clock', () => age() >= firstAge + 2, { timeoutMs: 10_000, everyMs: 20 });
     const ticks = sent(first);
     // the unchanged rows, the header and the key help are not sent again
     expect(ticks).toContain('default/young');

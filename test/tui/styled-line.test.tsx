@@ -7,6 +7,7 @@ import { loadInkOutput, type InkOutputClass } from '../../src/tui/ink-output.js'
 import { standIn, styledLine } from '../../src/tui/StyledLine.js';
 import { WatchApp } from '../../src/tui/WatchApp.js';
 import { FakeSession, pod } from './support/fake-session.js';
+import { waitForText } from '../support/wait.js';
 
 const NOW = 100_000;
 const feeds: WatchFeed[] = [];
@@ -39,15 +40,9 @@ async function laidOut(run: () => Promise<void>): Promise<string[]> {
   return texts;
 }
 
-async function until(read: () => string | undefined, predicate: (frame: string) => boolean, what: string): Promise<string> {
-  const deadline = Date.now() + 3_000;
-  for (;;) {
-    const frame = read() ?? '';
-    if (predicate(frame)) return frame;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last frame:\n${frame}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** The first frame (as read by `read`, 3 s bound, every 5 ms) for which `predicate` holds; a failure shows the last frame. */
+const until = (read: () => string | undefined, predicate: (frame: string) => boolean, what: string): Promise<string> =>
+  waitForText(what, () => read() ?? '', predicate, { timeoutMs: 3_000, everyMs: 5 });
 
 function nodePods(): PodInfo[] {
   return [

@@ -8,6 +8,7 @@ import { WatchFeed } from '../../src/services/watch/watch-feed.js';
 import { WatchApp } from '../../src/tui/WatchApp.js';
 import { FakeSession, pod } from './support/fake-session.js';
 import { screenRules } from '../../src/services/watch/screen-rules.js';
+import { waitForText } from '../support/wait.js';
 
 const NOW = 100_000;
 const ARROW_DOWN = '\u001b[B';
@@ -25,15 +26,9 @@ afterEach(() => {
 /** Strips ANSI codes (the state colours) so frames compare as text. */
 const plain = (s: string | undefined) => (s ?? '').replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
 
-async function until(read: () => string | undefined, predicate: (frame: string) => boolean, what: string): Promise<string> {
-  const deadline = Date.now() + 3_000;
-  for (;;) {
-    const frame = plain(read());
-    if (predicate(frame)) return frame;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last frame:\n${frame}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** The first frame (as read by `read`, 3 s bound, every 5 ms) for which `predicate` holds; a failure shows the last frame. */
+const until = (read: () => string | undefined, predicate: (frame: string) => boolean, what: string): Promise<string> =>
+  waitForText(what, () => plain(read()), predicate, { timeoutMs: 3_000, everyMs: 5 });
 
 function nodePods(): PodInfo[] {
   return [

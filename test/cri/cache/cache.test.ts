@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { RuntimePodCache, type RuntimeCacheEvent } from '../../../src/cri/cache/cache.js';
 import { CriError, GrpcStatus, isUnavailable } from '../../../src/cri/client/errors.js';
-import { until, useSimulator } from '../support.js';
+import { useSimulator } from '../support.js';
+import { until } from '../../support/wait.js';
+
+/** The bound of a wait here (for a loaded machine, not a speed goal) and its pace. */
+const WAIT = { timeoutMs: 5_000, everyMs: 10 };
 
 describe('RuntimePodCache', () => {
   const simulator = useSimulator();
@@ -134,11 +138,11 @@ describe('RuntimePodCache', () => {
     const events: RuntimeCacheEvent[] = [];
     cache.subscribe((e) => events.push(e));
     cache.start();
-    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    await until('the GetContainerEvents stream opened', () => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'), WAIT);
     const [cid] = sim.state.containerIds();
     // a change made by someone else (not through the cache or the syncer)
     sim.state.markExited(cid!, 0);
-    await until(() => cache.get('ua')?.containerStatuses[0]?.state === 'exited');
+    await until("ua's container exited in the cache", () => cache.get('ua')?.containerStatuses[0]?.state === 'exited', WAIT);
     expect(cache.eventsSupported).toBe(true);
     expect(events.some((e) => e.kind === 'container-event' && e.uids.includes('ua'))).toBe(true);
     expect(events.some((e) => e.kind === 'relisted' && e.uids.includes('ua'))).toBe(true);
@@ -153,7 +157,7 @@ describe('RuntimePodCache', () => {
     const events: (RuntimeCacheEvent & { seenAt: number })[] = [];
     cache.subscribe((e) => events.push({ ...e, seenAt: Date.now() }));
     cache.start();
-    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    await until('the GetContainerEvents stream opened', () => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'), WAIT);
     await cache.refresh();
     const listings = () => sim.state.journal().filter((r) => r.kind === 'rpc' && r.method === 'ListContainers').length;
     const before = listings();
@@ -161,10 +165,10 @@ describe('RuntimePodCache', () => {
     const burstAt = Date.now();
     for (const cid of sim.state.containerIds()) sim.state.markExited(cid, 0);
     // every event is delivered as it comes, naming its pod
-    await until(() => events.filter((e) => e.kind === 'container-event').length >= pods.length);
+    await until('a container event for every pod', () => events.filter((e) => e.kind === 'container-event').length >= pods.length, WAIT);
     expect(new Set(events.filter((e) => e.kind === 'container-event').flatMap((e) => e.uids))).toEqual(new Set(pods.map((p) => p.uid)));
     // the relist they asked for comes once, after the interval, and reports all four pods changed
-    await until(() => events.some((e) => e.kind === 'relisted' && e.uids.length > 0));
+    await until('a relist that names pods', () => events.some((e) => e.kind === 'relisted' && e.uids.length > 0), WAIT);
     const relisted = events.filter((e): e is Extract<RuntimeCacheEvent, { kind: 'relisted' }> & { seenAt: number } => e.kind === 'relisted' && e.uids.length > 0);
     expect(relisted).toHaveLength(1);
     expect(new Set(relisted[0]!.uids)).toEqual(new Set(pods.map((p) => p.uid)));
@@ -180,11 +184,11 @@ describe('RuntimePodCache', () => {
     const events: RuntimeCacheEvent[] = [];
     cache.subscribe((e) => events.push(e));
     cache.start();
-    await until(() => cache.eventsSupported === false);
+    await until('the cache falls back to relists', () => cache.eventsSupported === false, WAIT);
     expect(events.some((e) => e.kind === 'events-unsupported')).toBe(true);
     const [cid] = sim.state.containerIds();
     sim.state.markExited(cid!, 0);
-    await until(() => cache.get('ua')?.containerStatuses[0]?.state === 'exited');
+    await until("ua's container exited in the cache", () => cache.get('ua')?.containerStatuses[0]?.state === 'exited', WAIT);
     cache.close();
   });
 
@@ -280,7 +284,7 @@ describe('RuntimePodCache', () => {
     const { client } = await simulator({ pods: [{ name: 'a', uid: 'ua' }], events: false });
     const cache = new RuntimePodCache({ client, pollIntervalMs: 400 });
     cache.start();
-    await until(() => cache.eventsSupported === false);
+    await until('the cache falls back to relists', () => cache.eventsSupported === false, WAIT);
     const relists: number[] = [];
     cache.subscribe((e) => {
       if (e.kind === 'relisted') relists.push(e.at);
@@ -307,7 +311,7 @@ describe('RuntimePodCache patching from events (a follower: watch)', () => {
     const events: RuntimeCacheEvent[] = [];
     cache.subscribe((e) => events.push(e));
     cache.start();
-    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    await until('the GetContainerEvents stream opened', () => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'), WAIT);
     await cache.refresh();
     return { sim, cache, events };
   }
@@ -324,7 +328,7 @@ describe('RuntimePodCache patching from events (a follower: watch)', () => {
     const [cid] = sim.state.containerIds(sim.state.sandboxIds()[0]);
     const uid = cache.pods().find((p) => p.containers.some((c) => c.id === cid))!.uid;
     sim.state.markExited(cid!, 3);
-    await until(() => cache.get(uid)?.containerStatuses[0]?.state === 'exited');
+    await until("the pod's container exited in the cache", () => cache.get(uid)?.containerStatuses[0]?.state === 'exited', WAIT);
     expect(cache.get(uid)?.containerStatuses[0]?.exitCode).toBe(3);
     expect(events.some((e) => e.kind === 'container-event' && e.uids.includes(uid))).toBe(true);
     // a listing that accepts an age is served by what the events kept current; one that asks for a fresh one relists
@@ -345,10 +349,10 @@ describe('RuntimePodCache patching from events (a follower: watch)', () => {
     const relists = cache.relistCount;
     const [sid] = sim.state.sandboxIds();
     sim.state.stopPodSandbox(sid!);
-    await until(() => cache.get('ua')?.sandboxStatuses[0]?.state === 'notready');
+    await until("ua's sandbox not ready in the cache", () => cache.get('ua')?.sandboxStatuses[0]?.state === 'notready', WAIT);
     expect(cache.get('ua')?.containerStatuses[0]?.state).toBe('exited');
     sim.state.removePodSandbox(sid!);
-    await until(() => cache.get('ua') === undefined);
+    await until('ua gone from the cache', () => cache.get('ua') === undefined, WAIT);
     expect(cache.pods().map((p) => p.uid)).toEqual([]);
     expect(cache.relistCount).toBe(relists);
     cache.close();
@@ -359,7 +363,7 @@ describe('RuntimePodCache patching from events (a follower: watch)', () => {
     const relists = cache.relistCount;
     const sid = sim.state.runPodSandbox({ metadata: { name: 'n', uid: 'un', namespace: 'default', attempt: 0 } });
     sim.state.startContainer(sim.state.createContainer(sid, { metadata: { name: 'c', attempt: 0 }, image: { image: 'pause' } }));
-    await until(() => cache.get('un')?.containerStatuses[0]?.state === 'running');
+    await until("un's container running in the cache", () => cache.get('un')?.containerStatuses[0]?.state === 'running', WAIT);
     expect(cache.relistCount).toBeGreaterThan(relists);
     cache.close();
   });
@@ -370,9 +374,9 @@ describe('RuntimePodCache patching from events (a follower: watch)', () => {
     // the next listing is taken now and answered 400 ms late
     sim.faults.add({ method: 'ListContainers', delayMs: 400, proceed: true, count: 1 });
     const relist = cache.refresh();
-    await until(() => sim.state.journal().some((r) => r.kind === 'fault' && r.method === 'ListContainers'));
+    await until('a ListContainers fault', () => sim.state.journal().some((r) => r.kind === 'fault' && r.method === 'ListContainers'), WAIT);
     sim.state.markExited(cid!, 7);
-    await until(() => cache.get('ua')?.containerStatuses[0]?.state === 'exited');
+    await until("ua's container exited in the cache", () => cache.get('ua')?.containerStatuses[0]?.state === 'exited', WAIT);
     await relist;
     expect(cache.get('ua')?.containerStatuses[0]).toMatchObject({ state: 'exited', exitCode: 7 });
     expect(cache.pods()[0]?.containers[0]?.state).toBe('exited');
@@ -383,11 +387,11 @@ describe('RuntimePodCache patching from events (a follower: watch)', () => {
     const { sim, client } = await simulator({ pods: [{ name: 'a', uid: 'ua', containers: [{ name: 'c' }] }] });
     const cache = new RuntimePodCache({ client });
     cache.start();
-    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    await until('the GetContainerEvents stream opened', () => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'), WAIT);
     await cache.refresh();
     const relists = cache.relistCount;
     sim.state.markExited(sim.state.containerIds()[0]!, 3);
-    await until(() => cache.get('ua')?.containerStatuses[0]?.state === 'exited');
+    await until("ua's container exited in the cache", () => cache.get('ua')?.containerStatuses[0]?.state === 'exited', WAIT);
     expect(cache.relistCount).toBeGreaterThan(relists);
     cache.close();
   });
@@ -400,15 +404,15 @@ describe('RuntimePodCache check relist after patches', () => {
     const { sim, client } = await simulator({ pods: [{ name: 'a', uid: 'ua', containers: [{ name: 'c' }] }] });
     const cache = new RuntimePodCache({ client, patchFromEvents: true, eventedMaxAgeMs: 400 });
     cache.start();
-    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    await until('the GetContainerEvents stream opened', () => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'), WAIT);
     await cache.refresh();
     const relists = cache.relistCount;
     const relistedAt = Date.now();
     sim.state.markExited(sim.state.containerIds()[0]!, 0);
-    await until(() => cache.get('ua')?.containerStatuses[0]?.state === 'exited');
+    await until("ua's container exited in the cache", () => cache.get('ua')?.containerStatuses[0]?.state === 'exited', WAIT);
     expect(cache.relistCount).toBe(relists);
     // the check: one relist, the evented age after the last one
-    await until(() => cache.relistCount === relists + 1, 2_000);
+    await until('one more relist', () => cache.relistCount === relists + 1, { ...WAIT, timeoutMs: 2_000 });
     expect(Date.now() - relistedAt).toBeGreaterThanOrEqual(350);
     // no event since: no timer, no relist of its own
     await new Promise((r) => setTimeout(r, 900));

@@ -5,7 +5,11 @@ import { connectCri } from '../../../src/cri/client/client.js';
 import { CriError, GrpcStatus, isDeadlineExceeded, isNotFound, isUnavailable, isUnimplemented } from '../../../src/cri/client/errors.js';
 import { kubeletContainerConfig, kubeletSandboxConfig } from '../../../src/cri/client/kubelet-labels.js';
 import { pauseCommand } from '../../../src/cri/simulator/index.js';
-import { until, useSimulator, useTempDir } from '../support.js';
+import { useSimulator, useTempDir } from '../support.js';
+import { until } from '../../support/wait.js';
+
+/** The bound of a wait here (for a loaded machine, not a speed goal) and its pace. */
+const WAIT = { timeoutMs: 5_000, everyMs: 10 };
 
 const meta = { name: 'p', namespace: 'ns', uid: 'uid-p' };
 
@@ -91,12 +95,12 @@ describe('CRI client against the simulator', () => {
     const [cid] = sim.state.containerIds();
     const ac = new AbortController();
     const stopping = client.stopContainer(cid!, 30, { signal: ac.signal });
-    await until(() => sim.state.pendingStops() === 1);
+    await until('one stop pending', () => sim.state.pendingStops() === 1, WAIT);
     const reason = new Error('grace shortened');
     ac.abort(reason);
     await expect(stopping).rejects.toBe(reason);
     // the runtime dropped the stop (and its kill timer): nothing keeps waiting for this call
-    await until(() => sim.state.pendingStops() === 0);
+    await until('no stop pending', () => sim.state.pendingStops() === 0, WAIT);
     expect(sim.state.container(cid!)?.state).toBe(1);
   });
 
@@ -154,7 +158,7 @@ describe('CRI client against the simulator', () => {
         if (ev.containerId === cid && ev.containerEventType === 2) ac.abort();
       }
     })();
-    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    await until('the GetContainerEvents stream opened', () => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'), WAIT);
     await client.stopContainer(cid!, 5);
     await reading; // ends quietly on abort
     expect(seen).toContain(2);
@@ -173,11 +177,11 @@ describe('CRI client against the simulator', () => {
     const reading = (async () => {
       for await (const ev of client.containerEvents(ac.signal)) seen.push(`${ev.containerId}/${ev.containerEventType}`);
     })();
-    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    await until('the GetContainerEvents stream opened', () => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'), WAIT);
     // one synchronous burst: every sandbox stopped (its containers' and its own events), then removed
     for (const id of sim.state.sandboxIds()) sim.state.stopPodSandbox(id);
     for (const id of sim.state.sandboxIds()) sim.state.removePodSandbox(id);
-    await until(() => seen.length === sent.length && sent.length > 0);
+    await until('every event sent seen', () => seen.length === sent.length && sent.length > 0, WAIT);
     expect(seen).toEqual(sent);
     ac.abort();
     await reading;
@@ -189,7 +193,7 @@ describe('CRI client against the simulator', () => {
     const reading = (async () => {
       for await (const _ of client.containerEvents(ac.signal)) void _;
     })().catch((e: unknown) => e);
-    await until(() => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'));
+    await until('the GetContainerEvents stream opened', () => sim.state.journal().some((r) => r.kind === 'rpc' && r.method === 'GetContainerEvents'), WAIT);
     client.close();
     expect(await reading).toMatchObject({ method: 'GetContainerEvents', code: GrpcStatus.CANCELLED });
     const again = await (async () => {

@@ -5,7 +5,11 @@ import { CriError, GrpcStatus, isDeadlineExceeded } from '../../../src/cri/clien
 import { groupRuntimePods, toRunningPod, toV1Pod } from '../../../src/cri/cache/pods.js';
 import type { SimPodSpec, SimRecord } from '../../../src/cri/simulator/index.js';
 import { isTerminalByRestartPolicy, RuntimeSyncer } from '../../../src/cri/runtime/syncer.js';
-import { until, useSimulator } from '../support.js';
+import { useSimulator } from '../support.js';
+import { until } from '../../support/wait.js';
+
+/** The bound of a wait here (for a loaded machine, not a speed goal) and its pace. */
+const WAIT = { timeoutMs: 5_000, everyMs: 10 };
 
 async function podOf(client: CriClient, uid: string): Promise<V1Pod> {
   const pods = groupRuntimePods(await client.listPodSandbox(), await client.listContainers());
@@ -135,11 +139,11 @@ describe('RuntimeSyncer.syncTerminatingPod', () => {
 
     const first = new AbortController();
     const long = syncer.syncTerminatingPod(first.signal, pod, undefined, 30, undefined);
-    await until(() => sim.state.pendingStops() === 1);
+    await until('one stop pending', () => sim.state.pendingStops() === 1, WAIT);
     const reason = new Error('grace shortened');
     first.abort(reason);
     await expect(long).rejects.toBe(reason);
-    await until(() => sim.state.pendingStops() === 0); // the 30 s stop was cancelled, not left running
+    await until('no stop pending', () => sim.state.pendingStops() === 0, WAIT); // the 30 s stop was cancelled, not left running
     expect(sim.state.container(cid!)?.state).toBe(1);
 
     const started = Date.now();

@@ -19,6 +19,7 @@ import { ApiNode } from '../../../src/services/api/api-node.js';
 import { openSession } from '../../../src/session/open.js';
 import { writeAgentKubeconfig } from '../../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../../support/kube-api-server.js';
+import { until } from '../../support/wait.js';
 
 interface TestNode {
   name: string;
@@ -93,19 +94,19 @@ const nodeEvents = (node: string, reason: string): string[] =>
 const lease = () => server.namespacedLeases.get('podctl-system/podctl-drain-0');
 
 /** Samples every node's drain annotation until `done` holds (bounded); returns every change seen, in order. */
-async function watchUntil(done: () => boolean, boundMs: number): Promise<string[]> {
+async function watchUntil(what: string, done: () => boolean, boundMs: number): Promise<string[]> {
   const seen: string[] = [];
   const last = new Map<string, string | undefined>();
-  const end = Date.now() + boundMs;
-  while (!done()) {
+  const sampled = (): boolean => {
+    if (done()) return true;
     for (const { name } of nodes) {
       const now = annotation(name);
       if (last.get(name) !== now) seen.push(`${name}=${now}`);
       last.set(name, now);
     }
-    if (Date.now() > end) throw new Error(`not within ${boundMs} ms; seen: ${seen.join(', ')}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+    return false;
+  };
+  await until(what, sampled, { timeoutMs: boundMs, everyMs: 20, detail: () => `seen: ${seen.join(', ')}` });
   return seen;
 }
 
@@ -114,7 +115,7 @@ describe('the drain lock (a coordination.k8s.io Lease)', () => {
     nodes.push(await addTestNode('node-1', 2), await addTestNode('node-2', 2));
     const agents = nodes.map((n) => startAgent(n));
     for (const { name } of nodes) server.updateNode(name, (n) => (n.metadata.annotations = { 'podctl.io/drain': 'requested' }));
-    const seen = await watchUntil(() => nodes.every((n) => annotation(n.name) === 'done' || annotation(n.name) === 'failed'), 45_000);
+    const seen = await watchUntil("every node's drain ended", () => nodes.every((n) => annotation(n.name) === 'done' || annotation(n.name) === 'failed'), 45_000);
     for (const agent of agents) await agent.stop();
 
     expect(nodes.map((n) => annotation(n.name))).toEqual(['done', 'done']);
@@ -138,15 +139,19 @@ describe('the drain lock (a coordination.k8s.io Lease)', () => {
     const [one, two] = nodes as [TestNode, TestNode];
     const holder = startAgent(one, 2);
     server.updateNode('node-1', (n) => (n.metadata.annotations = { 'podctl.io/drain': 'requested' }));
-    await watchUntil(() => annotation('node-1') === 'draining' && lease()?.spec.holderIdentity === 'node-1' && nodeEvents('node-1', 'DrainStarted').length === 1, 20_000);
+    await watchUntil(
+      'node-1 draining under the lock',
+      () => annotation('node-1') === 'draining' && lease()?.spec.holderIdentity === 'node-1' && nodeEvents('node-1', 'DrainStarted').length === 1,
+      20_000,
+    );
     await holder.stop(); // stopped mid-drain: it renews its Lease no more
     expect(lease()?.spec.holderIdentity).toBe('node-1');
 
     const next = startAgent(two, 2);
     server.updateNode('node-2', (n) => (n.metadata.annotations = { 'podctl.io/drain': 'requested' }));
-    await watchUntil(() => annotation('node-2') === 'queued', 10_000);
+    await watchUntil('node-2 queued', () => annotation('node-2') === 'queued', 10_000);
     expect(annotation('node-2', 'podctl.io/drain-message')).toBe('waiting for the drain lock: at most 1 node(s) drain at once: Lease podctl-drain-0 held by node node-1');
-    const seen = await watchUntil(() => annotation('node-2') === 'done' || annotation('node-2') === 'failed', 30_000);
+    const seen = await watchUntil("node-2's drain ended", () => annotation('node-2') === 'done' || annotation('node-2') === 'failed', 30_000);
     await next.stop();
     expect(annotation('node-2')).toBe('done');
     expect(seen).toContain('node-2=draining');

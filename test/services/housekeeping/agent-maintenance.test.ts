@@ -18,6 +18,7 @@ import { agentSelf } from '../../../src/services/housekeeping/agent-self.js';
 import { ApiNode } from '../../../src/services/api/api-node.js';
 import { startKubeApiServer, type KubeApiServer } from '../../support/kube-api-server.js';
 import { agentOptions, openAgentNode } from '../../support/agent-node.js';
+import { until } from '../../support/wait.js';
 
 let server: KubeApiServer;
 let sim: RunningSimulator;
@@ -65,14 +66,6 @@ afterEach(async () => {
 const drainAnnotation = (): string | undefined => server.nodes.get('node-1')?.metadata.annotations?.['podctl.io/drain'];
 const nodeEvents = (reason: string): string[] => [...server.events.values()].filter((e) => e.involvedObject?.kind === 'Node' && e.reason === reason).map((e) => String(e.message));
 
-async function until(what: string, check: () => boolean | Promise<boolean>, boundMs = 20_000): Promise<void> {
-  const end = Date.now() + boundMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`not within ${boundMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** Starts the agent of node-1 (as the DaemonSet's, knowing its pod from POD_UID), stopped through the returned controller. */
 function startAgent(kubelet: KubeletStatus, self: { podUid?: string; containerId?: string }, onStep?: (step: AgentStep) => void) {
   const controller = new AbortController();
@@ -104,9 +97,9 @@ describe("the agent's maintenance drain beside housekeeping", () => {
       if (drainAnnotation() === 'draining' && step.ok) stepsWhileDraining += 1;
     });
     server.updateNode('node-1', (n) => (n.metadata.annotations = { 'podctl.io/drain': 'requested' }));
-    await until('the drain blocked by the budget', () => nodeEvents('DrainBlockedByPDB').length > 0);
+    await until('the drain blocked by the budget', () => nodeEvents('DrainBlockedByPDB').length > 0, 20_000);
     const blockedAt = stepsWhileDraining;
-    await until('housekeeping steps ending during the blocked drain', () => stepsWhileDraining >= blockedAt + 10);
+    await until('housekeeping steps ending during the blocked drain', () => stepsWhileDraining >= blockedAt + 10, 20_000);
     expect(await first.healthz()).toBe(200);
     expect(drainAnnotation()).toBe('draining');
 

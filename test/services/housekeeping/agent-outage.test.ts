@@ -18,6 +18,7 @@ import { ApiNode } from '../../../src/services/api/api-node.js';
 import { openSession } from '../../../src/session/open.js';
 import { writeKubeconfig } from '../../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../../support/kube-api-server.js';
+import { until } from '../../support/wait.js';
 
 let server: KubeApiServer;
 let sim: RunningSimulator;
@@ -53,14 +54,6 @@ async function get(listen: MetricsAddress, where: string): Promise<{ status: num
   const res = await fetch(`http://${listen.host}:${listen.port}${where}`);
   return { status: res.status, text: await res.text() };
 }
-
-const until = async (what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> => {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-};
 
 /** Starts the agent; returns its steps, its address once listening, and a stop function. */
 function startAgent(options: Omit<AgentOptions, 'signal' | 'metrics' | 'onStep' | 'onListening' | 'stuckAfterMs' | 'intervalMs' | 'source'>, metrics = createMetrics()) {
@@ -100,13 +93,13 @@ describe('podctl agent without the API server', () => {
     const session = await openSession({ stateDir, runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
     const agent = startAgent({ session, api });
     try {
-      await until('a first step', () => agent.steps.some((s) => s.ok && s.full) && agent.listen() !== undefined);
+      await until('a first step', () => agent.steps.some((s) => s.ok && s.full) && agent.listen() !== undefined, 20_000);
       const listen = agent.listen()!;
 
       // the API server stops answering: connections are accepted, nothing comes back, open watches go quiet
       server.stall = true;
       server.silence();
-      await until('the agent to notice', async () => /^podctl_api_reachable 0$/m.test(await agent.metrics.exposition()));
+      await until('the agent to notice', async () => /^podctl_api_reachable 0$/m.test(await agent.metrics.exposition()), 20_000);
       const outage = await get(listen, '/healthz');
       expect(outage.status).toBe(200);
       expect(outage.text).toMatch(/^api: unreachable since \S+Z \(.+\): /m);
@@ -117,9 +110,9 @@ describe('podctl agent without the API server', () => {
       const owner = await openSession({ stateDir, runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
       await owner.requestKill({ uid: 'uid-abandoned', gracePeriodSeconds: 30 });
       await owner.close();
-      await until('the takeover', () => agent.steps.some((s) => s.resumed.includes('uid-abandoned')));
+      await until('the takeover', () => agent.steps.some((s) => s.resumed.includes('uid-abandoned')), 20_000);
       const stepsInOutage = agent.steps.length;
-      await until('a few more steps', () => agent.steps.length >= stepsInOutage + 5);
+      await until('a few more steps', () => agent.steps.length >= stepsInOutage + 5, 20_000);
       expect(agent.steps.some((s) => s.orphaned.includes('uid-late'))).toBe(false);
       expect((await session.getPod('uid-late'))?.containersRunning).toBe(1);
       expect(await agent.metrics.exposition()).toMatch(/^podctl_housekeeping_steps_total\{result="stale"\} [1-9]/m);
@@ -145,7 +138,7 @@ describe('podctl agent without the API server', () => {
     const session = await openSession({ stateDir, runtimeEndpoint: sim.endpoint, rpcTimeoutMs: 5_000 });
     const agent = startAgent({ session, api });
     try {
-      await until('three failed steps', () => agent.steps.filter((s) => !s.ok).length >= 3 && agent.listen() !== undefined);
+      await until('three failed steps', () => agent.steps.filter((s) => !s.ok).length >= 3 && agent.listen() !== undefined, 20_000);
       const listen = agent.listen()!;
       const ready = await get(listen, '/readyz');
       expect(ready.status).toBe(503);

@@ -4,6 +4,7 @@
  * awaited (bounded: a hang fails with the last screen, never a timed assertion), and reading pod
  * rows off a captured screen.
  */
+import { waitForText } from '../../support/wait.js';
 
 /** The sizes the watch screen is tested at. */
 export const TMUX_SIZES: readonly { cols: number; rows: number }[] = [
@@ -11,25 +12,14 @@ export const TMUX_SIZES: readonly { cols: number; rows: number }[] = [
   { cols: 160, rows: 40 },
 ];
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** One tmux pane: its screen, keys typed into it, and a bounded wait for a screen. */
 export function tmuxTerminal(tmux: (...args: string[]) => string, target: string) {
   const screen = () => tmux('capture-pane', '-p', '-t', target);
   return {
     screen,
     keys: (...k: string[]) => tmux('send-keys', '-t', target, ...k),
-    /** Polls the pane until `predicate` holds (bounded); returns that screen. */
-    async until(predicate: (s: string) => boolean, what: string, timeoutMs = 15_000): Promise<string> {
-      const deadline = Date.now() + timeoutMs;
-      let last = '';
-      while (Date.now() < deadline) {
-        last = screen();
-        if (predicate(last)) return last;
-        await sleep(50);
-      }
-      throw new Error(`timed out waiting for ${what}; screen:\n${last}`);
-    },
+    /** Polls the pane until `predicate` holds (bounded: a hang fails with the last screen); returns that screen. */
+    until: (predicate: (s: string) => boolean, what: string, timeoutMs = 15_000): Promise<string> => waitForText(what, screen, predicate, timeoutMs),
   };
 }
 
