@@ -25,7 +25,6 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import * as fsp from '../lib/fs-async.js';
 import type { FileHandle } from '../lib/fs-async.js';
-import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { errnoOf, writeError } from './errors.js';
 import { isProcessAlive } from './proc.js';
@@ -87,10 +86,28 @@ export function temporaryFolderOf(folder: string): string {
   return join(folder, TEMPORARY_FOLDER);
 }
 
+/** Names made by `uniqueName` in this process so far. */
+let namesMade = 0;
+
+/**
+ * `<pid>-<count><random>`: a name part no other call of this or another process makes — the PID
+ * (unique among live processes of a PID namespace; a temporary's sweep reads it), a count per
+ * process, and 48 bits of Math.random (V8 seeds it per process from the system's entropy) for
+ * processes of other PID namespaces sharing the state dir. Unique, not secret: made without
+ * node:crypto, whose first use costs a short command ~10 ms. Temporaries are created O_EXCL
+ * besides, so a clash could fail a write, never mix two.
+ */
+export function uniqueName(): string {
+  namesMade += 1;
+  const random = Math.floor(Math.random() * 2 ** 48)
+    .toString(16)
+    .padStart(12, '0');
+  return `${process.pid}-${namesMade.toString(36)}${random}`;
+}
+
 /** A fresh temporary name for a write of `path`, tagged with our PID so a sweep can tell dead writers. */
 function temporaryNameFor(path: string): string {
-  const suffix = `${TEMP_MARK}${process.pid}-${randomBytes(6).toString('hex')}`;
-  return join(temporaryFolderOf(dirname(path)), `.${basename(path)}${suffix}`);
+  return join(temporaryFolderOf(dirname(path)), `.${basename(path)}${TEMP_MARK}${uniqueName()}`);
 }
 
 /** True for names made by `temporaryNameFor` (never a live store file). */

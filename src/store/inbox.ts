@@ -12,9 +12,8 @@
  * quarantine and reported in one line, never applied and never blocking the others.
  */
 import * as fsp from '../lib/fs-async.js';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { listNames, MAX_RECORD_BYTES, nodeFileOps, readFileNoFollow, writeFileAtomic, type FileOps } from './files.js';
+import { listNames, MAX_RECORD_BYTES, nodeFileOps, readFileNoFollow, uniqueName, writeFileAtomic, type FileOps } from './files.js';
 import { decodeUid, encodeUid, type StateLayout } from './state-dir.js';
 import { checkRecord, inboxRequestSchema, type InboxRequest, type StoreReporter } from './records.js';
 
@@ -66,7 +65,7 @@ export class Inbox {
   /** Writes a request atomically; returns it with its id. Throws a one-line StoreError. */
   async post(request: NewInboxRequest): Promise<InboxRequest> {
     const at = this.#now();
-    const id = `${String(at).padStart(14, '0')}-${process.pid}-${randomBytes(4).toString('hex')}`;
+    const id = `${String(at).padStart(14, '0')}-${uniqueName()}`;
     const full: InboxRequest = { ...request, id, at, fromPid: process.pid };
     const path = join(this.#layout.inbox, `${encodeUid(request.uid)}${SEPARATOR}${id}${REQUEST_SUFFIX}`);
     await writeFileAtomic(path, Buffer.from(JSON.stringify(full), 'utf8'), 'request', this.#ops);
