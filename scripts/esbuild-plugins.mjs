@@ -83,10 +83,13 @@ const OCLIF_REWRITES = [
   {
     // ... and when stdin is a character device that is not a terminal (/dev/null: a service, cron, a
     // spawned process without input), answers at once as reading it would ('' or nothing), without
-    // making process.stdin (a file stream, which loads fs/promises and readline's history)
+    // making process.stdin (a file stream, which loads fs/promises and readline's history). Linux's
+    // memory devices (major 1: /dev/null, /dev/zero…) are never a terminal: node:tty is not loaded
+    // to ask.
     file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]parser[\\/]parse\.js$/,
     from: `    const { stdin, stdout } = process;`,
-    to: `    if (!require('node:tty').isatty(0) && require('node:fs').fstatSync(0, { throwIfNoEntry: false })?.isCharacterDevice()) return '';
+    to: `    const stdinStat = require('node:fs').fstatSync(0, { throwIfNoEntry: false });
+    if (stdinStat?.isCharacterDevice() && (((stdinStat.rdev >>> 8) & 0xfff) === 1 || !require('node:tty').isatty(0))) return '';
     const { stdin, stdout } = process;`,
   },
   {
@@ -120,9 +123,106 @@ const OCLIF_REWRITES = [
     resolveFrom: 'wsl-utils',
   },
 ];
+/**
+ * Requires inside @oclif/core made lazy: what every start evaluated only to define what a command may
+ * use later (help and its formatters, the spinner, the error renderer's wrap-ansi and theme). Each
+ * listed `require("…")` becomes a stand-in (`__podctlLazy`) that requires the module on first use of
+ * one of its properties; oclif reads these only inside functions (`help_1.Help`, `ux_1.ux`), and
+ * CommonJS interop (`__importDefault`, `__importStar`) sees an ES module whose `default` is what it
+ * was. esbuild still bundles each module (its `require_…()` runs on first use).
+ */
+const LAZY_REQUIRES_IN_OCLIF = [
+  {
+    // the package's index: each part of oclif (help, ux, parser, performance…) on first use of its export
+    file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]index\.js$/,
+    requires: [
+      './args',
+      './command',
+      './config',
+      './constraints',
+      './errors',
+      './errors/handle',
+      './execute',
+      './flags',
+      './flush',
+      './help',
+      './interfaces',
+      './logger',
+      './main',
+      './module-loader',
+      './parser',
+      './performance',
+      './settings',
+      './util/ids',
+      './ux',
+    ],
+  },
+  // the help (its formatters, the module loader, ux): only when help, or a parse error's help, is shown
+  { file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]errors[\\/]handle\.js$/, requires: ['../help/index'] },
+  { file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]main\.js$/, requires: ['./help', './ux'] },
+  // (main's every run reads the help flags and the argv's command id: from help/util, which the
+  // config loads anyway, not through the help's index)
+  { file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]command\.js$/, requires: ['./ux'] },
+  // help's class for a --help flag; the module loader and TypeScript paths for a plugin's commands
+  // and hooks (podctl's commands are served by src/launch.ts)
+  { file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]flags\.js$/, requires: ['./help'] },
+  { file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]config[\\/]plugin\.js$/, requires: ['../module-loader', './ts-path'] },
+  { file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]config[\\/]config\.js$/, requires: ['../ux', '../ux/theme', '../module-loader', './ts-path'] },
+  // ux (every command's output goes through ux.stdout): the spinner (a terminal's stderr only), the
+  // theme's colours (supports-color, node:tty) and the JSON colourer on first use (UX_CALLS_LAZY)
+  { file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]ux[\\/]index\.js$/, requires: ['./action/spinner', './colorize-json', './theme'] },
+  // a parse error's message (its list of arguments, coloured); the flags' usage for help
+  { file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]parser[\\/]errors\.js$/, requires: ['../ux/list', '../ux/theme'] },
+  { file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]parser[\\/]help\.js$/, requires: ['../ux'] },
+  // an error's rendering: wrapped to the screen's width, in the theme's colours
+  { file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]errors[\\/]errors[\\/]cli\.js$/, requires: ['indent-string', 'wrap-ansi', '../../screen', '../../ux/theme'] },
+  { file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]errors[\\/]errors[\\/]pretty-print\.js$/, requires: ['indent-string', 'wrap-ansi', '../../screen'] },
+];
+const HELP_UTIL_IN_MAIN = ['getHelpFlagAdditions', 'normalizeArgv'].map((name) => ({
+  file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]main\.js$/,
+  from: `(0, help_1.${name})`,
+  to: `(0, require("./help/util").${name})`,
+}));
+/** ux's functions that read a lazily required module: each called through, not read when ux loads. */
+const UX_CALLS_LAZY = [
+  ['    colorize: theme_1.colorize,', '    colorize: (...args) => theme_1.colorize(...args),'],
+  ['    colorizeJson: colorize_json_1.default,', '    colorizeJson: (...args) => colorize_json_1.default(...args),'],
+].map(([from, to]) => ({ file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]ux[\\/]index\.js$/, from, to }));
+const LAZY_REQUIRE_HELPER = `function __podctlLazy(load) {
+  let real;
+  const get = () => (real ??= load());
+  return new Proxy({}, {
+    get(_, key) {
+      if (key === '__esModule') return true;
+      const m = get();
+      if (key === 'default') return m && m.__esModule ? m.default : m;
+      return m[key];
+    },
+  });
+}
+`;
+/** LAZY_REQUIRES_IN_OCLIF as rewrites: the stand-in's helper after "use strict", then each require. */
+const lazyRequireRewrites = () =>
+  LAZY_REQUIRES_IN_OCLIF.flatMap(({ file, requires }) => [
+    { file, from: '"use strict";', to: `"use strict";\n${LAZY_REQUIRE_HELPER}` },
+    ...requires.map((spec) => ({ file, from: `require("${spec}")`, to: `__podctlLazy(() => require("${spec}"))`, all: true })),
+  ]);
+
+/**
+ * oclif's logger makes a `debug` function per namespace. Without DEBUG in the environment each is
+ * disabled (the package enables namespaces from DEBUG when it loads), so the package (with
+ * supports-color, node:tty and ms) is loaded only when DEBUG is set; otherwise a logger is a function
+ * that does nothing, as a disabled `debug` does.
+ */
+const DEBUG_ONLY_WHEN_ASKED = {
+  file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]logger\.js$/,
+  from: 'const debug_1 = __importDefault(require("debug"));',
+  to: 'const debug_1 = { default: (namespace) => (process.env.DEBUG ? require("debug")(namespace) : Object.assign(() => {}, { enabled: false, namespace })) };',
+};
+
 /** The plugin applying OCLIF_REWRITES and `extra` ones (each file's rewrites in one load: esbuild runs one onLoad per file). */
 export function oclifRewritten(extra = []) {
-  const rewrites = [...OCLIF_REWRITES, ...extra];
+  const rewrites = [...OCLIF_REWRITES, DEBUG_ONLY_WHEN_ASKED, ...HELP_UTIL_IN_MAIN, ...UX_CALLS_LAZY, ...lazyRequireRewrites(), ...extra];
   return {
     name: 'oclif-without-startup-work',
     setup(b) {
@@ -130,9 +230,9 @@ export function oclifRewritten(extra = []) {
         b.onLoad({ filter: new RegExp(source) }, (args) => {
           let text = readFileSync(args.path, 'utf8');
           let resolveDir = path.dirname(args.path);
-          for (const { from, to, resolveFrom } of rewrites.filter((r) => r.file.source === source)) {
+          for (const { from, to, resolveFrom, all } of rewrites.filter((r) => r.file.source === source)) {
             if (!text.includes(from)) throw new Error(`${args.path}: expected text not found (${from}); see scripts/esbuild-plugins.mjs`);
-            text = text.replace(from, to);
+            text = all ? text.replaceAll(from, to) : text.replace(from, to);
             if (resolveFrom) resolveDir = path.dirname(createRequire(args.path).resolve(resolveFrom));
           }
           return { contents: text, loader: 'js', resolveDir };

@@ -295,6 +295,8 @@ const result = await build({
   logLevel: 'warning',
 });
 const bundled = Object.keys(result.metafile.inputs).length;
+// what the script is made of, for esbuild's analyser (`npx esbuild --analyze` or https://esbuild.github.io/analyze/)
+writeFileSync(out('sea/podctl.meta.json'), JSON.stringify(result.metafile));
 asciiOnly(bundle);
 const assets = { 'podctl.cjs': path.relative(root, bundle), ...(await buildAssetPackages()) };
 

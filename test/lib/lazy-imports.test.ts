@@ -224,20 +224,25 @@ const MAY_LOAD: readonly (string | RegExp)[] = [
   'internal/util/colors',
 ];
 
-/** Node's modules (NativeModule names) loaded by `args` run with node, listed at exit by the `--require`d `dump`. */
-function nativeModulesOf(dump: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string[]> {
+/**
+ * Node's modules (NativeModule names) loaded by `args` run with node, listed at exit by the
+ * `--require`d `dump`, and what it wrote to stderr before; stdin a pipe, or /dev/null (`stdinNull`:
+ * a service's, cron's).
+ */
+function runListingModules(dump: string, args: string[], env: NodeJS.ProcessEnv = {}, { stdinNull = false } = {}): Promise<{ modules: string[]; stderr: string }> {
+  const [file, argv] = stdinNull ? ['/bin/sh', ['-c', 'exec "$@" </dev/null', 'sh', process.execPath, '--require', dump, ...args]] : [process.execPath, ['--require', dump, ...args]];
   return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--require', dump, ...args],
-      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '', ...env }, timeout: 60_000 },
-      (error, _stdout, stderr) => {
-        const line = /^NATIVE (.*)$/m.exec(stderr);
-        if (!line) reject(new Error(`no module list (${error?.message ?? 'exit 0'}): ${stderr}`));
-        else resolve(JSON.parse(line[1]!) as string[]);
-      },
-    );
+    execFile(file, argv, { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '', ...env }, timeout: 60_000 }, (error, _stdout, stderr) => {
+      const line = /^NATIVE (.*)$/m.exec(stderr);
+      if (!line) reject(new Error(`no module list (${error?.message ?? 'exit 0'}): ${stderr}`));
+      else resolve({ modules: JSON.parse(line[1]!) as string[], stderr: stderr.slice(0, line.index) });
+    });
   });
+}
+
+/** Node's modules (NativeModule names) loaded by `args` run with node (runListingModules). */
+async function nativeModulesOf(dump: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string[]> {
+  return (await runListingModules(dump, args, env)).modules;
 }
 
 describe.skipIf(!existsSync(path.join(ROOT, 'dist/podctl.cjs')))("the built commands load only Node's modules their path uses", () => {
@@ -283,6 +288,31 @@ describe.skipIf(!existsSync(path.join(ROOT, 'dist/podctl.cjs')))("the built comm
     const loaded = await nativeModulesOf(dump, [path.join(ROOT, 'bin/run.js'), 'status', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state-reader')], env());
     expect(loaded).toContain('net');
     expect(loaded.filter((m) => /^(crypto|internal\/crypto\/.*|internal\/fs\/promises|internal\/readline\/.*)$/.test(m))).toEqual([]);
+  });
+
+  // oclif's logger loads the `debug` package (supports-color, node:tty) only when DEBUG is set, its
+  // colours and spinner on first use; stdin on /dev/null is answered without asking node:tty
+  it('`podctl status` and `--version` with no terminal (stdin a pipe or /dev/null) load no node:tty', async () => {
+    const status = [path.join(ROOT, 'bin/run.js'), 'status', ...common()];
+    for (const stdinNull of [false, true]) {
+      const run = await runListingModules(dump, status, env(), { stdinNull });
+      expect(run.modules).toContain('net');
+      expect(run.modules).not.toContain('tty');
+      expect(run.stderr).not.toMatch(/oclif:/);
+    }
+    const version = await runListingModules(dump, [path.join(ROOT, 'bin/run.js'), '--version'], {}, { stdinNull: true });
+    expect(version.modules).not.toContain('tty');
+  });
+
+  it("with DEBUG set, oclif's debug output is written as before", async () => {
+    const status = await runListingModules(dump, [path.join(ROOT, 'bin/run.js'), 'status', ...common()], { ...env(), DEBUG: 'oclif:*' }, { stdinNull: true });
+    expect(status.stderr).toMatch(/oclif:config loading core plugin from /);
+    expect(status.stderr).toMatch(/oclif:main process\.argv: /);
+    // the package's own node:tty check of stderr (its colours)
+    expect(status.modules).toContain('tty');
+    // a namespace DEBUG does not name stays quiet
+    const other = await runListingModules(dump, [path.join(ROOT, 'bin/run.js'), '--version'], { DEBUG: 'something-else' }, { stdinNull: true });
+    expect(other.stderr).not.toMatch(/oclif:/);
   });
 
   it('`podctl kill` of one pod', async () => {
