@@ -11,8 +11,11 @@ import { renderTable } from '../lib/output.js';
 import { parseDuration } from '../lib/duration.js';
 import { selectionFromFlags, type PodSelection } from '../lib/refs.js';
 import type { LastShutdownJson } from '../services/shutdown/index.js';
+import type { SessionOptions } from '../domain/session-api.js';
 import { NO_NODE_FACTS, STATUS_SORT_KEYS, statusJson, podStatus, sortStatusRows, statusExitCode, type StatusResult } from '../services/diagnose/status.js';
 import { explainText, kubeletHeader, statusTable } from '../services/diagnose/output.js';
+
+const noop = (): void => undefined;
 
 export default class Status extends PodctlCommand {
   static override summary = "Show the node's pods as podctl's pod workers see them; --explain says why a pod is still here.";
@@ -132,19 +135,34 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     return statusJson(result);
   }
 
+  /** Set while the session opens: called once the runtime's first requests are out (see #open). */
+  #onRuntimeAsked: (() => void) | undefined;
+
+  protected override sessionOptions(): SessionOptions {
+    const onRuntimeAsked = this.#onRuntimeAsked;
+    return { ...super.sessionOptions(), ...(onRuntimeAsked ? { onRuntimeAsked } : {}) };
+  }
+
   /**
    * The session, the API server (when configured: its pods of the node) and the kubelet check. The
-   * session opens first: once open it has sent the first relist with Version, so the kubelet check
-   * (healthz, then a synchronous /proc scan when refused) runs while the runtime answers the listing
-   * instead of before the runtime is asked. A failed open is reported after the API client's warnings.
+   * kubelet check (healthz, then a synchronous /proc scan when refused) starts once the runtime has
+   * been sent Version and the first relist, so it runs while the runtime answers them, neither
+   * before the runtime is asked nor after its answer (or, with a runtime that does not say when it
+   * is asked, once the session is open); it waits for the API client, whose node Lease it may read.
+   * A failed open is reported after the API client's warnings.
    */
   async #open(flags: GlobalFlags & { 'kubelet-healthz'?: string | undefined }) {
+    const asked = new Promise<void>((resolve) => (this.#onRuntimeAsked = resolve));
     const opening = this.session();
     opening.catch(() => undefined);
-    const api = await apiNodeFor(flags, this.reporter).catch((error: Error) => {
+    const apiNode = apiNodeFor(flags, this.reporter).catch((error: Error) => {
       this.reporter.warn(`${error.message}; going on without the API server`);
       return undefined;
     });
+    const kubelet = Promise.race([asked, opening.then(noop)]).then(async () => kubeletStatusFor(flags['kubelet-healthz'], await apiNode));
+    // awaited by the listing; a failed open (before the runtime was asked: no check) leaves it unread
+    kubelet.catch(noop);
+    const api = await apiNode;
     // bounded (5 s); lib/abortable.js loaded only then, off the start-up path
     const apiPods = api?.kube.listNodePods(await import('../lib/abortable.js').then(({ boundSignal }) => boundSignal(5_000))).catch((error: Error) => {
       this.reporter.warn(`cannot list the node's pods from the API server: ${error.message}`);
@@ -154,7 +172,7 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
       api?.close();
       throw error;
     });
-    return { session, api, apiPods, kubelet: kubeletStatusFor(flags['kubelet-healthz'], api) };
+    return { session, api, apiPods, kubelet };
   }
 
   /** --last-shutdown: the last guarded shutdown's record, read from the state dir (no session, no runtime). */

@@ -64,6 +64,13 @@ export interface SessionOptions {
    * relist is 30 s old (cri/cache/cache.ts). Kills still wait on relists.
    */
   runtimeEventPatches?: boolean;
+  /**
+   * Called once, when the runtime's connection is up and its first requests (Version, the first
+   * relist) are on their way, while the session still opens: work that needs no session (a
+   * command's own checks) can run while the runtime answers. Not called when the open fails first,
+   * nor for a runtime that is not the CRI one (tests' seams).
+   */
+  onRuntimeAsked?: () => void;
 }
 
 /** One entry of a pod's bounded timeline (persisted in its checkpoint). */

@@ -52,6 +52,8 @@ export interface RuntimeHooks {
   exitDetailsFor?: (uid: string) => boolean;
   /** Each step of a termination as the syncer ends it (hooks, container and sandbox stops, removal). */
   onStep?: (uid: string, step: RuntimeStep) => void;
+  /** Once the connection is up and Version and the first relist are sent (SessionOptions.onRuntimeAsked). */
+  onAsked?: () => void;
 }
 
 function recordOfRuntimePod(pod: RuntimePod): RuntimePodRecord {
@@ -120,6 +122,7 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     client.close();
     throw notCriError(resolved, connectMs, error);
   }
+  hooks.onAsked?.();
   // A relist builds new RuntimePod objects; until the next one, every listing of a pod (a wait
   // re-evaluates on each engine event) reuses its record instead of converting it again.
   const records = new WeakMap<RuntimePod, RuntimePodRecord>();

@@ -32,6 +32,7 @@ async function connectDefaultRuntime(
     onStep,
     ...(options.readOnly ? { readOnly: true } : {}),
     ...(options.exitDetails === 'driven' ? { exitDetailsFor: needsExitCodes } : {}),
+    ...(options.onRuntimeAsked ? { onAsked: options.onRuntimeAsked } : {}),
   });
 }
 

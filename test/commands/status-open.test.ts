@@ -1,6 +1,7 @@
 /**
  * What `podctl status` asks first: the runtime's listing goes out before the kubelet check, so the
- * check (healthz, then a /proc scan when refused) runs while the runtime answers. Needs `npm run build`.
+ * check (healthz, then a /proc scan when refused) runs while the runtime answers — it does not wait
+ * for the runtime's first answer (Version). Needs `npm run build`.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -49,5 +50,23 @@ describe('podctl status', { timeout: 60_000 }, () => {
     expect(json.pods).toHaveLength(6);
     expect(seenAtHealthz).toHaveLength(1);
     expect(seenAtHealthz[0]).toEqual(expect.arrayContaining(['Version', 'ListPodSandbox']));
+  });
+
+  it('asks the kubelet while the runtime has not answered yet (Version held back 1 s)', async () => {
+    const slow = await startSimulator({ socketPath: path.join(dir, 'slow.sock'), pods: demoNode(3), faults: [{ method: 'Version', delayMs: 1_000, proceed: true }] });
+    const askedAt: number[] = [];
+    const kubelet = await startHealthz(() => askedAt.push(Date.now()));
+    try {
+      const run = await podctl(['status', '-o', 'json', '--runtime-endpoint', slow.endpoint, '--state-dir', path.join(dir, 'state-slow'), '--kubelet-healthz', kubelet.url]);
+      expect(run.code, run.stderr).toBe(0);
+      expect((JSON.parse(run.stdout) as { pods: unknown[] }).pods).toHaveLength(3);
+      const held = slow.state.journal().find((r) => r.kind === 'fault' && r.method === 'Version');
+      expect(askedAt).toHaveLength(1);
+      // the kubelet was asked before Version's answer went out (held ≥ 1 s from when it came in)
+      expect(askedAt[0]!).toBeLessThan(held!.at + 1_000);
+    } finally {
+      kubelet.close();
+      await slow.close();
+    }
   });
 });

@@ -5,7 +5,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { openSession } from '../../src/session/open.js';
 import type { NodeSession } from '../../src/domain/session-api.js';
@@ -87,6 +87,28 @@ describe('read-only session', () => {
     await driver.listPods();
     await driver.listPods();
     expect(rpcMethods().filter((m) => m === 'ListPodSandbox').length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('says once, while it opens, that the runtime has been asked (status runs its kubelet check then); never when the runtime is not there', async () => {
+    const calls: boolean[] = [];
+    let opened = false;
+    const opening = openSession({
+      stateDir: join(dir.path, 'state'),
+      runtimeEndpoint: sim.endpoint,
+      rpcTimeoutMs: 5_000,
+      readOnly: true,
+      onRuntimeAsked: () => calls.push(opened),
+    });
+    const session = await opening;
+    opened = true;
+    sessions.push(session);
+    await session.listPods();
+    // once, before the open ended (it waits for Version's answer)
+    expect(calls).toEqual([false]);
+
+    const missing = vi.fn();
+    await expect(openSession({ stateDir: join(dir.path, 'state'), runtimeEndpoint: join(dir.path, 'none.sock'), readOnly: true, onRuntimeAsked: missing })).rejects.toThrow(/none\.sock/);
+    expect(missing).not.toHaveBeenCalled();
   });
 
   it('a bad state dir is reported as such even though the runtime answers (the connection is closed)', async () => {
