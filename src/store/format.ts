@@ -18,7 +18,7 @@
  *   (truncated, checksum mismatch, unknown version, schema) that the store quarantines.
  * - The history is bounded (`HISTORY_LIMIT`, oldest dropped first).
  */
-import { hash } from 'node:crypto';
+import { sha256Hex } from '../lib/sha256.js';
 import type { TransitionRecord } from '../domain/session-api.js';
 import { CHECKPOINT_FORMAT, HISTORY_LIMIT, checkRecord, checkpointHeaderSchema, checkpointSchema, type PodCheckpoint } from './records.js';
 
@@ -27,9 +27,9 @@ export { CHECKPOINT_FORMAT, HISTORY_LIMIT };
 
 export type { PodCheckpoint } from './records.js';
 
-/** One-shot (no Hash object and stream machinery per checkpoint: a watch checks every changed one). */
+/** One-shot, without node:crypto's load for a short command (lib/sha256.ts); a watch checks every changed checkpoint. */
 function sha256(data: Uint8Array): string {
-  return hash('sha256', data, 'hex');
+  return sha256Hex(data);
 }
 
 /** Keeps the newest `HISTORY_LIMIT` records. */
