@@ -4,11 +4,12 @@
  *
  * 1. esbuild bundles src/sea.ts into one CommonJS script, dist/sea/assets/podctl.cjs, with what
  *    podctl loads at run time: oclif and every command, the CRI messages (generated code, no .proto
- *    file is read), valibot, prom-client, Ink and React, and yoga-layout's WebAssembly (base64
- *    inside its module). Lazily imported modules stay lazy (initialised on first use).
- *    @kubernetes/client-node, yaml, grpc-js (the simulator's server) and @oclif/plugin-not-found
- *    are bundled apart (`SEA_ASSET_PACKAGES`), each a CommonJS script with V8's code cache of it
- *    (src/sea-assets.ts); every script is ASCII (`asciiOnly`).
+ *    file is read), valibot, prom-client and the watch screen's components. Lazily imported modules
+ *    stay lazy (initialised on first use). @kubernetes/client-node, yaml, grpc-js (the simulator's
+ *    server), @oclif/plugin-not-found and the watch screen's packages (React, Ink, and yoga-layout's
+ *    WebAssembly, base64 inside its module: one asset) are bundled apart (`SEA_ASSET_PACKAGES`), each
+ *    a CommonJS script with V8's code cache of it (src/sea-assets.ts); every script is ASCII
+ *    (`asciiOnly`).
  *    package.json's fields and oclif.manifest.json are carried in the script; oclif's JSON reader is
  *    taught to serve them from memory (`embeddedJsonInOclif`).
  * 2. podctl.cjs's code caches are trained: each made after a run of a command at build time
@@ -182,7 +183,20 @@ const SEA_ASSET_PACKAGES = {
   '@grpc/grpc-js': 'grpc-js',
   // "did you mean" at a terminal, with its prompt library (a third of the script, iconv-lite among it)
   '@oclif/plugin-not-found': 'not-found',
+  // The watch screen's packages, ONE asset (`tui`): React, Ink with the reconciler and yoga's
+  // WebAssembly, and Ink's tokenizer. Every import of one of them (src/tui's components, Ink's own)
+  // gets that asset's single copy: two copies of React break hooks. A quarter of the main script,
+  // which only `watch` runs.
+  react: 'tui',
+  'react/jsx-runtime': 'tui',
+  ink: 'tui',
+  '@alcalzone/ansi-tokenize': 'tui',
 };
+/** The packages an asset carries; an asset of several exports an object of them by package name. */
+const packagesOf = (asset) => Object.keys(SEA_ASSET_PACKAGES).filter((p) => SEA_ASSET_PACKAGES[p] === asset);
+/** The packages whose modules must be in the `tui` asset only (TUI_ASSET_ONLY is checked on the metafile). */
+const TUI_ASSET_ONLY = ['react', 'react-reconciler', 'scheduler', 'ink', 'yoga-layout'];
+
 /**
  * What an asset package's script exports, when not the package's module itself: src/base/not-found.ts
  * imports the plugin's default export, which the CommonJS interop of an ES-module import (`default`
@@ -199,7 +213,9 @@ const seaAssetPackages = {
     );
     b.onResolve({ filter }, (args) => ({ path: args.path, namespace: 'podctl-sea-asset' }));
     b.onLoad({ filter: /.*/, namespace: 'podctl-sea-asset' }, (args) => ({
-      contents: `module.exports = require(${JSON.stringify(path.join(root, 'src', 'sea-assets.ts'))}).loadAsset(${JSON.stringify(SEA_ASSET_PACKAGES[args.path])});`,
+      contents: `module.exports = require(${JSON.stringify(path.join(root, 'src', 'sea-assets.ts'))}).loadAsset(${JSON.stringify(SEA_ASSET_PACKAGES[args.path])})${
+        packagesOf(SEA_ASSET_PACKAGES[args.path]).length > 1 ? `.packages[${JSON.stringify(args.path)}]` : ''
+      };`,
       loader: 'js',
       resolveDir: root,
     }));
@@ -218,14 +234,32 @@ function asciiOnly(file) {
   if (escaped !== text) writeFileSync(file, escaped);
 }
 
+/**
+ * What an asset's script is made of: its package's module; or, for an asset of several, `packages`:
+ * each package's ES-module namespace (imported: Ink and its tokenizer export only to `import`),
+ * marked as an ES module so that an importer's `default` is the package's (React's module itself).
+ */
+function assetContents(name) {
+  const packages = packagesOf(name);
+  if (packages.length === 1) return `module.exports = require(${JSON.stringify(packages[0])})${ASSET_EXPORT[packages[0]] ?? ''};`;
+  return [
+    ...packages.map((p, i) => `import * as p${i} from ${JSON.stringify(p)};`),
+    "const esModule = (namespace) => Object.defineProperty(Object.assign({}, namespace), '__esModule', { value: true });",
+    `export const packages = { ${packages.map((p, i) => `${JSON.stringify(p)}: esModule(p${i})`).join(', ')} };`,
+  ].join('\n');
+}
+/** The watch screen's asset is bundled with the main script's rewrites of Ink and yoga (see each). */
+const ASSET_PLUGINS = { tui: () => [inkOutputRegistered, noDevtools, noTopLevelAwait, builtinsRequired] };
+
 /** Bundles each asset package as `(function (exports, require, module) {…})`, src/sea-assets.ts's shape. */
 async function buildAssetPackages() {
   const assets = {};
-  for (const [pkg, name] of Object.entries(SEA_ASSET_PACKAGES)) {
+  for (const name of new Set(Object.values(SEA_ASSET_PACKAGES))) {
     const file = out(`sea/assets/${name}.cjs`);
     await build({
       absWorkingDir: root,
-      stdin: { contents: `module.exports = require(${JSON.stringify(pkg)})${ASSET_EXPORT[pkg] ?? ''};`, resolveDir: root, loader: 'js' },
+      stdin: { contents: assetContents(name), resolveDir: root, loader: 'js' },
+      plugins: ASSET_PLUGINS[name]?.() ?? [],
       outfile: file,
       bundle: true,
       format: 'cjs',
@@ -295,6 +329,8 @@ const result = await build({
   logLevel: 'warning',
 });
 const bundled = Object.keys(result.metafile.inputs).length;
+const tuiInMain = Object.keys(result.metafile.inputs).filter((f) => TUI_ASSET_ONLY.some((p) => f.includes(`node_modules/${p}/`)));
+if (tuiInMain.length > 0) fail(`podctl.cjs bundles modules of the watch screen's asset (a second copy): ${tuiInMain.slice(0, 3).join(', ')}`);
 // what the script is made of, for esbuild's analyser (`npx esbuild --analyze` or https://esbuild.github.io/analyze/)
 writeFileSync(out('sea/podctl.meta.json'), JSON.stringify(result.metafile));
 asciiOnly(bundle);

@@ -2,9 +2,9 @@
  * The single executable's scripts, each a CommonJS script carried as an asset of the executable with
  * V8's code cache of it (scripts/sea.mjs): podctl itself (`podctl.cjs`, compiled at every start by
  * src/sea-main.ts with the cache trained on the command that runs), and the packages kept out of it
- * (`SEA_ASSET_PACKAGES`: @kubernetes/client-node, yaml, grpc-js, plugin-not-found), compiled and run
- * on their first import only (`status` or `kill` without an API server never run client-node, half
- * of podctl's JavaScript).
+ * (`SEA_ASSET_PACKAGES`: @kubernetes/client-node, yaml, grpc-js, plugin-not-found, and `tui`: React,
+ * Ink and yoga, one copy for the watch screen), compiled and run on their first import only
+ * (`status` or `kill` without an API server never run client-node, half of podctl's JavaScript).
  *
  * Invariants:
  * - Each package is evaluated at most once per process (the first import's exports are kept).

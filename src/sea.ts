@@ -1,10 +1,10 @@
 /**
  * The single executable's podctl (`npm run sea` → dist/podctl-linux-x64): this module, bundled by
  * scripts/sea.mjs with what podctl loads at run time (oclif and every command, the CRI messages,
- * Ink with its layout engine), is one CommonJS script carried as an asset of the executable; its
+ * the watch screen's components), is one CommonJS script carried as an asset of the executable; its
  * tiny main (src/sea-main.ts) compiles it with a V8 code cache trained on the command that runs and
- * calls `start`. client-node, yaml, grpc-js (the simulator's server) and plugin-not-found are
- * assets too, compiled on first use (src/sea-assets.ts).
+ * calls `start`. client-node, yaml, grpc-js (the simulator's server), plugin-not-found and the watch
+ * screen's React, Ink and yoga (one asset) are assets too, compiled on first use (src/sea-assets.ts).
  *
  * Invariants:
  * - Nothing is read from beside the executable: package.json and oclif.manifest.json are carried

@@ -1,13 +1,13 @@
 /**
  * The packages the single executable carries apart from its main script (src/sea-assets.ts:
- * @kubernetes/client-node, yaml and grpc-js, compiled on first use from the executable's own assets):
- * through the commands a user types, `status` without an API server, `status -o yaml`, `status`
- * with a kubeconfig (client-node lists the node's pods from a local API server), and `simulator`
- * (grpc-js serves its CRI). Nothing is read
+ * @kubernetes/client-node, yaml, grpc-js and the watch screen's React, Ink and yoga, compiled on first
+ * use from the executable's own assets): through the commands a user types, `status` without an API
+ * server, `status -o yaml`, `status` with a kubeconfig (client-node lists the node's pods from a
+ * local API server), `simulator` (grpc-js serves its CRI) and `watch` in tmux. Nothing is read
  * from beside the executable (the host has no node_modules and no node).
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,10 +15,13 @@ import { parse } from 'yaml';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { writeKubeconfig } from '../kube/support.js';
+import { until, waitFor } from '../support/wait.js';
 import { createSeaHost, removeSeaHost, runSea, seaEnv, seaSkipReason, warnIfSeaSkipped, type SeaHost } from './support.js';
 
 warnIfSeaSkipped('test/sea/assets.test.ts');
 const skip = seaSkipReason !== undefined;
+const hasTmux = spawnSync('tmux', ['-V']).status === 0;
+const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 describe.skipIf(skip)(`the single executable's packages loaded on first use${skip ? ` (SKIPPED: ${seaSkipReason})` : ''}`, { timeout: 120_000 }, () => {
   let host: SeaHost;
@@ -93,6 +96,26 @@ describe.skipIf(skip)(`the single executable's packages loaded on first use${ski
       expect(run.stdout.trim().split('\n')).toHaveLength(3);
     } finally {
       simulator.kill('SIGTERM');
+    }
+  });
+
+  it.skipIf(!hasTmux)("watch in a terminal draws through the watch screen's asset (React, Ink, yoga: compiled on first use) and quits on q", async () => {
+    const server = `podctl-sea-assets-${process.pid}`;
+    const tmux = (...args: string[]) => execFileSync('tmux', ['-L', server, ...args], { encoding: 'utf8' });
+    const [log, exit] = [path.join(dir, 'watch.stderr'), path.join(dir, 'watch.exit')];
+    const env = Object.entries(seaEnv(host, { NODE_DEBUG: 'podctl-sea' })).map(([k, v]) => `${k}=${shellQuote(v ?? '')}`);
+    const command = `cd ${shellQuote(host.cwd)} && env ${env.join(' ')} ${shellQuote(host.exe)} watch ${common.map(shellQuote).join(' ')} 2>${shellQuote(log)}; echo $? >${shellQuote(exit)}`;
+    tmux('new-session', '-d', '-x', '120', '-y', '30', command);
+    try {
+      const screen = () => tmux('capture-pane', '-p');
+      await waitFor('the watch screen listing web/web-1', () => /web\/web-1\s+runtime/.test(screen()), { timeoutMs: 60_000, detail: screen });
+      tmux('send-keys', 'q');
+      await until('watch to exit after q', () => existsSync(exit), { timeoutMs: 30_000, detail: screen });
+      expect(readFileSync(exit, 'utf8').trim(), readFileSync(log, 'utf8')).toBe('0');
+      expect(readFileSync(log, 'utf8')).toMatch(/tui\.cjs: code cache tui\.v8 accepted/);
+    } finally {
+      // (the server is gone when watch and its shell have ended)
+      spawnSync('tmux', ['-L', server, 'kill-server']);
     }
   });
 });

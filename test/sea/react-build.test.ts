@@ -1,7 +1,9 @@
 /**
  * The single executable carries React's and Ink's production builds (scripts/sea.mjs defines
  * NODE_ENV=production): the watch screen's development builds cost several times the CPU and keep a
- * user-timing mark per render. Checked on the bundle the executable embeds, dist/sea/assets/podctl.cjs.
+ * user-timing mark per render. Checked on the scripts the executable embeds: React, the reconciler and
+ * Ink are in the watch screen's asset (dist/sea/assets/tui.cjs), one copy, none of them in the main
+ * script (podctl.cjs) that every command compiles.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,7 +12,8 @@ import { REPO_ROOT, seaSkipReason, warnIfSeaSkipped } from './support.js';
 
 warnIfSeaSkipped('test/sea/react-build.test.ts');
 
-const BUNDLE = join(REPO_ROOT, 'dist', 'sea', 'assets', 'podctl.cjs');
+const BUNDLE = join(REPO_ROOT, 'dist', 'sea', 'assets', 'tui.cjs');
+const MAIN = join(REPO_ROOT, 'dist', 'sea', 'assets', 'podctl.cjs');
 /** Warnings only the development build of the reconciler has. */
 const DEVELOPMENT_ONLY = ['while rendering a different component', 'Each child in a list should have a unique'];
 
@@ -27,5 +30,13 @@ describe.skipIf(seaSkipReason !== undefined)("the executable's React build", () 
     }
     // The production reconciler is there (its errors point to the decoder page).
     expect(bundle).toContain('Minified React error');
+  });
+
+  it('is not in the main script (one copy: the asset, loaded by the watch screen only)', () => {
+    const main = readFileSync(MAIN, 'utf8');
+    expect(main.length).toBeGreaterThan(100_000);
+    expect(main).not.toContain('Minified React error');
+    // yoga's WebAssembly (base64 in its module) neither
+    expect(main).not.toContain('instantiateWasm');
   });
 });
