@@ -4,7 +4,7 @@
  *
  * Invariants:
  * - A file at its final name is always complete: it is written under a temporary name in the
- *   folder's hidden `.tmp/` subfolder (`.tmp/.<name>.tmp-<pid>-<random>`, created O_EXCL|O_NOFOLLOW,
+ *   folder's hidden `.tmp/` subfolder (`.tmp/.<name>.tmp-<pid>-<unique>`, created O_EXCL|O_NOFOLLOW,
  *   mode 0600), fsynced, renamed (or linked) to the final name, and the folder is fsynced so the
  *   rename survives a power cut. The subfolder keeps a write's preparation out of the folder's
  *   own change events: a follower watching the folder (store/watch.ts) is told of each write once,
