@@ -148,7 +148,8 @@ async function drainRun(root: string, simRoot: string, pods: number, mode: Drain
     const c0 = watchPid !== undefined ? cpuMs(watchPid) : 0;
     const t0 = performance.now();
     let peak = 0;
-    const sampler = watchPid !== undefined ? setInterval(() => (peak = Math.max(peak, rssMb(watchPid!))), 100) : undefined;
+    // a watch that exits mid-drain fails the run below (its /proc entry gone), not this timer
+    const sampler = watchPid !== undefined ? setInterval(() => (peak = existsSync(`/proc/${watchPid}`) ? Math.max(peak, rssMb(watchPid!)) : peak), 100) : undefined;
     const drain = spawn(podctlBin(root), ['drain', '--grace-period', '3', '--critical-grace-period', '2', '--yes', '-o', 'json', ...common], {
       stdio: ['ignore', 'ignore', 'ignore'],
       env: podctlEnv,
@@ -163,6 +164,7 @@ async function drainRun(root: string, simRoot: string, pods: number, mode: Drain
       await until(() => driversOf(stateDir).length === 0, 'the background drivers', DRIVERS_BOUND_MS).catch(() => undefined);
     }
     if (watchPid !== undefined && watch) {
+      if (!existsSync(`/proc/${watchPid}`)) throw new Error(`bench: the watch (pid ${watchPid}) exited during the drain (${mode})`);
       watch.drainCpu = ((cpuMs(watchPid) - c0) / drainMs) * 100;
       // Let the screen settle on the drained node, then read the memory the history left behind.
       if (mode === 'tui') {

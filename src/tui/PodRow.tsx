@@ -22,7 +22,7 @@ import { memo } from 'react';
 import type { PodInfo } from '../domain/session-api.js';
 import type { NodeFacts } from '../services/diagnose/status.js';
 import type { ScreenRules } from '../services/watch/screen-rules.js';
-import { StyledLine, styledLine, type Colour, type Span } from './StyledLine.js';
+import { lineModel, StyledLine, type Colour, type LineModel, type Span } from './StyledLine.js';
 import { rowCells, stateColor, type ColumnId, type TableLayout } from './view-model.js';
 
 export interface PodRowProps {
@@ -68,16 +68,35 @@ function rowSegments(pod: PodInfo, layout: TableLayout, now: number, rules: Scre
   return segments.filter((s) => s.text !== '');
 }
 
-const segmentCache = new WeakMap<PodInfo, { layout: TableLayout; now: number; rules: ScreenRules; facts: NodeFacts | undefined; segments: Segment[]; text: string }>();
+/** A row's segments for one layout, clock reading, set of rules and of node facts; its line models by selection and colour. */
+interface RowEntry {
+  layout: TableLayout;
+  now: number;
+  rules: ScreenRules;
+  facts: NodeFacts | undefined;
+  segments: Segment[];
+  text: string;
+  lines: (LineModel | undefined)[];
+}
+
+const segmentCache = new WeakMap<PodInfo, RowEntry>();
 
 /** The row's segments and their text, cached per pod object for one layout, clock reading, set of rules and set of node facts. */
-export function cachedRow(pod: PodInfo, layout: TableLayout, now: number, rules: ScreenRules, facts?: NodeFacts): { segments: Segment[]; text: string } {
+export function cachedRow(pod: PodInfo, layout: TableLayout, now: number, rules: ScreenRules, facts?: NodeFacts): RowEntry {
   const hit = segmentCache.get(pod);
   if (hit !== undefined && hit.layout === layout && hit.now === now && hit.rules === rules && hit.facts === facts) return hit;
   const segments = rowSegments(pod, layout, now, rules, facts);
-  const entry = { layout, now, rules, facts, segments, text: segments.map((s) => `${s.color ?? s.bar ?? ''}\u0000${s.text}`).join('\u0001') };
+  let text = '';
+  for (const s of segments) text += `${s.color ?? s.bar ?? ''}\u0000${s.text}\u0001`;
+  const entry: RowEntry = { layout, now, rules, facts, segments, text, lines: [] };
   segmentCache.set(pod, entry);
   return entry;
+}
+
+/** The row's line model for a selection and colour: made once per row entry (a row re-renders only when its text, selection or colour changed). */
+function rowLine(row: RowEntry, selected: boolean, color: boolean): LineModel {
+  const slot = (selected ? 2 : 0) + (color ? 1 : 0);
+  return (row.lines[slot] ??= lineModel(rowSpans(row.segments, selected, color), color, selected));
 }
 
 /** Whether two renders of a row would draw the same thing. */
@@ -98,6 +117,5 @@ function rowSpans(segments: readonly Segment[], selected: boolean, color: boolea
 }
 
 export const PodRow = memo(function PodRow({ pod, layout, now, selected, color, rules, facts }: PodRowProps) {
-  const { segments } = cachedRow(pod, layout, now, rules, facts);
-  return <StyledLine line={styledLine(rowSpans(segments, selected, color), color, selected)} />;
+  return <StyledLine line={rowLine(cachedRow(pod, layout, now, rules, facts), selected, color)} />;
 }, sameRow);

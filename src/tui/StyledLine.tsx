@@ -96,6 +96,22 @@ export function standIn(text: string): string {
   return out;
 }
 
+/**
+ * A new model of a line of `spans` (styledLine keeps them by text and style; a caller that keeps
+ * its own, such as a pod's row, makes them here).
+ */
+export function lineModel(spans: readonly Span[], color: boolean, inverse = false): LineModel {
+  let plain = '';
+  let body = '';
+  for (const s of spans) {
+    plain += s.text;
+    body += styledSpan(s, color);
+  }
+  const text = standIn(plain);
+  const styled = inverse && color ? `${sgr(7)}${body}${sgr(27)}` : body;
+  return { text, styled, transform: (line: string) => (line === text ? styled : line), fixed: text !== '' && PRINTABLE_ASCII.test(text) };
+}
+
 /** The latest models by text and style; cleared when it grows past MAX_MODELS (a drain's countdowns make new rows every second). */
 let models = new Map<string, LineModel>();
 let previousModels = new Map<string, LineModel>();
@@ -105,14 +121,7 @@ const MAX_MODELS = 512;
 export function styledLine(spans: readonly Span[], color: boolean, inverse = false): LineModel {
   let key = `${color ? 1 : 0}${inverse ? 1 : 0}`;
   for (const s of spans) key += `\u0001${s.color ?? ''}\u0002${s.backgroundColor ?? ''}\u0002${s.bold === true ? 1 : 0}${s.dim === true ? 1 : 0}${s.underline === true ? 1 : 0}\u0002${s.text}`;
-  let model = models.get(key) ?? previousModels.get(key);
-  if (model === undefined) {
-    const plain = spans.map((s) => s.text).join('');
-    const text = standIn(plain);
-    const body = spans.map((s) => styledSpan(s, color)).join('');
-    const styled = inverse && color ? `${sgr(7)}${body}${sgr(27)}` : body;
-    model = { text, styled, transform: (line: string) => (line === text ? styled : line), fixed: text !== '' && PRINTABLE_ASCII.test(text) };
-  }
+  const model = models.get(key) ?? previousModels.get(key) ?? lineModel(spans, color, inverse);
   if (models.size >= MAX_MODELS) {
     previousModels = models;
     models = new Map();

@@ -96,7 +96,7 @@ export function WatchApp(props: WatchAppProps) {
   // allows frames (frame-gate.ts: 500 rows can cost tens of ms); otherwise only the minutes move.
   const counting = !runtime.answering || countsSeconds(snapshot.pods, now());
   const countdownMs = Math.max(props.tickMs ?? 1000, gate.clockInterval());
-  const at = useTicker(true, counting ? countdownMs : (props.idleTickMs ?? 60_000), now);
+  const at = useTicker(true, counting ? countdownMs : (props.idleTickMs ?? 60_000), now, gate.clockMeter);
   const table = useTableView(snapshot.pods, ui, { columns, rows }, at);
 
   const runEffect = (effect: Effect) => {

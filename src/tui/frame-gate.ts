@@ -19,20 +19,24 @@
  * - Frames drawn for the clock alone (ages and countdowns that count seconds while nothing changes)
  *   keep to a smaller share, CLOCK_BUDGET: the screen's clock ticks no faster than `clockInterval()`,
  *   the steady interval at the last frame's cost over that share (WatchApp), and never slower than
- *   MAX_FRAME_INTERVAL_MS. So a screen at rest costs under a hundredth of a core however costly its
- *   frames (500 pods seconds old: a tick every ~2 s instead of every second), while a change is
+ *   MAX_FRAME_INTERVAL_MS. The last frame is whichever was drawn last: one the gate passed, or one
+ *   the clock drew (its cost reported with `clockFrameDrawn`), so the clock keeps to its share by
+ *   what its own frames cost, not by what the last change's frame did (a cheap change's frame made
+ *   a 500-row clock tick every second). So a screen at rest costs a few thousandths of a core
+ *   however costly its frames (500 pods seconds old: a tick every two seconds), while a change is
  *   still drawn at once.
  */
-import { CpuBudget, processCpuMs } from '../lib/budget.js';
+import { budgetedInterval, CpuBudget, processCpuMs } from '../lib/budget.js';
 import type { SnapshotSource } from './use-snapshot.js';
+import type { TickCostMeter } from './use-ticker.js';
 import type { WatchSnapshot } from '../services/watch/watch-feed.js';
 
 export const DEFAULT_FRAME_INTERVAL_MS = 100;
 /** The longest the budget stretches the interval to (a frame every two seconds, as k9s refreshes). */
 const MAX_FRAME_INTERVAL_MS = 2_000;
 const DEFAULT_BUDGET = 0.03;
-/** Share of one core the clock's own frames may spend (six thousandths). */
-const CLOCK_BUDGET = 0.006;
+/** Share of one core the clock's own frames may spend (three thousandths). */
+const CLOCK_BUDGET = 0.003;
 
 export interface FrameGateOptions {
   intervalMs?: number;
@@ -55,6 +59,8 @@ export class FrameGate implements SnapshotSource {
   readonly #budget: CpuBudget;
   readonly #measure: boolean;
   readonly #costClock: () => number;
+  /** What the last frame drawn cost (ms of CPU): one the gate passed, or one drawn for the clock. */
+  #lastFrameCostMs = 0;
   /** Changes passed on (frames the gate allowed), for tests and benchmarks. */
   passed = 0;
 
@@ -114,7 +120,10 @@ export class FrameGate implements SnapshotSource {
     for (const l of [...this.#listeners]) l();
     if (this.#measure) {
       // a screen renders in the microtasks its listener queued, which run before this one
-      queueMicrotask(() => this.#budget.spend(this.#costClock() - drawStart));
+      queueMicrotask(() => {
+        this.#lastFrameCostMs = Math.max(0, this.#costClock() - drawStart);
+        this.#budget.spend(this.#lastFrameCostMs);
+      });
     }
   }
 
@@ -125,6 +134,19 @@ export class FrameGate implements SnapshotSource {
 
   /** The least time between two frames drawn for the clock alone (ms): the last frame's cost over CLOCK_BUDGET, at least `interval()`. */
   clockInterval(): number {
-    return this.#measure ? Math.max(this.interval(), this.#budget.steadyInterval(this.#intervalMs, CLOCK_BUDGET)) : this.#intervalMs;
+    if (!this.#measure) return this.#intervalMs;
+    return Math.max(this.interval(), budgetedInterval(this.#intervalMs, this.#lastFrameCostMs, CLOCK_BUDGET, MAX_FRAME_INTERVAL_MS));
   }
+
+  /**
+   * The screen's clock measures its frames with this (use-ticker.ts): the CPU clock the gate reads
+   * frames' costs from, and `drawn`, a frame drawn for the clock alone (not passed by the gate) cost
+   * `costMs`, so the clock's next ticks keep to CLOCK_BUDGET at that cost.
+   */
+  readonly clockMeter: TickCostMeter = {
+    cost: () => this.#costClock(),
+    drawn: (costMs) => {
+      this.#lastFrameCostMs = Math.max(0, costMs);
+    },
+  };
 }

@@ -72,6 +72,8 @@ export class RowCache {
   readonly sgrTokens = new Map<string, AnsiCode[]>();
   /** Display widths of the grapheme clusters seen on rows composed the general way. */
   readonly widths = new Map<string, number>();
+  /** The codes between the runs of each simple line's skeleton (serialiseSimpleLine): a few per screen. */
+  readonly skeletons = new Map<string, string[]>();
   /** Rows composed (not found in the cache), and of them those composed cell by cell as Ink does, for tests. */
   composed = 0;
   composedByCell = 0;
@@ -95,6 +97,7 @@ export class RowCache {
     // the SGR and width tables only grow with distinct colours and characters; bound them anyway
     if (this.sgrTokens.size > 4_096) this.sgrTokens.clear();
     if (this.widths.size > 4_096) this.widths.clear();
+    if (this.skeletons.size > 4_096) this.skeletons.clear();
   }
 
   /** Rows kept (this frame's and the last's), for tests. */
@@ -169,24 +172,51 @@ function rowKey(pieces: readonly Piece[]): string {
  * A simple line (SIMPLE_LINE) as Ink writes it: the codes in force reduced as Ink's
  * tokenizer reduces them, and at each run of text the codes that lead from the last run's style to
  * this one (none when the style is the same), then the codes that end the last run's style.
+ *
+ * What goes between the runs depends only on the line's codes and where its runs stand among them
+ * (its skeleton), not on the runs' text: it is worked out once per skeleton (RowCache.skeletons) and
+ * reused, so a row whose age moved is its runs put back between the same codes.
  */
 function serialiseSimpleLine(line: string, cache: RowCache): string {
+  const runs: string[] = [];
+  let skeleton = '';
+  for (const [part] of line.matchAll(SIMPLE_PART)) {
+    if (part.charCodeAt(0) === 0x1b) skeleton += part;
+    else {
+      runs.push(part);
+      // a run's place among the codes: ESC never stands in a run, so the marker is unambiguous
+      skeleton += '\u0000';
+    }
+  }
+  let between = cache.skeletons.get(skeleton);
+  if (between === undefined) {
+    between = skeletonCodes(skeleton, cache);
+    cache.skeletons.set(skeleton, between);
+  }
+  let out = '';
+  for (let i = 0; i < runs.length; i += 1) out += between[i]! + runs[i]!;
+  return out + between[runs.length]!;
+}
+
+/** The codes to write before each run of a skeleton (runs marked by NUL), and after the last one. */
+function skeletonCodes(skeleton: string, cache: RowCache): string[] {
   let codes: AnsiCode[] = [];
   let emitted: AnsiCode[] = [];
-  let out = '';
-  for (const [part] of line.matchAll(SIMPLE_PART)) {
-    if (part.charCodeAt(0) === 0x1b) {
+  const between: string[] = [];
+  for (const [part] of skeleton.matchAll(SKELETON_PART)) {
+    if (part !== '\u0000') {
       codes = reduceAnsiCodesIncremental(codes, sgrTokensOf(part, cache));
       continue;
     }
-    if (codes !== emitted) {
-      out += ansiCodesToString(diffAnsiCodes(emitted, codes));
-      emitted = codes;
-    }
-    out += part;
+    between.push(codes !== emitted ? ansiCodesToString(diffAnsiCodes(emitted, codes)) : '');
+    emitted = codes;
   }
-  return out + ansiCodesToString(diffAnsiCodes(emitted, []));
+  between.push(ansiCodesToString(diffAnsiCodes(emitted, [])));
+  return between;
 }
+
+/** A skeleton's parts: an SGR sequence, or a run's marker. */
+const SKELETON_PART = /\x1b\[[0-9;]*m|\u0000/g;
 
 function sgrTokensOf(sequence: string, cache: RowCache): AnsiCode[] {
   let tokens = cache.sgrTokens.get(sequence);

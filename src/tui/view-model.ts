@@ -281,6 +281,29 @@ function causeText(pod: PodInfo, now: number, rules: ScreenRules, facts?: NodeFa
   return `${cause.kind}: ${error ?? cause.detail}`;
 }
 
+type ClockFreeCells = Pick<Record<ColumnId, string>, 'name' | 'state' | 'ctrs' | 'owner'>;
+
+/**
+ * The cells of a row that do not read the clock, per pod object and layout: a pod object is a
+ * listing's snapshot, never changed in place, so a frame drawn for the clock reuses them and makes
+ * only the grace, time-in-state and last-error cells again.
+ */
+const clockFreeCells = new WeakMap<PodInfo, { layout: TableLayout; cells: ClockFreeCells }>();
+
+function cellsWithoutClock(pod: PodInfo, layout: TableLayout): ClockFreeCells {
+  const hit = clockFreeCells.get(pod);
+  if (hit !== undefined && hit.layout === layout) return hit.cells;
+  const w = layout.widths;
+  const cells = {
+    name: fitName(podRef(pod), w.name ?? 0),
+    state: fit(pod.state, w.state ?? 0),
+    ctrs: fit(`${pod.containersRunning}/${pod.containersTotal}`, w.ctrs ?? 0),
+    owner: fit(pod.owner === undefined ? '-' : `${pod.owner.pid}${pod.owner.alive ? '' : '✝'}`, w.owner ?? 0),
+  };
+  clockFreeCells.set(pod, { layout, cells });
+  return cells;
+}
+
 /** The text of every cell of a row, already fitted to its column; `rules` say what holds the pod and whether anybody drives it. */
 export function rowCells(pod: PodInfo, layout: TableLayout, now: number, rules: ScreenRules, facts?: NodeFacts): Record<ColumnId, string> {
   const w = layout.widths;
@@ -296,12 +319,9 @@ export function rowCells(pod: PodInfo, layout: TableLayout, now: number, rules: 
     grace = `${pod.gracePeriod}s`;
   }
   return {
-    name: fitName(podRef(pod), w.name ?? 0),
-    state: fit(pod.state, w.state ?? 0),
+    ...cellsWithoutClock(pod, layout),
     grace: fit(grace, w.grace ?? 0),
-    ctrs: fit(`${pod.containersRunning}/${pod.containersTotal}`, w.ctrs ?? 0),
     age: fit(formatDuration(now - pod.since, pod.state !== 'terminating'), w.age ?? 0),
-    owner: fit(pod.owner === undefined ? '-' : `${pod.owner.pid}${pod.owner.alive ? '' : '✝'}`, w.owner ?? 0),
     error: fit(causeText(pod, now, rules, facts), w.error ?? 0),
   };
 }

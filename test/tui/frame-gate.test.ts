@@ -91,9 +91,9 @@ describe('frame gate', () => {
     expect(gate.clockInterval()).toBe(100);
     source.bump();
     await vi.advanceTimersByTimeAsync(1);
-    // a 3 ms frame: changes may come every 100 ms (3 % of a core), the clock alone every 500 ms (0.6 %)
+    // a 3 ms frame: changes may come every 100 ms (3 % of a core), the clock alone every second (0.3 %)
     expect(gate.interval()).toBe(100);
-    expect(gate.clockInterval()).toBe(500);
+    expect(gate.clockInterval()).toBe(1_000);
     // a 14 ms frame (500 rows): the clock ticks every two seconds at most, never slower
     drawMs = 14;
     await vi.advanceTimersByTimeAsync(3_000);
@@ -104,6 +104,27 @@ describe('frame gate', () => {
     expect(14 / gate.clockInterval()).toBeLessThan(0.01);
     // without a budget the clock keeps the frame interval
     expect(new FrameGate(source, { intervalMs: 100, budget: 0 }).clockInterval()).toBe(100);
+    gate.close();
+  });
+
+  it('keeps the clock to its share by what the clock’s own frames cost, not by the last change’s frame', async () => {
+    const source = new Source();
+    const gate = new FrameGate(source, { intervalMs: 100, budget: 0.03, costClock: () => performance.now() });
+    gate.subscribe(() => vi.advanceTimersByTime(1));
+    source.bump();
+    await vi.advanceTimersByTimeAsync(1);
+    // a cheap change's frame (1 ms): the clock could tick at the frame interval's floor
+    expect(gate.clockInterval()).toBeLessThan(400);
+    // but the clock's own frames cost 5 ms each (500 rows whose ages move): it ticks every 1.7 s,
+    // and at 14 ms every two seconds, never slower
+    gate.clockMeter.drawn(5);
+    expect(gate.clockInterval()).toBeCloseTo(5 / 0.003, 0);
+    gate.clockMeter.drawn(14);
+    expect(gate.clockInterval()).toBe(2_000);
+    // the meter reads the gate's own CPU clock
+    const before = gate.clockMeter.cost();
+    vi.advanceTimersByTime(7);
+    expect(gate.clockMeter.cost() - before).toBe(7);
     gate.close();
   });
 

@@ -32,6 +32,22 @@ describe('useTicker', () => {
     expect(renders.n - afterChanges).toBeLessThanOrEqual(6);
   });
 
+  it('reports what each frame drawn for the clock cost, from its tick to the effects after the frame', async () => {
+    let cpu = 0;
+    const drawn: number[] = [];
+    function Metered() {
+      // each render "costs" 3 ms of the meter's clock
+      cpu += 3;
+      const at = useTicker(true, 30, () => cpu, { cost: () => cpu, drawn: (ms) => drawn.push(ms) });
+      return <Text>{`at ${at}`}</Text>;
+    }
+    render(<Metered />);
+    await sleep(200);
+    // the first frame was no tick's: nothing reported for it; each tick's frame cost its render
+    expect(drawn.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(drawn)).toEqual(new Set([3]));
+  });
+
   it('does not tick while inactive', async () => {
     renders.n = 0;
     render(<Clock version={0} active={false} intervalMs={20} />);

@@ -3,6 +3,8 @@ import { filterPods, formatDuration, graceBar, parseGrace, rowCells, screenLayou
 import { pod } from './support/fake-session.js';
 import type { PodInfo } from '../../src/domain/session-api.js';
 import { screenRules } from '../../src/services/watch/screen-rules.js';
+import { blockedBy } from '../../src/services/diagnose/blocked-by.js';
+import { NO_NODE_FACTS, stuckFactsOf, type NodeFacts } from '../../src/services/diagnose/status.js';
 
 describe('view model', () => {
   it('formats durations compactly', () => {
@@ -180,5 +182,47 @@ describe('view model', () => {
     expect(dead.grace.trim()).toBe('undriven');
     const driven = rowCells(pod('default/a', { ...base, owner: { pid: 9, startedAt: 0, heartbeatAt: 0, alive: true } }), tableLayout(140), 10_000, screenRules);
     expect(driven.grace.trim()).toMatch(/^[█░]{10} 10s$/);
+  });
+
+  it('makes a row’s cells for each layout and clock the same pod object is drawn with (a clock frame remakes only what moves)', () => {
+    const p = pod('default/web', { since: 0, owner: { pid: 7, startedAt: 0, heartbeatAt: 0, alive: false } });
+    const wide = tableLayout(160);
+    const narrow = tableLayout(60);
+    const first = rowCells(p, wide, 5_000, screenRules);
+    const later = rowCells(p, wide, 17_000, screenRules);
+    expect(first.age.trim()).toBe('5s');
+    expect(later.age.trim()).toBe('17s');
+    // the cells that do not read the clock are those of the layout asked for
+    expect(later.owner.trim()).toBe('7✝');
+    expect(later.name).toHaveLength(wide.widths.name!);
+    const cut = rowCells(p, narrow, 17_000, screenRules);
+    expect(cut.name).toHaveLength(narrow.widths.name!);
+    expect(rowCells(p, wide, 17_000, screenRules).name).toHaveLength(wide.widths.name!);
+    // a new listing's object for the same pod shows its own state
+    const next = rowCells({ ...p, state: 'terminated', containersRunning: 0 }, wide, 17_000, screenRules);
+    expect(next.state.trim()).toBe('terminated');
+    expect(next.ctrs.trim()).toBe('0/1');
+  });
+
+  it('names the same cause as `status --explain` for every pod, those on their way out and those not', () => {
+    const apiDeleting = { metadata: { name: 'gone', namespace: 'default', uid: 'uid-default-gone', deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['example.com/hold'] } };
+    const owner = { pid: 9, startedAt: 0, heartbeatAt: 0, alive: true };
+    const pods = [
+      pod('default/a'),
+      pod('default/b', { lastError: { message: 'rpc error: code = Unavailable desc = connection refused', at: 1_000 } }),
+      pod('default/c', { state: 'terminating', gracePeriod: 30, graceDeadline: 5_000, owner }),
+      pod('default/d', { state: 'terminating', gracePeriod: 30, graceDeadline: 50_000 }),
+      pod('default/e', { state: 'terminated', containersRunning: 0, owner }),
+      pod('default/f', { state: 'finished', containersRunning: 0 }),
+      pod('default/gone', { containersRunning: 0 }),
+      pod('default/gone2', { pod: apiDeleting as unknown as PodInfo['pod'], containersRunning: 0 }),
+    ];
+    const withApi: NodeFacts = { ...NO_NODE_FACTS, kubeletRunning: true, api: new Map([['uid-default-gone', apiDeleting as never]]) };
+    for (const facts of [undefined, withApi]) {
+      for (const p of pods) expect(screenRules.blockedBy(p, 40_000, facts)).toEqual(blockedBy(stuckFactsOf(p, 40_000, facts)));
+    }
+    // the pods deleted in the API are on their way out: a cause, from the facts or the listing's object
+    expect(screenRules.blockedBy(pods[6]!, 40_000, withApi)?.kind).toBe('finalizer');
+    expect(screenRules.blockedBy(pods[7]!, 40_000)?.kind).toBe('finalizer');
   });
 });

@@ -9,7 +9,7 @@
  */
 import type { PodInfo } from '../../domain/session-api.js';
 import { blockedBy, type BlockedBy } from '../diagnose/blocked-by.js';
-import { explainPod, isUndriven, stuckFactsOf, type Explanation, type NodeFacts } from '../diagnose/status.js';
+import { explainPod, isUndriven, notFinishing, stuckFactsOf, type Explanation, type NodeFacts } from '../diagnose/status.js';
 import { plannedGraceSeconds } from '../terminate/grace-plan.js';
 import { criticalScope, evictRefusal } from '../terminate/terminate.js';
 
@@ -28,8 +28,12 @@ export interface ScreenRules {
   evictRefusal(pods: readonly PodInfo[], force: boolean): { message: string; hint: string } | undefined;
 }
 
+const NO_API = new Map<string, never>();
+
 export const screenRules: ScreenRules = {
-  blockedBy: (pod, now, facts) => blockedBy(stuckFactsOf(pod, now, facts)),
+  // nothing holds a pod that is not on its way out (blocked-by.ts's first rule, the same test as
+  // notFinishing's): a pod's facts are made only for those, not for every row of every frame
+  blockedBy: (pod, now, facts) => (notFinishing(pod, facts?.api ?? NO_API) ? blockedBy(stuckFactsOf(pod, now, facts)) : null),
   isUndriven,
   explain: explainPod,
   plannedGraceSeconds: (pod) => plannedGraceSeconds(pod),
