@@ -18,7 +18,7 @@ const root = path.resolve(import.meta.dirname, '..');
  * that loads the real (bundled) package, or Node's module, on first use; CommonJS interop
  * (`__importDefault`) sees the same exports as before.
  */
-const LAZY_IN_OCLIF = ['clean-stack', 'ejs', 'lilconfig', 'tinyglobby', 'minimatch', 'cli-spinners', 'node:child_process', 'node:readline'];
+const LAZY_IN_OCLIF = ['clean-stack', 'ejs', 'lilconfig', 'tinyglobby', 'minimatch', 'cli-spinners', 'semver', 'node:child_process', 'node:readline'];
 export const lazyOclifDependencies = {
   name: 'lazy-oclif-dependencies',
   setup(b) {
@@ -183,10 +183,19 @@ const HELP_UTIL_IN_MAIN = ['getHelpFlagAdditions', 'normalizeArgv'].map((name) =
   from: `(0, help_1.${name})`,
   to: `(0, require("./help/util").${name})`,
 }));
-/** ux's functions that read a lazily required module: each called through, not read when ux loads. */
+/**
+ * ux's functions that read a lazily required module: each called through, not read when ux loads;
+ * and its `action` (a spinner when stderr is a terminal, which reads cli-spinners' frames), made on
+ * first use: podctl's commands never use it.
+ */
 const UX_CALLS_LAZY = [
   ['    colorize: theme_1.colorize,', '    colorize: (...args) => theme_1.colorize(...args),'],
   ['    colorizeJson: colorize_json_1.default,', '    colorizeJson: (...args) => colorize_json_1.default(...args),'],
+  [
+    "exports.action = ACTION_TYPE === 'spinner' ? new spinner_1.default() : new simple_1.default();",
+    "let podctlAction;\nObject.defineProperty(exports, 'action', { enumerable: true, get: () => (podctlAction ??= ACTION_TYPE === 'spinner' ? new spinner_1.default() : new simple_1.default()) });",
+  ],
+  ['    action: exports.action,', '    get action() { return exports.action; },'],
 ].map(([from, to]) => ({ file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]ux[\\/]index\.js$/, from, to }));
 const LAZY_REQUIRE_HELPER = `function __podctlLazy(load) {
   let real;

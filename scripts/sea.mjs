@@ -191,7 +191,19 @@ const SEA_ASSET_PACKAGES = {
   'react/jsx-runtime': 'tui',
   ink: 'tui',
   '@alcalzone/ansi-tokenize': 'tui',
+  // What @oclif/core loads through its stand-ins (LAZY_IN_OCLIF, scripts/esbuild-plugins.mjs) on paths
+  // podctl does not take: globbing for commands without a manifest, plugin matching, the spinner of a
+  // terminal, the Node.js version check (compiled out). Only the stand-ins' requires get the asset.
+  tinyglobby: 'oclif-extras',
+  minimatch: 'oclif-extras',
+  'cli-spinners': 'oclif-extras',
+  semver: 'oclif-extras',
 };
+/**
+ * Assets whose packages are resolved to the asset only from oclif's lazy stand-ins (`podctl-lazy`),
+ * each package's module as a `require()` of it gives it (what the stand-in required before).
+ */
+const FROM_LAZY_STAND_INS = new Set(['oclif-extras']);
 /** The packages an asset carries; an asset of several exports an object of them by package name. */
 const packagesOf = (asset) => Object.keys(SEA_ASSET_PACKAGES).filter((p) => SEA_ASSET_PACKAGES[p] === asset);
 /** The packages whose modules must be in the `tui` asset only (TUI_ASSET_ONLY is checked on the metafile). */
@@ -211,7 +223,7 @@ const seaAssetPackages = {
         .map((p) => p.replace(/[/.]/g, '\\$&'))
         .join('|')})$`,
     );
-    b.onResolve({ filter }, (args) => ({ path: args.path, namespace: 'podctl-sea-asset' }));
+    b.onResolve({ filter }, (args) => (FROM_LAZY_STAND_INS.has(SEA_ASSET_PACKAGES[args.path]) && args.namespace !== 'podctl-lazy' ? undefined : { path: args.path, namespace: 'podctl-sea-asset' }));
     b.onLoad({ filter: /.*/, namespace: 'podctl-sea-asset' }, (args) => ({
       contents: `module.exports = require(${JSON.stringify(path.join(root, 'src', 'sea-assets.ts'))}).loadAsset(${JSON.stringify(SEA_ASSET_PACKAGES[args.path])})${
         packagesOf(SEA_ASSET_PACKAGES[args.path]).length > 1 ? `.packages[${JSON.stringify(args.path)}]` : ''
@@ -237,11 +249,13 @@ function asciiOnly(file) {
 /**
  * What an asset's script is made of: its package's module; or, for an asset of several, `packages`:
  * each package's ES-module namespace (imported: Ink and its tokenizer export only to `import`),
- * marked as an ES module so that an importer's `default` is the package's (React's module itself).
+ * marked as an ES module so that an importer's `default` is the package's (React's module itself);
+ * for FROM_LAZY_STAND_INS, each package's required module.
  */
 function assetContents(name) {
   const packages = packagesOf(name);
   if (packages.length === 1) return `module.exports = require(${JSON.stringify(packages[0])})${ASSET_EXPORT[packages[0]] ?? ''};`;
+  if (FROM_LAZY_STAND_INS.has(name)) return `module.exports = { packages: { ${packages.map((p) => `${JSON.stringify(p)}: require(${JSON.stringify(p)})`).join(', ')} } };`;
   return [
     ...packages.map((p, i) => `import * as p${i} from ${JSON.stringify(p)};`),
     "const esModule = (namespace) => Object.defineProperty(Object.assign({}, namespace), '__esModule', { value: true });",

@@ -39,4 +39,14 @@ describe.skipIf(seaSkipReason !== undefined)("the executable's React build", () 
     // yoga's WebAssembly (base64 in its module) neither
     expect(main).not.toContain('instantiateWasm');
   });
+
+  it("oclif's packages for paths podctl does not take are an asset too, not in the main script", () => {
+    const main = readFileSync(MAIN, 'utf8');
+    const extras = readFileSync(join(REPO_ROOT, 'dist', 'sea', 'assets', 'oclif-extras.cjs'), 'utf8');
+    // semver's, cli-spinners', minimatch's own texts (tinyglobby's are minified away)
+    for (const marker of ['Invalid comparator', 'simpleDotsScrolling', 'pattern is too long']) {
+      expect(extras).toContain(marker);
+      expect(main).not.toContain(marker);
+    }
+  });
 });
