@@ -11,20 +11,16 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { describeContainerd } from './support/env.js';
 import { useContainerd } from './support/context.js';
 import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js';
-import { waitFor as waitForValue } from './support/engine.js';
 import { exitInfo } from './support/observe.js';
 import type { RealPod } from './support/pods.js';
-
-function waitFor(probe: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<true> {
-  return waitForValue(what, async () => ((await probe()) ? true : undefined), timeoutMs, 100);
-}
+import { until } from '../support/wait.js';
+import { freePort } from '../support/free-port.js';
 
 function have(bin: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
@@ -35,17 +31,6 @@ const PROM_TOOLS = have('prometheus') && have('promtool') && have('prometheus-no
 if (!PROM_TOOLS) {
   if (process.env.CI === 'true') throw new Error('test/e2e/agent.test.ts: prometheus, promtool or prometheus-node-exporter missing (scripts/test.sh installs them as root)');
   process.stderr.write('[e2e] prometheus/promtool/prometheus-node-exporter missing: their agent tests are SKIPPED\n');
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function httpText(url: string): Promise<{ status: number; text: string }> {
@@ -93,26 +78,27 @@ describeContainerd(import.meta.url, 'podctl agent against containerd', () => {
     const pod = await node.pods.create({ name: 'abandoned', terminationGracePeriodSeconds: 6, containers: [{ name: 'stubborn', mode: 'ignore' }] });
     const port = await freePort();
     const agent = startAgent(['--interval', '1s', '--metrics-addr', `127.0.0.1:${port}`, '--log-level', 'debug']);
-    await waitFor(async () => (await httpText(`http://127.0.0.1:${port}/healthz`)).status === 200, 15_000, 'the agent is healthy');
+    await until('the agent is healthy', async () => (await httpText(`http://127.0.0.1:${port}/healthz`)).status === 200, { timeoutMs: 15_000, everyMs: 100 });
 
     const kill = spawnPodctl(['kill', `${pod.namespace}/${pod.name}`], { endpoint: endpoint(), stateDir });
     children.push(kill);
     const killRun = collect(kill, 30_000);
     // once the kill owns the pod (its lease and checkpoint), SIGKILL it: nothing hands the pod on
-    await waitFor(
+    await until(
+      'the kill owns the pod',
       async () => {
         const s = await runPodctl(['status', '--uid', pod.uid, '-o', 'json'], { endpoint: endpoint(), stateDir });
         return s.stdout.includes(`"ownerPid": ${kill.pid}`);
       },
-      15_000,
-      'the kill owns the pod',
+      { timeoutMs: 15_000, everyMs: 100 },
     );
     kill.kill('SIGKILL');
     const killedAt = Date.now();
     expect((await killRun).signal).toBe('SIGKILL');
 
     let takenOverAt = 0;
-    await waitFor(
+    await until(
+      'the agent took the pod over',
       async () => {
         if (/took over default\/abandoned|took over [^ ]*abandoned/.test(agent.stderr())) {
           takenOverAt ||= Date.now();
@@ -120,11 +106,10 @@ describeContainerd(import.meta.url, 'podctl agent against containerd', () => {
         }
         return false;
       },
-      10_000,
-      'the agent took the pod over',
+      { timeoutMs: 10_000, everyMs: 100 },
     );
     expect(takenOverAt - killedAt, agent.stderr()).toBeLessThanOrEqual(2 * 1_000 + 500); // 2 × interval (+ the probe's own pace)
-    await waitFor(async () => !(await running(pod)), 20_000, 'the agent finished the termination');
+    await until('the agent finished the termination', async () => !(await running(pod)), { timeoutMs: 20_000, everyMs: 100 });
 
     const stopped = await stop(agent.child);
     expect(stopped.code).toBe(0);
@@ -137,7 +122,7 @@ describeContainerd(import.meta.url, 'podctl agent against containerd', () => {
     expect(pods).toHaveLength(2);
     const agentPort = await freePort();
     const agent = startAgent(['--interval', '500ms', '--metrics-addr', `127.0.0.1:${agentPort}`]);
-    await waitFor(async () => (await httpText(`http://127.0.0.1:${agentPort}/healthz`)).status === 200, 15_000, 'the agent is healthy');
+    await until('the agent is healthy', async () => (await httpText(`http://127.0.0.1:${agentPort}/healthz`)).status === 200, { timeoutMs: 15_000, everyMs: 100 });
 
     const exposition = (await httpText(`http://127.0.0.1:${agentPort}/metrics`)).text;
     const check = spawnSync('promtool', ['check', 'metrics'], { input: exposition, encoding: 'utf8' });
@@ -158,11 +143,11 @@ describeContainerd(import.meta.url, 'podctl agent against containerd', () => {
       if (r.status !== 200) return [];
       return (JSON.parse(r.text) as { data: { result: { metric: Record<string, string>; value: [number, string] }[] } }).data.result;
     };
-    await waitFor(async () => (await query('up{job="podctl"}')).some((s) => s.value[1] === '1'), 40_000, `Prometheus scraped the agent (${promLog.slice(-300)})`);
+    await until('Prometheus scraped the agent', async () => (await query('up{job="podctl"}')).some((s) => s.value[1] === '1'), { timeoutMs: 40_000, everyMs: 100, detail: () => promLog.slice(-300) });
     const working = await query('podctl_working_pods');
     expect(working).toHaveLength(15);
     expect(new Set(working.map((s) => s.metric.config))).toEqual(new Set(['desired', 'orphan', 'runtime_only']));
-    await waitFor(async () => (await query('podctl_runtime_operations_total{operation_type="list_podsandbox"} > 0')).length === 1, 15_000, 'runtime operations counted');
+    await until('runtime operations counted', async () => (await query('podctl_runtime_operations_total{operation_type="list_podsandbox"} > 0')).length === 1, { timeoutMs: 15_000, everyMs: 100 });
     expect((await query('podctl_desired_pods{static="false"}'))[0]?.value[1]).toMatch(/^[1-9]\d*$/);
     expect(await query('podctl_kubelet_up')).toHaveLength(1);
     expect((await stop(agent.child)).code).toBe(0);
@@ -187,13 +172,13 @@ describeContainerd(import.meta.url, 'podctl agent against containerd', () => {
     );
     children.push(exporter);
     let text = '';
-    await waitFor(
+    await until(
+      'node_exporter serves the textfile',
       async () => {
         text = (await httpText(`http://127.0.0.1:${port}/metrics`)).text;
         return text.includes('podctl_');
       },
-      15_000,
-      'node_exporter serves the textfile',
+      { timeoutMs: 15_000, everyMs: 100 },
     );
     expect(text).toMatch(/^podctl_runtime_operations_total\{operation_type="stop_container"\} [1-9]/m);
     expect(text).toMatch(/^podctl_working_pods\{config="desired",lifecycle="terminated",static="false"\} 1$/m);

@@ -17,69 +17,47 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
-import { connectCri, type CriClient } from '../../src/cri/client/client.js';
-import { writeKubeconfig } from '../kube/support.js';
-import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
+import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { useKubeApiServer } from '../support/use-kube-api-server.js';
 import { requireBuild, runPodctl, spawnPodctl, collect } from './support/cli.js';
 import { describeContainerd } from './support/env.js';
-import { waitFor } from './support/engine.js';
-import { PrivateNode } from './support/node.js';
+import { usePrivateNode } from './support/context.js';
 import { exitInfo, firstSigterm } from './support/observe.js';
-import { PodFactory, type RealPod } from './support/pods.js';
+import type { RealPod } from './support/pods.js';
+import { waitFor } from '../support/wait.js';
 
 const NODE = 'podctl-e2e-node';
 
 describeContainerd(import.meta.url, 'podctl with an API server against containerd', () => {
-  const node = new PrivateNode(`/tmp/podctl-e2e-api-${process.pid}`);
-  let cri: CriClient | undefined;
-  let pods: PodFactory | undefined;
-  let api: KubeApiServer;
-  let kubeconfig: string;
+  beforeAll(() => requireBuild());
+  const node = usePrivateNode('api');
+  const cluster = useKubeApiServer('podctl-e2e-kubeconfig-');
   let stateDir: string;
 
-  beforeAll(async () => {
-    requireBuild();
-    await node.up();
-    cri = await connectCri({ endpoint: node.socket, timeoutMs: 30_000 });
-    pods = new PodFactory(cri, join(node.nodeDir, 'logs', 'pods'));
-    api = await startKubeApiServer();
-    kubeconfig = writeKubeconfig(await mkdtemp(join(tmpdir(), 'podctl-e2e-kubeconfig-')), api.port);
-  });
-  afterAll(async () => {
-    try {
-      await pods?.removeAll();
-    } finally {
-      cri?.close();
-      await api?.stop();
-      await node.down();
-      await rm(`${node.nodeDir}.lock`, { force: true });
-    }
-  });
   beforeEach(async () => {
     stateDir = await mkdtemp(join(tmpdir(), 'podctl-e2e-api-state-'));
-    api.pods.clear();
-    api.events.clear();
-    api.requests.length = 0;
+    cluster.api.pods.clear();
+    cluster.api.events.clear();
+    cluster.api.requests.length = 0;
   });
   afterEach(async () => {
-    await pods?.removeAll();
+    await node.pods.removeAll();
     await rm(stateDir, { recursive: true, force: true });
   });
 
-  const podctl = (args: string[], timeoutMs = 60_000) => runPodctl([...args, '--kubeconfig', kubeconfig, '--node', NODE], { endpoint: `unix://${node.socket}`, stateDir, timeoutMs });
+  const podctl = (args: string[], timeoutMs = 60_000) => runPodctl([...args, '--kubeconfig', cluster.kubeconfig, '--node', NODE], { endpoint: `unix://${node.socket}`, stateDir, timeoutMs });
   const inApi = (real: RealPod, extra: (pod: Record<string, any>) => void = () => {}) => {
     const pod = structuredClone(real.pod) as Record<string, any>;
     extra(pod);
-    return api.addPod(pod);
+    return cluster.api.addPod(pod);
   };
 
   it("a pod deleted in the API is terminated with the API's grace (3 s, not its own 30 s), then finally deleted", async () => {
-    const real = await pods!.create({ name: 'deleted', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
-    const bystander = await pods!.create({ name: 'bystander' });
+    const real = await node.pods.create({ name: 'deleted', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
+    const bystander = await node.pods.create({ name: 'bystander' });
     inApi(real);
     inApi(bystander);
-    api.deletePod(real.namespace, real.name, 3);
+    cluster.api.deletePod(real.namespace, real.name, 3);
 
     const run = await podctl(['sync-known', '--json']);
     expect(run.code, run.stderr).toBe(0);
@@ -88,29 +66,29 @@ describeContainerd(import.meta.url, 'podctl with an API server against container
     expect(result.api.finallyDeleted.map((p) => p.uid)).toEqual([real.uid]);
     expect(result.orphanedRuntimePods).toEqual([]);
 
-    const exit = await exitInfo(cri!, real.containers[0]!.id);
+    const exit = await exitInfo(node.cri, real.containers[0]!.id);
     expect(exit).toMatchObject({ state: 'exited', exitCode: 137 });
     const termToKill = exit.finishedAt! - (await firstSigterm(real.containers[0]!))!.time;
     expect(termToKill).toBeGreaterThanOrEqual(2_700);
     expect(termToKill).toBeLessThan(6_000);
-    expect(await exitInfo(cri!, bystander.containers[0]!.id)).toMatchObject({ state: 'running' });
+    expect(await exitInfo(node.cri, bystander.containers[0]!.id)).toMatchObject({ state: 'running' });
 
     // the kubelet's final delete: grace 0 and the UID as precondition, after the kill
-    expect(api.getPod(real.namespace, real.name)).toBeUndefined();
-    const finalDelete = api.requests.find((r) => r.method === 'DELETE');
+    expect(cluster.api.getPod(real.namespace, real.name)).toBeUndefined();
+    const finalDelete = cluster.api.requests.find((r) => r.method === 'DELETE');
     expect(finalDelete?.body).toEqual({ kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 0, preconditions: { uid: real.uid } });
-    const killing = api.eventsFor(real.namespace, real.name).find((e) => e.reason === 'Killing');
+    const killing = cluster.api.eventsFor(real.namespace, real.name).find((e) => e.reason === 'Killing');
     expect(killing).toMatchObject({ type: 'Normal', message: "Stopping pod's containers with a grace period of 3s", source: { component: 'podctl' } });
-    expect(api.getPod(bystander.namespace, bystander.name)?.metadata?.deletionTimestamp).toBeUndefined();
+    expect(cluster.api.getPod(bystander.namespace, bystander.name)?.metadata?.deletionTimestamp).toBeUndefined();
   }, 90_000);
 
   it('a static pod with its mirror pod survives sync-known; an orphan is terminated; the mirror pod is never driven', async () => {
-    const staticPod = await pods!.create({ name: 'etcd', namespace: 'kube-system', configSource: 'file' });
-    const desired = await pods!.create({ name: 'desired' });
-    const orphan = await pods!.create({ name: 'orphan' });
+    const staticPod = await node.pods.create({ name: 'etcd', namespace: 'kube-system', configSource: 'file' });
+    const desired = await node.pods.create({ name: 'desired' });
+    const orphan = await node.pods.create({ name: 'orphan' });
     inApi(desired);
     // the mirror pod: same name and namespace, its own UID, the config.mirror annotation
-    api.addPod({
+    cluster.api.addPod({
       metadata: { name: staticPod.name, namespace: staticPod.namespace, annotations: { 'kubernetes.io/config.mirror': staticPod.uid.replace(/-/g, ''), 'kubernetes.io/config.source': 'file' } },
       spec: { nodeName: NODE, containers: staticPod.pod.spec!.containers },
       status: { phase: 'Running' },
@@ -121,25 +99,25 @@ describeContainerd(import.meta.url, 'podctl with an API server against container
     const result = JSON.parse(run.stdout) as { orphanedRuntimePods: { uid: string }[]; api: { mirrors: { name: string; staticUid: string | null }[] } };
     expect(result.orphanedRuntimePods.map((p) => p.uid)).toEqual([orphan.uid]);
     expect(result.api.mirrors).toEqual([{ namespace: staticPod.namespace, name: staticPod.name, staticUid: staticPod.uid }]);
-    expect(await exitInfo(cri!, staticPod.containers[0]!.id)).toMatchObject({ state: 'running' });
-    expect(await exitInfo(cri!, desired.containers[0]!.id)).toMatchObject({ state: 'running' });
-    expect(await exitInfo(cri!, orphan.containers[0]!.id)).toMatchObject({ state: 'exited' });
-    expect(api.requests.filter((r) => r.method !== 'GET')).toEqual([]);
+    expect(await exitInfo(node.cri, staticPod.containers[0]!.id)).toMatchObject({ state: 'running' });
+    expect(await exitInfo(node.cri, desired.containers[0]!.id)).toMatchObject({ state: 'running' });
+    expect(await exitInfo(node.cri, orphan.containers[0]!.id)).toMatchObject({ state: 'exited' });
+    expect(cluster.api.requests.filter((r) => r.method !== 'GET')).toEqual([]);
   }, 90_000);
 
   it("evict: the kubelet's eviction status (Failed, Evicted, DisruptionTarget) and one Evicted Event per pod", async () => {
-    const real = await pods!.create({ name: 'evicted' });
+    const real = await node.pods.create({ name: 'evicted' });
     inApi(real);
     const message = 'The node was low on resource: memory.';
     const run = await podctl(['evict', `${real.namespace}/${real.name}`, '--message', message, '--grace', '2', '--json']);
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ apiServer: { statusPatched: 1, eventsPosted: 1, errors: [] } });
-    const status = api.getPod(real.namespace, real.name)?.status;
+    const status = cluster.api.getPod(real.namespace, real.name)?.status;
     expect(status).toMatchObject({ phase: 'Failed', reason: 'Evicted', message });
     expect(status?.conditions).toEqual([expect.objectContaining({ type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet', message })]);
-    const patch = api.requests.find((r) => r.method === 'PATCH');
+    const patch = cluster.api.requests.find((r) => r.method === 'PATCH');
     expect(patch?.contentType).toBe('application/strategic-merge-patch+json');
-    const events = api.eventsFor(real.namespace, real.name);
+    const events = cluster.api.eventsFor(real.namespace, real.name);
     expect(events).toEqual([
       expect.objectContaining({
         type: 'Warning',
@@ -151,38 +129,38 @@ describeContainerd(import.meta.url, 'podctl with an API server against container
       }),
     ]);
     // evicted: stopped, then its containers removed from the runtime
-    await expect(exitInfo(cri!, real.containers[0]!.id)).rejects.toThrow(/not found/i);
+    await expect(exitInfo(node.cri, real.containers[0]!.id)).rejects.toThrow(/not found/i);
   }, 90_000);
 
   it('the API server down mid-kill does not stop the kill; the next run with a kubeconfig sends the final delete', async () => {
-    const real = await pods!.create({ name: 'apidown', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
+    const real = await node.pods.create({ name: 'apidown', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
     inApi(real);
-    api.deletePod(real.namespace, real.name, 3);
+    cluster.api.deletePod(real.namespace, real.name, 3);
 
-    const sync = spawnPodctl(['sync-known', '--json', '--kubeconfig', kubeconfig, '--node', NODE], { endpoint: `unix://${node.socket}`, stateDir });
+    const sync = spawnPodctl(['sync-known', '--json', '--kubeconfig', cluster.kubeconfig, '--node', NODE], { endpoint: `unix://${node.socket}`, stateDir });
     const done = collect(sync, 60_000);
-    await waitFor('the SIGTERM', () => firstSigterm(real.containers[0]!));
-    await api.stop();
+    await waitFor('the SIGTERM', () => firstSigterm(real.containers[0]!), { timeoutMs: 10_000, everyMs: 25 });
+    await cluster.api.stop();
     let run;
     try {
       run = await done;
     } finally {
-      await api.start();
+      await cluster.api.start();
     }
     expect(run.code, run.stderr).toBe(0);
-    expect(await exitInfo(cri!, real.containers[0]!.id)).toMatchObject({ state: 'exited', exitCode: 137 });
+    expect(await exitInfo(node.cri, real.containers[0]!.id)).toMatchObject({ state: 'exited', exitCode: 137 });
     const result = JSON.parse(run.stdout) as { api: { finallyDeleted: unknown[]; pendingRecorded: number } };
     expect(result.api.finallyDeleted).toEqual([]);
     expect(result.api.pendingRecorded).toBe(1);
     expect(run.stderr).toMatch(/cannot reach the API server.*recorded; the next podctl run with a kubeconfig sends it/);
     expect(readdirSync(join(stateDir, 'api-pending'))).toHaveLength(1);
-    expect(api.getPod(real.namespace, real.name)?.metadata?.deletionTimestamp).toBeDefined();
+    expect(cluster.api.getPod(real.namespace, real.name)?.metadata?.deletionTimestamp).toBeDefined();
 
     const next = await podctl(['sync-known', '--json']);
     expect(next.code, next.stderr).toBe(0);
     expect((JSON.parse(next.stdout) as { api: { pendingSent: number } }).api.pendingSent).toBe(1);
-    expect(api.getPod(real.namespace, real.name)).toBeUndefined();
-    expect(api.requests.find((r) => r.method === 'DELETE')?.body).toMatchObject({ gracePeriodSeconds: 0, preconditions: { uid: real.uid } });
+    expect(cluster.api.getPod(real.namespace, real.name)).toBeUndefined();
+    expect(cluster.api.requests.find((r) => r.method === 'DELETE')?.body).toMatchObject({ gracePeriodSeconds: 0, preconditions: { uid: real.uid } });
     expect(existsSync(join(stateDir, 'api-pending')) ? readdirSync(join(stateDir, 'api-pending')) : []).toEqual([]);
   }, 90_000);
 
@@ -191,29 +169,35 @@ describeContainerd(import.meta.url, 'podctl with an API server against container
     await new Promise<void>((r) => healthz.listen(0, '127.0.0.1', r));
     const kubeletHealthz = `127.0.0.1:${(healthz.address() as AddressInfo).port}`;
     try {
-      const warned = await pods!.create({ name: 'warned' });
+      const warned = await node.pods.create({ name: 'warned' });
       inApi(warned);
       // nobody plays the kubelet here: the wait ends at its bound, and the pod is the kubelet's
       const run = await podctl(['kill', `${warned.namespace}/${warned.name}`, '--grace', '1', '--timeout', '2s', '--kubelet-healthz', kubeletHealthz, '--json']);
       expect(run.code, run.stderr).toBe(3);
       expect(JSON.parse(run.stdout)).toMatchObject({ kubelet: { state: 'running', action: 'via-api' }, pods: [expect.objectContaining({ uid: warned.uid, outcome: 'timeout', handledBy: 'api' })] });
-      expect(api.requests.filter((r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${warned.name}`))[0]?.body).toMatchObject({ gracePeriodSeconds: 1, preconditions: { uid: warned.uid } });
-      expect(await exitInfo(cri!, warned.containers[0]!.id)).toMatchObject({ state: 'running' });
-      // finish it as a kubelet would, so later tests do not see a deleted pod
-      await pods!.remove(warned.uid);
-      api.deletePod(warned.namespace, warned.name, 0);
-      api.requests.length = 0;
-
-      const real = await pods!.create({ name: 'viaapi' });
-      inApi(real);
-      const kill = spawnPodctl(['kill', `${real.namespace}/${real.name}`, '--grace', '2', '--via-api', '--kubelet-healthz', kubeletHealthz, '--json', '--kubeconfig', kubeconfig, '--node', NODE], {
-        endpoint: `unix://${node.socket}`,
-        stateDir,
+      expect(cluster.api.requests.filter((r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${warned.name}`))[0]?.body).toMatchObject({
+        gracePeriodSeconds: 1,
+        preconditions: { uid: warned.uid },
       });
+      expect(await exitInfo(node.cri, warned.containers[0]!.id)).toMatchObject({ state: 'running' });
+      // finish it as a kubelet would, so later tests do not see a deleted pod
+      await node.pods.remove(warned.uid);
+      cluster.api.deletePod(warned.namespace, warned.name, 0);
+      cluster.api.requests.length = 0;
+
+      const real = await node.pods.create({ name: 'viaapi' });
+      inApi(real);
+      const kill = spawnPodctl(
+        ['kill', `${real.namespace}/${real.name}`, '--grace', '2', '--via-api', '--kubelet-healthz', kubeletHealthz, '--json', '--kubeconfig', cluster.kubeconfig, '--node', NODE],
+        {
+          endpoint: `unix://${node.socket}`,
+          stateDir,
+        },
+      );
       const killed = collect(kill, 60_000);
       // the stand-in kubelet: once the pod is deleted in the API, finish it as the kubelet would
       // bounded by the kill's own start-up on a loaded machine, not by a speed goal
-      await waitFor('the API delete', async () => api.getPod(real.namespace, real.name)?.metadata?.deletionTimestamp, 45_000);
+      await waitFor('the API delete', async () => cluster.api.getPod(real.namespace, real.name)?.metadata?.deletionTimestamp, { timeoutMs: 45_000, everyMs: 25 });
       const finisher = await podctl(['sync-known', '--json']);
       expect(finisher.code, finisher.stderr).toBe(0);
       const result = await killed;
@@ -223,32 +207,32 @@ describeContainerd(import.meta.url, 'podctl with an API server against container
         kubelet: { action: 'via-api' },
         pods: [expect.objectContaining({ uid: real.uid, outcome: 'terminated', gracePeriodSeconds: 2 })],
       });
-      const deletes = api.requests.filter((r) => r.method === 'DELETE');
+      const deletes = cluster.api.requests.filter((r) => r.method === 'DELETE');
       expect(deletes[0]?.body).toEqual({ kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 2, preconditions: { uid: real.uid } });
       expect(deletes[1]?.body).toMatchObject({ gracePeriodSeconds: 0 });
-      expect(await exitInfo(cri!, real.containers[0]!.id)).toMatchObject({ state: 'exited' });
+      expect(await exitInfo(node.cri, real.containers[0]!.id)).toMatchObject({ state: 'exited' });
     } finally {
       healthz.close();
     }
   }, 120_000);
 
   it("drain follows the API: a pod deleted there during the drain is killed with the API's grace (2 s, not the drain's 15 s) and finally deleted", async () => {
-    const real = await pods!.create({ name: 'draindel', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
+    const real = await node.pods.create({ name: 'draindel', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
     inApi(real);
-    api.deletePod(real.namespace, real.name, 2);
+    cluster.api.deletePod(real.namespace, real.name, 2);
     const run = await podctl(['drain', '--grace-period', '20', '--critical-grace-period', '5', '--yes', '--json'], 90_000);
     expect(run.code, run.stderr).toBe(0);
     const result = JSON.parse(run.stdout) as { apiServer: { lists: number; deletionsHonoured: { uid: string; gracePeriodSeconds: number }[]; finallyDeleted: { uid: string }[] } };
     expect(result.apiServer.lists).toBe(1);
     expect(result.apiServer.deletionsHonoured).toEqual([expect.objectContaining({ uid: real.uid, gracePeriodSeconds: 2 })]);
     expect(result.apiServer.finallyDeleted.map((p) => p.uid)).toEqual([real.uid]);
-    const exit = await exitInfo(cri!, real.containers[0]!.id);
+    const exit = await exitInfo(node.cri, real.containers[0]!.id);
     expect(exit).toMatchObject({ state: 'exited', exitCode: 137 });
     const termToKill = exit.finishedAt! - (await firstSigterm(real.containers[0]!))!.time;
     expect(termToKill).toBeGreaterThanOrEqual(1_700);
     expect(termToKill).toBeLessThan(5_000);
-    expect(api.getPod(real.namespace, real.name)).toBeUndefined();
-    const watch = api.requests.find((r) => r.query.get('watch') === '1');
+    expect(cluster.api.getPod(real.namespace, real.name)).toBeUndefined();
+    const watch = cluster.api.requests.find((r) => r.query.get('watch') === '1');
     expect(watch?.query.get('allowWatchBookmarks')).toBe('true');
   }, 120_000);
 });

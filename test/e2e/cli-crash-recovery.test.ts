@@ -11,45 +11,32 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { connectCri, type CriClient } from '../../src/cri/client/client.js';
 import { describeContainerd } from './support/env.js';
 import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js';
-import { waitFor } from './support/engine.js';
-import { PrivateNode, sleep } from './support/node.js';
+import { sleep } from './support/node.js';
+import { usePrivateNode } from './support/context.js';
 import { exitInfo, firstSigterm, sandboxReady } from './support/observe.js';
-import { PodFactory } from './support/pods.js';
+import { waitFor } from '../support/wait.js';
 
 interface StatusJson {
   pods: { uid: string; state: string; ownerPid: number | null; ownerAlive: boolean | null }[];
 }
 
 describeContainerd(import.meta.url, 'podctl killed mid-termination, recovered by sync-known', () => {
-  const node = new PrivateNode(`/tmp/podctl-e2e-crash-${process.pid}`);
-  let cri: CriClient | undefined;
-  let pods: PodFactory | undefined;
+  beforeAll(() => requireBuild());
+  const node = usePrivateNode('crash');
   let stateDir: string;
 
   beforeAll(async () => {
-    requireBuild();
-    await node.up();
-    cri = await connectCri({ endpoint: node.socket, timeoutMs: 30_000 });
-    pods = new PodFactory(cri, join(node.nodeDir, 'logs', 'pods'));
     stateDir = await mkdtemp(join(tmpdir(), 'podctl-e2e-crash-state-'));
   });
   afterAll(async () => {
-    try {
-      await pods?.removeAll();
-    } finally {
-      cri?.close();
-      await node.down();
-      await rm(`${node.nodeDir}.lock`, { force: true });
-      if (stateDir) await rm(stateDir, { recursive: true, force: true });
-    }
+    if (stateDir) await rm(stateDir, { recursive: true, force: true });
   });
 
   it('a kill whose podctl process is SIGKILLed is completed by the next sync-known', async () => {
     const options = { endpoint: `unix://${node.socket}`, stateDir };
-    const real = await pods!.create({
+    const real = await node.pods.create({
       name: 'crash',
       terminationGracePeriodSeconds: 30,
       containers: [{ name: 'stubborn', mode: 'ignore' }],
@@ -58,18 +45,22 @@ describeContainerd(import.meta.url, 'podctl killed mid-termination, recovered by
 
     const killer = spawnPodctl(['kill', `${real.namespace}/${real.name}`, '--grace', '3', '--timeout', '60s'], options);
     const killerDone = collect(killer, 60_000);
-    const sigterm = await waitFor('the SIGTERM', () => firstSigterm(stubborn!));
-    await waitFor('the checkpoint to say terminating', async () => {
-      const run = await runPodctl(['status', '--uid', real.uid, '-o', 'json'], options);
-      const pod = (JSON.parse(run.stdout) as StatusJson).pods.find((p) => p.uid === real.uid);
-      return pod?.state === 'terminating' && pod.ownerPid === killer.pid ? pod : undefined;
-    });
+    const sigterm = await waitFor('the SIGTERM', () => firstSigterm(stubborn!), { timeoutMs: 10_000, everyMs: 25 });
+    await waitFor(
+      'the checkpoint to say terminating',
+      async () => {
+        const run = await runPodctl(['status', '--uid', real.uid, '-o', 'json'], options);
+        const pod = (JSON.parse(run.stdout) as StatusJson).pods.find((p) => p.uid === real.uid);
+        return pod?.state === 'terminating' && pod.ownerPid === killer.pid ? pod : undefined;
+      },
+      { timeoutMs: 10_000, everyMs: 25 },
+    );
     killer.kill('SIGKILL');
     expect((await killerDone).signal).toBe('SIGKILL');
 
     // past the 3 s grace, nothing kills the container: the termination is stuck
     await sleep(Math.max(0, sigterm.time + 4_500 - Date.now()));
-    expect(await exitInfo(cri!, stubborn!.id)).toMatchObject({ state: 'running' });
+    expect(await exitInfo(node.cri, stubborn!.id)).toMatchObject({ state: 'running' });
     const stuck = await runPodctl(['status', '--uid', real.uid, '-o', 'json'], options);
     expect((JSON.parse(stuck.stdout) as StatusJson).pods[0]).toMatchObject({ state: 'terminating', ownerAlive: false });
 
@@ -80,11 +71,11 @@ describeContainerd(import.meta.url, 'podctl killed mid-termination, recovered by
     expect(result.resumed.map((p) => p.uid)).toContain(real.uid);
     expect(result.workers.find((w) => w.uid === real.uid)?.state).toBe('terminated');
 
-    const exit = await exitInfo(cri!, stubborn!.id);
+    const exit = await exitInfo(node.cri, stubborn!.id);
     expect(exit).toMatchObject({ state: 'exited', exitCode: 137 });
     // the remembered grace (3 s), not the pod's 30 s
     expect(exit.finishedAt! - recoveryStarted).toBeLessThan(3_000 + 3_000);
-    expect(await sandboxReady(cri!, real.sandboxId)).toBe(false);
+    expect(await sandboxReady(node.cri, real.sandboxId)).toBe(false);
 
     const after = await runPodctl(['status', '--uid', real.uid, '-o', 'json'], options);
     expect(after.code).toBe(0);

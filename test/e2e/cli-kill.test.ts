@@ -9,8 +9,8 @@ import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { describeContainerd } from './support/env.js';
 import { useContainerd } from './support/context.js';
 import { requireBuild, runPodctl } from './support/cli.js';
-import { waitFor } from './support/engine.js';
 import { exitInfo, firstSigterm, sandboxReady } from './support/observe.js';
+import { waitFor } from '../support/wait.js';
 
 describeContainerd(import.meta.url, 'podctl kill against containerd', () => {
   const node = useContainerd();
@@ -71,7 +71,7 @@ describeContainerd(import.meta.url, 'podctl kill against containerd', () => {
     const ref = `${real.namespace}/${real.name}`;
 
     const first = podctl(['kill', ref, '--json']);
-    await waitFor('the first SIGTERM', () => firstSigterm(stubborn!));
+    await waitFor('the first SIGTERM', () => firstSigterm(stubborn!), { timeoutMs: 10_000, everyMs: 25 });
     const secondStarted = Date.now();
     const second = await podctl(['kill', ref, '--grace', '1', '--json']);
     const firstRun = await first;

@@ -13,38 +13,20 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { connectCri, type CriClient } from '../../src/cri/client/client.js';
+import { expect, it } from 'vitest';
 import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js';
 import { describeContainerd } from './support/env.js';
-import { EngineStack, waitFor } from './support/engine.js';
-import { PrivateNode } from './support/node.js';
+import { EngineStack } from './support/engine.js';
+import { usePrivateNode } from './support/context.js';
 import { exitInfo, firstSigterm, sandboxReady } from './support/observe.js';
-import { PodFactory } from './support/pods.js';
 import { alive } from '../support/process.js';
+import { until, waitFor } from '../support/wait.js';
 
 describeContainerd(import.meta.url, 'containerd restarted during a termination', () => {
-  const node = new PrivateNode(`/tmp/podctl-e2e-restart-${process.pid}`);
-  let cri: CriClient | undefined;
-  let pods: PodFactory | undefined;
-
-  beforeAll(async () => {
-    await node.up();
-    cri = await connectCri({ endpoint: node.socket, timeoutMs: 30_000 });
-    pods = new PodFactory(cri, join(node.nodeDir, 'logs', 'pods'));
-  });
-  afterAll(async () => {
-    try {
-      await pods?.removeAll();
-    } finally {
-      cri?.close();
-      await node.down();
-      await rm(`${node.nodeDir}.lock`, { force: true });
-    }
-  });
+  const node = usePrivateNode('restart');
 
   it('retries through the outage and completes the kill once containerd is back', async () => {
-    const real = await pods!.create({
+    const real = await node.pods.create({
       name: 'restart',
       terminationGracePeriodSeconds: 30,
       containers: [{ name: 'stubborn', mode: 'ignore' }],
@@ -59,19 +41,19 @@ describeContainerd(import.meta.url, 'containerd restarted during a termination',
         pod: real.pod,
         killPodOptions: { gracePeriodSecondsOverride: 3, onComplete: () => (completedAt = Date.now()) },
       });
-      await waitFor('the SIGTERM', () => firstSigterm(stubborn!));
+      await waitFor('the SIGTERM', () => firstSigterm(stubborn!), { timeoutMs: 10_000, everyMs: 25 });
 
-      await node.stopRuntime();
+      await node.privateNode.stopRuntime();
       // the worker keeps failing while the runtime is away, and retries
-      await waitFor('a failed sync while containerd is down', () => (stack.eventsFor(real.uid, 'sync-failed').length > 0 ? true : undefined));
+      await until('a failed sync while containerd is down', () => stack.eventsFor(real.uid, 'sync-failed').length > 0, { timeoutMs: 10_000, everyMs: 25 });
       expect(completedAt).toBeUndefined();
-      await node.up();
+      await node.privateNode.up();
 
-      await waitFor('the termination to complete', () => completedAt, 30_000);
+      await waitFor('the termination to complete', () => completedAt, { timeoutMs: 30_000, everyMs: 25 });
 
-      const exit = await exitInfo(cri!, stubborn!.id);
+      const exit = await exitInfo(node.cri, stubborn!.id);
       expect(exit).toMatchObject({ state: 'exited', exitCode: 137 });
-      expect(await sandboxReady(cri!, real.sandboxId)).toBe(false);
+      expect(await sandboxReady(node.cri, real.sandboxId)).toBe(false);
       expect(stack.workers.isPodKnownTerminated(real.uid)).toBe(true);
       const failures = stack.eventsFor(real.uid, 'sync-failed') as { error: string; retryInMs: number }[];
       expect(failures.length).toBeGreaterThan(0);
@@ -90,7 +72,7 @@ describeContainerd(import.meta.url, 'containerd restarted during a termination',
   it('a background driver started while containerd is down waits for it, then finishes the pod', async () => {
     requireBuild();
     const stateDir = await mkdtemp(join(tmpdir(), 'podctl-e2e-restart-state-'));
-    const real = await pods!.create({ name: 'handed', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
+    const real = await node.pods.create({ name: 'handed', terminationGracePeriodSeconds: 30, containers: [{ name: 'stubborn', mode: 'ignore' }] });
     const [stubborn] = real.containers;
     const options = { endpoint: node.socket, stateDir };
     let driver = 0;
@@ -101,10 +83,8 @@ describeContainerd(import.meta.url, 'containerd restarted during a termination',
       const killing = collect(child, 60_000);
       let early = '';
       child.stderr?.on('data', (d: string) => (early += d));
-      await waitFor('the SIGTERM', () => firstSigterm(stubborn!)).catch((error: Error) => {
-        throw new Error(`${error.message}; podctl kill said:\n${early}`);
-      });
-      await node.stopRuntime();
+      await waitFor('the SIGTERM', () => firstSigterm(stubborn!), { timeoutMs: 10_000, everyMs: 25, detail: () => `podctl kill said:\n${early}` });
+      await node.privateNode.stopRuntime();
       runtimeDown = true;
       const kill = await killing;
       expect(kill.code, kill.stderr).toBe(3);
@@ -114,25 +94,25 @@ describeContainerd(import.meta.url, 'containerd restarted during a termination',
       expect(driver, kill.stderr).toBeGreaterThan(0);
 
       // the driver does not exit on the missing socket: it waits, and says so
-      await waitFor('the driver to say it waits', async () => ((await readFile(log, 'utf8')).includes('waiting for the runtime') ? true : undefined), 20_000);
+      await until('the driver to say it waits', async () => (await readFile(log, 'utf8')).includes('waiting for the runtime'), { timeoutMs: 20_000, everyMs: 25 });
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       expect(alive(driver), await readFile(log, 'utf8')).toBe(true);
 
-      await node.up();
+      await node.privateNode.up();
       runtimeDown = false;
-      await waitFor(`driver ${driver} to finish`, () => (alive(driver) ? undefined : true), 60_000);
+      await until(`driver ${driver} to finish`, () => !alive(driver), { timeoutMs: 60_000, everyMs: 25 });
       const written = await readFile(log, 'utf8');
       expect(written).toContain('the runtime answered again');
       expect(JSON.parse(written.slice(written.indexOf('{'))).pods).toMatchObject([{ name: real.name, outcome: 'terminated' }]);
       // SIGKILLed once its 6 s grace was spent (it ignores SIGTERM), its sandbox stopped
-      expect(await exitInfo(cri!, stubborn!.id)).toMatchObject({ state: 'exited', exitCode: 137 });
-      expect(await sandboxReady(cri!, real.sandboxId)).toBe(false);
+      expect(await exitInfo(node.cri, stubborn!.id)).toMatchObject({ state: 'exited', exitCode: 137 });
+      expect(await sandboxReady(node.cri, real.sandboxId)).toBe(false);
       const status = await runPodctl(['status', `${real.namespace}/${real.name}`, '--json'], options);
       expect(JSON.parse(status.stdout).pods[0]).toMatchObject({ containersRunning: 0 });
     } finally {
       if (driver > 0 && alive(driver)) process.kill(driver, 'SIGKILL');
       // a failure while containerd was down: bring it back, or the pods of this file stay behind
-      if (runtimeDown) await node.up();
+      if (runtimeDown) await node.privateNode.up();
       await rm(stateDir, { recursive: true, force: true });
     }
   }, 150_000);

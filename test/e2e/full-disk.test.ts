@@ -13,8 +13,8 @@ import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { describeContainerd } from './support/env.js';
 import { useContainerd } from './support/context.js';
 import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js';
-import { waitFor as waitForValue } from './support/engine.js';
 import { exitInfo, firstSigterm, sigterms } from './support/observe.js';
+import { waitFor } from '../support/wait.js';
 
 interface KillJson {
   status: string;
@@ -105,7 +105,7 @@ describeContainerd(import.meta.url, 'a full disk under the state dir (containerd
       const endpoint = `unix://${node.socket}`;
       const kill = spawnPodctl(['kill', ...pods.map((p) => `${p.namespace}/${p.name}`), '--json', '--timeout', '40s'], { endpoint, stateDir });
       const done = collect(kill, 60_000);
-      const firstTerm = await Promise.all(pods.map((p) => waitForValue('the first SIGTERM', async () => firstSigterm(p.containers[0]!), 20_000, 50)));
+      const firstTerm = await Promise.all(pods.map((p) => waitFor('the first SIGTERM', async () => firstSigterm(p.containers[0]!), { timeoutMs: 20_000, everyMs: 50 })));
       // the kills are on disk (write-ahead came before SIGTERM); now the disk fills under the grace
       fill();
       const run = await done;

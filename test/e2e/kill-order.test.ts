@@ -14,15 +14,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
-import { connectCri, type CriClient } from '../../src/cri/client/client.js';
-import { writeKubeconfig } from '../kube/support.js';
-import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
+import { useKubeApiServer } from '../support/use-kube-api-server.js';
 import { requireBuild, runPodctl } from './support/cli.js';
-import { useContainerd } from './support/context.js';
+import { useContainerd, usePrivateNode } from './support/context.js';
 import { describeContainerd } from './support/env.js';
-import { PrivateNode } from './support/node.js';
 import { exitInfo, firstSigterm } from './support/observe.js';
-import { PodFactory } from './support/pods.js';
 
 const NODE = 'podctl-e2e-order';
 
@@ -82,36 +78,20 @@ describeContainerd(import.meta.url, 'httpGet preStop hooks on containerd', () =>
 });
 
 describeContainerd(import.meta.url, "sidecars last on containerd, with the API server's spec", () => {
-  const node = new PrivateNode(`/tmp/podctl-e2e-order-${process.pid}`);
-  let cri: CriClient | undefined;
-  let pods: PodFactory | undefined;
-  let api: KubeApiServer;
-  let kubeconfig: string;
+  beforeAll(() => requireBuild());
+  const node = usePrivateNode('order');
+  const cluster = useKubeApiServer('podctl-e2e-order-kubeconfig-');
   let stateDir: string;
 
   beforeAll(async () => {
-    requireBuild();
-    await node.up();
-    cri = await connectCri({ endpoint: node.socket, timeoutMs: 30_000 });
-    pods = new PodFactory(cri, join(node.nodeDir, 'logs', 'pods'));
-    api = await startKubeApiServer();
-    kubeconfig = writeKubeconfig(await mkdtemp(join(tmpdir(), 'podctl-e2e-order-kubeconfig-')), api.port);
     stateDir = await mkdtemp(join(tmpdir(), 'podctl-e2e-order-state-'));
-  }, 120_000);
+  });
   afterAll(async () => {
-    try {
-      await pods?.removeAll();
-    } finally {
-      cri?.close();
-      await api?.stop();
-      await node.down();
-      await rm(`${node.nodeDir}.lock`, { force: true });
-      await rm(stateDir, { recursive: true, force: true });
-    }
+    await rm(stateDir, { recursive: true, force: true });
   });
 
   it('the sidecar (exits at once) is stopped only after the main container (2 s after SIGTERM) has exited', async () => {
-    const real = await pods!.create({
+    const real = await node.pods.create({
       name: 'sidecar',
       terminationGracePeriodSeconds: 30,
       containers: [
@@ -124,15 +104,19 @@ describeContainerd(import.meta.url, "sidecars last on containerd, with the API s
     spec.spec.containers = [main];
     spec.spec.initContainers = [{ ...proxy, restartPolicy: 'Always' }];
     spec.spec.nodeName = NODE;
-    api.addPod(spec);
-    api.deletePod(real.namespace, real.name, 10);
+    cluster.api.addPod(spec);
+    cluster.api.deletePod(real.namespace, real.name, 10);
 
-    const run = await runPodctl(['sync-known', '--json', '--log-level', 'debug', '--kubeconfig', kubeconfig, '--node', NODE], { endpoint: `unix://${node.socket}`, stateDir, timeoutMs: 90_000 });
+    const run = await runPodctl(['sync-known', '--json', '--log-level', 'debug', '--kubeconfig', cluster.kubeconfig, '--node', NODE], {
+      endpoint: `unix://${node.socket}`,
+      stateDir,
+      timeoutMs: 90_000,
+    });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain('sidecars proxy stop after the main containers');
 
-    const mainExit = await exitInfo(cri!, real.containers[0]!.id);
-    const proxyExit = await exitInfo(cri!, real.containers[1]!.id);
+    const mainExit = await exitInfo(node.cri, real.containers[0]!.id);
+    const proxyExit = await exitInfo(node.cri, real.containers[1]!.id);
     expect(mainExit).toMatchObject({ state: 'exited', exitCode: 0 });
     expect(proxyExit).toMatchObject({ state: 'exited', exitCode: 0 });
     const mainTerm = (await firstSigterm(real.containers[0]!))!.time;

@@ -9,9 +9,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
-import { writeKubeconfig } from '../kube/support.js';
-import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
+import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { useKubeApiServer } from '../support/use-kube-api-server.js';
 import { requireBuild, runPodctl } from './support/cli.js';
 import { useContainerd } from './support/context.js';
 import { describeContainerd } from './support/env.js';
@@ -20,19 +19,11 @@ import { exitInfo, firstSigterm } from './support/observe.js';
 const NODE = 'podctl-e2e-kill-spec';
 
 describeContainerd(import.meta.url, "kill with and without the API server's spec on containerd", () => {
+  beforeAll(() => requireBuild());
   const node = useContainerd();
-  let api: KubeApiServer;
-  let kubeconfig: string;
+  const cluster = useKubeApiServer('podctl-e2e-kill-spec-kubeconfig-');
   let stateDir: string;
 
-  beforeAll(async () => {
-    requireBuild();
-    api = await startKubeApiServer();
-    kubeconfig = writeKubeconfig(await mkdtemp(join(tmpdir(), 'podctl-e2e-kill-spec-kubeconfig-')), api.port);
-  });
-  afterAll(async () => {
-    await api?.stop();
-  });
   beforeEach(async () => {
     stateDir = await mkdtemp(join(tmpdir(), 'podctl-e2e-kill-spec-'));
   });
@@ -57,9 +48,13 @@ describeContainerd(import.meta.url, "kill with and without the API server's spec
     spec.spec.containers = [main];
     spec.spec.initContainers = [{ ...proxy, restartPolicy: 'Always' }];
     spec.spec.nodeName = NODE;
-    api.addPod(spec);
+    cluster.api.addPod(spec);
 
-    const run = await runPodctl(['kill', `${real.namespace}/${real.name}`, '--json', '--kubeconfig', kubeconfig, '--node', NODE], { endpoint: `unix://${node.socket}`, stateDir, timeoutMs: 90_000 });
+    const run = await runPodctl(['kill', `${real.namespace}/${real.name}`, '--json', '--kubeconfig', cluster.kubeconfig, '--node', NODE], {
+      endpoint: `unix://${node.socket}`,
+      stateDir,
+      timeoutMs: 90_000,
+    });
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ pods: [{ uid: real.uid, outcome: 'terminated', ordering: 'sidecars last' }] });
 

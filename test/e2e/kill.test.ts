@@ -11,9 +11,10 @@ import { toRunningPod, toV1Pod } from '../../src/cri/cache/pods.js';
 import { isStaticPod } from '../../src/engine/index.js';
 import { describeContainerd } from './support/env.js';
 import { useContainerd } from './support/context.js';
-import { EngineStack, waitFor } from './support/engine.js';
+import { EngineStack } from './support/engine.js';
 import { exitInfo, firstSigterm, sandboxReady, sigterms } from './support/observe.js';
 import { readContainerLog } from './support/pods.js';
+import { until, waitFor } from '../support/wait.js';
 
 describeContainerd(import.meta.url, 'kill on containerd through the engine', () => {
   const node = useContainerd();
@@ -105,7 +106,7 @@ describeContainerd(import.meta.url, 'kill on containerd through the engine', () 
     await stack.adopt(real.pod);
 
     const first = stack.kill(real.pod, false, 30);
-    await waitFor('the first SIGTERM', () => firstSigterm(stubborn!));
+    await waitFor('the first SIGTERM', () => firstSigterm(stubborn!), { timeoutMs: 10_000, everyMs: 25 });
     const shortenedAt = Date.now();
     const second = stack.kill(real.pod, false, 1);
     await Promise.all([first, second]);
@@ -176,7 +177,7 @@ describeContainerd(import.meta.url, 'kill on containerd through the engine', () 
       runningPod: toRunningPod(runtimePod!),
       killPodOptions: { onComplete: () => (completed = true) },
     });
-    await waitFor('the runtime pod to terminate', () => (completed ? true : undefined), 15_000);
+    await until('the runtime pod to terminate', () => completed, { timeoutMs: 15_000, everyMs: 25 });
 
     const exit = await exitInfo(node.cri, stubborn!.id);
     expect(exit).toMatchObject({ state: 'exited', exitCode: 137 });
@@ -218,7 +219,7 @@ describeContainerd(import.meta.url, 'kill on containerd through the engine', () 
 
     const fullname = `${real.name}_${real.namespace}`;
     const kill = stack.kill(pod, false, 2);
-    await waitFor('the SIGTERM', () => firstSigterm(stubborn!));
+    await waitFor('the SIGTERM', () => firstSigterm(stubborn!), { timeoutMs: 10_000, everyMs: 25 });
     expect(stack.workers.isPodForMirrorPodTerminatingByFullName(fullname)).toBe(true);
     await kill;
 

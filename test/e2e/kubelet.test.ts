@@ -24,20 +24,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
-import { connectCri, type CriClient } from '../../src/cri/index.js';
+import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { writeAgentKubeconfig, writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { describeContainerd } from './support/env.js';
 import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js';
-import { waitFor as waitForValue } from './support/engine.js';
-import { PrivateNode } from './support/node.js';
+import { usePrivateNode } from './support/context.js';
 import { exitInfo } from './support/observe.js';
-import { PodFactory, removeSandbox, type PodInput, type RealPod } from './support/pods.js';
-
-function waitFor(probe: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<true> {
-  return waitForValue(what, async () => ((await probe()) ? true : undefined), timeoutMs, 100);
-}
+import { removeSandbox, type PodInput, type RealPod } from './support/pods.js';
+import { until } from '../support/wait.js';
 
 /** A stand-in for the kubelet's healthz: "ok" while `up`. */
 class StandInKubelet {
@@ -59,10 +54,9 @@ class StandInKubelet {
 }
 
 describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local API server)', () => {
-  const privateNode = new PrivateNode(`/tmp/podctl-e2e-kubelet-${process.pid}`);
+  beforeAll(() => requireBuild());
+  const node = usePrivateNode('kubelet');
   const kubelet = new StandInKubelet();
-  let cri: CriClient;
-  let pods: PodFactory;
   let server: KubeApiServer;
   let stateDir: string;
   let kubeconfig: string;
@@ -71,21 +65,6 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
   let kubeletRoot: string;
   let playing: NodeJS.Timeout | undefined;
 
-  beforeAll(async () => {
-    requireBuild();
-    await privateNode.up();
-    cri = await connectCri({ endpoint: privateNode.socket, timeoutMs: 30_000 });
-    pods = new PodFactory(cri, join(privateNode.nodeDir, 'logs', 'pods'));
-  }, 180_000);
-  afterAll(async () => {
-    try {
-      await pods?.removeAll();
-    } finally {
-      cri?.close();
-      await privateNode.down();
-      await rm(`${privateNode.nodeDir}.lock`, { force: true });
-    }
-  }, 120_000);
   beforeEach(async () => {
     stateDir = await mkdtemp(join(tmpdir(), 'podctl-e2e-kubelet-'));
     kubeletRoot = join(stateDir, 'kubelet');
@@ -103,19 +82,19 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     playing = undefined;
     await kubelet.down();
     await server.stop();
-    await pods.removeAll();
+    await node.pods.removeAll();
     await rm(stateDir, { recursive: true, force: true });
     expect(denied).toEqual([]);
   });
 
   const podctl = (args: string[], api = true) =>
     runPodctl([...args, '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', ...(api ? ['--kubeconfig', kubeconfig] : [])], {
-      endpoint: `unix://${privateNode.socket}`,
+      endpoint: `unix://${node.socket}`,
       stateDir,
       timeoutMs: 90_000,
     });
   // a container the played kubelet removed is not running either
-  const running = async (pod: RealPod): Promise<boolean> => (await exitInfo(cri, pod.containers[0]!.id).catch(() => ({ state: 'removed' }))).state === 'running';
+  const running = async (pod: RealPod): Promise<boolean> => (await exitInfo(node.cri, pod.containers[0]!.id).catch(() => ({ state: 'removed' }))).state === 'running';
 
   /**
    * A pod in the runtime and, bound to node-1, in the API server (the same UID); managed by a
@@ -124,7 +103,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
   async function apiPod(
     input: PodInput & { finalizers?: string[]; controller?: { kind: string; name: string } | null; volumes?: object[]; apiAnnotations?: Record<string, string> } = {},
   ): Promise<RealPod> {
-    const pod = await pods.create({ terminationGracePeriodSeconds: 5, ...input });
+    const pod = await node.pods.create({ terminationGracePeriodSeconds: 5, ...input });
     const controller = input.controller === undefined ? { kind: 'ReplicaSet', name: `${input.name ?? 'e2e'}-rs` } : input.controller;
     server.addPod({
       metadata: {
@@ -149,7 +128,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
 
   /** A static pod in the runtime (config.source file) and its mirror pod in the API server. */
   async function staticPod(name: string): Promise<RealPod> {
-    const pod = await pods.create({ name, namespace: 'kube-system', configSource: 'file', terminationGracePeriodSeconds: 1 });
+    const pod = await node.pods.create({ name, namespace: 'kube-system', configSource: 'file', terminationGracePeriodSeconds: 1 });
     server.addPod({
       metadata: { name: pod.name, namespace: pod.namespace, annotations: { 'kubernetes.io/config.mirror': 'hash', 'kubernetes.io/config.source': 'file' } },
       spec: { nodeName: 'node-1', containers: [{ name: 'main', image: 'x' }] },
@@ -164,7 +143,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
       for (const pod of real) {
         const inApi = server.getPod(pod.namespace, pod.name);
         if (inApi?.metadata?.deletionTimestamp) {
-          void removeSandbox(cri, pod.sandboxId)
+          void removeSandbox(node.cri, pod.sandboxId)
             .then(() => server.deletePod(pod.namespace, pod.name, 0))
             .catch(() => undefined);
         }
@@ -173,7 +152,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
   }
 
   it('a kill of a pod the kubelet desires: refused while it runs (exit 2, naming --force), allowed once it is down; --force stops it over CRI', async () => {
-    const etcd = await pods.create({ name: 'etcd', namespace: 'kube-system', configSource: 'file', terminationGracePeriodSeconds: 1 });
+    const etcd = await node.pods.create({ name: 'etcd', namespace: 'kube-system', configSource: 'file', terminationGracePeriodSeconds: 1 });
     const refused = await podctl(['kill', `${etcd.namespace}/${etcd.name}`, '--yes'], false);
     expect(refused.code).toBe(2);
     expect(
@@ -191,7 +170,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     expect((JSON.parse(forced.stdout) as { kubelet: { state: string } }).kubelet.state).toBe('running');
     expect(await running(etcd)).toBe(false);
 
-    const other = await pods.create({ name: 'scheduler', namespace: 'kube-system', configSource: 'file', terminationGracePeriodSeconds: 1 });
+    const other = await node.pods.create({ name: 'scheduler', namespace: 'kube-system', configSource: 'file', terminationGracePeriodSeconds: 1 });
     await kubelet.down();
     const allowed = await podctl(['kill', `${other.namespace}/${other.name}`, '--yes', '--json'], false);
     expect(allowed.code, allowed.stderr).toBe(0);
@@ -295,7 +274,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
   it('never a fight with the kubelet: a DaemonSet pod recreated under a new UID, a pod that arrives after the plan and a runtime pod the API does not have keep running', async () => {
     const ds = await apiPod({ name: 'agent', controller: { kind: 'DaemonSet', name: 'agent' } });
     const web = await apiPod({ name: 'web', terminationGracePeriodSeconds: 1 });
-    const orphan = await pods.create({ name: 'orphan', terminationGracePeriodSeconds: 1 });
+    const orphan = await node.pods.create({ name: 'orphan', terminationGracePeriodSeconds: 1 });
     const arrived: RealPod[] = [];
     let recreating: Promise<void> | undefined;
     // right after the first eviction: the DaemonSet's pod comes back under a new UID (as its
@@ -303,7 +282,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     server.onAnswered = (request) => {
       if (recreating || !request.path.endsWith('/eviction') || request.status !== 201) return;
       recreating = (async () => {
-        await removeSandbox(cri, ds.sandboxId);
+        await removeSandbox(node.cri, ds.sandboxId);
         server.deletePod(ds.namespace, ds.name, 0);
         arrived.push(await apiPod({ name: 'agent', controller: { kind: 'DaemonSet', name: 'agent' } }));
         arrived.push(await apiPod({ name: 'late' }));
@@ -369,7 +348,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
 
   it("an orphan is left alone until a fresh GET says it is gone and the kubelet's cleanup time passed, then terminated", async () => {
     const desired = await apiPod({ name: 'desired' });
-    const orphan = await pods.create({ name: 'orphan', terminationGracePeriodSeconds: 1 });
+    const orphan = await node.pods.create({ name: 'orphan', terminationGracePeriodSeconds: 1 });
     const first = await podctl(['sync-known', '--json']);
     expect(first.code, first.stderr).toBe(0);
     const kept = JSON.parse(first.stdout) as { waitingForKubelet: { uid: string; reason: string; waitSeconds: number }[]; orphanedRuntimePods: { uid: string }[] };
@@ -383,7 +362,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     const second = await podctl(['sync-known', '--json']);
     expect(second.code, second.stderr).toBe(0);
     expect((JSON.parse(second.stdout) as { orphanedRuntimePods: { uid: string }[] }).orphanedRuntimePods.map((p) => p.uid)).toEqual([orphan.uid]);
-    await waitFor(async () => !(await running(orphan)), 20_000, 'the orphan stopped');
+    await until('the orphan stopped', async () => !(await running(orphan)), { timeoutMs: 20_000, everyMs: 100 });
     expect(await running(desired)).toBe(true);
   });
 
@@ -399,7 +378,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
       server.deletePod(held.namespace, held.name, 1);
       const first = await podctl(['sync-known', '--kubelet-root', kubeletRoot, '--json']);
       expect(first.code, first.stderr).toBe(0);
-      await waitFor(async () => !(await running(pod)) && !(await running(held)), 20_000, 'the deleted pods stopped');
+      await until('the deleted pods stopped', async () => !(await running(pod)) && !(await running(held)), { timeoutMs: 20_000, everyMs: 100 });
       const again = await podctl(['sync-known', '--kubelet-root', kubeletRoot, '--json']);
       const report = (JSON.parse(again.stdout) as { api: { withheld: { uid: string; reason: string }[]; finalizers: { uid: string; explanation: string }[] } }).api;
       expect(report.withheld).toEqual([expect.objectContaining({ uid: pod.uid, reason: `withheld: volume still mounted at ${volume}` })]);
@@ -428,7 +407,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     server.deletePod(c.namespace, c.name, 120);
     const port = 20000 + (process.pid % 20000);
     const agent = spawnPodctl(['agent', '--interval', '1s', '--metrics-addr', `127.0.0.1:${port}`, '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', '--kubeconfig', agentKubeconfig], {
-      endpoint: `unix://${privateNode.socket}`,
+      endpoint: `unix://${node.socket}`,
       stateDir,
     });
     const done = collect(agent, 120_000);
@@ -458,7 +437,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
 
   async function withAgent<T>(body: () => Promise<T>): Promise<T> {
     const agent = spawnPodctl(['agent', '--interval', '500ms', '--metrics-addr', '127.0.0.1:0', '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', '--kubeconfig', agentKubeconfig], {
-      endpoint: `unix://${privateNode.socket}`,
+      endpoint: `unix://${node.socket}`,
       stateDir,
     });
     const done = collect(agent, 120_000);
@@ -477,7 +456,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     playKubelet([a, b]);
     await withAgent(async () => {
       annotate('requested');
-      await waitFor(() => annotation() === 'done', 60_000, `the drain is done (annotation ${annotation()})`);
+      await until('the drain is done', () => annotation() === 'done', { timeoutMs: 60_000, everyMs: 100, detail: () => `annotation ${annotation()}` });
       expect(await running(a)).toBe(false);
       expect(await running(b)).toBe(false);
       const writes = server.requests.filter((r) => (r.method === 'PATCH' && r.path === '/api/v1/nodes/node-1' && r.body?.spec) || r.path.endsWith('/eviction'));
@@ -485,7 +464,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
       expect(writes.filter((r) => r.path.endsWith('/eviction')).length).toBe(2);
       expect(nodeEvents()).toEqual(expect.arrayContaining(['DrainStarted', 'DrainCompleted']));
       annotate('uncordon');
-      await waitFor(() => annotation() === undefined, 20_000, 'the uncordon is done');
+      await until('the uncordon is done', () => annotation() === undefined, { timeoutMs: 20_000, everyMs: 100 });
       expect(server.nodes.get('node-1')?.spec?.unschedulable).toBe(false);
       expect(nodeEvents()).toContain('Uncordoned');
     });
@@ -497,7 +476,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     playKubelet([db]);
     await withAgent(async () => {
       annotate('requested', { 'podctl.io/drain-timeout': '8s' });
-      await waitFor(() => annotation() === 'failed', 90_000, `the drain gives up on the budget (annotation ${annotation()})`);
+      await until('the drain gives up on the budget', () => annotation() === 'failed', { timeoutMs: 90_000, everyMs: 100, detail: () => `annotation ${annotation()}` });
       expect(await running(db)).toBe(true);
       const blocked = [...server.events.values()].filter((e) => e.involvedObject?.kind === 'Node' && e.reason === 'DrainBlockedByPDB');
       expect(blocked).toHaveLength(1); // once per pod, not per retry
@@ -506,11 +485,11 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
       expect(failed?.message).toMatch(/held back: .*maint-db.*blocked-by-pdb/);
       expect(failed?.message).toMatch(/next: .*podctl.io\/drain-ignore-pdb=true/);
       annotate('requested', { 'podctl.io/drain-ignore-pdb': 'true' });
-      await waitFor(
-        () => annotation() === 'done',
-        60_000,
-        `the drain is done with the budget ignored (annotation ${annotation()}; events ${JSON.stringify([...server.events.values()].map((e) => e.message))})`,
-      );
+      await until('the drain is done with the budget ignored', () => annotation() === 'done', {
+        timeoutMs: 60_000,
+        everyMs: 100,
+        detail: () => `annotation ${annotation()}; events ${JSON.stringify([...server.events.values()].map((e) => e.message))}`,
+      });
       expect(await running(db)).toBe(false);
       expect(server.requests.some((r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${db.name}`))).toBe(true);
     });
@@ -521,7 +500,7 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     const a = await apiPod({ name: 'local-a', terminationGracePeriodSeconds: 1 });
     await withAgent(async () => {
       annotate('requested');
-      await waitFor(() => annotation() === 'done', 60_000, `the drain is done (annotation ${annotation()})`);
+      await until('the drain is done', () => annotation() === 'done', { timeoutMs: 60_000, everyMs: 100, detail: () => `annotation ${annotation()}` });
       expect(await running(a)).toBe(false);
       expect(server.requests.filter((r) => r.path.endsWith('/eviction'))).toEqual([]);
       expect(nodeEvents()).toEqual(expect.arrayContaining(['DrainStarted', 'DrainCompleted']));

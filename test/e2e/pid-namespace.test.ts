@@ -13,8 +13,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { describeContainerd } from './support/env.js';
 import { useContainerd } from './support/context.js';
 import { PODCTL_BIN, requireBuild, runPodctl } from './support/cli.js';
-import { waitFor as waitForValue } from './support/engine.js';
 import { exitInfo, firstSigterm } from './support/observe.js';
+import { waitFor } from '../support/wait.js';
 
 const canUnshare = process.getuid?.() === 0 && spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']).status === 0;
 
@@ -66,15 +66,14 @@ describeContainerd(import.meta.url, 'an owner in another PID namespace (containe
   }
 
   async function ownerSeen(ref: string, endpoint: string): Promise<{ ownerPid: number; ownerAlive: boolean }> {
-    return waitForValue(
+    return waitFor(
       `${ref} terminating with an owner`,
       async () => {
         const run = await runPodctl(['status', ref, '--json'], { endpoint, stateDir });
         const row = (JSON.parse(run.stdout || '{"pods":[]}') as { pods: { state: string; ownerPid: number | null; ownerAlive: boolean | null }[] }).pods[0];
         return row?.state === 'terminating' && row.ownerPid !== null ? { ownerPid: row.ownerPid, ownerAlive: row.ownerAlive === true } : undefined;
       },
-      20_000,
-      200,
+      { timeoutMs: 20_000, everyMs: 200 },
     );
   }
 
@@ -92,7 +91,7 @@ describeContainerd(import.meta.url, 'an owner in another PID namespace (containe
       const seen = await ownerSeen(ownedRef, endpoint);
       expect(seen.ownerAlive).toBe(true);
       expect(seen.ownerPid).not.toBe(first.pid);
-      await waitForValue('the first SIGTERM', async () => firstSigterm(owned!.containers[0]!), 15_000, 50);
+      await waitFor('the first SIGTERM', async () => firstSigterm(owned!.containers[0]!), { timeoutMs: 15_000, everyMs: 50 });
       const kill = await runPodctl(['kill', ownedRef, '--grace', '1', '--json'], { endpoint, stateDir, timeoutMs: 60_000 });
       expect(kill.code, kill.stderr).toBe(0);
       const entry = (JSON.parse(kill.stdout) as KillJson).pods[0]!;
@@ -104,15 +103,14 @@ describeContainerd(import.meta.url, 'an owner in another PID namespace (containe
       const second = ownerInNamespace(orphanedRef, endpoint);
       expect((await ownerSeen(orphanedRef, endpoint)).ownerAlive).toBe(true);
       second.kill('SIGKILL');
-      await waitForValue(
+      await waitFor(
         'the owner seen dead',
         async () => {
           const run = await runPodctl(['status', orphanedRef, '--json'], { endpoint, stateDir });
           const row = (JSON.parse(run.stdout || '{"pods":[]}') as { pods: { ownerAlive: boolean | null }[] }).pods[0];
           return row?.ownerAlive === false ? true : undefined;
         },
-        20_000,
-        200,
+        { timeoutMs: 20_000, everyMs: 200 },
       );
       const takeOver = await runPodctl(['kill', orphanedRef, '--grace', '1', '--json'], { endpoint, stateDir, timeoutMs: 60_000 });
       expect(takeOver.code, takeOver.stderr).toBe(0);

@@ -11,8 +11,8 @@ import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { describeContainerd } from './support/env.js';
 import { useContainerd } from './support/context.js';
 import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js';
-import { waitFor as waitForValue } from './support/engine.js';
 import { exitedInfo, firstSigterm } from './support/observe.js';
+import { waitFor } from '../support/wait.js';
 
 describeContainerd(import.meta.url, 'resume after a crash mid-grace (containerd)', () => {
   const node = useContainerd();
@@ -32,7 +32,7 @@ describeContainerd(import.meta.url, 'resume after a crash mid-grace (containerd)
     const endpoint = `unix://${node.socket}`;
     const kill = spawnPodctl(['kill', `${pod.namespace}/${pod.name}`], { endpoint, stateDir });
     const killed = collect(kill, 30_000);
-    const sigterm = await waitForValue('the first SIGTERM', async () => firstSigterm(pod.containers[0]!), 15_000, 50);
+    const sigterm = await waitFor('the first SIGTERM', async () => firstSigterm(pod.containers[0]!), { timeoutMs: 15_000, everyMs: 50 });
     await new Promise((r) => setTimeout(r, 3_000));
     kill.kill('SIGKILL');
     expect((await killed).signal).toBe('SIGKILL');
@@ -53,7 +53,7 @@ describeContainerd(import.meta.url, 'resume after a crash mid-grace (containerd)
     const endpoint = `unix://${node.socket}`;
     const kill = spawnPodctl(['kill', `${pod.namespace}/${pod.name}`], { endpoint, stateDir });
     const killed = collect(kill, 30_000);
-    const sigterm = await waitForValue('the first SIGTERM', async () => firstSigterm(pod.containers[0]!), 15_000, 50);
+    const sigterm = await waitFor('the first SIGTERM', async () => firstSigterm(pod.containers[0]!), { timeoutMs: 15_000, everyMs: 50 });
     await new Promise((r) => setTimeout(r, 1_000));
     kill.kill('SIGKILL');
     expect((await killed).signal).toBe('SIGKILL');

@@ -17,8 +17,9 @@ import { connectCri } from '../../src/cri/client/client.js';
 import { resolveEndpoint, EndpointError } from '../../src/cri/client/endpoint.js';
 import { openSession } from '../../src/session/open.js';
 import { CriError, GrpcStatus } from '../../src/cri/client/errors.js';
-import { EngineStack, waitFor } from './support/engine.js';
+import { EngineStack } from './support/engine.js';
 import { buildPod } from './support/pods.js';
+import { waitFor } from '../support/wait.js';
 
 describe('runtime unreachable', () => {
   let dir: string;
@@ -128,10 +129,14 @@ describe('runtime unreachable', () => {
     try {
       const pod = buildPod({ containers: [{ name: 'main', mode: 'default' }] }, 'unreachable', 'b0a3b8a2-0d5e-4a59-9f0e-0c2d7d8e7a11');
       stack.workers.updatePod({ updateType: 'kill', pod, killPodOptions: { gracePeriodSecondsOverride: 1 } });
-      const failures = await waitFor('two failed terminating syncs', () => {
-        const failed = stack.eventsFor(pod.metadata!.uid!, 'sync-failed');
-        return failed.length >= 2 ? failed : undefined;
-      });
+      const failures = await waitFor(
+        'two failed terminating syncs',
+        () => {
+          const failed = stack.eventsFor(pod.metadata!.uid!, 'sync-failed');
+          return failed.length >= 2 ? failed : undefined;
+        },
+        { timeoutMs: 10_000, everyMs: 25 },
+      );
       for (const failure of failures) {
         expect(failure).toMatchObject({ phase: 'terminating' });
         const { error, retryInMs } = failure as { error: string; retryInMs: number };

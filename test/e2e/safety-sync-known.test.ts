@@ -11,15 +11,14 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, afterEach, expect, it } from 'vitest';
-import { connectCri, type CriClient } from '../../src/cri/index.js';
+import { beforeAll, beforeEach, afterEach, expect, it } from 'vitest';
 import { writeKubeconfig } from '../kube/support.js';
 import { describeContainerd } from './support/env.js';
 import { requireBuild, runPodctl } from './support/cli.js';
-import { waitFor as waitForValue } from './support/engine.js';
-import { PrivateNode } from './support/node.js';
+import { usePrivateNode } from './support/context.js';
 import { exitInfo } from './support/observe.js';
-import { PodFactory, type RealPod } from './support/pods.js';
+import type { RealPod } from './support/pods.js';
+import { until } from '../support/wait.js';
 
 interface PodName {
   uid: string;
@@ -34,48 +33,20 @@ interface SyncJson {
   workers: (PodName & { orphan: boolean })[];
 }
 
-function waitFor(probe: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<true> {
-  return waitForValue(what, async () => ((await probe()) ? true : undefined), timeoutMs, 100);
-}
-
 describeContainerd(import.meta.url, 'sync-known safety against containerd', () => {
-  const privateNode = new PrivateNode(`/tmp/podctl-e2e-safe-${process.pid}`);
-  let cri: CriClient | undefined;
-  let factory: PodFactory | undefined;
+  beforeAll(() => requireBuild());
+  const node = usePrivateNode('safe');
   let stateDir: string;
-  const node = {
-    get cri(): CriClient {
-      return cri!;
-    },
-    get pods(): PodFactory {
-      return factory!;
-    },
-  };
 
-  beforeAll(async () => {
-    requireBuild();
-    await privateNode.up();
-    cri = await connectCri({ endpoint: privateNode.socket, timeoutMs: 30_000 });
-    factory = new PodFactory(cri, join(privateNode.nodeDir, 'logs', 'pods'));
-  }, 180_000);
-  afterAll(async () => {
-    try {
-      await factory?.removeAll();
-    } finally {
-      cri?.close();
-      await privateNode.down();
-      await rm(`${privateNode.nodeDir}.lock`, { force: true });
-    }
-  }, 120_000);
   beforeEach(async () => {
     stateDir = await mkdtemp(join(tmpdir(), 'podctl-e2e-safe-sync-'));
   });
   afterEach(async () => {
-    await factory?.removeAll();
+    await node.pods.removeAll();
     await rm(stateDir, { recursive: true, force: true });
   });
 
-  const podctl = (args: string[]) => runPodctl(args, { endpoint: `unix://${privateNode.socket}`, stateDir, timeoutMs: 60_000 });
+  const podctl = (args: string[]) => runPodctl(args, { endpoint: `unix://${node.socket}`, stateDir, timeoutMs: 60_000 });
   const running = async (pod: RealPod): Promise<boolean> => (await exitInfo(node.cri, pod.containers[0]!.id)).state === 'running';
 
   it('sync-known from a file keeps a static pod the file omits, terminates the api pod it omits, and predicts it with --dry-run', async () => {
@@ -108,7 +79,7 @@ describeContainerd(import.meta.url, 'sync-known safety against containerd', () =
       expect(result.dryRun).toBe(false);
       expect(result.orphanedRuntimePods.map((p) => p.uid)).toEqual(predicted.orphanedRuntimePods.map((p) => p.uid));
       expect(result.keptStatic.map((p) => p.uid)).toEqual([staticPod.uid]);
-      await waitFor(async () => !(await running(orphan)), 20_000, 'the orphan stopped');
+      await until('the orphan stopped', async () => !(await running(orphan)), { timeoutMs: 20_000, everyMs: 100 });
       // the folders the dry run was checked in are where the real run recorded its driving of the orphan
       expect(readdirSync(join(stateDir, 'leases')).some((n) => n.startsWith(`${orphan.uid}@`))).toBe(true);
       expect(await running(staticPod)).toBe(true);

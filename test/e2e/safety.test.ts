@@ -18,21 +18,16 @@ import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { describeContainerd } from './support/env.js';
 import { useContainerd } from './support/context.js';
 import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js';
-import { waitFor as waitForValue } from './support/engine.js';
 import { exitInfo, firstSigterm } from './support/observe.js';
 import type { RealPod } from './support/pods.js';
 import { alive } from '../support/process.js';
+import { until } from '../support/wait.js';
 
 interface KillJson {
   status: string;
   dryRun: boolean;
   pods: { uid: string; outcome: string; gracePeriodSeconds: number }[];
   handedOffTo?: { pid: number; log: string; uids: string[] } | null;
-}
-
-/** Resolves once `probe` is true, or fails after `timeoutMs` naming `what`. */
-function waitFor(probe: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<true> {
-  return waitForValue(what, async () => ((await probe()) ? true : undefined), timeoutMs, 100);
 }
 
 describeContainerd(import.meta.url, 'safety rules against containerd', () => {
@@ -121,17 +116,17 @@ describeContainerd(import.meta.url, 'safety rules against containerd', () => {
     expect(run.stderr).toContain(`handed to background podctl pid ${driver}`);
     expect(alive(driver!)).toBe(true);
     // the driver owns the pod (status shows it) and really stops it, then exits
-    await waitFor(
+    await until(
+      'the driver owns the pod',
       async () => {
         const status = await podctl(['status', '--uid', pod.uid, '-o', 'json']);
         return status.stdout.includes(`"ownerPid": ${driver}`) || status.stdout.includes(`"ownerPid":${driver}`) || !(await running(pod));
       },
-      10_000,
-      'the driver owns the pod',
+      { timeoutMs: 10_000, everyMs: 100 },
     );
-    await waitFor(async () => !(await running(pod)), 20_000, 'the driver stopped the container');
+    await until('the driver stopped the container', async () => !(await running(pod)), { timeoutMs: 20_000, everyMs: 100 });
     expect((await exitInfo(node.cri, pod.containers[0]!.id)).exitCode).toBe(137);
-    await waitFor(async () => !alive(driver!), 20_000, 'the driver exited after the pod terminated');
+    await until('the driver exited after the pod terminated', async () => !alive(driver!), { timeoutMs: 20_000, everyMs: 100 });
   });
 
   it('SIGINT during a kill hands the pod on (exit 130, PID shown); termination really continues', async () => {
@@ -139,7 +134,7 @@ describeContainerd(import.meta.url, 'safety rules against containerd', () => {
     const started = performance.now();
     const child = spawnPodctl(['kill', `${pod.namespace}/${pod.name}`, '--json'], { endpoint: `unix://${node.socket}`, stateDir });
     const done = collect(child, 60_000, started);
-    await waitFor(async () => (await firstSigterm(pod.containers[0]!)) !== undefined, 15_000, 'SIGTERM reached the container');
+    await until('SIGTERM reached the container', async () => (await firstSigterm(pod.containers[0]!)) !== undefined, { timeoutMs: 15_000, everyMs: 100 });
     child.kill('SIGINT');
     const run = await done;
     expect(run.code).toBe(130);
@@ -149,7 +144,7 @@ describeContainerd(import.meta.url, 'safety rules against containerd', () => {
     expect(driver).toBeGreaterThan(0);
     drivers.push(driver!);
     expect(run.stderr).toContain(`pid ${driver}`);
-    await waitFor(async () => !(await running(pod)), 20_000, 'the driver stopped the container');
+    await until('the driver stopped the container', async () => !(await running(pod)), { timeoutMs: 20_000, everyMs: 100 });
   });
 
   it('drain interrupted prints its partial per-pod result as JSON and hands on what still terminates', async () => {
@@ -157,7 +152,7 @@ describeContainerd(import.meta.url, 'safety rules against containerd', () => {
     const pod = await node.pods.create({ name: 'drained', labels: { app }, terminationGracePeriodSeconds: 4, containers: [{ name: 'stubborn', mode: 'ignore' }] });
     const child = spawnPodctl(['drain', '-l', `app=${app}`, '--grace-period', '10', '--critical-grace-period', '2', '--yes', '--json'], { endpoint: `unix://${node.socket}`, stateDir });
     const done = collect(child, 60_000);
-    await waitFor(async () => (await firstSigterm(pod.containers[0]!)) !== undefined, 15_000, 'SIGTERM reached the container');
+    await until('SIGTERM reached the container', async () => (await firstSigterm(pod.containers[0]!)) !== undefined, { timeoutMs: 15_000, everyMs: 100 });
     child.kill('SIGINT');
     const run = await done;
     expect(run.code).toBe(130);
@@ -166,6 +161,6 @@ describeContainerd(import.meta.url, 'safety rules against containerd', () => {
     expect(result.groups.flatMap((g) => g.pods)).toEqual([expect.objectContaining({ uid: pod.uid, outcome: 'interrupted' })]);
     expect(result.handedOffTo?.pid).toBeGreaterThan(0);
     drivers.push(result.handedOffTo!.pid);
-    await waitFor(async () => !(await running(pod)), 20_000, 'the driver stopped the container');
+    await until('the driver stopped the container', async () => !(await running(pod)), { timeoutMs: 20_000, everyMs: 100 });
   });
 });

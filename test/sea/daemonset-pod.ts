@@ -9,14 +9,18 @@
  * hostPath volume of type Directory must exist on the host (the kubelet refuses to start the pod
  * otherwise), DirectoryOrCreate is created; each hostPath and emptyDir volume stands on a host
  * directory the test names; the projected token is left out (the tests give a kubeconfig instead).
+ *
+ * Also the image the pod runs (dist/podctl-image.oci.tar, imported with ctr into a node's CRI
+ * namespace) and `runAgentPod`, which starts the pod through CRI on a test node as the kubelet would.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { parse } from 'yaml';
+import type { CriClient } from '../../src/cri/client/client.js';
 import { NamespaceModeCode as NamespaceMode } from '../../src/cri/client/codes.js';
 import { MountPropagation, SecurityProfile_ProfileType } from '../../src/cri/client/generated/runtime_v1.js';
-import { REPO_ROOT } from './support.js';
+import { PACKAGE_VERSION, REPO_ROOT } from './support.js';
 
 type Obj = Record<string, any>;
 
@@ -89,7 +93,7 @@ export interface AgentPodOptions {
 }
 
 /** The sandbox and container configs the kubelet would give containerd for the DaemonSet's pod. */
-export function agentPodConfigs(options: AgentPodOptions): { sandboxConfig: Obj; containerConfig: Obj } {
+function agentPodConfigs(options: AgentPodOptions): { sandboxConfig: Obj; containerConfig: Obj } {
   const { spec, container } = options.template ?? agentPodTemplate();
   const node = NamespaceMode.NODE;
   const namespaceOptions = { network: spec.hostNetwork ? node : NamespaceMode.POD, pid: spec.hostPID ? node : NamespaceMode.POD, ipc: NamespaceMode.POD };
@@ -137,4 +141,57 @@ export function sharedKubeletRoot(dir: string): { pods: string; release: () => v
   mount('--bind', dir, dir);
   mount('--make-rshared', dir);
   return { pods: join(dir, 'pods'), release: () => void spawnSync('umount', ['-l', dir], { timeout: 10_000 }) };
+}
+
+/** The image archive `npm run image` builds, and the reference it is imported as. */
+const IMAGE_ARCHIVE = join(REPO_ROOT, 'dist', 'podctl-image.oci.tar');
+const IMAGE = `localhost/podctl:${PACKAGE_VERSION}`;
+/** Why a test of the image cannot run here (the archive is not built), or undefined. */
+export const noImage = existsSync(IMAGE_ARCHIVE) ? undefined : `${IMAGE_ARCHIVE} is not built (run \`npm run image\`; \`npm test\` builds it)`;
+
+/** `ctr` on the node at `socket`, in the CRI's namespace (bounded: 5 s to connect, 120 s in all). */
+function ctr(socket: string, ...args: string[]) {
+  return spawnSync('ctr', ['--connect-timeout', '5s', '-a', socket, '-n', 'k8s.io', ...args], { encoding: 'utf8', timeout: 120_000 });
+}
+
+/** Imports the image archive into the node at `socket`; throws with ctr's error when it fails. */
+export function importImage(socket: string): void {
+  const imported = ctr(socket, 'images', 'import', IMAGE_ARCHIVE);
+  if (imported.status !== 0) throw new Error(`ctr images import: ${imported.stderr}`);
+}
+
+/** Removes the image from the node at `socket` (best effort: a node going away takes it anyway). */
+export function removeImage(socket: string): void {
+  ctr(socket, 'images', 'rm', IMAGE);
+}
+
+/** Where the DaemonSet runs its pod: a test node's CRI client, directory and socket. */
+export interface AgentPodNode {
+  cri: CriClient;
+  nodeDir: string;
+  socket: string;
+}
+
+/**
+ * Runs the image's `podctl agent` as a pod through CRI on `node`, as the kubelet would run the
+ * DaemonSet's (deploy/daemonset.yaml's, or `template`): the node's CRI socket directory mounted, the
+ * endpoint named when the socket is not containerd.sock, NODE_NAME node-1; each CRI call bounded by
+ * 60 s. Returns the pod's sandbox and its container's log (empty until written).
+ */
+export async function runAgentPod(node: AgentPodNode, pod: Pick<AgentPodOptions, 'uid' | 'hostDirs' | 'extraArgs' | 'template'>): Promise<{ sandboxId: string; logFile: string; log: () => string }> {
+  const logDirectory = join(node.nodeDir, 'logs', 'pods', `podctl-system_podctl-agent_${pod.uid}`);
+  const endpoint = basename(node.socket) === 'containerd.sock' ? [] : ['--runtime-endpoint', `unix:///run/containerd/${basename(node.socket)}`];
+  const { sandboxConfig, containerConfig } = agentPodConfigs({
+    ...pod,
+    image: IMAGE,
+    logDirectory,
+    hostDirs: { 'cri-socket': dirname(node.socket), ...pod.hostDirs },
+    env: { NODE_NAME: 'node-1', NODE_IP: '127.0.0.1' },
+    extraArgs: [...pod.extraArgs, ...endpoint],
+  });
+  const sandboxId = await node.cri.runPodSandbox(sandboxConfig, { timeoutMs: 60_000 });
+  const id = await node.cri.createContainer(sandboxId, containerConfig, sandboxConfig, { timeoutMs: 60_000 });
+  await node.cri.startContainer(id, { timeoutMs: 60_000 });
+  const logFile = join(logDirectory, 'agent', '0.log');
+  return { sandboxId, logFile, log: () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '') };
 }

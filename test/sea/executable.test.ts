@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { describeContainerd } from '../e2e/support/env.js';
 import { useContainerd } from '../e2e/support/context.js';
-import { waitFor } from '../e2e/support/engine.js';
 import { exitInfo, exitedInfo, sandboxReady } from '../e2e/support/observe.js';
 import { PACKAGE_VERSION, PODCTL_NODE_FLAGS, REPO_ROOT, SEA_NODE_VERSION, createSeaHost, entries, removeSeaHost, runSea, seaSkipReason, warnIfSeaSkipped, whichNode, type SeaHost } from './support.js';
+import { until } from '../support/wait.js';
 
 warnIfSeaSkipped('test/sea/executable.test.ts');
 const skip = seaSkipReason !== undefined;
@@ -150,7 +150,7 @@ describeContainerd(import.meta.url, 'the single executable against containerd', 
       expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]).toBe(host().exe);
       const exit = await exitedInfo(node.cri, real.containers[0]!.id, "the handed-off pod's container to exit");
       expect(exit.exitCode).toBe(137);
-      await waitFor('the background podctl to exit', () => (readFileSafe(`/proc/${pid}/stat`) === undefined ? true : undefined), 30_000, 100);
+      await until('the background podctl to exit', () => readFileSafe(`/proc/${pid}/stat`) === undefined, { timeoutMs: 30_000, everyMs: 100 });
       const log = readFileSync(result.handedOffTo!.log, 'utf8');
       expect(log).toContain(real.uid);
       // no error in the driver's log: no error line, no error record with a value (`"error": null` is the JSON's "none")

@@ -13,58 +13,35 @@
  * ignores SIGTERM killed at its group's end), releases the lock before logind's delay, never stops
  * its own pod, and its report is read host-side afterwards.
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import type { CriClient } from '../../src/cri/client/client.js';
 import { Logind } from '../../src/services/shutdown/logind.js';
 import { describeContainerd } from '../e2e/support/env.js';
 import { useContainerd } from '../e2e/support/context.js';
 import { requireBuild, runPodctl } from '../e2e/support/cli.js';
-import { waitFor as waitForValue } from '../e2e/support/engine.js';
 import { exitInfo } from '../e2e/support/observe.js';
 import { removeSandbox } from '../e2e/support/pods.js';
 import { logindBusMissing, startLogindBus, type LogindBus } from '../support/logind-bus.js';
 import { guardDaemonSet } from '../deploy/shutdown-guard-component.js';
-import { PACKAGE_VERSION, REPO_ROOT } from './support.js';
-import { agentPodConfigs, sharedKubeletRoot } from './daemonset-pod.js';
+import { importImage, noImage, removeImage, runAgentPod, sharedKubeletRoot } from './daemonset-pod.js';
+import { until } from '../support/wait.js';
 
-const ARCHIVE = join(REPO_ROOT, 'dist', 'podctl-image.oci.tar');
-const IMAGE = `localhost/podctl:${PACKAGE_VERSION}`;
-const noImage = existsSync(ARCHIVE) ? undefined : `${ARCHIVE} is not built (run \`npm run image\`; \`npm test\` builds it)`;
 if (noImage && process.env.PODCTL_REQUIRE_SEA === '1') throw new Error(`shutdown guard pod: PODCTL_REQUIRE_SEA=1 but ${noImage}`);
 const noBus = logindBusMissing();
 if (noBus && process.env.CI === 'true') throw new Error(`test/sea/shutdown-guard-pod.test.ts: ${noBus}`);
 const skipReason = noImage ?? noBus;
 if (skipReason) console.warn(`${'#'.repeat(78)}\n# SHUTDOWN GUARD POD SKIPPED: test/sea/shutdown-guard-pod.test.ts\n# ${skipReason}\n${'#'.repeat(78)}`);
 
-/** Runs the image's `podctl agent` as a pod through CRI, as deploy/'s DaemonSet with deploy/optional/shutdown-guard declares it. */
-async function runGuardPod(cri: CriClient, nodeDir: string, socket: string, hostDirs: Record<string, string>, extraArgs: string[]): Promise<{ sandboxId: string; log: () => string }> {
+/** The shutdown guard's DaemonSet pod template (deploy/'s DaemonSet with deploy/optional/shutdown-guard). */
+function guardTemplate() {
   const ds = guardDaemonSet();
-  const template = { spec: ds.spec.template.spec, container: ds.spec.template.spec.containers[0] };
-  const uid = `guard-${process.pid}-${Date.now().toString(36)}`;
-  const logDirectory = join(nodeDir, 'logs', 'pods', `podctl-system_podctl-agent_${uid}`);
-  const { sandboxConfig, containerConfig } = agentPodConfigs({
-    uid,
-    image: IMAGE,
-    logDirectory,
-    hostDirs: { 'cri-socket': dirname(socket), ...hostDirs },
-    env: { NODE_NAME: 'node-1', NODE_IP: '127.0.0.1' },
-    extraArgs: [...extraArgs, ...(basename(socket) === 'containerd.sock' ? [] : ['--runtime-endpoint', `unix:///run/containerd/${basename(socket)}`])],
-    template,
-  });
-  const sandboxId = await cri.runPodSandbox(sandboxConfig, { timeoutMs: 60_000 });
-  const id = await cri.createContainer(sandboxId, containerConfig, sandboxConfig, { timeoutMs: 60_000 });
-  await cri.startContainer(id, { timeoutMs: 60_000 });
-  const logFile = join(logDirectory, 'agent', '0.log');
-  return { sandboxId, log: () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '') };
+  return { spec: ds.spec.template.spec, container: ds.spec.template.spec.containers[0] };
 }
 
 describeContainerd(import.meta.url, 'podctl agent --shutdown-guard as a pod from the image', () => {
   const node = useContainerd();
-  const ctr = (...args: string[]) => spawnSync('ctr', ['--connect-timeout', '5s', '-a', node.socket, '-n', 'k8s.io', ...args], { encoding: 'utf8', timeout: 120_000 });
   let bus: LogindBus | undefined;
   let sandboxId = '';
   let scratch = '';
@@ -74,8 +51,7 @@ describeContainerd(import.meta.url, 'podctl agent --shutdown-guard as a pod from
   beforeAll(() => {
     if (skipReason) return;
     requireBuild();
-    const imported = ctr('images', 'import', ARCHIVE);
-    if (imported.status !== 0) throw new Error(`ctr images import: ${imported.stderr}`);
+    importImage(node.socket);
     scratch = mkdtempSync(join(tmpdir(), 'podctl-guard-pod-'));
     stateDir = join(scratch, 'state');
     kubelet = sharedKubeletRoot(join(scratch, 'kubelet'));
@@ -86,7 +62,7 @@ describeContainerd(import.meta.url, 'podctl agent --shutdown-guard as a pod from
   });
   afterAll(() => {
     if (skipReason) return;
-    ctr('images', 'rm', IMAGE);
+    removeImage(node.socket);
     kubelet?.release();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
@@ -98,16 +74,12 @@ describeContainerd(import.meta.url, 'podctl agent --shutdown-guard as a pod from
       const stubborn = await node.pods.create({ name: 'pod-guard-stubborn', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', mode: 'ignore' }] });
       bus = await startLogindBus({ delaySeconds: 40 });
       // the component's budgets made short (the last of a repeated flag wins): 3 s regular, 3 s critical
-      const pod = await runGuardPod(node.cri, node.nodeDir, node.socket, { state: stateDir, 'kubelet-pods': kubelet!.pods, tmp: join(scratch, 'tmp'), 'system-bus': bus.dir }, [
-        '--shutdown-grace-period=6',
-        '--shutdown-critical-grace-period=3',
-        '--interval',
-        '1s',
-        '--metrics-addr',
-        'none',
-        '--kubelet-healthz',
-        '127.0.0.1:1',
-      ]);
+      const pod = await runAgentPod(node, {
+        uid: `guard-${process.pid}-${Date.now().toString(36)}`,
+        template: guardTemplate(),
+        hostDirs: { state: stateDir, 'kubelet-pods': kubelet!.pods, tmp: join(scratch, 'tmp'), 'system-bus': bus.dir },
+        extraArgs: ['--shutdown-grace-period=6', '--shutdown-critical-grace-period=3', '--interval', '1s', '--metrics-addr', 'none', '--kubelet-healthz', '127.0.0.1:1'],
+      });
       sandboxId = pod.sandboxId;
       const lock = await bus
         .waitFor((e) => e.event === 'inhibit' && e.who === 'podctl', 60_000)
@@ -125,7 +97,7 @@ describeContainerd(import.meta.url, 'podctl agent --shutdown-guard as a pod from
       }
       expect(readFileSync(`/proc/${lock.pid}/cmdline`, 'utf8').split('\0')[0]).toBe('systemd-inhibit');
       expect(readlinkSync(`/proc/${lock.pid}/ns/mnt`)).not.toBe(readlinkSync('/proc/self/ns/mnt'));
-      await waitForValue('the guard says it holds the lock', () => (/holding logind's delay lock on shutdown/.test(pod.log()) ? true : undefined), 15_000, 100);
+      await until('the guard says it holds the lock', () => /holding logind's delay lock on shutdown/.test(pod.log()), { timeoutMs: 15_000, everyMs: 100 });
 
       // the unit's form beside it: refused in one line, on the same state dir and on another
       const endpoint = `unix://${node.socket}`;

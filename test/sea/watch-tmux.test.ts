@@ -10,7 +10,7 @@ import { describeContainerd } from '../e2e/support/env.js';
 import { useContainerd } from '../e2e/support/context.js';
 import { exitInfo } from '../e2e/support/observe.js';
 import { createSeaHost, entries, removeSeaHost, seaEnv, seaSkipReason, warnIfSeaSkipped, type SeaHost } from './support.js';
-import { TMUX_SIZES, onOneLine, rowOf } from '../tui/support/tmux.js';
+import { TMUX_SIZES, onOneLine, rowOf, tmuxTerminal } from '../tui/support/tmux.js';
 
 warnIfSeaSkipped('test/sea/watch-tmux.test.ts');
 const hasTmux = spawnSync('tmux', ['-V']).status === 0;
@@ -19,19 +19,6 @@ if (skipReason && seaSkipReason === undefined) console.warn(`[sea watch-tmux] SK
 
 const server = `podctl-sea-watch-${process.pid}`;
 const tmux = (...args: string[]) => execFileSync('tmux', ['-L', server, ...args], { encoding: 'utf8' });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls the pane `target` until `predicate` holds (bounded: a hang fails with the last screen). */
-async function until(target: string, predicate: (s: string) => boolean, what: string, timeoutMs = 20_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    last = tmux('capture-pane', '-p', '-t', target);
-    if (predicate(last)) return last;
-    await sleep(50);
-  }
-  throw new Error(`timed out waiting for ${what}; screen:\n${last}`);
-}
 
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
@@ -56,7 +43,8 @@ describeContainerd(import.meta.url, "the single executable's watch screen agains
       it(`at ${cols}×${rows}: shows the node's pods, kills the selected one after confirmation, and quits with exit 0`, async () => {
         const h = host!;
         const target = `watch-${cols}`;
-        const keys = (...k: string[]) => tmux('send-keys', '-t', target, ...k);
+        const t = tmuxTerminal(tmux, target);
+        const keys = t.keys;
         const real = await node.pods.create({ name: `sea-watch-${cols}`, containers: [{ name: 'stubborn', mode: 'ignore' }] });
         const ref = `${real.namespace}/${real.name}`;
         const env = Object.entries(seaEnv(h, { TERM: 'xterm-256color' }))
@@ -66,7 +54,7 @@ describeContainerd(import.meta.url, "the single executable's watch screen agains
         const cmd = `env -i ${env} ${shellQuote(h.exe)} ${args.map(shellQuote).join(' ')}; echo "EXIT=$?"; sleep 60`;
         tmux('new-session', '-d', '-s', target, '-x', String(cols), '-y', String(rows), '-c', h.cwd, cmd);
 
-        const first = await until(target, (s) => s.includes('NAMESPACE/NAME') && onOneLine(s, ref, cols), 'the pod table with the new pod, on one line');
+        const first = await t.until((s) => s.includes('NAMESPACE/NAME') && onOneLine(s, ref, cols), 'the pod table with the new pod, on one line', 20_000);
         expect(first).toContain('podctl watch');
 
         keys('/');
@@ -74,20 +62,20 @@ describeContainerd(import.meta.url, "the single executable's watch screen agains
         keys('Enter');
         // the header names the filter where it has the room (at 80 columns it is cut): the pod selected
         // and the help line back (the filter's input closed) are what both widths show
-        await until(target, (s) => (cols >= 160 ? s.includes(`filter "${ref}"`) : s.includes('↑/↓')) && rowOf(s, ref)?.startsWith('▶') === true, 'the filter');
+        await t.until((s) => (cols >= 160 ? s.includes(`filter "${ref}"`) : s.includes('↑/↓')) && rowOf(s, ref)?.startsWith('▶') === true, 'the filter', 20_000);
 
         keys('C-k');
-        await until(target, (s) => s.includes(`Kill ${ref}`) && s.includes('grace seconds'), 'the grace prompt');
+        await t.until((s) => s.includes(`Kill ${ref}`) && s.includes('grace seconds'), 'the grace prompt', 20_000);
         keys('BSpace', 'BSpace', 'BSpace', '2');
         keys('Enter');
-        await until(target, (s) => s.includes(`Kill ${ref} with grace 2s?`), 'the confirmation');
+        await t.until((s) => s.includes(`Kill ${ref} with grace 2s?`), 'the confirmation', 20_000);
         keys('y');
-        await until(target, (s) => new RegExp(`${real.name}\\s+terminating`).test(s), 'the pod terminating');
-        await until(target, (s) => new RegExp(`${real.name}\\s+(terminated|finished)`).test(s), 'the pod terminated after its grace', 30_000);
+        await t.until((s) => new RegExp(`${real.name}\\s+terminating`).test(s), 'the pod terminating', 20_000);
+        await t.until((s) => new RegExp(`${real.name}\\s+(terminated|finished)`).test(s), 'the pod terminated after its grace', 30_000);
         expect(await exitInfo(node.cri, real.containers[0]!.id)).toMatchObject({ state: 'exited', exitCode: 137 });
 
         keys('q');
-        const after = await until(target, (s) => s.includes('EXIT='), 'the command to exit');
+        const after = await t.until((s) => s.includes('EXIT='), 'the command to exit', 20_000);
         expect(after).toContain('EXIT=0');
         expect(entries(h.exeDir)).toEqual(['podctl']);
         expect(entries(h.cwd)).toEqual([]);

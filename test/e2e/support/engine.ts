@@ -68,14 +68,3 @@ export class EngineStack {
     this.client.close();
   }
 }
-
-/** Polls `probe` every `intervalMs` until it returns a value; rejects after `timeoutMs`. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000, intervalMs = 25): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() >= deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}

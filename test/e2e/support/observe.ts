@@ -4,7 +4,7 @@
  */
 import type { CriClient } from '../../../src/cri/client/client.js';
 import { readContainerLog, type LogLine, type RealContainer } from './pods.js';
-import { waitFor } from './engine.js';
+import { waitFor } from '../../support/wait.js';
 
 export interface ExitInfo {
   state: 'created' | 'running' | 'exited' | 'unknown';
@@ -48,7 +48,6 @@ export function exitedInfo(cri: CriClient, containerId: string, what = 'the cont
       const info = await exitInfo(cri, containerId);
       return info.state === 'exited' ? info : undefined;
     },
-    boundMs,
-    100,
+    { timeoutMs: boundMs, everyMs: 100 },
   );
 }
