@@ -11,6 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { auditCheckpoints } from '../store/support/harness.js';
+import { useSimNode } from '../support/cli.js';
 
 const ROOT = process.cwd();
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -74,48 +75,34 @@ beforeAll(() => {
 });
 
 describe('podctl sync-known interrupted', { timeout: 90_000 }, () => {
-  let sim: RunningSimulator;
-  let dir: string;
-  let stateDir: string;
-  let common: string[];
-
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'podctl-cli-int-'));
-    stateDir = path.join(dir, 'state');
-    sim = await startSimulator({
-      socketPath: path.join(dir, 'cri.sock'),
-      timeScale: 1,
-      pods: [{ name: 'stubborn', namespace: 'default', terminationGracePeriodSeconds: 600, containers: [{ name: 'c', onSigterm: 'ignore' }] }],
-    });
-    common = ['--runtime-endpoint', sim.endpoint, '--state-dir', stateDir];
-  });
-  afterAll(async () => {
-    await sim?.close();
+  const node = useSimNode('podctl-cli-int-', {
+    timeScale: 1,
+    pods: [{ name: 'stubborn', namespace: 'default', terminationGracePeriodSeconds: 600, containers: [{ name: 'c', onSigterm: 'ignore' }] }],
   });
 
   it('SIGINT while it drives a pod that ignores SIGTERM (grace 600 s): exit 130, valid checkpoint, lease released', async () => {
     // A kill that gives up waiting hands the pod (600 s grace) to a background driver; that driver
     // dies (SIGKILL), leaving the pod terminating with a dead owner.
-    const kill = await podctl(['kill', 'default/stubborn', '--timeout', '1s', ...common]);
+    const kill = await podctl(['kill', 'default/stubborn', '--timeout', '1s', ...node.common]);
     expect(kill.code).toBe(3);
     const driver = Number(/handed to background podctl pid (\d+)/.exec(kill.stderr)?.[1]);
     expect(driver).toBeGreaterThan(0);
     let driven: number | null = null;
     for (let i = 0; i < 100 && driven !== driver; i += 1) {
-      const status = await podctl(['status', 'default/stubborn', '--json', ...common]);
+      const status = await podctl(['status', 'default/stubborn', '--json', ...node.common]);
       driven = status.code === 0 ? (JSON.parse(status.stdout).pods[0]?.ownerPid ?? null) : null;
     }
     expect(driven, 'the background driver took the pod over').toBe(driver);
     process.kill(driver, 'SIGKILL');
 
     // sync-known resumes it from its checkpoint and would wait for it for up to 15 minutes.
-    const desired = path.join(dir, 'none.json');
+    const desired = path.join(node.dir, 'none.json');
     writeFileSync(desired, '{"kind":"PodList","items":[]}');
-    const child = start(['sync-known', '--desired', desired, '--yes', ...common]);
+    const child = start(['sync-known', '--desired', desired, '--yes', ...node.common]);
     await child.said('sync-known: 0 desired pod(s)');
     let owner: number | null = null;
     for (let i = 0; i < 100 && owner !== child.process.pid; i += 1) {
-      const status = await podctl(['status', 'default/stubborn', '--json', ...common]);
+      const status = await podctl(['status', 'default/stubborn', '--json', ...node.common]);
       owner = status.code === 0 ? (JSON.parse(status.stdout).pods[0]?.ownerPid ?? null) : null;
     }
     expect(owner, 'sync-known took the pod over').toBe(child.process.pid);
@@ -127,11 +114,11 @@ describe('podctl sync-known interrupted', { timeout: 90_000 }, () => {
     const next = Number(/handed to background podctl pid (\d+)/.exec(child.stderr())?.[1]);
     expect(next).toBeGreaterThan(0);
     try {
-      expect(await auditCheckpoints(stateDir)).toEqual({ valid: 1, invalid: [], quarantined: [] });
+      expect(await auditCheckpoints(node.stateDir)).toEqual({ valid: 1, invalid: [], quarantined: [] });
       // the pod keeps what is left of its 600 s grace (never more) and is driven by the new background process
       let pod: { state: string; gracePeriodSeconds: number; ownerPid: number | null; containersRunning: number } | undefined;
       for (let i = 0; i < 100 && pod?.ownerPid !== next; i += 1) {
-        const after = await podctl(['status', 'default/stubborn', '--json', ...common]);
+        const after = await podctl(['status', 'default/stubborn', '--json', ...node.common]);
         pod = after.code === 0 ? JSON.parse(after.stdout).pods[0] : undefined;
       }
       expect(pod).toMatchObject({ state: 'terminating', ownerPid: next, containersRunning: 1 });

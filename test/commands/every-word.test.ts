@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { alive, processesNaming } from '../support/process.js';
-import { requireBuilt, runPodctl as podctl, BIN } from '../support/cli.js';
+import { requireBuilt, runPodctl as podctl, useSimNode, BIN } from '../support/cli.js';
 import { until } from '../support/wait.js';
 
 /** The bound of a wait here (for a loaded machine, not a speed goal) and its pace. */
@@ -20,37 +20,24 @@ beforeAll(() => {
 });
 
 describe('a pod whose worker was forgotten keeps how it ended', { timeout: 90_000 }, () => {
-  let sim: RunningSimulator;
-  let dir: string;
-  let common: string[];
-
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'podctl-words-'));
-    sim = await startSimulator({
-      socketPath: path.join(dir, 'cri.sock'),
-      timeScale: 0.05,
-      pods: [
-        { name: 'worker-1', namespace: 'default', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] },
-        { name: 'web-1', namespace: 'web', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] },
-      ],
-    });
-    common = ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state')];
-  });
-
-  afterAll(async () => {
-    await sim?.close();
+  const node = useSimNode('podctl-words-', {
+    timeScale: 0.05,
+    pods: [
+      { name: 'worker-1', namespace: 'default', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] },
+      { name: 'web-1', namespace: 'web', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] },
+    ],
   });
 
   it('kill → sync-known (forget) → status, --explain → kill --dry-run: finished, when, by whom; not planned again', async () => {
-    const kill = await podctl(['kill', 'default/worker-1', '--grace', '1', '--json', ...common]);
+    const kill = await podctl(['kill', 'default/worker-1', '--grace', '1', '--json', ...node.common]);
     expect(kill.code).toBe(0);
     const killer = (JSON.parse(kill.stdout) as { pods: { ownerPid: number }[] }).pods[0]!.ownerPid;
-    const sync = await podctl(['sync-known', '--desired-from', 'runtime', '--json', ...common]);
+    const sync = await podctl(['sync-known', '--desired-from', 'runtime', '--json', ...node.common]);
     expect(sync.code).toBe(0);
     expect((JSON.parse(sync.stdout) as { forgotten: { name: string }[] }).forgotten.map((p) => p.name)).toEqual(['worker-1']);
 
     // the runtime still lists the pod (its sandbox stopped): status says how it ended, not "runtime"
-    const status = await podctl(['status', 'default/worker-1', '--explain', '--json', ...common]);
+    const status = await podctl(['status', 'default/worker-1', '--explain', '--json', ...node.common]);
     expect(status.code).toBe(0);
     const result = JSON.parse(status.stdout) as {
       pods: { state: string; since: string; inStateSeconds: number; containersTotal: number }[];
@@ -69,27 +56,27 @@ describe('a pod whose worker was forgotten keeps how it ended', { timeout: 90_00
     const finishedAt = Date.parse(row.since);
     expect(Date.now() - finishedAt).toBeLessThan(60_000);
 
-    const text = await podctl(['status', 'default/worker-1', '--explain', ...common]);
+    const text = await podctl(['status', 'default/worker-1', '--explain', ...node.common]);
     expect(text.stdout).not.toContain('nobody asked this pod to terminate');
     expect(text.stdout).not.toContain('podctl has not acted on it');
 
-    const dryRun = await podctl(['kill', 'default/worker-1', '--dry-run', '--json', ...common]);
+    const dryRun = await podctl(['kill', 'default/worker-1', '--dry-run', '--json', ...node.common]);
     expect(dryRun.code).toBe(0);
     expect((JSON.parse(dryRun.stdout) as { pods: { outcome: string }[] }).pods[0]!.outcome).toBe('already-terminated');
 
     // the other pod, never acted on, is still a runtime pod
-    const other = await podctl(['status', 'web/web-1', '--json', ...common]);
+    const other = await podctl(['status', 'web/web-1', '--json', ...node.common]);
     expect((JSON.parse(other.stdout) as { pods: { state: string }[] }).pods[0]!.state).toBe('runtime');
   });
 
   it('the ending goes once the runtime no longer lists the pod', async () => {
-    const evict = await podctl(['evict', 'web/web-1', '--grace', '1', '--yes', ...common]);
+    const evict = await podctl(['evict', 'web/web-1', '--grace', '1', '--yes', ...node.common]);
     expect(evict.code).toBe(0);
     // evicted: its containers and sandbox are removed, so the runtime lists it no more
-    const sync = await podctl(['sync-known', '--desired-from', 'runtime', ...common]);
+    const sync = await podctl(['sync-known', '--desired-from', 'runtime', ...node.common]);
     expect(sync.code).toBe(0);
-    expect(readdirSync(path.join(dir, 'state', 'ended')).filter((n) => !n.startsWith('.'))).toHaveLength(1);
-    const status = await podctl(['status', 'web/web-1', '--json', ...common]);
+    expect(readdirSync(path.join(node.stateDir, 'ended')).filter((n) => !n.startsWith('.'))).toHaveLength(1);
+    const status = await podctl(['status', 'web/web-1', '--json', ...node.common]);
     expect(status.code).toBe(4);
   });
 });

@@ -11,7 +11,8 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startSimulator, type RunningSimulator, type SimPodSpec } from '../../src/cri/simulator/index.js';
+import { afterAll, beforeAll } from 'vitest';
+import { startSimulator, type RunningSimulator, type SimPodSpec, type StartSimulatorOptions } from '../../src/cri/simulator/index.js';
 import { writeKubeconfig } from '../kube/support.js';
 import { startKubeApiServer, type KubeApiServer } from './kube-api-server.js';
 
@@ -61,4 +62,49 @@ export async function startCliApiNode(prefix: string, pods: SimPodSpec[]): Promi
   const kubeconfig = writeKubeconfig(dir, server.port, 't', 'x');
   const sim = await startSimulator({ socketPath: path.join(dir, 'cri.sock'), timeScale: 0.05, pods });
   return { server, sim, dir, common: ['--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--kubeconfig', kubeconfig, '--node', 'node-7'] };
+}
+
+/** A simulator node for a describe block's CLI runs: the simulator, its directory, the state dir in it, and podctl's flags for them. */
+export interface SimNode {
+  readonly sim: RunningSimulator;
+  readonly dir: string;
+  readonly stateDir: string;
+  readonly common: string[];
+}
+
+/**
+ * Before the block's tests starts the simulator (`options`, on `cri.sock`) in a fresh
+ * `<tmp>/<prefix>…` directory whose `state` is the state dir, with the flags that point podctl at
+ * both (`--runtime-endpoint`, `--state-dir`, then `extraFlags`); closes it after them. The
+ * handle's fields are valid inside tests.
+ */
+export function useSimNode(prefix: string, options: Omit<StartSimulatorOptions, 'socketPath'>, extraFlags: string[] = []): SimNode {
+  let node: SimNode | undefined;
+  beforeAll(async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), prefix));
+    const stateDir = path.join(dir, 'state');
+    const sim = await startSimulator({ ...options, socketPath: path.join(dir, 'cri.sock') });
+    node = { sim, dir, stateDir, common: ['--runtime-endpoint', sim.endpoint, '--state-dir', stateDir, ...extraFlags] };
+  });
+  afterAll(async () => {
+    await node?.sim.close();
+  });
+  const ready = (): SimNode => {
+    if (!node) throw new Error('the simulator is not started yet (use it inside a test)');
+    return node;
+  };
+  return {
+    get sim() {
+      return ready().sim;
+    },
+    get dir() {
+      return ready().dir;
+    },
+    get stateDir() {
+      return ready().stateDir;
+    },
+    get common() {
+      return ready().common;
+    },
+  };
 }
