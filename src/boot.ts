@@ -23,6 +23,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import vm from 'node:vm';
+import { exitWhenIdle } from './lib/exit-when-idle.js';
 
 /** Set by scripts/build.mjs: the first hex digits of dist/podctl.cjs's sha256. */
 declare const __PODCTL_BUNDLE_HASH__: string;
@@ -85,6 +86,7 @@ function loadBundle(bundle: string, cachedData: Buffer | undefined): { launch: L
 
 /** Runs podctl for process.argv; `bin` is bin/run.js's path (or file URL). */
 export async function boot(bin: string): Promise<void> {
+  exitWhenIdle();
   const binPath = bin.startsWith('file:') ? fileURLToPath(bin) : bin;
   const root = path.resolve(path.dirname(binPath), '..');
   const bundle = path.join(root, 'dist', 'podctl.cjs');

@@ -15,6 +15,7 @@
  */
 import path from 'node:path';
 import { main } from './launch.js';
+import { exitWhenIdle } from './lib/exit-when-idle.js';
 
 /** package.json's fields podctl and oclif read (scripts/sea.mjs). */
 declare const __PODCTL_SEA_PACKAGE_JSON__: string;
@@ -27,6 +28,7 @@ const EMBEDDED_JSON = Symbol.for('podctl.embedded-json');
 /** Runs the CLI for `argv` (the executable's arguments), the executable's directory standing as the package root. */
 export function start(argv: string[]): Promise<void> {
   const root = path.dirname(process.execPath);
+  exitWhenIdle();
   (globalThis as Record<symbol, unknown>)[EMBEDDED_JSON] = new Map([[path.join(root, 'oclif.manifest.json'), __PODCTL_SEA_MANIFEST__]]);
   return main(root, argv, JSON.parse(__PODCTL_SEA_PACKAGE_JSON__) as Parameters<typeof main>[2]);
 }
