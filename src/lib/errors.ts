@@ -109,8 +109,10 @@ export function oneLine(error: unknown): string {
     .map((line) => line.trim())
     .filter((line) => line !== '');
   let first = lines[0] ?? 'unknown error';
-  // oclif reports a bad flag value as "Parsing --flag" with the reason on the next line
-  if (/^Parsing --[\w-]+$/.test(first) && lines[1] !== undefined) first = `${first}: ${lines[1]}`;
+  // oclif reports a bad flag value as "Parsing --flag" with the reason on the next line; a reason
+  // that names its flag already (podctl's own parsers: "--grace: …") stands alone
+  const parsing = /^Parsing (--[\w-]+)$/.exec(first);
+  if (parsing && lines[1] !== undefined) first = lines[1].startsWith(`${parsing[1]}:`) ? lines[1] : `${first}: ${lines[1]}`;
   const hint = error instanceof PodctlError ? error.hint : undefined;
   return hint ? `${first} (${hint})` : first;
 }

@@ -92,6 +92,8 @@ describe('errors and exit codes', () => {
     expect(oneLine(new Error('first\nsecond'))).toBe('first');
     // oclif's flag-value errors keep their reason on the one line
     expect(oneLine(new Error('Parsing --grace \n\tExpected an integer but received: abc\nSee more help with --help'))).toBe('Parsing --grace: Expected an integer but received: abc');
+    // podctl's own flag parsers name the flag: said once, not "Parsing --grace: --grace: …"
+    expect(oneLine(new Error('Parsing --grace \n\t--grace: "-5" is not a duration\nSee more help with --help'))).toBe('--grace: "-5" is not a duration');
     expect(oneLine(new UsageError('--timeout: "x" is not a duration', 'use e.g. 30s'))).toBe('--timeout: "x" is not a duration (use e.g. 30s)');
   });
 
