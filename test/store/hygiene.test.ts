@@ -11,6 +11,8 @@ import { openStore, type Store } from '../../src/store/index.js';
 import { MAX_RECORD_BYTES } from '../../src/store/files.js';
 import { handOff, sweepHandOffLogs } from '../../src/session/hand-off.js';
 import { checkpointFor, tempDir } from './support/fixtures.js';
+import { until } from '../support/wait.js';
+import { isProcessAlive } from '../../src/store/proc.js';
 
 let dir: { path: string; cleanup: () => Promise<void> };
 let reports: string[];
@@ -82,6 +84,9 @@ describe('hand-off logs', () => {
     await writeFile(victim, 'keep me');
     const planted = join(root, 'hand-off-1-deadbeef.log');
     await symlink(victim, planted);
+    // the children (a bin that does not exist) write their failure to their logs: aged only once
+    // both are gone, else a late write renews the log's mtime
+    await until('both hand-off children to exit', () => [a!, b!].every(({ pid }) => !isProcessAlive(pid)), 30_000);
     await old(a!.log, 25 * HOUR);
     expect(await sweepHandOffLogs(root, 24 * HOUR)).toBe(1);
     await expect(lstat(a!.log)).rejects.toMatchObject({ code: 'ENOENT' });
