@@ -18,6 +18,7 @@
  *   (truncated, checksum mismatch, unknown version, schema) that the store quarantines.
  * - The history is bounded (`HISTORY_LIMIT`, oldest dropped first).
  */
+// one-shot, without node:crypto's load for a short command; a watch checks every changed checkpoint
 import { sha256Hex } from '../lib/sha256.js';
 import type { TransitionRecord } from '../domain/session-api.js';
 import { CHECKPOINT_FORMAT, HISTORY_LIMIT, checkRecord, checkpointHeaderSchema, checkpointSchema, type PodCheckpoint } from './records.js';
@@ -26,11 +27,6 @@ export const CHECKPOINT_VERSION = 1;
 export { CHECKPOINT_FORMAT, HISTORY_LIMIT };
 
 export type { PodCheckpoint } from './records.js';
-
-/** One-shot, without node:crypto's load for a short command (lib/sha256.ts); a watch checks every changed checkpoint. */
-function sha256(data: Uint8Array): string {
-  return sha256Hex(data);
-}
 
 /** Keeps the newest `HISTORY_LIMIT` records. */
 export function boundHistory(history: TransitionRecord[]): TransitionRecord[] {
@@ -47,7 +43,7 @@ export function encodeCheckpoint(checkpoint: PodCheckpoint): Buffer {
     format: CHECKPOINT_FORMAT,
     version: CHECKPOINT_VERSION,
     length: payload.length,
-    sha256: sha256(payload),
+    sha256: sha256Hex(payload),
   });
   return Buffer.concat([Buffer.from(`${header}\n`, 'utf8'), payload]);
 }
@@ -90,7 +86,7 @@ export function decodeCheckpoint(data: Uint8Array, expectedUid?: string): Decode
   if (payload.length > header.length) {
     return rejected(`trailing garbage (${payload.length - header.length} bytes after the payload)`);
   }
-  if (sha256(payload) !== header.sha256) return rejected('checksum mismatch');
+  if (sha256Hex(payload) !== header.sha256) return rejected('checksum mismatch');
   const body = parseJson(payload.toString('utf8'));
   if (body === undefined) return rejected('payload is not JSON');
   const check = checkRecord(checkpointSchema, body);
