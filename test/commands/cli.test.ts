@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/cri/simulator/index.js';
 import { requireBuilt, runPodctl as podctl, BIN } from '../support/cli.js';
+import { waitFor } from '../support/wait.js';
 
 beforeAll(() => {
   requireBuilt('kill');
@@ -229,15 +230,31 @@ describe('against the embedded simulator', { timeout: 90_000 }, () => {
     const run = await podctl(['kill', 'stubborn', '--grace', '30', '--timeout', '1s', ...common]);
     expect(run.code).toBe(3);
     expect(run.stderr).toContain('default/stubborn still terminating after 1s');
-    const explain = await podctl(['status', 'default/stubborn', '--explain', '--json', ...common]);
-    expect(explain.code).toBe(0);
-    const [e] = JSON.parse(explain.stdout).explain;
+    const explainNow = async () => {
+      const explain = await podctl(['status', 'default/stubborn', '--explain', '--json', ...common]);
+      expect(explain.code).toBe(0);
+      return JSON.parse(explain.stdout).explain[0];
+    };
+    // right after the exit, each answer is one of the hand-off's true moments: nobody drives it yet,
+    // the background driver adopted it and its worker has yet to pick the kill up, or it drives it
+    const first = await explainNow();
+    expect(first.state).toBe('terminating');
+    expect(first.waitingFor).toMatch(/^(No podctl process drives it now|The worker to pick up the termination request|syncTerminatingPod:)/);
+    // then the background driver's worker stops it within its grace
+    const e = await waitFor(
+      'the background driver to drive default/stubborn',
+      async () => {
+        const now = await explainNow();
+        return now.waitingFor.startsWith('syncTerminatingPod:') && now.driven ? now : undefined;
+      },
+      20_000,
+    );
     expect(e.state).toBe('terminating');
     expect(e.predicates.find((p: { name: string }) => p.name === 'isPodTerminationRequested').value).toBe(true);
+    expect(e.predicates.find((p: { name: string }) => p.name === 'shouldPodContainersBeTerminating').value).toBe(true);
     // the background driver that took the pod over has what is left of the 30 s, never more
     expect(e.gracePeriodSeconds).toBeGreaterThanOrEqual(27);
     expect(e.gracePeriodSeconds).toBeLessThanOrEqual(30);
-    expect(e.waitingFor).toMatch(/sync-known|syncTerminatingPod/);
     expect(e.timeline.length).toBeGreaterThan(0);
   });
 
