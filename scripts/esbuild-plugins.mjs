@@ -51,7 +51,13 @@ module.exports = new Proxy({}, {
  *   does not load fs/promises;
  * - the platform check imports wsl-utils for `isWsl`, and wsl-utils requires Node's child_process
  *   when it loads: oclif gets `isWsl` from is-wsl (what wsl-utils exports) and wsl-utils on first
- *   use of anything else.
+ *   use of anything else;
+ * - Config.load asked is-wsl (which reads /proc/version, looks for /proc/sys/fs/binfmt_misc/WSLInterop
+ *   and /run/WSL, and loads is-inside-container and is-docker) for `config.platform`, which only the
+ *   user agent (`--version`, root help) and help's examples read: `platform` and `userAgent` are
+ *   getters that ask on first read (what they say is unchanged), `windows` and the macOS cache
+ *   directory are decided by Node's `os.platform()` (WSL is neither), and a command's `init` hands
+ *   http-call the user agent as a getter instead of reading it.
  * Each rewrite must find its text: an @oclif/core that changed fails the build instead of silently
  * keeping the cost.
  */
@@ -121,6 +127,39 @@ const OCLIF_REWRITES = [
     to: "(await import('is-wsl')).default",
     // is-wsl as wsl-utils resolves it (oclif's file requires nothing else that is not Node's)
     resolveFrom: 'wsl-utils',
+  },
+  {
+    file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]util[\\/]os\.js$/,
+    from: 'exports.getPlatform = getPlatform;',
+    to: "exports.getPlatform = getPlatform;\nexports.podctlPlatformSync = () => (require('is-wsl').default ? 'wsl' : (0, node_os_1.platform)());",
+  },
+  {
+    file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]config[\\/]config\.js$/,
+    from: `        this.platform = await (0, os_1.getPlatform)();
+        this.windows = this.platform === 'win32';`,
+    to: `        let podctlPlatform;
+        Object.defineProperty(this, 'platform', { configurable: true, enumerable: true, get: () => (podctlPlatform ??= (0, os_1.podctlPlatformSync)()), set: (value) => { podctlPlatform = value; } });
+        this.windows = (0, node_os_1.platform)() === 'win32';`,
+  },
+  {
+    file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]config[\\/]config\.js$/,
+    from: `        if (this.platform === 'win32')
+            this.dirname = this.dirname.replace('/', '\\\\');
+        this.userAgent = \`\${this.name}/\${this.version} \${this.platform}-\${this.arch} node-\${process.version}\`;`,
+    to: `        if (this.windows)
+            this.dirname = this.dirname.replace('/', '\\\\');
+        let podctlUserAgent;
+        Object.defineProperty(this, 'userAgent', { configurable: true, enumerable: true, get: () => (podctlUserAgent ??= \`\${this.name}/\${this.version} \${this.platform}-\${this.arch} node-\${process.version}\`), set: (value) => { podctlUserAgent = value; } });`,
+  },
+  {
+    file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]config[\\/]config\.js$/,
+    from: "return (this.platform === 'darwin' && ",
+    to: "return ((0, node_os_1.platform)() === 'darwin' && ",
+  },
+  {
+    file: /[\\/]@oclif[\\/]core[\\/]lib[\\/]command\.js$/,
+    from: "g['http-call'].userAgent = this.config.userAgent;",
+    to: "Object.defineProperty(g['http-call'], 'userAgent', { configurable: true, enumerable: true, get: () => this.config.userAgent });",
   },
 ];
 /**
