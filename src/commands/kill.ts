@@ -11,7 +11,10 @@ import { selectionFromFlags } from '../lib/refs.js';
 import type { Persist } from '../services/terminate/drive.js';
 import { killPods, type KillResult } from '../services/terminate/kill.js';
 import type { terminateJson } from '../base/json-results.js';
+import type { SessionOptions } from '../domain/session-api.js';
 import { podRefArgs, TerminateCommand, terminateCommandFlags } from '../base/terminate-command.js';
+
+const noop = (): void => undefined;
 
 export default class Kill extends TerminateCommand {
   static override summary = "Terminate pods with the kubelet's grace semantics and wait for them.";
@@ -45,6 +48,14 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     'via-api': Flags.boolean({ summary: 'Go through the API server for the pods a running kubelet desires (the default whenever an API server is configured); an error without one.', default: false }),
   };
 
+  /** Set while the session opens: called once the runtime's first requests are out (see run). */
+  #onRuntimeAsked: (() => void) | undefined;
+
+  protected override sessionOptions(): SessionOptions {
+    const onRuntimeAsked = this.#onRuntimeAsked;
+    return { ...super.sessionOptions(), ...(onRuntimeAsked ? { onRuntimeAsked } : {}) };
+  }
+
   async run(): Promise<ReturnType<typeof terminateJson<KillResult>>> {
     const { argv, flags } = await this.parse(Kill);
     if (flags.drive) {
@@ -68,11 +79,16 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     const persist: Persist = flags.drive
       ? (await import('../services/terminate/drive.js')).driverPatience({ stateDir: flags['state-dir'], uids: flags.uid ?? [], reporter: this.reporter, signal: this.abort.signal })
       : (_what, attempt) => attempt();
-    const session = await persist('opening the session', () => this.session());
-    // the kubelet check (healthz, then a synchronous /proc scan when refused) runs while the runtime
-    // answers the session's first relist, instead of delaying its connection; awaited before any stop
-    const kubeletCheck = kubeletStatusFor(flags['kubelet-healthz'], api);
-    kubeletCheck.catch(() => undefined);
+    // the kubelet check (healthz, then a synchronous /proc scan when refused) starts once the runtime
+    // has been sent Version and the first relist (or once the session is open, with a runtime that
+    // does not say when it is asked), so it runs while the runtime answers them, neither delaying
+    // the connection nor waiting for the answers; awaited before any stop
+    const asked = new Promise<void>((resolve) => (this.#onRuntimeAsked = resolve));
+    const opening = persist('opening the session', () => this.session());
+    const kubeletCheck = Promise.race([asked, opening.then(noop)]).then(() => kubeletStatusFor(flags['kubelet-healthz'], api));
+    // a failed open (before the runtime was asked: no check) leaves it unread
+    kubeletCheck.catch(noop);
+    const session = await opening;
     if (api && !flags['dry-run']) await (await import('../services/api/api-node.js')).replayPendingApiWrites(api, session);
     const kubelet = await kubeletCheck;
     // a fresh listing the kill's own lookups (≤ 1 s old) reuse: the runtime answered just before

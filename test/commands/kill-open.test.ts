@@ -1,7 +1,8 @@
 /**
  * What `podctl kill` asks first: the runtime (Version, the first relist) before the kubelet check,
- * so the check (healthz, then a /proc scan when refused) runs while the runtime answers; and still
- * nothing is stopped before the check has answered. Needs `npm run build`.
+ * so the check (healthz, then a /proc scan when refused) runs while the runtime answers — it does
+ * not wait for the runtime's first answer (Version); and still nothing is stopped before the check
+ * has answered. Needs `npm run build`.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,5 +46,42 @@ describe('podctl kill', { timeout: 60_000 }, () => {
     expect(seenAtHealthz[0]).toEqual(expect.arrayContaining(['Version', 'ListPodSandbox']));
     expect(seenAtHealthz[0]).not.toContain('StopContainer');
     expect(seenAtHealthz[0]).not.toContain('StopPodSandbox');
+  });
+
+  it('asks the kubelet while the runtime has not answered yet (Version held back 1 s), and stops nothing before the kubelet answered', async () => {
+    const slow = await startSimulator({
+      socketPath: path.join(dir, 'slow.sock'),
+      timeScale: 0.05,
+      pods: [{ name: 'web-2', namespace: 'web', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] }],
+      faults: [{ method: 'Version', delayMs: 1_000, proceed: true }],
+    });
+    const asked: { at: number; calls: string[] }[] = [];
+    const kubelet = await startHealthz(() => asked.push({ at: Date.now(), calls: slow.state.journal().flatMap((r) => (r.kind === 'rpc' ? [r.method] : [])) }));
+    try {
+      const run = await podctl([
+        'kill',
+        'web/web-2',
+        '--force',
+        '--grace',
+        '1',
+        '--json',
+        '--runtime-endpoint',
+        slow.endpoint,
+        '--state-dir',
+        path.join(dir, 'state-slow'),
+        '--kubelet-healthz',
+        kubelet.url,
+      ]);
+      expect(run.code, run.stderr).toBe(0);
+      expect((JSON.parse(run.stdout) as { pods: { outcome: string }[] }).pods).toEqual([expect.objectContaining({ outcome: 'terminated' })]);
+      const held = slow.state.journal().find((r) => r.kind === 'fault' && r.method === 'Version');
+      expect(asked).toHaveLength(1);
+      // the kubelet was asked before Version's answer went out (held ≥ 1 s from when it came in)
+      expect(asked[0]!.at).toBeLessThan(held!.at + 1_000);
+      expect(asked[0]!.calls).not.toContain('StopContainer');
+    } finally {
+      kubelet.close();
+      await slow.close();
+    }
   });
 });
