@@ -10,6 +10,11 @@
  * - An event that moves an awaited pod on wakes the wait at once (after the current burst of
  *   events); other notices are coalesced for WAKE_COALESCE_MS; none is lost while a look runs.
  * - A pod awaited here whose owner is gone is taken over (waiting is driving).
+ * - A wait asks the runtime for no relist of its own while every pod it awaits is driven here
+ *   (`DRIVEN_LISTING_MAX_AGE_MS`): their workers decide when they are terminated, each by its own
+ *   check relist (started after its stops, as the kubelet's PLEG); the listing adds only container
+ *   counts. A pod driven elsewhere, or by nobody, is seen through a listing at most
+ *   `RECENT_LISTING_MS / 4` old.
  */
 import { killTimeoutMs } from '../engine/index.js';
 import { workerStateOf, type PodSyncStatusView, type PodWorkers } from '../engine/types.js';
@@ -22,6 +27,12 @@ import type { PodView } from './view.js';
 
 /** How long `waitTerminated` coalesces notices that do not move an awaited pod on, ms. */
 const WAKE_COALESCE_MS = 10;
+/**
+ * How old a listing may be for a wait whose pods are all driven here, ms: two relist periods, so the
+ * session's own relists (its poll, the workers' checks) serve it and the runtime, busy stopping
+ * those very pods, is not asked for one more listing of the whole node on each wake-up.
+ */
+const DRIVEN_LISTING_MAX_AGE_MS = 2 * RECENT_LISTING_MS;
 
 export interface WaitDeps {
   engine: Pick<PodWorkers, 'snapshot' | 'subscribe'>;
@@ -52,8 +63,9 @@ export async function waitTerminated(deps: WaitDeps, uids: string[], options: Wa
     const pending = waiting();
     if (pending.length === 0) return;
     let infos: Map<string, PodInfo>;
+    const maxAgeMs = pending.every((uid) => deps.ownership.holds(uid)) ? DRIVEN_LISTING_MAX_AGE_MS : RECENT_LISTING_MS / 4;
     try {
-      infos = await deps.view.collect(pending, await deps.view.runtimeIndex(RECENT_LISTING_MS / 4));
+      infos = await deps.view.collect(pending, await deps.view.runtimeIndex(maxAgeMs));
     } catch (error) {
       deps.log('debug', `wait: ${(error as Error).message}`);
       return; // the runtime did not answer: decide nothing this round
