@@ -77,9 +77,16 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     ...(options.runtimeEndpoint ? { flag: options.runtimeEndpoint } : {}),
     ...(options.rpcTimeoutMs ? { requestTimeoutMs: options.rpcTimeoutMs } : {}),
     stateDir,
+    // the probe's connection is the one the calls go over: the runtime is connected to once
+    keepConnection: true,
   });
   const rpcTimeoutMs = resolved.timeoutMs;
-  const client = await connectCri({ endpoint: resolved.endpoint, timeoutMs: rpcTimeoutMs, teardownTimeoutMs: resolved.teardownTimeoutMs });
+  const client = await connectCri({
+    endpoint: resolved.endpoint,
+    timeoutMs: rpcTimeoutMs,
+    teardownTimeoutMs: resolved.teardownTimeoutMs,
+    ...(resolved.connection ? { connection: resolved.connection } : {}),
+  });
   const clock = options.clock;
   const cache = new RuntimePodCache({
     client,

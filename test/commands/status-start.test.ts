@@ -80,4 +80,16 @@ describe.skipIf(!existsSync(path.join(ROOT, 'dist/podctl.cjs')))('podctl status 
     expect(version.stdout.trim()).toMatch(new RegExp(`^podctl/\\S+ ${process.platform}-${process.arch} node-${process.version}$`));
     expect(version.seen.files).toContain('/proc/version');
   });
+
+  it('connects to an explicit endpoint once: the checked connection carries the calls; a missing socket is still one line, exit 1', async () => {
+    const status = await podctl(['status', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state')], path.join(dir, 'once.json'));
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout.split('\n').filter((l) => /^\S+\/\S+\s+[0-9a-f]{8}\s/.test(l))).toHaveLength(3);
+    expect(status.seen.connects.filter((p) => p === path.join(dir, 'cri.sock'))).toHaveLength(1);
+
+    const missing = path.join(dir, 'missing.sock');
+    const gone = await podctl(['status', '--runtime-endpoint', `unix://${missing}`, '--state-dir', path.join(dir, 'state')], path.join(dir, 'missing.json'));
+    expect(gone.code).toBe(1);
+    expect(gone.stderr.trim()).toBe(`error: runtime endpoint ${missing} (--runtime-endpoint): no such socket; is the runtime running? pass --runtime-endpoint unix:///path/to/cri.sock`);
+  });
 });

@@ -25,6 +25,7 @@
  * - A connection holds the process open only while a call is in flight on it.
  * - `close()` ends the calls in flight with Cancelled and opens no new connection.
  */
+import type net from 'node:net';
 import { CriError, GrpcStatus } from './errors.js';
 import { codeOfHttpStatus, statusOf } from './wire.js';
 import { clampTimerMs } from '../../engine/timers.js';
@@ -143,24 +144,40 @@ export interface ChannelOptions {
   socketPath: string;
   /** Largest message sent or received (bytes); default 16 MiB. */
   maxMessageBytes?: number;
+  /**
+   * A connection to `socketPath` already made (endpoint.ts's probe, `keepConnection`): the first
+   * connection goes over it when it is still open, else a new one is made. The channel owns it.
+   */
+  connection?: net.Socket;
 }
 
 export class Http2Channel {
   readonly #socketPath: string;
   readonly #maxBytes: number;
+  #handed: net.Socket | undefined;
   #current: Connection | undefined;
   #closed = false;
 
   constructor(options: ChannelOptions) {
     this.#socketPath = options.socketPath;
     this.#maxBytes = options.maxMessageBytes ?? 16 * 1024 * 1024;
+    this.#handed = options.connection;
+  }
+
+  /** The connection handed over, once, if it is still open; a closed one is let go. */
+  #takeHanded(): net.Socket | undefined {
+    const socket = this.#handed;
+    this.#handed = undefined;
+    if (socket === undefined || (!socket.destroyed && socket.readyState === 'open')) return socket;
+    socket.destroy();
+    return undefined;
   }
 
   /** The connection new calls go to: the current one, or a new one when it is retired. */
   #connection(): Connection {
     const current = this.#current;
     if (current !== undefined && !current.retired) return current;
-    const session = connect(this.#socketPath, { initialWindowSize: STREAM_WINDOW_BYTES });
+    const session = connect(this.#socketPath, { initialWindowSize: STREAM_WINDOW_BYTES }, this.#takeHanded());
     const connection: Connection = { session, ready: false, retired: false, calls: 0, watchers: new Set() };
     const changed = (): void => {
       for (const watcher of [...connection.watchers]) watcher();
@@ -292,6 +309,7 @@ export class Http2Channel {
   /** Closes the connection; calls in flight end with Cancelled. Idempotent. */
   close(): void {
     this.#closed = true;
+    this.#takeHanded()?.destroy();
     const current = this.#current;
     this.#current = undefined;
     current?.session.destroy();

@@ -35,6 +35,7 @@ import type {
   PodSandboxStatusResponse,
   VersionResponse,
 } from './generated/runtime_v1.js';
+import type net from 'node:net';
 import type { ContainerEventSummary } from './container-event.js';
 import { Http2Channel } from './channel.js';
 import { CriError, GrpcStatus } from './errors.js';
@@ -99,6 +100,8 @@ export interface CriClientOptions {
   timeoutMs?: number;
   /** Default deadline of StopPodSandbox and RemovePodSandbox, ms (default: `timeoutMs`). */
   teardownTimeoutMs?: number;
+  /** A connection to the endpoint already made (ResolvedEndpoint.connection): the client owns it. */
+  connection?: net.Socket;
 }
 
 interface ExecResult {
@@ -167,7 +170,12 @@ const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 export async function connectCri(options: CriClientOptions): Promise<CriClient> {
   const { endpoint, path } = parseEndpoint(options.endpoint);
   const timeoutMs = options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS;
-  return new Http2CriClient({ endpoint, socketPath: path, timeoutMs, teardownTimeoutMs: options.teardownTimeoutMs ?? timeoutMs }, await loadCriModules());
+  const at = { endpoint, socketPath: path, timeoutMs, teardownTimeoutMs: options.teardownTimeoutMs ?? timeoutMs, ...(options.connection ? { connection: options.connection } : {}) };
+  const modules = await loadCriModules().catch((error: unknown) => {
+    options.connection?.destroy();
+    throw error;
+  });
+  return new Http2CriClient(at, modules);
 }
 
 /** A unary method of the generated service definition: its name and message types. */
@@ -193,12 +201,12 @@ class Http2CriClient implements CriClient {
   /** Ends each event stream in flight (`close()`). */
   readonly #streams = new Set<() => void>();
 
-  constructor(at: { endpoint: string; socketPath: string; timeoutMs: number; teardownTimeoutMs: number }, { proto, decodeEvent, Reader }: CriModules) {
+  constructor(at: { endpoint: string; socketPath: string; timeoutMs: number; teardownTimeoutMs: number; connection?: net.Socket }, { proto, decodeEvent, Reader }: CriModules) {
     this.endpoint = at.endpoint;
     this.#socketPath = at.socketPath;
     this.timeoutMs = at.timeoutMs;
     this.#teardownTimeoutMs = at.teardownTimeoutMs;
-    this.#channel = new Http2Channel({ socketPath: at.socketPath, maxMessageBytes: MAX_MESSAGE_BYTES });
+    this.#channel = new Http2Channel({ socketPath: at.socketPath, maxMessageBytes: MAX_MESSAGE_BYTES, ...(at.connection ? { connection: at.connection } : {}) });
     this.#proto = proto;
     this.#methods = proto.RuntimeServiceDefinition.methods;
     this.#servicePath = `/${proto.RuntimeServiceDefinition.fullName}/`;

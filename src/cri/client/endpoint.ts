@@ -26,6 +26,9 @@
  * - Probing a socket is a bounded connect (no gRPC import), files are read and stat'ed with callback
  *   fs (lib/fs-async.ts, not fs.promises, whose internals load a dozen of Node's modules): this module
  *   stays cheap to load and to run.
+ * - With `keepConnection`, the probe's connection to the socket resolved is not closed but handed to
+ *   the caller (`ResolvedEndpoint.connection`, unref'ed, its errors kept until the caller listens):
+ *   the runtime is connected to once, not twice. The caller uses it or destroys it.
  */
 import { constants as fsConstants } from 'node:fs';
 import net from 'node:net';
@@ -116,6 +119,8 @@ export interface ResolvedEndpoint {
   teardownTimeoutMs: number;
   /** The crictl file read (named in messages), whether or not it exists. */
   crictlFile: string;
+  /** With `keepConnection`: the probe's connection to `path`, for the caller to use or destroy. */
+  connection?: net.Socket;
 }
 
 export interface ResolveEndpointOptions {
@@ -129,6 +134,8 @@ export interface ResolveEndpointOptions {
   wellKnown?: readonly string[];
   /** Bound for each connect probe, ms (default 500). */
   probeTimeoutMs?: number;
+  /** Hand the probe's connection to the endpoint resolved to the caller instead of closing it. */
+  keepConnection?: boolean;
   /** The request deadline asked for on the command line or its variable, ms (0: none asked for). */
   requestTimeoutMs?: number;
   signal?: AbortSignal;
@@ -165,10 +172,14 @@ export function parseEndpoint(value: string): { endpoint: string; path: string }
   return { endpoint: `unix://${normalized}`, path: normalized };
 }
 
-type SocketCheck = { ok: true } | { ok: false; reason: 'missing' | 'not-a-socket' | 'permission' | 'refused'; detail: string };
+type SocketCheck = { ok: true; connection?: net.Socket } | { ok: false; reason: 'missing' | 'not-a-socket' | 'permission' | 'refused'; detail: string };
 
-/** Stat + bounded connect: is something serving this unix socket, and may we open it? */
-export async function checkSocket(socketPath: string, timeoutMs = 500, signal?: AbortSignal): Promise<SocketCheck> {
+/**
+ * Stat + bounded connect: is something serving this unix socket, and may we open it? With `keep`,
+ * the connection made is returned open (unref'ed; an error on it is swallowed until the caller
+ * adds its own listener, which then sees the socket destroyed) instead of closed.
+ */
+export async function checkSocket(socketPath: string, timeoutMs = 500, signal?: AbortSignal, keep = false): Promise<SocketCheck> {
   let st;
   try {
     st = await fs.stat(socketPath);
@@ -183,17 +194,19 @@ export async function checkSocket(socketPath: string, timeoutMs = 500, signal?: 
   } catch {
     return { ok: false, reason: 'permission', detail: 'permission denied' };
   }
-  return connectProbe(socketPath, timeoutMs, signal);
+  return connectProbe(socketPath, timeoutMs, signal, keep);
 }
 
-function connectProbe(socketPath: string, timeoutMs: number, signal?: AbortSignal): Promise<SocketCheck> {
+function connectProbe(socketPath: string, timeoutMs: number, signal: AbortSignal | undefined, keep: boolean): Promise<SocketCheck> {
   return new Promise((resolve) => {
     const sock = net.createConnection({ path: socketPath });
     const done = (result: SocketCheck): void => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      sock.destroy();
-      resolve(result);
+      sock.removeAllListeners('connect').removeAllListeners('error');
+      if (result.ok && keep) sock.on('error', () => undefined).unref();
+      else sock.destroy();
+      resolve(result.ok && keep ? { ok: true, connection: sock } : result);
     };
     const onAbort = (): void => done({ ok: false, reason: 'refused', detail: 'aborted' });
     const timer = setTimeout(() => done({ ok: false, reason: 'refused', detail: `no answer within ${timeoutMs} ms` }), timeoutMs);
@@ -212,10 +225,16 @@ function failure(socketPath: string, check: Exclude<SocketCheck, { ok: true }>, 
   return new EndpointError(`runtime endpoint ${socketPath} (${source}): ${check.detail}; ${hint}`, check.reason, socketPath);
 }
 
+/** The connection a successful check kept, as ResolvedEndpoint's field. */
+function kept(check: { ok: true; connection?: net.Socket }): Pick<ResolvedEndpoint, 'connection'> {
+  return check.connection ? { connection: check.connection } : {};
+}
+
 /** Picks the CRI endpoint (see the module comment for the order). */
 export async function resolveEndpoint(options: ResolveEndpointOptions = {}): Promise<ResolvedEndpoint> {
   const env = options.env ?? process.env;
   const probeMs = options.probeTimeoutMs ?? 500;
+  const keep = options.keepConnection ?? false;
   const simulatorPath = options.stateDir ? path.join(options.stateDir, SIMULATOR_SOCKET_NAME) : undefined;
 
   const crictlFile = crictlConfigPath(env);
@@ -240,20 +259,20 @@ export async function resolveEndpoint(options: ResolveEndpointOptions = {}): Pro
           : undefined;
   if (explicit) {
     const parsed = parseEndpoint(explicit.value);
-    const check = await checkSocket(parsed.path, probeMs, options.signal);
+    const check = await checkSocket(parsed.path, probeMs, options.signal, keep);
     if (!check.ok) throw failure(parsed.path, check, explicit.source);
-    return { ...parsed, simulated: simulatorPath !== undefined && parsed.path === path.normalize(simulatorPath), source: explicit.source, ...timeout };
+    return { ...parsed, simulated: simulatorPath !== undefined && parsed.path === path.normalize(simulatorPath), source: explicit.source, ...timeout, ...kept(check) };
   }
 
   for (const candidate of options.wellKnown ?? WELL_KNOWN_SOCKETS) {
-    const check = await checkSocket(candidate, probeMs, options.signal);
-    if (check.ok) return { ...parseEndpoint(candidate), simulated: false, source: 'default socket', ...timeout };
+    const check = await checkSocket(candidate, probeMs, options.signal, keep);
+    if (check.ok) return { ...parseEndpoint(candidate), simulated: false, source: 'default socket', ...timeout, ...kept(check) };
     if (check.reason === 'permission') throw failure(candidate, check, 'default socket');
   }
 
   if (simulatorPath) {
-    const check = await checkSocket(simulatorPath, probeMs, options.signal);
-    if (check.ok) return { ...parseEndpoint(simulatorPath), simulated: true, source: "the simulator's default socket", ...timeout };
+    const check = await checkSocket(simulatorPath, probeMs, options.signal, keep);
+    if (check.ok) return { ...parseEndpoint(simulatorPath), simulated: true, source: "the simulator's default socket", ...timeout, ...kept(check) };
   }
 
   const tried = [...(options.wellKnown ?? WELL_KNOWN_SOCKETS), ...(simulatorPath ? [simulatorPath] : [])];

@@ -17,6 +17,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectCri, type CriClient } from '../../../src/cri/client/client.js';
 import { CriError, GrpcStatus, isDeadlineExceeded, isNotFound } from '../../../src/cri/client/errors.js';
+import { resolveEndpoint } from '../../../src/cri/client/endpoint.js';
 import { ListContainersResponse, VersionResponse } from '../../../src/cri/client/generated/runtime_v1.js';
 import { startSimulator } from '../../../src/cri/simulator/index.js';
 import { useTempDir } from '../support.js';
@@ -198,6 +199,31 @@ describe('CRI client over HTTP/2: protocol edges', () => {
     expect(versions.map((v) => v.runtimeName)).toEqual(Array.from({ length: 20 }, () => 'tiny'));
     expect(tiny.asked).toHaveLength(21);
     expect(tiny.sessions).toBe(1);
+  });
+
+  it("goes over the endpoint check's connection when it is handed over: the runtime is connected to once", async () => {
+    const tiny = await tinyServer(answerWith(VERSION));
+    const resolved = await resolveEndpoint({ flag: `unix://${tiny.socketPath}`, keepConnection: true });
+    expect(resolved.connection?.destroyed).toBe(false);
+    const c = await connectCri({ endpoint: resolved.endpoint, timeoutMs: 5_000, ...(resolved.connection ? { connection: resolved.connection } : {}) });
+    clients.push(c);
+    await c.waitForReady(2_000);
+    expect((await Promise.all([c.version(), c.version()])).map((v) => v.runtimeName)).toEqual(['tiny', 'tiny']);
+    expect(tiny.sessions).toBe(1);
+    // without keepConnection the check's connection is closed: the calls need another one
+    const probed = await resolveEndpoint({ flag: `unix://${tiny.socketPath}` });
+    expect(probed.connection).toBeUndefined();
+    expect((await (await client(tiny.socketPath)).version()).runtimeName).toBe('tiny');
+    expect(tiny.sessions).toBe(3);
+  });
+
+  it('makes a new connection when the one handed over closed before the first call', async () => {
+    const tiny = await tinyServer(answerWith(VERSION));
+    const resolved = await resolveEndpoint({ flag: `unix://${tiny.socketPath}`, keepConnection: true });
+    resolved.connection?.destroy();
+    const c = await connectCri({ endpoint: resolved.endpoint, timeoutMs: 5_000, ...(resolved.connection ? { connection: resolved.connection } : {}) });
+    clients.push(c);
+    expect((await c.version()).runtimeName).toBe('tiny');
   });
 
   it('reaches a runtime that restarted with the same client: a new connection after the old one closed', async () => {

@@ -114,7 +114,9 @@ export class H2Session extends EventEmitter {
     if (options.headerTableSize !== undefined) settings.push([Setting.HEADER_TABLE_SIZE, options.headerTableSize]);
     if (this.#localWindow !== DEFAULT_WINDOW) settings.push([Setting.INITIAL_WINDOW_SIZE, this.#localWindow]);
     this.#write(Buffer.concat([PREFACE, settingsFrame(settings)]));
-    socket.once('connect', () => this.emit('connect', this, socket));
+    // a socket handed over already connected (endpoint.ts's probe) says so on the next tick
+    if (socket.connecting) socket.once('connect', () => this.emit('connect', this, socket));
+    else process.nextTick(() => this.emit('connect', this, socket));
     socket.on('data', (chunk: Buffer) => this.#receive(chunk));
     socket.on('error', (error: Error) => this.destroy(error));
     socket.on('close', () => this.destroy());
@@ -506,6 +508,10 @@ export class H2Session extends EventEmitter {
 }
 
 /** Opens a connection to the unix socket `socketPath` (prior knowledge: HTTP/2 from the first byte). */
-export function connect(socketPath: string, options: SessionOptions = {}): H2Session {
-  return new H2Session(net.connect(socketPath), options);
+/**
+ * A connection to `socketPath`; over `socket` instead when one is given that is connected or
+ * connecting and not yet read from (the caller hands it over).
+ */
+export function connect(socketPath: string, options: SessionOptions = {}, socket?: net.Socket): H2Session {
+  return new H2Session(socket ?? net.connect(socketPath), options);
 }
