@@ -8,6 +8,7 @@ import { ExitCode, exitCodesHelp } from '../lib/exit-codes.js';
 import { terminationOptionsFromFlags } from '../base/flags.js';
 import { driverFlags, safetyFlags } from '../base/safety-flags.js';
 import { selectionFromFlags } from '../lib/refs.js';
+import { prepareSha256 } from '../lib/sha256.js';
 import type { Persist } from '../services/terminate/drive.js';
 import { killPods, type KillResult } from '../services/terminate/kill.js';
 import type { terminateJson } from '../base/json-results.js';
@@ -58,6 +59,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
 
   async run(): Promise<ReturnType<typeof terminateJson<KillResult>>> {
     const { argv, flags } = await this.parse(Kill);
+    // the write-ahead checkpoint's checksum: its module compiled off the main thread meanwhile
+    if (!flags['dry-run']) prepareSha256();
     if (flags.drive) {
       this.backgroundDriver = true;
       this.interruptMessage = 'stopping; the pods this driver drives go to the agent serving the state dir, if one runs, else they are left undriven';

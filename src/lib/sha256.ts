@@ -48,6 +48,7 @@ const INITIAL = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9
 interface WebAssemblyApi {
   Module: new (bytes: Uint8Array) => object;
   Instance: new (module: object) => { exports: object };
+  compile?: (bytes: Uint8Array) => Promise<object>;
 }
 
 interface Compressor {
@@ -57,6 +58,33 @@ interface Compressor {
 
 let compressor: Compressor | null | undefined;
 let hashedBytes = 0;
+let preparing = false;
+
+/**
+ * Compiles the module off the main thread (`WebAssembly.compile`) and, once it is compiled, makes
+ * the instance and runs the function once over no block (which changes nothing: V8 compiles a wasm
+ * function on its first call), so that the first checksum a command needs later does not compile
+ * them on its path. Idempotent; a failure leaves it to `sha256Hex`'s synchronous compile (or
+ * node:crypto), as without it; the digests are the same either way.
+ */
+export function prepareSha256(): void {
+  const api = (globalThis as { WebAssembly?: WebAssemblyApi }).WebAssembly;
+  if (preparing || compressor !== undefined || !api?.compile) return;
+  preparing = true;
+  api.compile(Buffer.from(SHA256_MODULE, 'base64')).then(
+    (module) => {
+      if (compressor !== undefined) return;
+      try {
+        const ready = new api.Instance(module).exports as Compressor;
+        ready.compress(MESSAGE_AT, MESSAGE_AT);
+        compressor = ready;
+      } catch {
+        // left to compressorOf
+      }
+    },
+    () => undefined,
+  );
+}
 
 /** The module's instance, made at the first use; null where WebAssembly is unavailable. */
 function compressorOf(): Compressor | null {
