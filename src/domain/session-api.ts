@@ -65,10 +65,11 @@ export interface SessionOptions {
    */
   runtimeEventPatches?: boolean;
   /**
-   * Called once, when the runtime's connection is up and its first requests (Version, the first
-   * relist) are on their way, while the session still opens: work that needs no session (a
-   * command's own checks) can run while the runtime answers. Not called when the open fails first,
-   * nor for a runtime that is not the CRI one (tests' seams).
+   * Called once, when the runtime's connection is up (the endpoint check's connection, or the
+   * runtime's HTTP/2 answer on a new one) and its first requests (Version, the first relist) are on
+   * their way, while the session still opens: work that needs no session (a command's own checks)
+   * can run while the runtime answers. Not called when the open fails first, nor for a runtime that
+   * is not the CRI one (tests' seams).
    */
   onRuntimeAsked?: () => void;
 }

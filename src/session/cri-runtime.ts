@@ -56,6 +56,19 @@ export interface RuntimeHooks {
   onAsked?: () => void;
 }
 
+/** `hook`, called at most once; `cancel()` makes later calls do nothing. */
+function once(hook: (() => void) | undefined): (() => void) & { cancel(): void } {
+  let done = hook === undefined;
+  return Object.assign(
+    () => {
+      if (done) return;
+      done = true;
+      hook?.();
+    },
+    { cancel: () => void (done = true) },
+  );
+}
+
 function recordOfRuntimePod(pod: RuntimePod): RuntimePodRecord {
   const createdAt = pod.sandboxes[0]?.createdAt;
   return {
@@ -70,23 +83,8 @@ function recordOfRuntimePod(pod: RuntimePod): RuntimePodRecord {
   };
 }
 
-export async function connectRuntime(options: SessionOptions, stateDir: string, hooks: RuntimeHooks = {}): Promise<SessionRuntime> {
-  // the generated module loads (CPU) while the endpoint is probed (I/O).
-  loadCriModules().catch(() => undefined);
-  const resolved = await resolveEndpoint({
-    ...(options.runtimeEndpoint ? { flag: options.runtimeEndpoint } : {}),
-    ...(options.rpcTimeoutMs ? { requestTimeoutMs: options.rpcTimeoutMs } : {}),
-    stateDir,
-    // the probe's connection is the one the calls go over: the runtime is connected to once
-    keepConnection: true,
-  });
-  const rpcTimeoutMs = resolved.timeoutMs;
-  const client = await connectCri({
-    endpoint: resolved.endpoint,
-    timeoutMs: rpcTimeoutMs,
-    teardownTimeoutMs: resolved.teardownTimeoutMs,
-    ...(resolved.connection ? { connection: resolved.connection } : {}),
-  });
+/** The relisting status cache and the CRI-backed syncer over `client`. */
+function cacheAndSyncer(client: CriClient, options: SessionOptions, hooks: RuntimeHooks, rpcTimeoutMs: number): { cache: RuntimePodCache; syncer: RuntimeSyncer } {
   const clock = options.clock;
   const cache = new RuntimePodCache({
     client,
@@ -111,6 +109,27 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
       return uid !== undefined && (hooks.isEvicted?.(uid) ?? false);
     },
   });
+  return { cache, syncer };
+}
+
+export async function connectRuntime(options: SessionOptions, stateDir: string, hooks: RuntimeHooks = {}): Promise<SessionRuntime> {
+  // the generated module loads (CPU) while the endpoint is probed (I/O).
+  loadCriModules().catch(() => undefined);
+  const resolved = await resolveEndpoint({
+    ...(options.runtimeEndpoint ? { flag: options.runtimeEndpoint } : {}),
+    ...(options.rpcTimeoutMs ? { requestTimeoutMs: options.rpcTimeoutMs } : {}),
+    stateDir,
+    // the probe's connection is the one the calls go over: the runtime is connected to once
+    keepConnection: true,
+  });
+  const rpcTimeoutMs = resolved.timeoutMs;
+  const client = await connectCri({
+    endpoint: resolved.endpoint,
+    timeoutMs: rpcTimeoutMs,
+    teardownTimeoutMs: resolved.teardownTimeoutMs,
+    ...(resolved.connection ? { connection: resolved.connection } : {}),
+  });
+  const { cache, syncer } = cacheAndSyncer(client, options, hooks, rpcTimeoutMs);
   // Version, then the first relist, go out at once (held until the connection is up): the small
   // answer is not queued behind the listing's, so the session opens while the listing is on its way
   // (a command's first listing joins it). A failed open aborts Version (which then keeps the guess);
@@ -118,18 +137,24 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
   const opening = new AbortController();
   const simulated = runtimeIsSimulator(client, resolved.simulated, Math.min(VERSION_TIMEOUT_MS, rpcTimeoutMs), opening.signal);
   cache.refresh().catch(() => undefined);
+  const tellAsked = once(hooks.onAsked);
+  // Over the check's connection (connected already) the requests are written before the loop's
+  // next turn: the caller's own work (a kubelet check) starts then, while the runtime answers them,
+  // not once the runtime's first bytes (its SETTINGS) came in, often with the answers.
+  if (resolved.connection && hooks.onAsked) setImmediate(tellAsked);
   // The connect bound: a socket that accepts and never speaks HTTP/2, or speaks something else,
   // ends here with one line instead of every call waiting out its deadline.
   const connectMs = connectTimeoutFor(rpcTimeoutMs);
   try {
     await client.waitForReady(connectMs);
   } catch (error) {
+    tellAsked.cancel();
     opening.abort();
     cache.close();
     client.close();
     throw notCriError(resolved, connectMs, error);
   }
-  hooks.onAsked?.();
+  tellAsked();
   // A relist builds new RuntimePod objects; until the next one, every listing of a pod (a wait
   // re-evaluates on each engine event) reuses its record instead of converting it again.
   const records = new WeakMap<RuntimePod, RuntimePodRecord>();

@@ -5,6 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -67,6 +68,35 @@ describe('podctl status', { timeout: 60_000 }, () => {
     } finally {
       kubelet.close();
       await slow.close();
+    }
+  });
+
+  it("asks the kubelet before the runtime's first bytes come back (its connection answered 1.2 s late)", async () => {
+    // a runtime slow to answer a connection at all: a proxy that holds each connection 1.2 s before
+    // it passes it on to the simulator (within the 2 s connect bound)
+    const socketPath = path.join(dir, 'late.sock');
+    let forwarded = false;
+    const proxy = net.createServer((client) => {
+      client.pause();
+      setTimeout(() => {
+        forwarded = true;
+        const upstream = net.connect(sim.socketPath, () => client.resume());
+        client.pipe(upstream).pipe(client);
+        upstream.on('error', () => client.destroy());
+        client.on('error', () => upstream.destroy());
+      }, 1_200);
+    });
+    await new Promise<void>((resolve) => proxy.listen(socketPath, resolve));
+    const forwardedAtHealthz: boolean[] = [];
+    const kubelet = await startHealthz(() => forwardedAtHealthz.push(forwarded));
+    try {
+      const run = await podctl(['status', '-o', 'json', '--runtime-endpoint', `unix://${socketPath}`, '--state-dir', path.join(dir, 'state-late'), '--kubelet-healthz', kubelet.url]);
+      expect(run.code, run.stderr).toBe(0);
+      expect((JSON.parse(run.stdout) as { pods: unknown[] }).pods).toHaveLength(6);
+      expect(forwardedAtHealthz).toEqual([false]);
+    } finally {
+      kubelet.close();
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
     }
   });
 });
