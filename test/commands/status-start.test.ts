@@ -81,6 +81,14 @@ describe.skipIf(!existsSync(path.join(ROOT, 'dist/podctl.cjs')))('podctl status 
     expect(version.seen.files).toContain('/proc/version');
   });
 
+  it('reads a manifest written in ASCII (its other characters escaped), whose help texts print as before', async () => {
+    const manifest = readFileSync(path.join(ROOT, 'oclif.manifest.json'), 'utf8');
+    expect(manifest.match(/[^\x00-\x7f]/g) ?? []).toEqual([]);
+    const help = await podctl(['status', '--help'], path.join(dir, 'help.json'));
+    expect(help.code, help.stderr).toBe(0);
+    expect(help.stdout).toContain('shouldPodContainersBeTerminating, …)');
+  });
+
   it('connects to an explicit endpoint once: the checked connection carries the calls; a missing socket is still one line, exit 1', async () => {
     const status = await podctl(['status', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state')], path.join(dir, 'once.json'));
     expect(status.code, status.stderr).toBe(0);
