@@ -15,7 +15,7 @@
  * - Heavy modules are never imported here: the session module is loaded on first `session()` call.
  */
 import path from 'node:path';
-import { Command, Errors } from '@oclif/core';
+import { Command, Errors, ux } from '@oclif/core';
 import type { HandOff, HandOffOptions } from '../session/hand-off.js';
 import type { NodeSession, SessionOptions } from '../domain/session-api.js';
 import type { PodctlMetrics } from '../metrics/registry.js';
@@ -129,7 +129,33 @@ export abstract class PodctlCommand extends Command {
       log: this.reporter.asLogger(),
       ...(this.readOnlySession ? { readOnly: true } : {}),
       ...(this.exitDetails === 'driven' ? { exitDetails: 'driven' as const } : {}),
+      ...(this.#onRuntimeAsked ? { onRuntimeAsked: this.#onRuntimeAsked } : {}),
     };
+  }
+
+  /** Set by `openingSession` while the session opens. */
+  #onRuntimeAsked: (() => void) | undefined;
+
+  /**
+   * Starts opening the session (`open`: `session()`, or it wrapped) and says when the runtime has
+   * been sent Version and the first relist (`asked`; with a runtime that does not say so, once the
+   * session is open): a command's own checks (the kubelet's) start then, while the runtime answers.
+   * `asked` rejects when the open fails first.
+   */
+  protected openingSession(open: () => Promise<NodeSession> = () => this.session()): { opening: Promise<NodeSession>; asked: Promise<void> } {
+    const runtimeAsked = new Promise<void>((resolve) => (this.#onRuntimeAsked = resolve));
+    const opening = open();
+    return { opening, asked: Promise.race([runtimeAsked, opening.then(() => undefined)]) };
+  }
+
+  /**
+   * The --json result as oclif prints it (pretty, two spaces), without oclif's colour tokenizer when
+   * no JSON theme is set: uncoloured, the tokenizer returns JSON.stringify's text, after tens of ms
+   * on a large result (a 100-pod drain's), compiled cold at the very end of the command.
+   */
+  override logJson(json: unknown): void {
+    if (this.config.theme?.json) return super.logJson(json);
+    ux.stdout(JSON.stringify(json, null, 2));
   }
 
   /**

@@ -3,7 +3,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Flags, ux } from '@oclif/core';
+import { Flags } from '@oclif/core';
 import type { NodeSession } from '../domain/session-api.js';
 import { MAX_GRACE_SECONDS } from '../engine/grace.js';
 import { apiNodeFor, kubeletFlags, kubeletStatusFor } from '../base/api-door.js';
@@ -176,16 +176,6 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
       this.setExitCode(ExitCode.Usage);
     } else this.setExitCode(drainExitCode(result));
     return drainJson(result);
-  }
-
-  /**
-   * The --json result as oclif prints it (pretty, two spaces), without oclif's colour tokenizer when
-   * no JSON theme is set: uncoloured, the tokenizer returns JSON.stringify's text, after tens of ms
-   * on a 100-pod drain's result (compiled cold, at the very end of the drain).
-   */
-  override logJson(json: unknown): void {
-    if (this.config.theme?.json) return super.logJson(json);
-    ux.stdout(JSON.stringify(json, null, 2));
   }
 
   /** Keeps the drain's report in the state dir and, with --report, writes its page. */

@@ -12,7 +12,6 @@ import { prepareSha256 } from '../lib/sha256.js';
 import type { Persist } from '../services/terminate/drive.js';
 import { killPods, type KillResult } from '../services/terminate/kill.js';
 import type { terminateJson } from '../base/json-results.js';
-import type { SessionOptions } from '../domain/session-api.js';
 import { podRefArgs, TerminateCommand, terminateCommandFlags } from '../base/terminate-command.js';
 
 const noop = (): void => undefined;
@@ -49,14 +48,6 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     'via-api': Flags.boolean({ summary: 'Go through the API server for the pods a running kubelet desires (the default whenever an API server is configured); an error without one.', default: false }),
   };
 
-  /** Set while the session opens: called once the runtime's first requests are out (see run). */
-  #onRuntimeAsked: (() => void) | undefined;
-
-  protected override sessionOptions(): SessionOptions {
-    const onRuntimeAsked = this.#onRuntimeAsked;
-    return { ...super.sessionOptions(), ...(onRuntimeAsked ? { onRuntimeAsked } : {}) };
-  }
-
   async run(): Promise<ReturnType<typeof terminateJson<KillResult>>> {
     const { argv, flags } = await this.parse(Kill);
     // the write-ahead checkpoint's checksum: its module compiled off the main thread meanwhile
@@ -86,9 +77,8 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     // has been sent Version and the first relist (or once the session is open, with a runtime that
     // does not say when it is asked), so it runs while the runtime answers them, neither delaying
     // the connection nor waiting for the answers; awaited before any stop
-    const asked = new Promise<void>((resolve) => (this.#onRuntimeAsked = resolve));
-    const opening = persist('opening the session', () => this.session());
-    const kubeletCheck = Promise.race([asked, opening.then(noop)]).then(() => kubeletStatusFor(flags['kubelet-healthz'], api));
+    const { opening, asked } = this.openingSession(() => persist('opening the session', () => this.session()));
+    const kubeletCheck = asked.then(() => kubeletStatusFor(flags['kubelet-healthz'], api));
     // a failed open (before the runtime was asked: no check) leaves it unread
     kubeletCheck.catch(noop);
     const session = await opening;

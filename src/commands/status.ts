@@ -11,7 +11,6 @@ import { renderTable } from '../lib/output.js';
 import { parseDuration } from '../lib/duration.js';
 import { selectionFromFlags, type PodSelection } from '../lib/refs.js';
 import type { LastShutdownJson } from '../services/shutdown/index.js';
-import type { SessionOptions } from '../domain/session-api.js';
 import { NO_NODE_FACTS, STATUS_SORT_KEYS, statusJson, podStatus, sortStatusRows, statusExitCode, type StatusResult } from '../services/diagnose/status.js';
 import { explainText, kubeletHeader, statusTable } from '../services/diagnose/output.js';
 
@@ -135,14 +134,6 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
     return statusJson(result);
   }
 
-  /** Set while the session opens: called once the runtime's first requests are out (see #open). */
-  #onRuntimeAsked: (() => void) | undefined;
-
-  protected override sessionOptions(): SessionOptions {
-    const onRuntimeAsked = this.#onRuntimeAsked;
-    return { ...super.sessionOptions(), ...(onRuntimeAsked ? { onRuntimeAsked } : {}) };
-  }
-
   /**
    * The session, the API server (when configured: its pods of the node) and the kubelet check. The
    * kubelet check (healthz, then a synchronous /proc scan when refused) starts once the runtime has
@@ -152,14 +143,13 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.NotFo
    * A failed open is reported after the API client's warnings.
    */
   async #open(flags: GlobalFlags & { 'kubelet-healthz'?: string | undefined }) {
-    const asked = new Promise<void>((resolve) => (this.#onRuntimeAsked = resolve));
-    const opening = this.session();
+    const { opening, asked } = this.openingSession();
     opening.catch(() => undefined);
     const apiNode = apiNodeFor(flags, this.reporter).catch((error: Error) => {
       this.reporter.warn(`${error.message}; going on without the API server`);
       return undefined;
     });
-    const kubelet = Promise.race([asked, opening.then(noop)]).then(async () => kubeletStatusFor(flags['kubelet-healthz'], await apiNode));
+    const kubelet = asked.then(async () => kubeletStatusFor(flags['kubelet-healthz'], await apiNode));
     // awaited by the listing; a failed open (before the runtime was asked: no check) leaves it unread
     kubelet.catch(noop);
     const api = await apiNode;
