@@ -11,7 +11,5 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: 'forks',
-    // as podctl runs (bin/run.js's first line): lib/heap-settle.ts's collector is V8's exposed gc
-    execArgv: ['--expose-gc'],
   },
 });

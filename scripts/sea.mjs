@@ -505,7 +505,7 @@ try {
   // --predictable: V8 generates the same code cache from the same script (otherwise two builds from
   // the same inputs differ in it); the executable accepts it like any other (checked by test/sea).
   // podctl's own flags (execArgv) too: V8 accepts a code cache only from a process whose flags hash
-  // as its own do (--expose-gc among them would otherwise have it rejected at every start).
+  // as its own do (a flag that changes the hash would otherwise have it rejected at every start).
   execFileSync(nodeBin, ['--predictable', ...config.execArgv, '--build-sea', configPath], { cwd: root, stdio: ['ignore', 2, 'inherit'] });
 } catch (error) {
   fail(`node --build-sea failed: ${error.message.split('\n')[0]}`);

@@ -13,11 +13,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 const REPO = process.cwd();
 let root: string;
 
-function podctl(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+function podctl(args: string[], env: Record<string, string> = {}, nodeFlags: string[] = []): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [path.join(root, 'bin', 'run.js'), ...args],
+      [...nodeFlags, path.join(root, 'bin', 'run.js'), ...args],
       { cwd: root, env: { ...process.env, NO_COLOR: '1', KUBECONFIG: '', CONTAINER_RUNTIME_ENDPOINT: '', PODCTL_CODE_CACHE: '', ...env }, timeout: 60_000 },
       (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
     );
@@ -106,5 +106,26 @@ describe('start-up with a V8 code cache', { timeout: 60_000 }, () => {
     const bad = await podctl(['kill', 'default/web', '--grace', 'soon']);
     expect(bad.code).toBe(2);
     expect(bad.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
+
+/** The flags of bin/run.js's first line (`#!/usr/bin/env -S node …`), as `podctl` on a PATH runs with. */
+const nodeFlags = (): string[] =>
+  readFileSync(path.join(REPO, 'bin', 'run.js'), 'utf8')
+    .split('\n', 1)[0]!
+    .split(' ')
+    .slice(3);
+/** V8 12 and later leave the young generation's size out of the flag hash; Node.js 20's V8 11 counts it. */
+const nodeMajor = Number(process.versions.node.split('.')[0]);
+
+describe.skipIf(nodeMajor < 24)("bin/run.js's Node.js flags", { timeout: 60_000 }, () => {
+  it("keep V8's flag hash: Node.js's own modules compile with the code cache it carries", async () => {
+    expect(nodeFlags()).toContain('--max-semi-space-size=4');
+    // NODE_DEBUG_NATIVE=CODE_CACHE: Node.js says of each of its modules compiled at run time whether
+    // V8 accepted its cache (a flag such as --expose-gc has every one rejected)
+    const run = await podctl(['kill', '--help'], { NODE_DEBUG_NATIVE: 'CODE_CACHE' }, nodeFlags());
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/^Code cache of stream \(\w+\) is accepted$/m);
+    expect(run.stderr).not.toMatch(/is rejected/);
   });
 });

@@ -18,13 +18,18 @@
  * - At most one settle per burst, never while changes keep coming, never for a trickle; not while
  *   `busy()` holds, unless the last change is `maxWaitMs` old.
  * - No timer runs while nothing changes; `close()` leaves none.
- * - The default collector is V8's `gc`, which node gives a process started with `--expose-gc`
- *   (bin/run.js's first line gives it to `podctl` and to the single executable); in a process
- *   started without it, settling does nothing. No V8 flag is set at run time, but on Node.js 20
- *   (V8 11, without the memory-reducing collection), where the compaction flag is set for the one
+ * - The default collector is V8's `gc`: the global one of a process started with `--expose-gc`, or
+ *   else one got at the first settle from a context made while V8's expose-gc flag is set, the flag
+ *   cleared again at once (V8 checks a code cache against its flags: podctl's and the ones Node.js
+ *   carries for its own modules are accepted after as before). It is not among podctl's start-up
+ *   flags: with it, V8 rejects the code cache of Node.js's own modules and every command compiles
+ *   those it loads (stream, net…) from source (docs/bench/startup.md, issue 48). Where V8 gives no
+ *   `gc`, settling does nothing. No other V8 flag is set at run time, but on Node.js 20 (V8 11,
+ *   without the memory-reducing collection), where the compaction flag is set for the one
  *   collection and cleared again.
  */
 import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 
 export interface HeapSettleOptions {
   quietMs: number;
@@ -94,11 +99,29 @@ type GcFunction = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-r
 /** V8 12 and later (Node.js 22+) know the memory-reducing collection, which compacts the old generation itself. */
 const MEMORY_REDUCING_GC = Number(process.versions.v8.split('.')[0]) >= 12;
 
-/** A full and a memory-reducing synchronous garbage collection, if the process was started with `--expose-gc`. */
+let v8Gc: GcFunction | null | undefined;
+
+/** V8's `gc` (see the invariants), got once; null where V8 gives none. */
+function gcFunction(): GcFunction | null {
+  if (v8Gc !== undefined) return v8Gc;
+  const global = (globalThis as { gc?: unknown }).gc;
+  if (typeof global === 'function') return (v8Gc = global as GcFunction);
+  try {
+    setFlagsFromString('--expose-gc');
+    const gc: unknown = runInNewContext('gc');
+    v8Gc = typeof gc === 'function' ? (gc as GcFunction) : null;
+  } catch {
+    v8Gc = null;
+  } finally {
+    setFlagsFromString('--no-expose-gc');
+  }
+  return v8Gc;
+}
+
+/** A full and a memory-reducing synchronous garbage collection, where V8 gives a `gc`. */
 function settleCollection(): void {
-  const gc = (globalThis as { gc?: unknown }).gc;
-  if (typeof gc !== 'function') return;
-  const collect = gc as GcFunction;
+  const collect = gcFunction();
+  if (collect === null) return;
   if (MEMORY_REDUCING_GC) {
     // the memory-reducing collection compacts the pages a drain's garbage left half empty and
     // shrinks the young generation back: no V8 flag is changed

@@ -95,6 +95,15 @@ describe.skipIf(skip)(title('the single executable without Node.js'), () => {
     expect(run.stderr).toMatch(/podctl\.cjs: code cache podctl\.v8 accepted/);
     expect(run.stderr).not.toMatch(/rejected/i);
   });
+
+  it("compiles Node.js's own modules with the code cache Node.js carries (podctl's flags keep V8's flag hash)", async () => {
+    // NODE_DEBUG_NATIVE=CODE_CACHE: Node.js says of each of its modules compiled at run time whether
+    // V8 accepted its cache (a flag such as --expose-gc has every one rejected)
+    const run = await runSea(host(), ['--version'], { env: { NODE_DEBUG_NATIVE: 'CODE_CACHE' } });
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/^Code cache of stream \(\w+\) is accepted$/m);
+    expect(run.stderr).not.toMatch(/is rejected/);
+  });
 });
 
 describeContainerd(import.meta.url, 'the single executable against containerd', () => {
