@@ -148,18 +148,24 @@ type ProtoModule = typeof import('./generated/runtime_v1.js');
 
 type EventDecoder = (bytes: Uint8Array) => ContainerEventSummary;
 
-/** What the lazily loaded module gives the client: messages, the event decoder, the responses' reader. */
+/** What the lazily loaded module gives the client: messages, the event decoder, the responses' reader, the listings' decoders. */
 interface CriModules {
   proto: ProtoModule;
   decodeEvent: EventDecoder;
   Reader: typeof import('./reader.js').BufferReader;
+  listDecoders: Readonly<Record<string, (bytes: Buffer) => unknown>>;
 }
 
 let modules: Promise<CriModules> | undefined;
 
 /** Loads the generated module once (the only heavy import of the CRI client). */
 export function loadCriModules(): Promise<CriModules> {
-  modules ??= import('./grpc-modules.js').then(({ proto, decodeContainerEventSummary, BufferReader }) => ({ proto, decodeEvent: decodeContainerEventSummary, Reader: BufferReader }));
+  modules ??= import('./grpc-modules.js').then(({ proto, decodeContainerEventSummary, BufferReader, listDecoders }) => ({
+    proto,
+    decodeEvent: decodeContainerEventSummary,
+    Reader: BufferReader,
+    listDecoders,
+  }));
   return modules;
 }
 
@@ -195,13 +201,14 @@ class Http2CriClient implements CriClient {
   #servicePath: string;
   #decodeEvent: EventDecoder;
   #Reader: CriModules['Reader'];
+  #listDecoders: CriModules['listDecoders'];
   #closed = false;
   readonly #socketPath: string;
   readonly #teardownTimeoutMs: number;
   /** Ends each event stream in flight (`close()`). */
   readonly #streams = new Set<() => void>();
 
-  constructor(at: { endpoint: string; socketPath: string; timeoutMs: number; teardownTimeoutMs: number; connection?: net.Socket }, { proto, decodeEvent, Reader }: CriModules) {
+  constructor(at: { endpoint: string; socketPath: string; timeoutMs: number; teardownTimeoutMs: number; connection?: net.Socket }, { proto, decodeEvent, Reader, listDecoders }: CriModules) {
     this.endpoint = at.endpoint;
     this.#socketPath = at.socketPath;
     this.timeoutMs = at.timeoutMs;
@@ -212,6 +219,7 @@ class Http2CriClient implements CriClient {
     this.#servicePath = `/${proto.RuntimeServiceDefinition.fullName}/`;
     this.#decodeEvent = decodeEvent;
     this.#Reader = Reader;
+    this.#listDecoders = listDecoders;
   }
 
   /**
@@ -257,8 +265,10 @@ class Http2CriClient implements CriClient {
     }
     reportOperation(method.name, started, false);
     try {
-      // the generated decoder reads from the reader it is given, nested messages included
-      return method.responseType.decode(new this.#Reader(bytes));
+      // the listings in one pass (list-decode.ts: the same objects); else the generated decoder, which
+      // reads from the reader it is given, nested messages included
+      const decodeList = this.#listDecoders[method.name];
+      return decodeList ? (decodeList(bytes) as Res) : method.responseType.decode(new this.#Reader(bytes));
     } catch (error) {
       throw new CriError(method.name, GrpcStatus.INTERNAL, `a response that cannot be read: ${(error as Error).message}`, { cause: error });
     }
