@@ -73,12 +73,26 @@ const PRINTABLE_ASCII = /^[\u0020-\u007e]*$/;
  * only when a cell holds more than printable ASCII; pod names, UIDs and states never do.
  */
 export async function renderTable(spec: TableSpec, styler: Styler, options: { noHeaders?: boolean } = {}): Promise<string> {
-  const rows = options.noHeaders ? [...spec.rows] : [spec.head.map((h) => styler.bold(h)), ...spec.rows];
+  const rows = options.noHeaders ? spec.rows : [spec.head.map((h) => styler.bold(h)), ...spec.rows];
   if (rows.length === 0) return '';
-  const columns = Math.max(...rows.map((r) => r.length));
-  const lines = rows.map((row) => Array.from({ length: columns }, (_, i) => (row[i] ?? '').split('\n')));
-  const plain = lines.every((row) => row.every((cell) => cell.every((text) => PRINTABLE_ASCII.test(stripVTControlCharacters(text)))));
-  const widthOf: (text: string) => number = plain ? (text) => stripVTControlCharacters(text).length : (await import('string-width')).default;
+  let columns = 0;
+  for (const row of rows) if (row.length > columns) columns = row.length;
+  // each cell's lines, and whether every line is printable ASCII once its escape codes are left out;
+  // printable ASCII holds none (each starts with ESC or CSI): stripVTControlCharacters, whose
+  // pattern is compiled on its first use, runs only on a line that holds something else
+  const lines: string[][][] = [];
+  let plain = true;
+  for (const row of rows) {
+    const cells: string[][] = [];
+    for (let i = 0; i < columns; i++) {
+      const text = row[i] ?? '';
+      const cell = text.includes('\n') ? text.split('\n') : [text];
+      if (plain) for (const part of cell) if (!PRINTABLE_ASCII.test(part) && !PRINTABLE_ASCII.test(stripVTControlCharacters(part))) plain = false;
+      cells.push(cell);
+    }
+    lines.push(cells);
+  }
+  const widthOf: (text: string) => number = plain ? (text) => (PRINTABLE_ASCII.test(text) ? text.length : stripVTControlCharacters(text).length) : (await import('string-width')).default;
   const widths = new Array<number>(columns).fill(0);
   const cells = lines.map((row) =>
     row.map((cell, i) =>

@@ -49,6 +49,20 @@ describe('output', () => {
     expect(text).toContain('\u001b[32ma\u001b[39m');
   });
 
+  it('colour codes take no room in a table of ASCII text, multi-line cells and rows without headers included', async () => {
+    const styler = createStyler(true);
+    const spec = {
+      head: ['NAME', 'STATE'],
+      rows: [
+        [styler.green('a'), `${styler.red('stopped')}\nagain`],
+        ['long-name', styler.dim('')],
+      ],
+    };
+    const visible = (text: string) => text.split('\n').map((l) => l.replace(/\u001b\[\d+m/g, ''));
+    expect(visible(await renderTable(spec, styler))).toEqual(['NAME       STATE', 'a          stopped', '           again', 'long-name  ']);
+    expect(visible(await renderTable(spec, styler, { noHeaders: true }))).toEqual(['a          stopped', '           again', 'long-name  ']);
+  });
+
   it('a multi-line cell spans lines of its row; the other cells stay in their columns', async () => {
     const text = await renderTable(
       {
