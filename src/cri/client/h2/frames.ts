@@ -125,11 +125,17 @@ export class FrameReader {
     this.#pending = undefined;
     let at = 0;
     while (bytes.length - at >= HEADER_BYTES) {
-      const length = bytes.readUIntBE(at, 3);
+      // the 24-bit length and 31-bit stream id read by hand: Buffer's readers are compiled on first use
+      const length = (bytes[at]! << 16) | (bytes[at + 1]! << 8) | bytes[at + 2]!;
       if (length > this.maxFrameBytes) throw new H2Error(ErrorCode.FRAME_SIZE_ERROR, `a frame of ${length} bytes, over ${this.maxFrameBytes}`);
       if (bytes.length - at - HEADER_BYTES < length) break;
       const start = at + HEADER_BYTES;
-      const frame: Frame = { type: bytes[at + 3]!, flags: bytes[at + 4]!, streamId: bytes.readUInt32BE(at + 5) & MAX_WINDOW, payload: bytes.subarray(start, start + length) };
+      const frame: Frame = {
+        type: bytes[at + 3]!,
+        flags: bytes[at + 4]!,
+        streamId: ((bytes[at + 5]! & 0x7f) << 24) | (bytes[at + 6]! << 16) | (bytes[at + 7]! << 8) | bytes[at + 8]!,
+        payload: bytes.subarray(start, start + length),
+      };
       at = start + length;
       onFrame(frame);
     }

@@ -160,43 +160,54 @@ export class HpackDecoder {
   }
 }
 
-/** Appends an integer with an N-bit prefix; `flags` are the prefix byte's high bits. */
-function pushInteger(out: number[], value: number, prefixBits: number, flags: number): void {
+/** Writes an integer with an N-bit prefix at `at`; `flags` are the prefix byte's high bits. Returns the end. */
+function writeInteger(out: Buffer, at: number, value: number, prefixBits: number, flags: number): number {
   const max = (1 << prefixBits) - 1;
   if (value < max) {
-    out.push(flags | value);
-    return;
+    out[at] = flags | value;
+    return at + 1;
   }
-  out.push(flags | max);
+  out[at++] = flags | max;
   let rest = value - max;
   while (rest >= 0x80) {
-    out.push((rest % 0x80) | 0x80);
+    out[at++] = (rest % 0x80) | 0x80;
     rest = Math.floor(rest / 0x80);
   }
-  out.push(rest);
+  out[at] = rest;
+  return at + 1;
 }
 
-/** Appends a string literal, not Huffman-encoded. */
-function pushString(out: number[], text: string): void {
-  const bytes = Buffer.from(text, 'latin1');
-  pushInteger(out, bytes.length, 7, 0);
-  for (const byte of bytes) out.push(byte);
+/** Writes a string literal, not Huffman-encoded (latin1: one octet per character). Returns the end. */
+function writeString(out: Buffer, at: number, text: string): number {
+  const end = writeInteger(out, at, text.length, 7, 0);
+  return end + out.write(text, end, text.length, 'latin1');
 }
+
+/** An integer's most octets: a prefix octet and five of seven bits (a length below 2^32). */
+const INTEGER_OCTETS = 6;
 
 /** Static index of each name (its first entry). */
 let staticNames: Map<string, number> | undefined;
 
-/** Encodes a request's fields: each a literal without indexing, its name by static index when it has one. */
+/**
+ * Encodes a request's fields: each a literal without indexing, its name by static index when it has
+ * one. Written into one buffer sized for the longest encoding (each string's octets where they lie,
+ * not pushed one by one).
+ */
 export function encodeHeaders(fields: Iterable<Field>): Buffer {
   staticNames ??= new Map(STATIC.map(([name], i) => [name, i + 1] as const).reverse());
-  const out: number[] = [];
-  for (const [name, value] of fields) {
+  const list = [...fields];
+  let most = 0;
+  for (const [name, value] of list) most += 1 + 2 * INTEGER_OCTETS + name.length + value.length;
+  const out = Buffer.allocUnsafe(most);
+  let at = 0;
+  for (const [name, value] of list) {
     const index = staticNames.get(name);
     if (index === undefined) {
-      out.push(0);
-      pushString(out, name);
-    } else pushInteger(out, index, 4, 0);
-    pushString(out, value);
+      out[at++] = 0;
+      at = writeString(out, at, name);
+    } else at = writeInteger(out, at, index, 4, 0);
+    at = writeString(out, at, value);
   }
-  return Buffer.from(out);
+  return out.subarray(0, at);
 }

@@ -10,7 +10,7 @@ import http2 from 'node:http2';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { huffmanCodes, huffmanDecode } from '../../../../src/cri/client/h2/huffman.js';
-import { HpackDecoder } from '../../../../src/cri/client/h2/hpack.js';
+import { HpackDecoder, encodeHeaders, type Field } from '../../../../src/cri/client/h2/hpack.js';
 import { connect, type H2Session, type IncomingHeaders } from '../../../../src/cri/client/h2/session.js';
 import { useTempDir } from '../../support.js';
 
@@ -187,5 +187,53 @@ describe('header blocks from a node:http2 server', { timeout: 60_000 }, () => {
         expect(trailers).toEqual(expected.trailers);
       });
     }
+  });
+});
+
+describe('the request encoder', () => {
+  it('writes each field as a literal without indexing, its name by static index when it has one (RFC 7541 §6.2.2)', () => {
+    // C.2.2's field, its name ":path" (static index 4) by index
+    expect(encodeHeaders([[':path', '/sample/path']])).toEqual(hex('040c 2f73 616d 706c 652f 7061 7468'));
+    // a name with no static entry: index 0 and the name as a literal (C.2.2's bytes, not indexed)
+    expect(encodeHeaders([['custom-key', 'custom-header']])).toEqual(hex('000a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572'));
+    // static index 58 (user-agent) past the 4-bit prefix: 15, then 43
+    expect(encodeHeaders([['user-agent', 'x']])).toEqual(hex('0f2b 0178'));
+    expect(encodeHeaders([])).toEqual(Buffer.alloc(0));
+  });
+
+  it('encodes what a request sends, long values and latin1 text included, and decodes back to the same fields', () => {
+    const fields: Field[] = [
+      [':method', 'POST'],
+      [':scheme', 'http'],
+      [':path', '/runtime.v1.RuntimeService/ListContainers'],
+      [':authority', 'localhost'],
+      ['content-type', 'application/grpc'],
+      ['te', 'trailers'],
+      ['grpc-timeout', '9999m'],
+      ['user-agent', 'podctl'],
+      ['x-long', 'v'.repeat(127)],
+      ['x-longer', 'w'.repeat(20_000)],
+      ['x-latin1', 'caf\u00e9 \u00ff'],
+      ['', ''],
+    ];
+    const block = encodeHeaders(fields);
+    expect(new HpackDecoder().decode(block)).toEqual(fields);
+    // every length and index in its shortest form: the block's size is the sum of its parts
+    const integer = (value: number, prefix: number) => (value < 2 ** prefix - 1 ? 1 : 1 + Math.max(1, Math.ceil(Math.log2(value - (2 ** prefix - 1) + 1) / 7)));
+    const statics = new Map([
+      [':method', 2],
+      [':scheme', 6],
+      [':path', 4],
+      [':authority', 1],
+      ['content-type', 31],
+      ['user-agent', 58],
+    ]);
+    let size = 0;
+    for (const [name, value] of fields) {
+      const index = statics.get(name);
+      size += index === undefined ? 1 + integer(name.length, 7) + name.length : integer(index, 4);
+      size += integer(value.length, 7) + value.length;
+    }
+    expect(block.length).toBe(size);
   });
 });
