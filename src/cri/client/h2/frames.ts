@@ -81,10 +81,17 @@ export interface Frame {
 /** One frame: its 9-byte header and `payload`. */
 export function frameBytes(type: number, flags: number, streamId: number, payload: Uint8Array = Buffer.alloc(0)): Buffer {
   const out = Buffer.allocUnsafe(HEADER_BYTES + payload.length);
-  out.writeUIntBE(payload.length, 0, 3);
+  // by hand, as `push` reads them: Buffer's writers are compiled on first use
+  const length = payload.length;
+  out[0] = length >>> 16;
+  out[1] = length >>> 8;
+  out[2] = length;
   out[3] = type;
   out[4] = flags;
-  out.writeUInt32BE(streamId & MAX_WINDOW, 5);
+  out[5] = (streamId >>> 24) & 0x7f;
+  out[6] = streamId >>> 16;
+  out[7] = streamId >>> 8;
+  out[8] = streamId;
   out.set(payload, HEADER_BYTES);
   return out;
 }

@@ -177,10 +177,15 @@ function writeInteger(out: Buffer, at: number, value: number, prefixBits: number
   return at + 1;
 }
 
-/** Writes a string literal, not Huffman-encoded (latin1: one octet per character). Returns the end. */
+/**
+ * Writes a string literal, not Huffman-encoded, as latin1 (each character's low octet, as
+ * `Buffer.from(text, 'latin1')`), by hand: a request's few short strings cost less than the first
+ * call of Buffer's writers. Returns the end.
+ */
 function writeString(out: Buffer, at: number, text: string): number {
-  const end = writeInteger(out, at, text.length, 7, 0);
-  return end + out.write(text, end, text.length, 'latin1');
+  let end = writeInteger(out, at, text.length, 7, 0);
+  for (let i = 0; i < text.length; i++) out[end++] = text.charCodeAt(i);
+  return end;
 }
 
 /** An integer's most octets: a prefix octet and five of seven bits (a length below 2^32). */

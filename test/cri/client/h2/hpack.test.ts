@@ -199,6 +199,8 @@ describe('the request encoder', () => {
     // static index 58 (user-agent) past the 4-bit prefix: 15, then 43
     expect(encodeHeaders([['user-agent', 'x']])).toEqual(hex('0f2b 0178'));
     expect(encodeHeaders([])).toEqual(Buffer.alloc(0));
+    // latin1: a character past 0xff is written as its low octet, as Buffer.from(text, 'latin1') does
+    expect(encodeHeaders([['x', 'a\u20ac']])).toEqual(Buffer.concat([hex('0001 7802 61'), Buffer.from('\u20ac', 'latin1')]));
   });
 
   it('encodes what a request sends, long values and latin1 text included, and decodes back to the same fields', () => {
