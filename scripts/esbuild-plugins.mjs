@@ -383,3 +383,21 @@ module.exports = new Proxy(lazy, {
     },
   };
 }
+
+/**
+ * esbuild's CommonJS interop (`__copyProps`, which `__toESM` runs on every `import x from 'node:fs'`)
+ * copies a module's exports as getters, asking each one's property descriptor for its
+ * enumerability; on Node's built-in modules a descriptor materialises a lazy export (`node:fs`'s
+ * `Dir` and `opendir` load internal/fs/dir at the script's first evaluation). The same enumerability,
+ * asked with `propertyIsEnumerable`, reads no value. Returns `text` with every copy of the helper so
+ * rewritten; none found (another esbuild's helper) fails the build.
+ */
+export function interopWithoutDescriptorReads(text, file) {
+  let found = 0;
+  const rewritten = text.replace(/enumerable:!\(([\w$]+)=[\w$]+\(([\w$]+),([\w$]+)\)\)\|\|\1\.enumerable/g, (_, _desc, from, key) => {
+    found += 1;
+    return `enumerable:Object.prototype.propertyIsEnumerable.call(${from},${key})`;
+  });
+  if (found === 0) throw new Error(`${file}: esbuild's __copyProps not found; see interopWithoutDescriptorReads in scripts/esbuild-plugins.mjs`);
+  return rewritten;
+}
