@@ -17,8 +17,9 @@
  *   released. The highest file is never deleted (only generations below the holder's are swept,
  *   by the holder), so a re-created low name never becomes the highest, and "I created the highest
  *   generation" cannot be true of two processes at once.
- * - To release: create a tombstone generation N+1 marked `released` (close, forget). A crash
- *   releases nothing; the next process that touches the pod sees the dead holder and takes over.
+ * - To release: create a tombstone generation N+1 marked `released` (close, forget), then remove
+ *   N (the only generation below it: see the release). A crash releases nothing; the next process
+ *   that touches the pod sees the dead holder and takes over.
  * - Housekeeping (`sweepReleased`, run by sync-known and the agent) deletes the files of pods that
  *   have no checkpoint and whose tombstone is over an hour old, or whose dead owner (a crash, no
  *   tombstone) last touched the lease over an hour ago: the only deletion of a highest generation, safe
@@ -420,7 +421,9 @@ export class LeaseManager {
     this.#drop(uid);
     const next = generation + 1;
     const created = await createExclusive(this.#pathOf(uid, next), Buffer.from(JSON.stringify(this.#recordFor(uid, next, true)), 'utf8'), 'lease', this.#ops, NOT_DURABLE);
-    if (created) await this.#sweepBelow(uid, next);
+    // Below the tombstone lies only our generation: those below it were swept when we took it, and
+    // a low name re-created since is removed by its own creator (tryAcquire). No folder listing.
+    if (created) await this.#unlinkQuietly(this.#pathOf(uid, generation));
   }
 
   async releaseAll(): Promise<void> {
