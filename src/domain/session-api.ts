@@ -72,6 +72,13 @@ export interface SessionOptions {
    * is not the CRI one (tests' seams).
    */
   onRuntimeAsked?: () => void;
+  /**
+   * Open the runtime's event stream at the session's first `waitTerminated` instead of at open
+   * (kill): a command that stops pods before it waits reads no runtime event before its wait, and
+   * the stream's connection (on containerd 1.6 an Unimplemented answer, then the poll) is then not
+   * set up on the way to its first stop. Default: at open (a writable session).
+   */
+  runtimeEventsFromFirstWait?: boolean;
 }
 
 /** One entry of a pod's bounded timeline (persisted in its checkpoint). */

@@ -54,6 +54,8 @@ export interface RuntimeHooks {
   onStep?: (uid: string, step: RuntimeStep) => void;
   /** Once the connection is up and Version and the first relist are sent (SessionOptions.onRuntimeAsked). */
   onAsked?: () => void;
+  /** The event stream waits for `followEvents()` (SessionOptions.runtimeEventsFromFirstWait). */
+  eventsLater?: boolean;
 }
 
 /** `hook`, called at most once; `cancel()` makes later calls do nothing. */
@@ -163,7 +165,9 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     if (!record) records.set(pod, (record = recordOfRuntimePod(pod)));
     return record;
   };
-  if (!hooks.readOnly) cache.start();
+  // the event stream, once (a read-only session follows none)
+  const followEvents = once(hooks.readOnly ? undefined : () => cache.start());
+  if (!hooks.eventsLater) followEvents();
   return {
     endpoint: resolved.endpoint,
     simulated: await simulated,
@@ -172,6 +176,7 @@ export async function connectRuntime(options: SessionOptions, stateDir: string, 
     async listPods(signal, maxAgeMs) {
       return (await cache.listPods(signal, maxAgeMs ?? 0)).map(recordOf);
     },
+    followEvents,
     subscribe(listener) {
       return cache.subscribe((event) => {
         if (event.kind === 'relisted' || event.kind === 'container-event') listener(event.kind, event.uids);

@@ -33,6 +33,7 @@ async function connectDefaultRuntime(
     ...(options.readOnly ? { readOnly: true } : {}),
     ...(options.exitDetails === 'driven' ? { exitDetailsFor: needsExitCodes } : {}),
     ...(options.onRuntimeAsked ? { onAsked: options.onRuntimeAsked } : {}),
+    ...(options.runtimeEventsFromFirstWait ? { eventsLater: true } : {}),
   });
 }
 

@@ -34,6 +34,11 @@ export interface SessionRuntime {
   readonly cache: PodStatusCache;
   /** Lists the runtime's pods from a relist no older than `maxAgeMs` (default 0: a fresh one). */
   listPods(signal?: AbortSignal, maxAgeMs?: number): Promise<RuntimePodRecord[]>;
+  /**
+   * Starts following the runtime's events, when the session opened it with the stream deferred
+   * (`SessionOptions.runtimeEventsFromFirstWait`); once, later calls do nothing.
+   */
+  followEvents?(): void;
   /** Relist / container-event notifications, if the runtime produces them. */
   subscribe?(listener: (kind: 'relisted' | 'container-event', uids: string[]) => void): () => void;
   close(): Promise<void>;

@@ -294,6 +294,8 @@ export class Session implements NodeSession {
   async waitTerminated(uids: string[], options: WaitOptions): Promise<Map<string, WaitOutcome>> {
     this.#assertOpen();
     this.#assertWritable();
+    // a session that deferred the runtime's event stream to its first wait opens it now
+    this.#runtime.followEvents?.();
     const outcomes = await waitTerminated(this.#waitDeps, uids, options);
     await this.#takeBackRequests(outcomes);
     return outcomes;
