@@ -4,7 +4,7 @@
  * status, timeline entry and last error types are the engine's and the domain's exactly (checked
  * by the type checker).
  */
-import { describe, expect, expectTypeOf, it } from 'vitest';
+import { describe, expect, expectTypeOf, it, vi } from 'vitest';
 import type { InferOutput } from 'valibot';
 import type { PodSyncStatusView } from '../../src/engine/types.js';
 import type { RuntimeErrorInfo, TransitionRecord } from '../../src/domain/session-api.js';
@@ -116,6 +116,30 @@ describe('record schemas', () => {
     for (const input of [null, 'x', 3]) expect(issueOf(leaseRecordSchema, input)).toMatch(/^\(root\): /);
     for (const field of ['status', 'lastError', 'status.pendingUpdate.runningPod', 'history.0']) {
       expect(issueOf(checkpointSchema, withField(checkpoint(), field, [])), field).toMatch(new RegExp(`^${field.replaceAll('.', '\\.')}(\\.\\w+)?: `));
+    }
+  });
+
+  it('builds each schema at its first use and once: loading the module builds none (a command that reads no record pays none)', async () => {
+    vi.resetModules();
+    let built = 0;
+    vi.doMock('valibot', async (importOriginal) => {
+      const actual = await importOriginal<typeof import('valibot')>();
+      return { ...actual, object: (...args: Parameters<typeof actual.object>) => ((built += 1), actual.object(...args)) };
+    });
+    try {
+      const records = await import('../../src/store/records.js');
+      expect(built).toBe(0);
+      expect(records.checkRecord(records.checkpointSchema, checkpoint())).toEqual({ ok: true, value: checkpoint() });
+      const once = built;
+      expect(once).toBeGreaterThan(0);
+      expect(records.checkRecord(records.checkpointSchema, withField(checkpoint(), 'writerPid', 1.5))).toMatchObject({ ok: false, issue: expect.stringMatching(/^writerPid: /) as unknown });
+      expect(records.checkRecord(records.podSyncStatusSchema, checkpoint().status).ok).toBe(true);
+      expect(built).toBe(once);
+      expect(records.checkRecord(records.leaseRecordSchema, lease()).ok).toBe(true);
+      expect(built).toBe(once + 1);
+    } finally {
+      vi.doUnmock('valibot');
+      vi.resetModules();
     }
   });
 });
