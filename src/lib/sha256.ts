@@ -12,7 +12,8 @@
  * padding boundaries). Without WebAssembly (`--jitless`), or once this process has hashed
  * `NATIVE_AFTER_BYTES` (a watch or an agent over a node's checkpoints), node:crypto does it.
  */
-import { hash } from 'node:crypto';
+// node:crypto is asked for where it hashes (process.getBuiltinModule): a static import's interop
+// object, made at load, defines a getter for each of its exports whether or not it is used
 
 /** Past this much hashed, node:crypto (loaded once) is cheaper per byte than the module below. */
 const NATIVE_AFTER_BYTES = 1 << 20;
@@ -102,7 +103,7 @@ function compressorOf(): Compressor | null {
 export function sha256Hex(data: Uint8Array): string {
   hashedBytes += data.length;
   const wasm = hashedBytes > NATIVE_AFTER_BYTES ? null : compressorOf();
-  if (!wasm) return hash('sha256', data, 'hex');
+  if (!wasm) return process.getBuiltinModule('node:crypto').hash('sha256', data, 'hex');
   // the message, the 0x80 marker, zeros, and the length in bits (64 bits, big-endian): whole blocks
   const end = MESSAGE_AT + ((data.length + 9 + 63) & ~63);
   const { memory } = wasm;

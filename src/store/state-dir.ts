@@ -105,8 +105,9 @@ function foldersOf(layout: StateLayout): string[] {
  */
 function soundLayout(requested: string): StateLayout | undefined {
   try {
-    // the root may be an operator's symlink: its target is what is checked, as below
-    const layout = layoutOf(realpathSync(requested));
+    // the root may be an operator's symlink: its target is what is checked, as below; resolved
+    // in one system call (realpath(3)), not an lstat per component of the path
+    const layout = layoutOf(realpathSync.native(requested));
     return foldersOf(layout).every((folder, i) => folderProblem(folder, lstatSync(folder), i === 0) === undefined) ? layout : undefined;
   } catch {
     return undefined;
