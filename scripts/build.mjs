@@ -22,7 +22,7 @@ import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { builtinExportNames, interopWithoutDescriptorReads, lazyBuiltins, lazyOclifDependencies, oclifWithoutStartupWork } from './esbuild-plugins.mjs';
+import { builtinExportNames, interopCopiedOnce, interopWithoutDescriptorReads, lazyBuiltins, lazyOclifDependencies, oclifWithoutStartupWork } from './esbuild-plugins.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 
@@ -174,7 +174,7 @@ if (unexpected.length > 0 || missing.length > 0) {
 // V8 keeps an ASCII script one byte a character and reads it from UTF-8 on the fast path; one other
 // character made the whole 1.7 MB script two bytes a character, decoded at every start (as the
 // single executable's scripts are made, scripts/sea.mjs).
-writeFileSync(bundlePath, asciiOnly(interopWithoutDescriptorReads(rewritten, bundlePath)));
+writeFileSync(bundlePath, asciiOnly(interopCopiedOnce(interopWithoutDescriptorReads(rewritten, bundlePath), bundlePath)));
 const bundleHash = createHash('sha256')
   .update(readFileSync(path.join(root, 'dist/podctl.cjs')))
   .digest('hex')

@@ -401,3 +401,33 @@ export function interopWithoutDescriptorReads(text, file) {
   if (found === 0) throw new Error(`${file}: esbuild's __copyProps not found; see interopWithoutDescriptorReads in scripts/esbuild-plugins.mjs`);
   return rewritten;
 }
+
+/**
+ * esbuild's `__toESM` makes a new copy of a CommonJS module's exports (a getter per export) at every
+ * `import x from '…'` of it: the executable's `status` copied node:path, node:fs, oclif's modules… once
+ * per importing module, ~400 KB of getters and property maps at every start. Rewritten, each module's
+ * copy is made once (per interop mode) and served to its later importers while its exports keep
+ * their count: the copy's getters read the live exports, so an importer sees the same values; a
+ * module that gained exports since (a cycle's partly run module) is copied again, as before. Returns
+ * `text` with the helper so rewritten; none found fails the build.
+ */
+export function interopCopiedOnce(text, file) {
+  let found = 0;
+  const rewritten = text.replace(
+    /var ([\w$]+)=\(([\w$]+),([\w$]+),([\w$]+)\)=>(\(\4=\2!=null\?[\w$]+\([\w$]+\(\2\)\):\{\},[\w$]+\(\3\|\|!\2\|\|!\2\.__esModule\?[\w$]+\(\4,"default",\{value:\2,enumerable:!0\}\):\4,\2\)\))/g,
+    (_, name, mod, nodeMode, target, body) => {
+      found += 1;
+      // the helper's own names only (`name$…`): the minified bundle's short names may be anything
+      const [copies, count, copy, known] = [`${name}$copies`, `${name}$count`, `${name}$copy`, `${name}$known`];
+      if (new RegExp(`(?<![\\w$])${name.replace(/\$/g, '\\$')}\\$(copies|count|copy|known)`).test(text)) throw new Error(`${file}: ${name}$… names taken; see interopCopiedOnce`);
+      return (
+        `var ${copies}=[new WeakMap,new WeakMap],${count}=m=>Object.getOwnPropertyNames(m).length,` +
+        `${name}=(${mod},${nodeMode},${target})=>{if(${mod}==null||typeof ${mod}!="object"&&typeof ${mod}!="function")return${body};` +
+        `let ${copy}=${copies}[${nodeMode}||!${mod}.__esModule?1:0],${known}=${copy}.get(${mod}),${count}Now=${count}(${mod});` +
+        `if(${known}!==void 0&&${known}[0]===${count}Now)return ${known}[1];${target}=${body};${copy}.set(${mod},[${count}Now,${target}]);return ${target}}`
+      );
+    },
+  );
+  if (found === 0) throw new Error(`${file}: esbuild's __toESM not found; see interopCopiedOnce in scripts/esbuild-plugins.mjs`);
+  return rewritten;
+}

@@ -33,7 +33,7 @@ import { builtinModules } from 'node:module';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { builtinExportNames, interopWithoutDescriptorReads, lazyBuiltins, lazyOclifDependencies, oclifRewritten } from './esbuild-plugins.mjs';
+import { builtinExportNames, interopCopiedOnce, interopWithoutDescriptorReads, lazyBuiltins, lazyOclifDependencies, oclifRewritten } from './esbuild-plugins.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 const out = (p) => path.join(root, 'dist', p);
@@ -347,7 +347,7 @@ const tuiInMain = Object.keys(result.metafile.inputs).filter((f) => TUI_ASSET_ON
 if (tuiInMain.length > 0) fail(`podctl.cjs bundles modules of the watch screen's asset (a second copy): ${tuiInMain.slice(0, 3).join(', ')}`);
 // what the script is made of, for esbuild's analyser (`npx esbuild --analyze` or https://esbuild.github.io/analyze/)
 writeFileSync(out('sea/podctl.meta.json'), JSON.stringify(result.metafile));
-writeFileSync(bundle, interopWithoutDescriptorReads(readFileSync(bundle, 'utf8'), bundle));
+writeFileSync(bundle, interopCopiedOnce(interopWithoutDescriptorReads(readFileSync(bundle, 'utf8'), bundle), bundle));
 asciiOnly(bundle);
 const assets = { 'podctl.cjs': path.relative(root, bundle), ...(await buildAssetPackages()) };
 
