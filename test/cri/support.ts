@@ -6,8 +6,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach } from 'vitest';
+import { Http2Channel } from '../../src/cri/client/channel.js';
 import { connectCri, type CriClient } from '../../src/cri/client/client.js';
-import { startSimulator, type RunningSimulator, type StartSimulatorOptions } from '../../src/cri/simulator/index.js';
+import * as proto from '../../src/cri/client/generated/runtime_v1.js';
+import { demoNode, startSimulator, type RunningSimulator, type StartSimulatorOptions } from '../../src/cri/simulator/index.js';
 
 export function useTempDir(prefix = 'podctl-cri-'): () => string {
   const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -34,4 +36,19 @@ export function useSimulator(): (options?: Omit<StartSimulatorOptions, 'socketPa
     open.push(pair);
     return pair;
   };
+}
+
+/** The raw bytes of a 50-pod demo node's ListPodSandbox and ListContainers answers, from a simulator served in `dir`. */
+export async function simulatorListings(dir: string): Promise<{ sandboxes: Buffer; containers: Buffer }> {
+  const sim = await startSimulator({ socketPath: path.join(dir, 'list.sock'), pods: demoNode(50) });
+  const channel = new Http2Channel({ socketPath: sim.socketPath, maxMessageBytes: 16 << 20 });
+  try {
+    const call = (method: string, message: Uint8Array) => channel.unary(method, `/runtime.v1.RuntimeService/${method}`, message, Date.now() + 10_000);
+    const sandboxes = await call('ListPodSandbox', proto.ListPodSandboxRequest.encode({ filter: undefined }).finish());
+    const containers = await call('ListContainers', proto.ListContainersRequest.encode({ filter: undefined }).finish());
+    return { sandboxes, containers };
+  } finally {
+    channel.close();
+    await sim.close();
+  }
 }

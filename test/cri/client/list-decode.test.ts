@@ -1,12 +1,9 @@
 import { describe, expect, it, vi } from 'vitest';
-import path from 'node:path';
 import { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';
-import { Http2Channel } from '../../../src/cri/client/channel.js';
 import * as proto from '../../../src/cri/client/generated/runtime_v1.js';
 import { decodeListContainersResponse, decodeListPodSandboxResponse } from '../../../src/cri/client/list-decode.js';
 import { BufferReader } from '../../../src/cri/client/reader.js';
-import { demoNode, startSimulator } from '../../../src/cri/simulator/index.js';
-import { useSimulator, useTempDir } from '../support.js';
+import { simulatorListings, useSimulator, useTempDir } from '../support.js';
 
 /** What the client decoded the listings with before: the generated decoder on the responses' reader. */
 const generated = {
@@ -87,29 +84,20 @@ describe('the listings decoded in one pass', () => {
   const simulator = useSimulator();
 
   it('decodes a 50-pod listing of the simulator exactly as the generated decoder does', async () => {
-    const sim = await startSimulator({ socketPath: path.join(dir(), 'list.sock'), pods: demoNode(50) });
-    const channel = new Http2Channel({ socketPath: sim.socketPath, maxMessageBytes: 16 << 20 });
-    try {
-      const call = (method: string, message: Uint8Array) => channel.unary(method, `/runtime.v1.RuntimeService/${method}`, message, Date.now() + 10_000);
-      const sandboxes = await call('ListPodSandbox', proto.ListPodSandboxRequest.encode({ filter: undefined }).finish());
-      const containers = await call('ListContainers', proto.ListContainersRequest.encode({ filter: undefined }).finish());
-      // read in the one pass, not handed to the generated decoder
-      const sandboxesDecode = vi.spyOn(proto.ListPodSandboxResponse, 'decode');
-      const containersDecode = vi.spyOn(proto.ListContainersResponse, 'decode');
-      const fast = [decodeListPodSandboxResponse(sandboxes), decodeListContainersResponse(containers)];
-      expect(sandboxesDecode).not.toHaveBeenCalled();
-      expect(containersDecode).not.toHaveBeenCalled();
-      vi.restoreAllMocks();
-      expect(fast[0]).toStrictEqual(generated.sandboxes(sandboxes));
-      expect(fast[1]).toStrictEqual(generated.containers(containers));
-      expect(decodeListPodSandboxResponse(sandboxes).items).toHaveLength(50);
-      expect(decodeListPodSandboxResponse(sandboxes)).toStrictEqual(generated.sandboxes(sandboxes));
-      expect(decodeListContainersResponse(containers).containers.length).toBeGreaterThanOrEqual(50);
-      expect(decodeListContainersResponse(containers)).toStrictEqual(generated.containers(containers));
-    } finally {
-      channel.close();
-      await sim.close();
-    }
+    const { sandboxes, containers } = await simulatorListings(dir());
+    // read in the one pass, not handed to the generated decoder
+    const sandboxesDecode = vi.spyOn(proto.ListPodSandboxResponse, 'decode');
+    const containersDecode = vi.spyOn(proto.ListContainersResponse, 'decode');
+    const fast = [decodeListPodSandboxResponse(sandboxes), decodeListContainersResponse(containers)];
+    expect(sandboxesDecode).not.toHaveBeenCalled();
+    expect(containersDecode).not.toHaveBeenCalled();
+    vi.restoreAllMocks();
+    expect(fast[0]).toStrictEqual(generated.sandboxes(sandboxes));
+    expect(fast[1]).toStrictEqual(generated.containers(containers));
+    expect(decodeListPodSandboxResponse(sandboxes).items).toHaveLength(50);
+    expect(decodeListPodSandboxResponse(sandboxes)).toStrictEqual(generated.sandboxes(sandboxes));
+    expect(decodeListContainersResponse(containers).containers.length).toBeGreaterThanOrEqual(50);
+    expect(decodeListContainersResponse(containers)).toStrictEqual(generated.containers(containers));
   });
 
   it.each([

@@ -1,10 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import path from 'node:path';
-import { Http2Channel } from '../../../src/cri/client/channel.js';
 import * as proto from '../../../src/cri/client/generated/runtime_v1.js';
 import { BufferReader } from '../../../src/cri/client/reader.js';
-import { demoNode, startSimulator } from '../../../src/cri/simulator/index.js';
-import { useSimulator, useTempDir } from '../support.js';
+import { simulatorListings, useSimulator, useTempDir } from '../support.js';
 
 /** A ListPodSandboxResponse whose one sandbox carries `value` (raw bytes) as a label value and as its name. */
 function sandboxWithValue(value: Uint8Array): Buffer {
@@ -38,22 +35,13 @@ describe('the CRI responses reader', () => {
   const simulator = useSimulator();
 
   it('decodes a 50-pod listing of the simulator exactly as the generated decoder does', async () => {
-    const sim = await startSimulator({ socketPath: path.join(dir(), 'list.sock'), pods: demoNode(50) });
-    const channel = new Http2Channel({ socketPath: sim.socketPath, maxMessageBytes: 16 << 20 });
-    try {
-      const call = (method: string, message: Uint8Array) => channel.unary(method, `/runtime.v1.RuntimeService/${method}`, message, Date.now() + 10_000);
-      const sandboxes = await call('ListPodSandbox', proto.ListPodSandboxRequest.encode({ filter: undefined }).finish());
-      const containers = await call('ListContainers', proto.ListContainersRequest.encode({ filter: undefined }).finish());
-      const fast = proto.ListPodSandboxResponse.decode(new BufferReader(sandboxes));
-      expect(fast.items).toHaveLength(50);
-      expect(fast).toStrictEqual(proto.ListPodSandboxResponse.decode(sandboxes));
-      const listed = proto.ListContainersResponse.decode(new BufferReader(containers));
-      expect(listed.containers.length).toBeGreaterThanOrEqual(50);
-      expect(listed).toStrictEqual(proto.ListContainersResponse.decode(containers));
-    } finally {
-      channel.close();
-      await sim.close();
-    }
+    const { sandboxes, containers } = await simulatorListings(dir());
+    const fast = proto.ListPodSandboxResponse.decode(new BufferReader(sandboxes));
+    expect(fast.items).toHaveLength(50);
+    expect(fast).toStrictEqual(proto.ListPodSandboxResponse.decode(sandboxes));
+    const listed = proto.ListContainersResponse.decode(new BufferReader(containers));
+    expect(listed.containers.length).toBeGreaterThanOrEqual(50);
+    expect(listed).toStrictEqual(proto.ListContainersResponse.decode(containers));
   });
 
   it.each([
