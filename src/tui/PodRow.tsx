@@ -23,7 +23,12 @@ import type { PodInfo } from '../domain/session-api.js';
 import type { NodeFacts } from '../services/diagnose/status.js';
 import type { ScreenRules } from '../services/watch/screen-rules.js';
 import { lineModel, StyledLine, type Colour, type LineModel, type Span } from './StyledLine.js';
-import { rowCells, stateColor, type ColumnId, type TableLayout } from './view-model.js';
+import { ageCell, clockMovesAgeAlone, rowCells, stateColor, type ColumnId, type TableLayout } from './view-model.js';
+
+/** The clock reading of the frame being drawn: set by the screen at each render, read when a row's time in state is written. */
+export interface FrameClock {
+  at: number;
+}
 
 export interface PodRowProps {
   pod: PodInfo;
@@ -35,10 +40,15 @@ export interface PodRowProps {
   rules: ScreenRules;
   /** The node's facts for pods on their way out (names causes the listing alone cannot). */
   facts?: NodeFacts | undefined;
+  /**
+   * The frame's clock: a row whose time in state alone moves with the clock (clockMovesAgeAlone)
+   * writes that cell from it when the frame is composed, so a clock tick re-renders no such row.
+   */
+  clock?: FrameClock | undefined;
 }
 
-/** `bar`: a run of the countdown bar, the share of the grace left or the share spent. */
-type Segment = { text: string; color?: Colour; bar?: 'left' | 'spent' };
+/** `bar`: a run of the countdown bar, the share of the grace left or the share spent; `fill`: the time in state written from the frame's clock. */
+type Segment = { text: string; color?: Colour; bar?: 'left' | 'spent'; fill?: () => string };
 
 const BAR_COLOR = { left: 'yellow', spent: 'gray' } as const;
 
@@ -50,7 +60,7 @@ function graceSegments(text: string, color: Colour): Segment[] {
 }
 
 /** The row as coloured segments, in column order, separated by one space. */
-function rowSegments(pod: PodInfo, layout: TableLayout, now: number, rules: ScreenRules, facts?: NodeFacts): Segment[] {
+function rowSegments(pod: PodInfo, layout: TableLayout, now: number, rules: ScreenRules, facts?: NodeFacts, clock?: FrameClock): Segment[] {
   const cells = rowCells(pod, layout, now, rules, facts);
   const colorOf: Partial<Record<ColumnId, Colour>> = {
     state: stateColor(pod.state),
@@ -61,6 +71,7 @@ function rowSegments(pod: PodInfo, layout: TableLayout, now: number, rules: Scre
     const text = i === 0 ? cells[c] : ` ${cells[c]}`;
     const color = colorOf[c];
     if (c === 'grace' && color !== undefined) return graceSegments(text, color);
+    if (c === 'age' && clock !== undefined) return [{ text, fill: () => ` ${ageCell(pod, layout, clock.at)}` }];
     return [color !== undefined ? { text, color } : { text }];
   });
   const last = segments.at(-1);
@@ -68,10 +79,15 @@ function rowSegments(pod: PodInfo, layout: TableLayout, now: number, rules: Scre
   return segments.filter((s) => s.text !== '');
 }
 
-/** A row's segments for one layout, clock reading, set of rules and of node facts; its line models by selection and colour. */
+/**
+ * A row's segments for one layout, clock reading, set of rules and of node facts; its line models by
+ * selection and colour. A row whose time in state alone moves with the clock is kept for the frame
+ * clock instead of a clock reading (`clock`): its text names its start (`since`) in that cell's place.
+ */
 interface RowEntry {
   layout: TableLayout;
   now: number;
+  clock: FrameClock | undefined;
   rules: ScreenRules;
   facts: NodeFacts | undefined;
   segments: Segment[];
@@ -82,13 +98,14 @@ interface RowEntry {
 const segmentCache = new WeakMap<PodInfo, RowEntry>();
 
 /** The row's segments and their text, cached per pod object for one layout, clock reading, set of rules and set of node facts. */
-export function cachedRow(pod: PodInfo, layout: TableLayout, now: number, rules: ScreenRules, facts?: NodeFacts): RowEntry {
+export function cachedRow(pod: PodInfo, layout: TableLayout, now: number, rules: ScreenRules, facts?: NodeFacts, frameClock?: FrameClock): RowEntry {
+  const clock = frameClock !== undefined && clockMovesAgeAlone(pod, layout, rules, facts) ? frameClock : undefined;
   const hit = segmentCache.get(pod);
-  if (hit !== undefined && hit.layout === layout && hit.now === now && hit.rules === rules && hit.facts === facts) return hit;
-  const segments = rowSegments(pod, layout, now, rules, facts);
+  if (hit !== undefined && hit.layout === layout && hit.clock === clock && (clock !== undefined || hit.now === now) && hit.rules === rules && hit.facts === facts) return hit;
+  const segments = rowSegments(pod, layout, now, rules, facts, clock);
   let text = '';
-  for (const s of segments) text += `${s.color ?? s.bar ?? ''}\u0000${s.text}\u0001`;
-  const entry: RowEntry = { layout, now, rules, facts, segments, text, lines: [] };
+  for (const s of segments) text += s.fill !== undefined ? `\u0002${pod.since}\u0001` : `${s.color ?? s.bar ?? ''}\u0000${s.text}\u0001`;
+  const entry: RowEntry = { layout, now, clock, rules, facts, segments, text, lines: [] };
   segmentCache.set(pod, entry);
   return entry;
 }
@@ -101,9 +118,9 @@ function rowLine(row: RowEntry, selected: boolean, color: boolean): LineModel {
 
 /** Whether two renders of a row would draw the same thing. */
 export function sameRow(a: PodRowProps, b: PodRowProps): boolean {
-  if (a.selected !== b.selected || a.color !== b.color) return false;
+  if (a.selected !== b.selected || a.color !== b.color || a.clock !== b.clock) return false;
   if (a.pod === b.pod && a.layout === b.layout && a.now === b.now && a.rules === b.rules && a.facts === b.facts) return true;
-  return cachedRow(a.pod, a.layout, a.now, a.rules, a.facts).text === cachedRow(b.pod, b.layout, b.now, b.rules, b.facts).text;
+  return cachedRow(a.pod, a.layout, a.now, a.rules, a.facts, a.clock).text === cachedRow(b.pod, b.layout, b.now, b.rules, b.facts, b.clock).text;
 }
 
 /** The row as spans: the selection marker, then the segments, the bar's runs as coloured blanks in colour. */
@@ -111,11 +128,12 @@ function rowSpans(segments: readonly Segment[], selected: boolean, color: boolea
   const spans: Span[] = [{ text: selected ? '▶ ' : '  ' }];
   for (const s of segments) {
     if (s.bar !== undefined && color) spans.push({ text: ' '.repeat(s.text.length), color: BAR_COLOR[s.bar], backgroundColor: BAR_COLOR[s.bar] });
+    else if (s.fill !== undefined) spans.push({ text: s.text, fill: s.fill });
     else spans.push(s.color !== undefined ? { text: s.text, color: s.color } : { text: s.text });
   }
   return spans;
 }
 
-export const PodRow = memo(function PodRow({ pod, layout, now, selected, color, rules, facts }: PodRowProps) {
-  return <StyledLine line={rowLine(cachedRow(pod, layout, now, rules, facts), selected, color)} />;
+export const PodRow = memo(function PodRow({ pod, layout, now, selected, color, rules, facts, clock }: PodRowProps) {
+  return <StyledLine line={rowLine(cachedRow(pod, layout, now, rules, facts, clock), selected, color)} />;
 }, sameRow);

@@ -38,6 +38,12 @@ interface SpanStyle {
 /** A run of the line's text in one style. */
 export interface Span extends SpanStyle {
   text: string;
+  /**
+   * Writes the run at output time in place of `text`: a cell that moves with the clock while the
+   * rest of the line does not (a row's time in state). Its text is printable ASCII of `text`'s
+   * length, so the line Ink laid out stands; a line has at most one such run.
+   */
+  fill?: () => string;
 }
 
 /** What Ink lays out (`text`) and what its transform writes in its place (`styled`). */
@@ -103,13 +109,33 @@ export function standIn(text: string): string {
 export function lineModel(spans: readonly Span[], color: boolean, inverse = false): LineModel {
   let plain = '';
   let body = '';
+  let head: string | undefined;
+  let filled: Span | undefined;
   for (const s of spans) {
     plain += s.text;
-    body += styledSpan(s, color);
+    if (s.fill !== undefined && filled === undefined) {
+      head = body;
+      body = '';
+      filled = s;
+    } else body += styledSpan(s, color);
   }
   const text = standIn(plain);
-  const styled = inverse && color ? `${sgr(7)}${body}${sgr(27)}` : body;
-  return { text, styled, transform: (line: string) => (line === text ? styled : line), fixed: text !== '' && PRINTABLE_ASCII.test(text) };
+  const [open, close] = inverse && color ? [sgr(7), sgr(27)] : ['', ''];
+  const fixed = text !== '' && PRINTABLE_ASCII.test(text);
+  if (filled === undefined || head === undefined) {
+    const styled = `${open}${body}${close}`;
+    return { text, styled, transform: (line: string) => (line === text ? styled : line), fixed };
+  }
+  const [before, after, fill, slot] = [`${open}${head}`, `${body}${close}`, filled.fill!, filled];
+  const styledNow = () => `${before}${styledSpan({ ...slot, text: fill() }, color)}${after}`;
+  return {
+    text,
+    get styled() {
+      return styledNow();
+    },
+    transform: (line: string) => (line === text ? styledNow() : line),
+    fixed,
+  };
 }
 
 /** The latest models by text and style; cleared when it grows past MAX_MODELS (a drain's countdowns make new rows every second). */

@@ -153,7 +153,7 @@ export function WatchApp(props: WatchAppProps) {
         {...(runtime.answering ? {} : { runtimeDown: `runtime not answering for ${formatDuration(at - runtime.since)}: ${runtime.error ?? 'no answer'} · the table shows the last listing` })}
         color={props.color}
       />
-      <PodTable pods={visible} layout={table.layout} now={at} selected={table.selected} window={table.window} color={props.color} emptyText={emptyText} rules={props.rules} facts={facts} />
+      <PodTable pods={visible} {...table.rows} color={props.color} emptyText={emptyText} rules={props.rules} facts={facts} />
       {screen.eventLines > 0 ? <EventsPane entries={snapshot.entries} lines={screen.eventLines} width={columns} color={props.color} /> : null}
       {screen.showHelpLine || promptText(ui.mode) !== undefined ? <HelpLine prompt={promptText(ui.mode)} message={ui.message} interactive={interactive} width={columns} color={props.color} /> : null}
     </Box>
@@ -190,10 +190,15 @@ function useUiState(): { ui: UiState; uiRef: { readonly current: UiState }; upda
 
 /**
  * The table's view of the pods: the working counts, the pods shown (filtered, sorted), the screen's
- * layout and the scroll window that keeps the selection in sight (it moves only as far as needed).
+ * layout and the scroll window that keeps the selection in sight (it moves only as far as needed);
+ * `rows`, what the table draws its rows with, holds the frame's clock (PodRow's FrameClock: one
+ * object for the screen's life, this render's reading), which rows whose time in state alone moves
+ * read when the frame is composed.
  */
 function useTableView(pods: readonly PodInfo[], ui: UiState, size: { columns: number; rows: number }, at: number) {
   const topRef = useRef(0);
+  const clock = useRef({ at }).current;
+  clock.at = at;
   const counts = useMemo(() => countWorkingPods(pods), [pods]);
   // only the grace sort reads the clock: a tick alone does not sort the pods again for the others
   const sortClock = ui.sort === 'grace' ? at : 0;
@@ -205,7 +210,7 @@ function useTableView(pods: readonly PodInfo[], ui: UiState, size: { columns: nu
   const selected = selectedIndex(ui, visible);
   const window = tableWindow(visible.length, selected, screen.tableRows, topRef.current);
   topRef.current = window.top;
-  return { counts, visible, screen, layout, selected, window };
+  return { counts, visible, screen, rows: { layout, selected, window, now: at, clock } };
 }
 
 /** Sends a kill or eviction asked from the screen through the session, and says how it went in the events pane and the message line. */

@@ -304,6 +304,23 @@ function cellsWithoutClock(pod: PodInfo, layout: TableLayout): ClockFreeCells {
   return cells;
 }
 
+/** The time-in-state cell, fitted to its column (minutes past the first minute unless terminating). */
+export function ageCell(pod: PodInfo, layout: TableLayout, now: number): string {
+  return fit(formatDuration(now - pod.since, pod.state !== 'terminating'), layout.widths.age ?? 0);
+}
+
+/**
+ * Whether the clock moves this row's time-in-state cell alone, at a width that does not change: not
+ * terminating (no countdown; that cell in minutes past the first), nothing can hold it whatever the
+ * time (`rules.neverHeld`: its last-error cell does not read the clock), and a column follows the
+ * age (the last column is cut of its trailing blanks, so its width would move with the text).
+ */
+export function clockMovesAgeAlone(pod: PodInfo, layout: TableLayout, rules: ScreenRules, facts?: NodeFacts): boolean {
+  if (pod.state === 'terminating' || rules.neverHeld === undefined) return false;
+  const at = layout.columns.indexOf('age');
+  return at >= 0 && at < layout.columns.length - 1 && rules.neverHeld(pod, facts);
+}
+
 /** The text of every cell of a row, already fitted to its column; `rules` say what holds the pod and whether anybody drives it. */
 export function rowCells(pod: PodInfo, layout: TableLayout, now: number, rules: ScreenRules, facts?: NodeFacts): Record<ColumnId, string> {
   const w = layout.widths;
@@ -321,7 +338,7 @@ export function rowCells(pod: PodInfo, layout: TableLayout, now: number, rules: 
   return {
     ...cellsWithoutClock(pod, layout),
     grace: fit(grace, w.grace ?? 0),
-    age: fit(formatDuration(now - pod.since, pod.state !== 'terminating'), w.age ?? 0),
+    age: ageCell(pod, layout, now),
     error: fit(causeText(pod, now, rules, facts), w.error ?? 0),
   };
 }

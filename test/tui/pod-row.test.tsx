@@ -1,3 +1,4 @@
+import { Box } from 'ink';
 import { cleanup, render } from 'ink-testing-library';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cachedRow, PodRow, sameRow } from '../../src/tui/PodRow.js';
@@ -17,6 +18,39 @@ describe('pod row memo', () => {
     expect(cachedRow(p, layout, now, screenRules)).toBe(first);
     expect(cachedRow(p, layout, now + 1_000, screenRules)).not.toBe(first);
     expect(cachedRow(p, tableLayout(100), now + 1_000, screenRules)).not.toBe(first);
+  });
+
+  it("keeps a row whose time in state alone moves with the clock across ticks, and writes that cell from the frame's clock", () => {
+    const clock = { at: now };
+    const p = pod('default/a', { since: now - 5_000 });
+    const first = cachedRow(p, layout, now, screenRules, undefined, clock);
+    // the same row a second later: not made again, and a redraw of it is skipped
+    expect(cachedRow(p, layout, now + 1_000, screenRules, undefined, clock)).toBe(first);
+    const props = { pod: p, layout, now, selected: true, color: true, rules: screenRules, clock };
+    expect(sameRow(props, { ...props, now: now + 1_000 })).toBe(true);
+    // a pod of the same content from a new listing is not redrawn either; one that started later is
+    expect(sameRow(props, { ...props, pod: { ...p }, now: now + 1_000 })).toBe(true);
+    expect(sameRow(props, { ...props, pod: { ...p, since: now - 4_000 }, now: now + 1_000 })).toBe(false);
+    // what the row writes reads the frame's clock: the cell a row made at that reading holds
+    // as the screen draws it: its parent renders at each tick, the row is kept
+    const Table = ({ at }: { at: number }) => <Box flexDirection="column">{at > 0 ? <PodRow {...props} now={at} /> : null}</Box>;
+    const app = render(<Table at={now} />);
+    const at = (ms: number) => {
+      clock.at = ms;
+      app.rerender(<Table at={ms} />);
+      return app.lastFrame() ?? '';
+    };
+    const drawnAt = (ms: number) => {
+      const model = render(<PodRow {...props} clock={undefined} now={ms} />);
+      return model.lastFrame() ?? '';
+    };
+    for (const ms of [now, now + 1_000, now + 2_000, now + 61_000]) expect(at(ms)).toBe(drawnAt(ms));
+    expect(at(now + 2_000)).toMatch(/\s7s\s/);
+    // a terminating pod's row, and a pod on its way out (its cause may move with the clock), are made per clock reading
+    const t = pod('default/t', { state: 'terminating', gracePeriod: 30, graceDeadline: now + 15_000, since: now - 15_000 });
+    expect(cachedRow(t, layout, now + 1_000, screenRules, undefined, clock)).not.toBe(cachedRow(t, layout, now, screenRules, undefined, clock));
+    const gone = pod('default/g', { state: 'terminated', since: now - 5_000 });
+    expect(cachedRow(gone, layout, now + 1_000, screenRules, undefined, clock)).not.toBe(cachedRow(gone, layout, now, screenRules, undefined, clock));
   });
 
   it('splits the countdown bar of a terminating pod into the share left and the share spent', () => {

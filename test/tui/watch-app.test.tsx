@@ -331,6 +331,44 @@ describe('watch screen', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(app.frames.length).toBe(frames);
   });
+  it('moves the time in state of rows that count seconds every tick, and shows a transition on such a row', async () => {
+    let now = NOW;
+    const pods = [
+      pod('default/api', { since: NOW - 3_000 }),
+      pod('default/job', { state: 'runtime', pod: undefined, since: NOW - 58_000 }),
+      pod('default/cache', { since: NOW - 30_000, owner: { pid: 4243, startedAt: 0, heartbeatAt: 0, alive: true } }),
+    ];
+    const session = new FakeSession(pods, () => now);
+    const feed = new WatchFeed(session, { coalesceMs: 1, now: () => now });
+    feeds.push(feed);
+    await feed.start();
+    const app = render(<WatchApp source={feed} rules={screenRules} requestKill={(r) => session.requestKill(r)} color={true} now={() => now} size={{ columns: 140, rows: 30 }} tickMs={20} />);
+    const ages = (f: string) =>
+      ['api', 'job', 'cache'].map(
+        (n) =>
+          /\s(\S+)\s+\S+\s*$/.exec(
+            f
+              .split('\n')
+              .find((l) => l.includes(`default/${n} `))
+              ?.replace(/\s+-?\s*$/, ' -') ?? '',
+          )?.[1],
+      );
+    await until(app.lastFrame, (f) => /default\/api\s+sync.*\s3s\s/.test(f), 'api at 3s');
+    for (const step of [1, 2, 3]) {
+      now = NOW + step * 1_000;
+      const frame = await until(app.lastFrame, (f) => new RegExp(`default/api\\s+sync.*\\s${3 + step}s\\s`).test(f), `api at ${3 + step}s`);
+      // every row of the frame reads the same clock
+      expect(ages(frame)).toEqual([`${3 + step}s`, step < 2 ? `${58 + step}s` : '1m', `${30 + step}s`]);
+    }
+    // a transition on a row whose age moved alone: the row shows its new state and its new time in state
+    session.set({ ...session.pods.get('uid-default-cache')!, state: 'terminating', since: now, gracePeriod: 30, graceDeadline: now + 30_000 });
+    session.emit({ source: 'store', uid: 'uid-default-cache', at: now, kind: 'checkpoint-changed' });
+    await until(app.lastFrame, (f) => /default\/cache\s+terminating.*30s.*\s0s\s/.test(f), 'cache terminating, 0s in state');
+    now += 2_000;
+    const frame = await until(app.lastFrame, (f) => /default\/cache\s+terminating.*28s.*\s2s\s/.test(f), 'cache counting down, 2s in state');
+    expect(frame).toMatch(/default\/api\s+sync.*\s8s\s/);
+  });
+
   it('ticks the countdowns no faster than frames may come (the frame gate’s interval)', async () => {
     const pods = nodePods().map((p) => (p.name === 'db' ? { ...p, owner: { pid: 4243, startedAt: 0, heartbeatAt: 0, alive: true } } : p));
     const session = new FakeSession(pods, () => NOW);

@@ -16,6 +16,12 @@ import { criticalScope, evictRefusal } from '../terminate/terminate.js';
 export interface ScreenRules {
   /** What holds a pod on its way out, from the listing and the node's facts when gathered; null when nothing does. */
   blockedBy(pod: PodInfo, now: number, facts?: NodeFacts): BlockedBy | null;
+  /**
+   * Nothing can hold the pod at any time while its listing and these facts stand (`blockedBy` is
+   * null whatever the clock): a pod not on its way out. The screen then lets the clock move its
+   * time in state alone.
+   */
+  neverHeld?(pod: PodInfo, facts?: NodeFacts): boolean;
   /** Under way and nobody drives it: its grace does not count down (`podctl sync-known` resumes it). */
   isUndriven(pod: PodInfo): boolean;
   /** What `podctl status NS/POD --explain` explains of the pod. */
@@ -34,6 +40,7 @@ export const screenRules: ScreenRules = {
   // nothing holds a pod that is not on its way out (blocked-by.ts's first rule, the same test as
   // notFinishing's): a pod's facts are made only for those, not for every row of every frame
   blockedBy: (pod, now, facts) => (notFinishing(pod, facts?.api ?? NO_API) ? blockedBy(stuckFactsOf(pod, now, facts)) : null),
+  neverHeld: (pod, facts) => !notFinishing(pod, facts?.api ?? NO_API),
   isUndriven,
   explain: explainPod,
   plannedGraceSeconds: (pod) => plannedGraceSeconds(pod),
