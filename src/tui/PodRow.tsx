@@ -5,7 +5,10 @@
  *
  * Rows are memoised: a row whose text, selection and colour are those of its last frame is not
  * re-rendered, so Ink neither rebuilds nor re-measures it. A row's segments are computed once per
- * (pod object, layout, clock) and kept beside the pod object (a WeakMap: gone with the pod).
+ * (pod object, layout, clock) and kept beside the pod object (a WeakMap: gone with the pod). A row
+ * whose time in state alone moves with the clock (view-model.ts `clockMovesAgeAlone`) is made once
+ * for the frame's clock instead: that cell is written from the clock when Ink composes the frame
+ * (StyledLine's `fill`), so a clock tick re-renders none of those rows.
  *
  * In colour the countdown bar is drawn with background colours on blanks, not with `█` and `░`:
  * Ink measures the width of every row it draws, in every frame, and a row with any character
