@@ -450,15 +450,12 @@ cacheAssetPackages();
  * trainings give caches of the same functions that differ in a few hundred bytes (`--help` and
  * `sync-known --dry-run` came out the same). Only the commands a node operator runs at a terminal
  * many times a day have their own (each ~2 MB; the image's compressed layer keeps within 55 MB):
- * `evict` runs from `kill`'s (the same path but its first step); `--version` has its own (smaller
- * than `podctl.v8`, which has --help's functions); every other command runs from `podctl.v8`.
- * --check-reproducible therefore builds its second executable with the first build's trained caches
- * (PODCTL_SEA_TRAINED_CACHES=DIR: take them from DIR instead of training) and compares every other
- * byte; each cache is checked accepted by V8.
+ * `evict` runs from `kill`'s (the same path but its first step), every other command from `podctl.v8`. --check-reproducible therefore builds its second
+ * executable with the first build's trained caches (PODCTL_SEA_TRAINED_CACHES=DIR: take them from
+ * DIR instead of training) and compares every other byte; each cache is checked accepted by V8.
  */
 const TRAINING = [
   ['podctl.v8', ['--help']],
-  ['podctl-version-flag.v8', ['--version']],
   ['podctl-status.v8', ['status']],
   ['podctl-kill.v8', ['kill', 'web/api-0db16', '--grace', '1']],
   ['podctl-drain.v8', ['drain', '-l', 'app=frontend', '--yes', '--grace-period', '2', '--critical-grace-period', '1']],

@@ -11,11 +11,8 @@ import { runAsset } from './sea-assets.js';
 
 /** A command word usable in an asset name (anything else uses the common cache). */
 const COMMAND = /^[a-z][a-z0-9-]{0,39}$/;
-/**
- * Commands that run from another command's trained cache (scripts/sea.mjs, `TRAINING`): the same
- * path; `--version` (oclif's flag, not the `version` command) from its own, `podctl-version-flag.v8`.
- */
-const CACHE_OF: Readonly<Record<string, string>> = { evict: 'kill', '--version': 'version-flag' };
+/** Commands that run from another command's trained cache (scripts/sea.mjs, `TRAINING`): the same path. */
+const CACHE_OF: Readonly<Record<string, string>> = { evict: 'kill' };
 
 const argv = process.argv.slice(2);
 const command = argv[0];
