@@ -26,6 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { writeAgentKubeconfig, writeKubeconfig } from '../kube/support.js';
+import { freePort } from '../support/free-port.js';
 import { startKubeApiServer, type KubeApiServer } from '../support/kube-api-server.js';
 import { describeContainerd } from './support/env.js';
 import { collect, requireBuild, runPodctl, spawnPodctl } from './support/cli.js';
@@ -405,21 +406,25 @@ describeContainerd(import.meta.url, 'beside a running kubelet (containerd, local
     // deleted in the API with a long grace: the kubelet's to finish, not the agent's
     const c = await apiPod({ name: 'steady-deleted', terminationGracePeriodSeconds: 120 });
     server.deletePod(c.namespace, c.name, 120);
-    const port = 20000 + (process.pid % 20000);
+    const port = await freePort();
     const agent = spawnPodctl(['agent', '--interval', '1s', '--metrics-addr', `127.0.0.1:${port}`, '--kubelet-healthz', kubelet.healthz, '--node', 'node-1', '--kubeconfig', agentKubeconfig], {
       endpoint: `unix://${node.socket}`,
       stateDir,
     });
     const done = collect(agent, 120_000);
     let metrics = '';
+    let unanswered: unknown;
     try {
       await new Promise((r) => setTimeout(r, 60_000));
       metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    } catch (error) {
+      unanswered = error; // told after the agent's own exit and output, which say why
     } finally {
       agent.kill('SIGTERM');
     }
     const run = await done;
     expect(run.code, run.stderr).toBe(0);
+    expect(unanswered, `the agent's /metrics on 127.0.0.1:${port}; its output: ${run.stderr}`).toBeUndefined();
     expect(metrics).toMatch(/^podctl_kubelet_up 1$/m);
     expect(metrics).toMatch(/^podctl_runtime_operations_total\{operation_type="stop_container"\} 0$/m);
     expect(metrics).toMatch(/^podctl_runtime_operations_total\{operation_type="stop_podsandbox"\} 0$/m);
