@@ -4,8 +4,9 @@
  *
  * Contract: one request (`Connection: close`), one answer: its status code and body, the body read
  * by Content-Length, chunked transfer coding or the end of the connection. `timeoutMs` bounds each
- * wait for the peer (as node:http's `timeout`: no byte sent or received for that long) and the
- * answer is at most MAX_ANSWER_BYTES; a connection error rejects with the socket's error (its `code`:
+ * wait for the peer (as node:http's `timeout`: no byte received, nor the connection made, for that
+ * long), counted in time this process could hear it (`silenceBound`), and the answer is at most
+ * MAX_ANSWER_BYTES; a connection error rejects with the socket's error (its `code`:
  * ECONNREFUSED, EHOSTUNREACH, ETIMEDOUT for the bound…), an answer that is not HTTP/1.x with
  * HPE_INVALID (as node:http's parser), one cut short with ECONNRESET. The socket is always destroyed.
  */
@@ -65,6 +66,44 @@ function parseAnswer(raw: string, ended: boolean): PlainAnswer | undefined {
   return body === undefined ? undefined : { status: Number(status[1]), body: Buffer.from(body, 'latin1').toString('utf8') };
 }
 
+/** Milliseconds on the monotonic clock (process.hrtime: the global `performance` loads perf_hooks). */
+const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+/**
+ * The bound on the peer's silence, counted in time this process could hear it. A process held past
+ * the bound (a synchronous compile, a CPU starved by other work) must not take its own delay for the
+ * peer's: a timer that fires over half a bound late gives the peer a whole bound again, and the
+ * verdict waits for the event loop's poll phase, so an answer already in the socket's buffer is read
+ * first. `heard` restarts the bound; after `stop`, `onSilent` is never called.
+ */
+function silenceBound(timeoutMs: number, onSilent: () => void): { heard(): void; stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let due = 0;
+  let stopped = false;
+  const arm = (): void => {
+    clearTimeout(timer);
+    due = monotonicMs() + timeoutMs;
+    timer = setTimeout(fire, timeoutMs);
+  };
+  const fire = (): void => {
+    if (monotonicMs() - due > timeoutMs / 2) return arm();
+    timer = undefined;
+    setImmediate(() => {
+      if (timer === undefined && !stopped) onSilent();
+    });
+  };
+  arm();
+  return {
+    heard: () => {
+      if (!stopped) arm();
+    },
+    stop: () => {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
 /** GETs `url` (http: only) and resolves to its answer; see the contract above. */
 export function plainGet(url: URL, timeoutMs: number): Promise<PlainAnswer> {
   if (url.protocol !== 'http:') return Promise.reject(fail('ERR_INVALID_PROTOCOL', `Protocol "${url.protocol}" not supported. Expected "http:"`));
@@ -72,9 +111,11 @@ export function plainGet(url: URL, timeoutMs: number): Promise<PlainAnswer> {
     const socket = net.connect({ host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(url.port || 80) });
     let raw = '';
     let done = false;
+    const silence = silenceBound(timeoutMs, () => settle(fail('ETIMEDOUT', `no answer within ${timeoutMs} ms`)));
     const settle = (error: Error | undefined, answer?: PlainAnswer): void => {
       if (done) return;
       done = true;
+      silence.stop();
       socket.destroy();
       if (error) reject(error);
       else if (answer) resolve(answer);
@@ -88,10 +129,13 @@ export function plainGet(url: URL, timeoutMs: number): Promise<PlainAnswer> {
         settle(error as Error);
       }
     };
-    socket.setTimeout(timeoutMs, () => settle(fail('ETIMEDOUT', `no answer within ${timeoutMs} ms`)));
     socket.setEncoding('latin1');
-    socket.once('connect', () => socket.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nConnection: close\r\n\r\n`, 'latin1'));
+    socket.once('connect', () => {
+      silence.heard();
+      socket.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nConnection: close\r\n\r\n`, 'latin1');
+    });
     socket.on('data', (chunk: string) => {
+      silence.heard();
       raw += chunk;
       if (raw.length > MAX_ANSWER_BYTES) settle(fail('HPE_HEADER_OVERFLOW', `an answer over ${MAX_ANSWER_BYTES} bytes`));
       else take(false);

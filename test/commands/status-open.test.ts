@@ -46,8 +46,8 @@ describe('podctl status', { timeout: 60_000 }, () => {
     const url = healthz.url;
     const run = await podctl(['status', '-o', 'json', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state'), '--kubelet-healthz', url]);
     expect(run.code, run.stderr).toBe(0);
-    const json = JSON.parse(run.stdout) as { kubelet: { state: string }; pods: unknown[] };
-    expect(json.kubelet.state).toBe('running');
+    const json = JSON.parse(run.stdout) as { kubelet: { state: string; detail: string }; pods: unknown[] };
+    expect(json.kubelet.state, json.kubelet.detail).toBe('running');
     expect(json.pods).toHaveLength(6);
     expect(seenAtHealthz).toHaveLength(1);
     expect(seenAtHealthz[0]).toEqual(expect.arrayContaining(['Version', 'ListPodSandbox']));

@@ -1,4 +1,5 @@
 /** Kubelet detection (one module): healthz, /proc, the node Lease fallback; and the one kill policy. */
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
@@ -147,6 +148,59 @@ describe('the healthz probe (an HTTP/1.1 GET of its own over TCP)', () => {
         server.close();
       }
     }
+  });
+});
+
+/** A healthz in another process (as the kubelet is), answering ok `delayMs` after each request; its URL. */
+async function healthzProcess(delayMs = 0): Promise<{ url: string; close(): void }> {
+  const server = `const s=require('http').createServer((q,r)=>setTimeout(()=>r.end('ok'),${delayMs})).listen(0,'127.0.0.1',()=>console.log(s.address().port))`;
+  const child = spawn(process.execPath, ['-e', server], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
+    child.once('exit', (code) => reject(new Error(`healthz process exited ${code}`)));
+  });
+  return { url: `http://127.0.0.1:${port}/healthz`, close: () => child.kill() };
+}
+
+/** Holds this thread for `ms` without turning the event loop (a synchronous compile, a starved CPU). */
+function stall(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+describe('the healthz bound counts time this process could hear the answer', () => {
+  const noKubelet = (): string => procDir({ '1': 'systemd' });
+
+  it('a stall longer than the bound before the connection is made is not a healthz that did not answer', async () => {
+    const server = await healthzProcess();
+    try {
+      const detected = detectKubelet({ healthz: server.url, procRoot: noKubelet(), timeoutMs: 200 });
+      stall(600);
+      expect(await detected).toMatchObject({ state: 'running', via: 'healthz' });
+    } finally {
+      server.close();
+    }
+  });
+
+  it('nor one after the request went out, while the answer waits to be read', async () => {
+    // the answer comes 60 ms after the request, while this process is held
+    const server = await healthzProcess(60);
+    try {
+      const detected = detectKubelet({ healthz: server.url, procRoot: noKubelet(), timeoutMs: 200 });
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      // from the check phase: the loop's next turn begins with its timers, before it reads any socket
+      await new Promise((resolve) => setImmediate(resolve));
+      stall(600);
+      expect(await detected).toMatchObject({ state: 'running', via: 'healthz' });
+    } finally {
+      server.close();
+    }
+  });
+
+  it('a peer that stays silent while this process runs is still "no answer within" the bound', async () => {
+    const started = performance.now();
+    const status = await detectKubelet({ healthz: silentUrl, procRoot: noKubelet(), timeoutMs: 200 });
+    expect(status).toMatchObject({ state: 'down', detail: expect.stringMatching(/no answer within 200 ms$/) });
+    expect(performance.now() - started).toBeLessThan(2_000);
   });
 });
 
