@@ -11,6 +11,7 @@
  * HPE_INVALID (as node:http's parser), one cut short with ECONNRESET. The socket is always destroyed.
  */
 import net from 'node:net';
+import { silenceBound } from '../lib/silence-bound.js';
 
 /** A healthz answers "ok"; anything much longer is not one. */
 const MAX_ANSWER_BYTES = 64 * 1024;
@@ -64,44 +65,6 @@ function parseAnswer(raw: string, ended: boolean): PlainAnswer | undefined {
   } else body = ended ? rest : undefined;
   if (body === undefined && ended) throw fail('ECONNRESET', 'the connection closed before the whole body');
   return body === undefined ? undefined : { status: Number(status[1]), body: Buffer.from(body, 'latin1').toString('utf8') };
-}
-
-/** Milliseconds on the monotonic clock (process.hrtime: the global `performance` loads perf_hooks). */
-const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
-
-/**
- * The bound on the peer's silence, counted in time this process could hear it. A process held past
- * the bound (a synchronous compile, a CPU starved by other work) must not take its own delay for the
- * peer's: a timer that fires over half a bound late gives the peer a whole bound again, and the
- * verdict waits for the event loop's poll phase, so an answer already in the socket's buffer is read
- * first. `heard` restarts the bound; after `stop`, `onSilent` is never called.
- */
-function silenceBound(timeoutMs: number, onSilent: () => void): { heard(): void; stop(): void } {
-  let timer: NodeJS.Timeout | undefined;
-  let due = 0;
-  let stopped = false;
-  const arm = (): void => {
-    clearTimeout(timer);
-    due = monotonicMs() + timeoutMs;
-    timer = setTimeout(fire, timeoutMs);
-  };
-  const fire = (): void => {
-    if (monotonicMs() - due > timeoutMs / 2) return arm();
-    timer = undefined;
-    setImmediate(() => {
-      if (timer === undefined && !stopped) onSilent();
-    });
-  };
-  arm();
-  return {
-    heard: () => {
-      if (!stopped) arm();
-    },
-    stop: () => {
-      stopped = true;
-      clearTimeout(timer);
-    },
-  };
 }
 
 /** GETs `url` (http: only) and resolves to its answer; see the contract above. */

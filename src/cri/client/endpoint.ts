@@ -34,6 +34,7 @@ import { constants as fsConstants } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import * as fs from '../../lib/fs-async.js';
+import { silenceBound } from '../../lib/silence-bound.js';
 
 export const CONTAINERD_SOCKET = '/run/containerd/containerd.sock';
 export const CRIO_SOCKET = '/var/run/crio/crio.sock';
@@ -201,7 +202,7 @@ function connectProbe(socketPath: string, timeoutMs: number, signal: AbortSignal
   return new Promise((resolve) => {
     const sock = net.createConnection({ path: socketPath });
     const done = (result: SocketCheck): void => {
-      clearTimeout(timer);
+      silence.stop();
       signal?.removeEventListener('abort', onAbort);
       sock.removeAllListeners('connect').removeAllListeners('error');
       if (result.ok && keep) sock.on('error', () => undefined).unref();
@@ -209,7 +210,7 @@ function connectProbe(socketPath: string, timeoutMs: number, signal: AbortSignal
       resolve(result.ok && keep ? { ok: true, connection: sock } : result);
     };
     const onAbort = (): void => done({ ok: false, reason: 'refused', detail: 'aborted' });
-    const timer = setTimeout(() => done({ ok: false, reason: 'refused', detail: `no answer within ${timeoutMs} ms` }), timeoutMs);
+    const silence = silenceBound(timeoutMs, () => done({ ok: false, reason: 'refused', detail: `no answer within ${timeoutMs} ms` }));
     signal?.addEventListener('abort', onAbort, { once: true });
     sock.once('connect', () => done({ ok: true }));
     sock.once('error', (err: NodeJS.ErrnoException) => {

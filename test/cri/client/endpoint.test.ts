@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   CONNECT_TIMEOUT_MS,
   DEFAULT_RPC_TIMEOUT_MS,
@@ -17,6 +17,7 @@ import {
 } from '../../../src/cri/client/endpoint.js';
 import { useTempDir } from '../support.js';
 
+const realCreateConnection = net.createConnection;
 const servers: net.Server[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => new Promise<void>((r) => s.close(() => r()))));
@@ -184,6 +185,23 @@ describe('resolveEndpoint', () => {
     expect((err as EndpointError).reason).toBe('refused');
     expect((err as Error).message).toContain(stale);
     expect((err as Error).message).toContain('CONTAINER_RUNTIME_ENDPOINT');
+  });
+
+  it('a served socket is served though this process was held past the probe bound (not "no answer within")', async () => {
+    const sock = path.join(dir(), 'held.sock');
+    await serve(sock);
+    // held 600 ms right after the connection is asked for, against a 100 ms bound: from the loop's
+    // check phase, so its next turn begins with the timers, before it sees the connection made
+    const connect = vi.spyOn(net, 'createConnection').mockImplementation((...args: Parameters<typeof net.createConnection>) => {
+      setImmediate(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 600));
+      return realCreateConnection(...args);
+    });
+    try {
+      expect((await resolveEndpoint({ flag: sock, env: {}, wellKnown: [], probeTimeoutMs: 100 })).path).toBe(sock);
+      expect(connect).toHaveBeenCalled();
+    } finally {
+      connect.mockRestore();
+    }
   });
 
   it('rejects a path that is not a socket', async () => {
