@@ -173,8 +173,8 @@ describe('the healthz bound counts time this process could hear the answer', () 
   it('a stall longer than the bound before the connection is made is not a healthz that did not answer', async () => {
     const server = await healthzProcess();
     try {
-      const detected = detectKubelet({ healthz: server.url, procRoot: noKubelet(), timeoutMs: 200 });
-      stall(600);
+      const detected = detectKubelet({ healthz: server.url, procRoot: noKubelet(), timeoutMs: 500 });
+      stall(1_500);
       expect(await detected).toMatchObject({ state: 'running', via: 'healthz' });
     } finally {
       server.close();
@@ -185,11 +185,11 @@ describe('the healthz bound counts time this process could hear the answer', () 
     // the answer comes 60 ms after the request, while this process is held
     const server = await healthzProcess(60);
     try {
-      const detected = detectKubelet({ healthz: server.url, procRoot: noKubelet(), timeoutMs: 200 });
+      const detected = detectKubelet({ healthz: server.url, procRoot: noKubelet(), timeoutMs: 500 });
       await new Promise((resolve) => setTimeout(resolve, 30));
       // from the check phase: the loop's next turn begins with its timers, before it reads any socket
       await new Promise((resolve) => setImmediate(resolve));
-      stall(600);
+      stall(1_500);
       expect(await detected).toMatchObject({ state: 'running', via: 'healthz' });
     } finally {
       server.close();
