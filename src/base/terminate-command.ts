@@ -1,13 +1,15 @@
 /**
  * The base of the commands that terminate pods by reference (`podctl kill`, `podctl evict`): their
- * common flags, and how they end — unfinished pods handed on, the table and summary drawn, the exit
- * code set, the JSON result returned.
+ * common flags, their session (the runtime's event stream opened with the first wait), and how they
+ * end — unfinished pods handed on, the table and summary drawn, the exit code set, the JSON result
+ * returned.
  *
  * Invariant: a subclass's `run()` only parses, validates and calls its service, then returns
  * `this.finish(result)`; what the two commands do alike after their service lives here once.
  */
 import { Args } from '@oclif/core';
 import { PodctlCommand } from './command.js';
+import type { SessionOptions } from '../domain/session-api.js';
 import { globalFlagsOwnTimeout, selectionFlags, terminationFlags } from './flags.js';
 import { metricsTextfileFlags } from './safety-flags.js';
 import { terminateJson } from './json-results.js';
@@ -32,6 +34,11 @@ export abstract class TerminateCommand extends PodctlCommand {
   static override baseFlags = globalFlagsOwnTimeout;
   /** Exit codes are asked for only where the session decides by them (SessionOptions.exitDetails). */
   protected override exitDetails = 'driven' as const;
+
+  /** The runtime's event stream is opened with the wait, after the stops are on their way. */
+  protected override sessionOptions(): SessionOptions {
+    return { ...super.sessionOptions(), runtimeEventsFromFirstWait: true };
+  }
 
   /** Hands the pods still terminating on, draws the result (unless --json), sets the exit code; returns the JSON result. */
   protected async finish<T extends TerminateResult & { kubelet?: unknown }>(result: T): Promise<ReturnType<typeof terminateJson<T>>> {

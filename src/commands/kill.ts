@@ -12,7 +12,6 @@ import { prepareSha256 } from '../lib/sha256.js';
 import type { Persist } from '../services/terminate/drive.js';
 import { killPods, type KillResult } from '../services/terminate/kill.js';
 import type { terminateJson } from '../base/json-results.js';
-import type { SessionOptions } from '../domain/session-api.js';
 import { podRefArgs, TerminateCommand, terminateCommandFlags } from '../base/terminate-command.js';
 
 const noop = (): void => undefined;
@@ -48,11 +47,6 @@ ${exitCodesHelp([ExitCode.Done, ExitCode.Failure, ExitCode.Usage, ExitCode.Timed
     force: Flags.boolean({ summary: 'Kill over CRI even pods a running kubelet still desires (it may start them again).', default: false }),
     'via-api': Flags.boolean({ summary: 'Go through the API server for the pods a running kubelet desires (the default whenever an API server is configured); an error without one.', default: false }),
   };
-
-  /** The runtime's event stream is opened with the wait, after the kill's stops are on their way. */
-  protected override sessionOptions(): SessionOptions {
-    return { ...super.sessionOptions(), runtimeEventsFromFirstWait: true };
-  }
 
   async run(): Promise<ReturnType<typeof terminateJson<KillResult>>> {
     const { argv, flags } = await this.parse(Kill);

@@ -1,6 +1,6 @@
 /**
- * When `podctl kill` of one pod opens the runtime's event stream: with its wait, after its stops
- * are on their way, not while its session opens (the stream's own connection, and on containerd 1.6
+ * When `podctl kill` and `podctl evict` of one pod open the runtime's event stream: with the wait,
+ * after the stops are on their way, not while the session opens (the stream's own connection, and on containerd 1.6
  * its Unimplemented answer, then cost nothing on the way to StopContainer). Through the built CLI
  * against the embedded simulator with events, whose journal records every call (as containerd 1.6,
  * it answers the stream Unimplemented without a record). Needs `npm run build`.
@@ -19,9 +19,9 @@ afterEach(async () => {
   sim = undefined;
 });
 
-describe('podctl kill of one pod: the runtime event stream', { timeout: 60_000 }, () => {
-  it('is asked for once, after StopContainer, and the kill ends as before', async () => {
-    requireBuilt('kill');
+describe.each(['kill', 'evict'])('podctl %s of one pod: the runtime event stream', { timeout: 60_000 }, (verb) => {
+  it('is asked for once, after StopContainer, and the command ends as before', async () => {
+    requireBuilt(verb);
     const dir = mkdtempSync(path.join(tmpdir(), 'podctl-kill-events-'));
     sim = await startSimulator({
       socketPath: path.join(dir, 'cri.sock'),
@@ -29,7 +29,7 @@ describe('podctl kill of one pod: the runtime event stream', { timeout: 60_000 }
       events: true,
       pods: [{ name: 'web-1', namespace: 'web', terminationGracePeriodSeconds: 30, containers: [{ name: 'c', onSigterm: 'exit' }] }],
     });
-    const run = await podctl(['kill', 'web/web-1', '--json', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state')]);
+    const run = await podctl([verb, 'web/web-1', '--json', '--runtime-endpoint', sim.endpoint, '--state-dir', path.join(dir, 'state')]);
     expect(run.code, run.stderr).toBe(0);
     expect((JSON.parse(run.stdout) as { pods: { outcome: string }[] }).pods).toEqual([expect.objectContaining({ outcome: 'terminated' })]);
     const methods = sim.state
