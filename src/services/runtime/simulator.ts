@@ -10,8 +10,8 @@
  * path longer than a unix socket address holds (107 bytes) is refused rather than truncated.
  */
 import { lstat, mkdir } from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
+import { checkSocket } from '../../cri/client/endpoint.js';
 import { parseFault, type ParsedFault } from '../../cri/simulator/fault-spec.js';
 import { RuntimeFailure, UsageError } from '../../lib/errors.js';
 
@@ -58,19 +58,9 @@ export interface SimulatorResult {
   servedSeconds: number;
 }
 
-/** True when something accepts connections on the socket. */
-export function socketIsLive(socketPath: string, timeoutMs = 300): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(socketPath);
-    const done = (live: boolean): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(live);
-    };
-    const timer = setTimeout(() => done(false), timeoutMs);
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
+/** True when something accepts connections on the socket (the runtime endpoint's own check). */
+export async function socketIsLive(socketPath: string, timeoutMs = 300): Promise<boolean> {
+  return (await checkSocket(socketPath, timeoutMs)).ok;
 }
 
 export async function serveSimulator(options: SimulatorOptions): Promise<SimulatorResult> {

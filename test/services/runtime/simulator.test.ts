@@ -1,7 +1,8 @@
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import net from 'node:net';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { serveSimulator, socketIsLive } from '../../../src/services/runtime/simulator.js';
 
 describe('simulator service', () => {
@@ -22,6 +23,28 @@ describe('simulator service', () => {
     expect(result).toMatchObject({ socketPath, pods: 3, endpoint: `unix://${socketPath}` });
     expect(existsSync(socketPath)).toBe(false);
     expect(await socketIsLive(socketPath)).toBe(false);
+  });
+
+  it('a live socket is live though this process was held past the bound right after connecting (its server is not replaced)', async () => {
+    const socketPath = path.join(mkdtempSync(path.join(tmpdir(), 'podctl-simsvc-')), 'held.sock');
+    const server = net.createServer((c) => c.destroy());
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    const realConnect = net.connect;
+    let held = 0;
+    // from the loop's check phase: its next turn begins with the timers, before it sees the connection made
+    const holding = (...args: Parameters<typeof net.connect>): net.Socket => {
+      held += 1;
+      setImmediate(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 600));
+      return realConnect(...args);
+    };
+    const spies = [vi.spyOn(net, 'connect').mockImplementation(holding), vi.spyOn(net, 'createConnection').mockImplementation(holding)];
+    try {
+      expect(await socketIsLive(socketPath, 100)).toBe(true);
+      expect(held).toBe(1);
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it('rejects a bad pod count before serving', async () => {
