@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectKubelet, desiredPodPolicy, healthzUrl, kubeletProcessExists } from '../../src/kube/kubelet.js';
+import { holdThread } from '../support/hold.js';
 
 let healthz: http.Server;
 let answer = 'ok';
@@ -162,11 +163,6 @@ async function healthzProcess(delayMs = 0): Promise<{ url: string; close(): void
   return { url: `http://127.0.0.1:${port}/healthz`, close: () => child.kill() };
 }
 
-/** Holds this thread for `ms` without turning the event loop (a synchronous compile, a starved CPU). */
-function stall(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
 describe('the healthz bound counts time this process could hear the answer', () => {
   const noKubelet = (): string => procDir({ '1': 'systemd' });
 
@@ -174,7 +170,7 @@ describe('the healthz bound counts time this process could hear the answer', () 
     const server = await healthzProcess();
     try {
       const detected = detectKubelet({ healthz: server.url, procRoot: noKubelet(), timeoutMs: 500 });
-      stall(1_500);
+      holdThread(1_500);
       expect(await detected).toMatchObject({ state: 'running', via: 'healthz' });
     } finally {
       server.close();
@@ -189,7 +185,7 @@ describe('the healthz bound counts time this process could hear the answer', () 
       await new Promise((resolve) => setTimeout(resolve, 30));
       // from the check phase: the loop's next turn begins with its timers, before it reads any socket
       await new Promise((resolve) => setImmediate(resolve));
-      stall(1_500);
+      holdThread(1_500);
       expect(await detected).toMatchObject({ state: 'running', via: 'healthz' });
     } finally {
       server.close();

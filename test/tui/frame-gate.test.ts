@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FrameGate } from '../../src/tui/frame-gate.js';
 import type { WatchSnapshot } from '../../src/services/watch/watch-feed.js';
+import { holdThread } from '../support/hold.js';
 
 /** A feed stand-in: publishes a new snapshot object (version n) on `bump()`. */
 class Source {
@@ -213,7 +214,7 @@ describe('frame gate', () => {
     gate.subscribe(() => {
       frames.push(gate.snapshot().version);
       // the drawing thread is off its core for 300 ms (blocked, as when other processes hold both cores)
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+      holdThread(300);
     });
     source.bump();
     await new Promise((r) => setImmediate(r));

@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   CONNECT_TIMEOUT_MS,
   DEFAULT_RPC_TIMEOUT_MS,
@@ -16,8 +16,8 @@ import {
   resolveEndpoint,
 } from '../../../src/cri/client/endpoint.js';
 import { useTempDir } from '../support.js';
+import { holdAfterEachConnect } from '../../support/hold.js';
 
-const realCreateConnection = net.createConnection;
 const servers: net.Server[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => new Promise<void>((r) => s.close(() => r()))));
@@ -190,17 +190,13 @@ describe('resolveEndpoint', () => {
   it('a served socket is served though this process was held past the probe bound (not "no answer within")', async () => {
     const sock = path.join(dir(), 'held.sock');
     await serve(sock);
-    // held 600 ms right after the connection is asked for, against a 100 ms bound: from the loop's
-    // check phase, so its next turn begins with the timers, before it sees the connection made
-    const connect = vi.spyOn(net, 'createConnection').mockImplementation((...args: Parameters<typeof net.createConnection>) => {
-      setImmediate(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 600));
-      return realCreateConnection(...args);
-    });
+    // held 600 ms right after the connection is asked for, against a 100 ms bound
+    const held = holdAfterEachConnect(600);
     try {
       expect((await resolveEndpoint({ flag: sock, env: {}, wellKnown: [], probeTimeoutMs: 100 })).path).toBe(sock);
-      expect(connect).toHaveBeenCalled();
+      expect(held.connects()).toBe(1);
     } finally {
-      connect.mockRestore();
+      held.restore();
     }
   });
 

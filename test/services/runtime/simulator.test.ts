@@ -2,8 +2,9 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { serveSimulator, socketIsLive } from '../../../src/services/runtime/simulator.js';
+import { holdAfterEachConnect } from '../../support/hold.js';
 
 describe('simulator service', () => {
   it('serves on the socket until aborted, then removes it; a second server on a live socket is refused', async () => {
@@ -29,20 +30,12 @@ describe('simulator service', () => {
     const socketPath = path.join(mkdtempSync(path.join(tmpdir(), 'podctl-simsvc-')), 'held.sock');
     const server = net.createServer((c) => c.destroy());
     await new Promise<void>((resolve) => server.listen(socketPath, resolve));
-    const realConnect = net.connect;
-    let held = 0;
-    // from the loop's check phase: its next turn begins with the timers, before it sees the connection made
-    const holding = (...args: Parameters<typeof net.connect>): net.Socket => {
-      held += 1;
-      setImmediate(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 600));
-      return realConnect(...args);
-    };
-    const spies = [vi.spyOn(net, 'connect').mockImplementation(holding), vi.spyOn(net, 'createConnection').mockImplementation(holding)];
+    const held = holdAfterEachConnect(600);
     try {
       expect(await socketIsLive(socketPath, 100)).toBe(true);
-      expect(held).toBe(1);
+      expect(held.connects()).toBe(1);
     } finally {
-      for (const spy of spies) spy.mockRestore();
+      held.restore();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
